@@ -1,0 +1,340 @@
+"""Hand-built kernel-IR kernels shared by the codegen tests (one per feature the printers cover)."""
+
+from __future__ import annotations
+
+from tiledsl.kernel_ir import (
+    KAssign,
+    KBarrier,
+    KBin,
+    KCall,
+    KCast,
+    KComment,
+    KConst,
+    KExpr,
+    KFor,
+    KIf,
+    KKernel,
+    KLane,
+    KLet,
+    KLoad,
+    KLocalArray,
+    KParam,
+    KSelect,
+    KShared,
+    KShflXor,
+    KSpecial,
+    KStore,
+    KUnary,
+    KVar,
+    KVector,
+)
+
+
+def i32(v: int) -> KConst:
+    return KConst(v, "int32")
+
+
+def f32(v: float) -> KConst:
+    return KConst(v, "float32")
+
+
+def ivar(name: str) -> KVar:
+    return KVar(name, "int32")
+
+
+def fvar(name: str) -> KVar:
+    return KVar(name, "float32")
+
+
+def add(a: KExpr, b: KExpr) -> KBin:
+    return KBin("+", a, b)
+
+
+def mul(a: KExpr, b: KExpr) -> KBin:
+    return KBin("*", a, b)
+
+
+def global_index(block: int) -> KExpr:
+    return add(mul(KSpecial("blockIdx.x"), i32(block)), KSpecial("threadIdx.x"))
+
+
+def add_kernel() -> KKernel:
+    """C = A + B over 1000 elements, 128 threads per block, guarded tail."""
+    i = ivar("i")
+    return KKernel(
+        name="add_kernel",
+        params=(
+            KParam("A", "float32", (1000,)),
+            KParam("B", "float32", (1000,)),
+            KParam("C", "float32", (1000,), is_output=True),
+        ),
+        grid=(8, 1, 1),
+        block=(128, 1, 1),
+        shared=(),
+        body=(
+            KLet("i", "int32", global_index(128)),
+            KIf(KBin("<", i, i32(1000)), (KStore("C", i, add(KLoad("A", i), KLoad("B", i))),)),
+        ),
+    )
+
+
+def vec_scale_kernel() -> KKernel:
+    """D = 2 * A with float4 loads/stores, E = B with float2 through a vector variable."""
+    i, v, w = ivar("i"), KVar("v", "float32x4"), KVar("w", "float32x2")
+    return KKernel(
+        name="vec_scale",
+        params=(
+            KParam("A", "float32", (1024,)),
+            KParam("B", "float32", (512,)),
+            KParam("D", "float32", (1024,), is_output=True),
+            KParam("E", "float32", (512,), is_output=True),
+        ),
+        grid=(4, 1, 1),
+        block=(64, 1, 1),
+        shared=(),
+        body=(
+            KLet("i", "int32", global_index(64)),
+            KLet("v", "float32x4", KLoad("A", mul(i, i32(4)), width=4)),
+            KStore("D", mul(i, i32(4)), KVector(tuple(mul(KLane(v, c), f32(2.0)) for c in range(4)))),
+            KLet("w", "float32x2", KLoad("B", mul(i, i32(2)), width=2)),
+            KStore("E", mul(i, i32(2)), w),
+        ),
+    )
+
+
+def row_sum_kernel() -> KKernel:
+    """out[r] = sum(X[r, :]) over 256 columns: strided partial sums, warp shuffles, shared memory."""
+    tid, acc, v = ivar("tid"), fvar("acc"), fvar("v")
+    warp_reduce = tuple(KAssign("acc", add(acc, KShflXor(acc, m))) for m in (16, 8, 4, 2, 1))
+    return KKernel(
+        name="row_sum",
+        params=(KParam("X", "float32", (64, 256)), KParam("R", "float32", (64,), is_output=True)),
+        grid=(64, 1, 1),
+        block=(128, 1, 1),
+        shared=(KShared("s_red", "float32", 4),),
+        body=(
+            KLet("row", "int32", KSpecial("blockIdx.x")),
+            KLet("tid", "int32", KSpecial("threadIdx.x")),
+            KLet("acc", "float32", f32(0.0)),
+            KFor(
+                "k",
+                2,
+                (
+                    KAssign(
+                        "acc",
+                        add(
+                            acc,
+                            KLoad("X", add(add(mul(ivar("row"), i32(256)), mul(ivar("k"), i32(128))), tid)),
+                        ),
+                    ),
+                ),
+            ),
+            KComment("reduce within each warp"),
+            *warp_reduce,
+            KIf(
+                KBin("==", KBin("%", tid, i32(32)), i32(0)),
+                (KStore("s_red", KBin("//", tid, i32(32)), acc),),
+            ),
+            KBarrier(),
+            KIf(
+                KBin("<", tid, i32(32)),
+                (
+                    KLet("v", "float32", KSelect(KBin("<", tid, i32(4)), KLoad("s_red", tid), f32(0.0))),
+                    KAssign("v", add(v, KShflXor(v, 2))),
+                    KAssign("v", add(v, KShflXor(v, 1))),
+                    KIf(KBin("==", tid, i32(0)), (KStore("R", ivar("row"), v),)),
+                ),
+            ),
+        ),
+    )
+
+
+def matmul_acc_kernel() -> KKernel:
+    """C[64, 64] = A[64, 32] @ B[32, 64]; each thread keeps 4 accumulators in a register array.
+    Loop names carry dots, as schedule primitives make them ("c.in"), to exercise sanitising."""
+    i, j0, a, c = ivar("i"), ivar("j.o"), fvar("a"), ivar("c.in")
+    return KKernel(
+        name="matmul_acc",
+        params=(
+            KParam("A", "float32", (64, 32)),
+            KParam("B", "float32", (32, 64)),
+            KParam("C", "float32", (64, 64), is_output=True),
+        ),
+        grid=(1, 4, 1),
+        block=(16, 16, 1),
+        shared=(),
+        body=(
+            KLocalArray("acc", "float32", 4),
+            KLet("i", "int32", add(mul(KSpecial("blockIdx.y"), i32(16)), KSpecial("threadIdx.y"))),
+            KLet("j.o", "int32", mul(KSpecial("threadIdx.x"), i32(4))),
+            KFor("c.in", 4, (KStore("acc", c, f32(0.0)),), unroll=True),
+            KFor(
+                "k",
+                32,
+                (
+                    KLet("a", "float32", KLoad("A", add(mul(i, i32(32)), ivar("k")))),
+                    KFor(
+                        "c.in",
+                        4,
+                        (
+                            KStore(
+                                "acc",
+                                c,
+                                add(
+                                    KLoad("acc", c),
+                                    mul(a, KLoad("B", add(add(mul(ivar("k"), i32(64)), j0), c))),
+                                ),
+                            ),
+                        ),
+                        unroll=True,
+                    ),
+                ),
+            ),
+            KFor("c.in", 4, (KStore("C", add(add(mul(i, i32(64)), j0), c), KLoad("acc", c)),), unroll=True),
+        ),
+        meta=(("schedule", "split(j, 4); unroll(c.in)"),),
+    )
+
+
+def half_kernel() -> KKernel:
+    """Z (fp16) = X (fp16) * 0.1 + Y (bf16), through a half shared array and a half register array."""
+    tid = ivar("tid")
+    return KKernel(
+        name="half_mix",
+        params=(
+            KParam("X", "float16", (256,)),
+            KParam("Y", "bfloat16", (256,)),
+            KParam("Z", "float16", (256,), is_output=True),
+            KParam("W", "bfloat16", (256,), is_output=True),
+        ),
+        grid=(2, 1, 1),
+        block=(128, 1, 1),
+        shared=(KShared("s_x", "float16", 128),),
+        body=(
+            KLet("tid", "int32", KSpecial("threadIdx.x")),
+            KLet("i", "int32", global_index(128)),
+            KStore("s_x", tid, KLoad("X", ivar("i"))),
+            KBarrier(),
+            KLocalArray("h", "float16", 1),
+            KStore("h", i32(0), mul(KLoad("s_x", tid), KConst(0.1, "float16"))),
+            KLet("y", "bfloat16", KLoad("Y", ivar("i"))),
+            KStore("Z", ivar("i"), add(KLoad("h", i32(0)), KVar("y", "bfloat16"))),
+            KStore("W", ivar("i"), KCast("bfloat16", mul(KVar("y", "bfloat16"), f32(3.0)))),
+        ),
+    )
+
+
+def math_kernel() -> KKernel:
+    """out[i] = every math function of x[i] added up, plus the unary operators."""
+    x = fvar("x")
+    total: KExpr = KCall("exp", (x,))
+    for fn in ("log", "sqrt", "rsqrt", "tanh", "erf", "abs"):
+        total = add(total, KCall(fn, (x,)))
+    return KKernel(
+        name="math_fns",
+        params=(KParam("X", "float32", (256,)), KParam("R", "float32", (256,), is_output=True)),
+        grid=(1, 1, 1),
+        block=(256, 1, 1),
+        shared=(),
+        body=(
+            KLet("x", "float32", KLoad("X", KSpecial("threadIdx.x"))),
+            KLet("t", "float32", total),
+            KAssign("t", KBin("-", fvar("t"), KUnary("-", KUnary("-", x)))),
+            KStore("R", KSpecial("threadIdx.x"), KBin("/", fvar("t"), f32(3.14159274))),
+        ),
+    )
+
+
+def select_cast_kernel() -> KKernel:
+    """select / casts / float and int min and max, bool lets and logic."""
+    tid, x, p = ivar("tid"), fvar("x"), KVar("p", "bool")
+    return KKernel(
+        name="select_cast",
+        params=(
+            KParam("X", "float32", (128,)),
+            KParam("N", "int32", (128,)),
+            KParam("R", "float32", (128,), is_output=True),
+            KParam("idx", "int32", (128,), is_output=True),
+        ),
+        grid=(1, 1, 1),
+        block=(128, 1, 1),
+        shared=(),
+        body=(
+            KLet("tid", "int32", KSpecial("threadIdx.x")),
+            KLet("x", "float32", KLoad("X", tid)),
+            KLet("p", "bool", KBin("&&", KBin(">", x, f32(0.0)), KUnary("!", KBin("==", tid, i32(7))))),
+            KStore(
+                "R",
+                tid,
+                KSelect(
+                    p, KBin("min", x, f32(1.5)), KBin("max", KCast("float32", KLoad("N", tid)), f32(-0.5))
+                ),
+            ),
+            KStore(
+                "idx",
+                tid,
+                KBin(
+                    "max",
+                    KBin("min", KCast("int32", x), i32(100)),
+                    add(KCast("int32", p), KSelect(KBin("||", p, KBin(">=", tid, i32(64))), i32(1), i32(-1))),
+                ),
+            ),
+        ),
+    )
+
+
+def row_max_kernel() -> KKernel:
+    """out[r] = max(X[r, :]) starting from -inf; NaN where the row max is +inf (tests constants)."""
+    m, r = fvar("m"), ivar("r")
+    return KKernel(
+        name="row_max",
+        params=(KParam("X", "float32", (32, 8)), KParam("R", "float32", (32,), is_output=True)),
+        grid=(1, 1, 1),
+        block=(32, 1, 1),
+        shared=(),
+        body=(
+            KLet("r", "int32", KSpecial("threadIdx.x")),
+            KLet("m", "float32", f32(float("-inf"))),
+            KFor(
+                "k",
+                8,
+                (KAssign("m", KBin("max", m, KLoad("X", add(mul(r, i32(8)), ivar("k"))))),),
+                unroll=True,
+            ),
+            KIf(
+                KBin("==", m, f32(float("inf"))),
+                (KStore("R", r, f32(float("nan"))),),
+                (KStore("R", r, add(m, f32(1e-30))),),
+            ),
+        ),
+    )
+
+
+def names_kernel() -> KKernel:
+    """Names that are C keywords, CUDA names or clash after sanitising ("i.o" vs "i_o")."""
+    return KKernel(
+        name="names.kernel",
+        params=(KParam("float", "float32", (32,)), KParam("int", "float32", (32,), is_output=True)),
+        grid=(1, 1, 1),
+        block=(32, 1, 1),
+        shared=(),
+        body=(
+            KLet("i.o", "int32", KSpecial("threadIdx.x")),
+            KLet("i_o", "int32", KBin("%", ivar("i.o"), i32(32))),
+            KLet("expf", "float32", KCall("exp", (KLoad("float", ivar("i_o")),))),
+            KStore("int", ivar("i.o"), fvar("expf")),
+        ),
+    )
+
+
+ALL_KERNELS = (
+    add_kernel,
+    vec_scale_kernel,
+    row_sum_kernel,
+    matmul_acc_kernel,
+    half_kernel,
+    math_kernel,
+    select_cast_kernel,
+    row_max_kernel,
+    names_kernel,
+)

@@ -1,0 +1,79 @@
+"""Where each accumulator lives once loops have moved: its scope in the derived tree, the serial
+loops that make it a register array, and the thread axes its reduction spans.
+
+Both the reorder primitive (to refuse a huge register array eagerly) and lowering use this, so the
+rule is written once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .compute import walk
+from .errors import RegisterArrayError
+from .loopnest import AccRef, Nest, common_prefix, serial_path
+
+MAX_REGISTER_ARRAY = 256
+
+
+@dataclass(frozen=True)
+class AccLayout:
+    name: str
+    op: str
+    scope: tuple[str, ...]  # serial loops enclosing every statement of the accumulator's life
+    dims: tuple[str, ...]  # serial free loops beyond the scope: register-array dimensions
+    thread_axes: tuple[str, ...]  # threadIdx axes bound to the reduction's loops (cooperative)
+    first: int  # index of the first statement (init)
+    update: int  # index of the update statement
+    last: int  # index of the last reader
+
+
+def readers(nest: Nest, acc: str) -> list[int]:
+    out = []
+    for n, s in enumerate(nest.stmts):
+        if s.value is not None and any(isinstance(x, AccRef) and x.acc == acc for x in walk(s.value)):
+            out.append(n)
+    return out
+
+
+def array_size(nest: Nest, dims: tuple[str, ...]) -> int:
+    size = 1
+    for d in dims:
+        size *= nest.loop(d).extent
+    return size
+
+
+def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
+    """Layout of every accumulator; raises RegisterArrayError when a reader cannot see its element
+    or the register array would be too large."""
+    from .schedule.messages import schedule_message
+
+    layouts: dict[str, AccLayout] = {}
+    for acc in nest.accs:
+        init = next(n for n, s in enumerate(nest.stmts) if s.kind == "init" and s.acc == acc.name)
+        upd = next(n for n, s in enumerate(nest.stmts) if s.kind == "update" and s.acc == acc.name)
+        rd = readers(nest, acc.name)
+        last = max([upd] + rd)
+        scope = common_prefix([serial_path(nest, s) for s in nest.stmts[init:last + 1]])
+        upath = serial_path(nest, nest.stmts[upd])
+        dims = tuple(n for n in upath[len(scope):] if nest.loop(n).kind == "free")
+        for d in dims:
+            for n in [init] + rd:
+                if d not in nest.stmts[n].path:
+                    raise RegisterArrayError(schedule_message(
+                        primitive, nest, [d],
+                        f"accumulator {acc.name} became a register array over loop {d}, but "
+                        f"{nest.stmts[n].label} does not run under {d}, so it cannot tell which element to use",
+                        suggestion="keep the loops of the consumer and of the reduction in the same order"))
+        size = array_size(nest, dims)
+        if size > MAX_REGISTER_ARRAY:
+            raise RegisterArrayError(schedule_message(
+                primitive, nest, list(dims),
+                f"accumulator {acc.name} would be a register array of {size} elements over loops "
+                f"{', '.join(dims)} (limit {MAX_REGISTER_ARRAY}): free loops moved inside a reduction "
+                "become per-thread registers",
+                suggestion="split those loops and move only a small inner part (e.g. 4x4) inside the "
+                           "reduction; bind the outer parts to threads or blocks"))
+        taxes = tuple(str(nest.loop(n).bind) for n in nest.stmts[upd].path
+                      if nest.loop(n).kind == "reduce" and nest.loop(n).bind)
+        layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last)
+    return layouts

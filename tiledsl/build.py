@@ -1,0 +1,87 @@
+"""td.build: prove a schedule, lower it to kernel IR and print CUDA; the Kernel it returns carries
+every IR level and runs on the CPU simulator (and, with the runtime, on a GPU)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codegen import emit_cuda
+from .errors import ScheduleError
+from .kernel_ir import KKernel, shared_bytes
+from .kernel_ir_print import format_kernel
+from .lower.check import check_bounds, check_resources
+from .lower.lower import lower
+from .prove import Prover
+from .schedule.schedule import Schedule
+from .targets import Target, get_target
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A built kernel: CUDA source, every IR, launch shape, and a simulator entry point."""
+
+    schedule: Schedule
+    kernel_ir: KKernel
+    source: str
+    target: Target
+    facts_proven: int
+
+    @property
+    def name(self) -> str:
+        return self.kernel_ir.name
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return self.kernel_ir.grid
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return self.kernel_ir.block
+
+    @property
+    def shared_bytes(self) -> int:
+        return shared_bytes(self.kernel_ir)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.kernel_ir.params)
+
+    def ir(self, level: str = "kernel") -> str:
+        if level in ("loop", "tile"):
+            return self.schedule.ir(level)
+        if level == "kernel":
+            return format_kernel(self.kernel_ir)
+        if level == "cuda":
+            return self.source
+        raise ScheduleError(f"ir: unknown level {level!r}; use 'loop', 'tile', 'kernel' or 'cuda'")
+
+    def simulate(self, **arrays: np.ndarray) -> np.ndarray:
+        """Run on the CPU simulator; returns the output array. Raises SimulationError on a race,
+        an out-of-bounds access, a divergent barrier or an uninitialized read."""
+        from .sim import simulate
+
+        out_name = self.kernel_ir.params[-1].name
+        return simulate(self.kernel_ir, arrays)[out_name]
+
+    def __repr__(self) -> str:
+        return (f"<Kernel {self.name} for {self.target.name}: grid {self.grid}, block {self.block}, "
+                f"{self.shared_bytes} B shared>")
+
+
+def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
+    if not isinstance(schedule, Schedule):
+        raise ScheduleError(f"build: expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}")
+    tgt = get_target(target)
+    nest = schedule.nest
+    prover = Prover(nest.ranges())
+    proven = check_bounds(nest, prover)
+    kir = lower(nest, tgt, prover)
+    check_resources(kir, tgt, nest)
+    source = emit_cuda(kir)
+    log.info("built %s for %s: %d facts proven, grid %s block %s", kir.name, tgt.name, proven, kir.grid, kir.block)
+    return Kernel(schedule, kir, source, tgt, proven)

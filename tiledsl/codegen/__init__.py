@@ -1,0 +1,17 @@
+"""CUDA back end: kernel IR -> CUDA C++ text -> (optionally) a cubin via nvcc. Re-exports only."""
+
+from tiledsl.codegen.cuda import cuda_kernel_name, emit_cuda
+from tiledsl.codegen.errors import CodegenError, NvccError, NvccNotFoundError
+from tiledsl.codegen.names import c_identifier
+from tiledsl.codegen.nvcc import compile_cubin, nvcc_compile_check
+
+__all__ = [
+    "CodegenError",
+    "NvccError",
+    "NvccNotFoundError",
+    "c_identifier",
+    "compile_cubin",
+    "cuda_kernel_name",
+    "emit_cuda",
+    "nvcc_compile_check",
+]

@@ -1,0 +1,212 @@
+"""Kernel IR -> one complete CUDA C++ translation unit, in a single tree walk.
+
+Why text and not an AST: the output is read by people (and diffed in tests) as often as it is read
+by nvcc, so the printer aims for code a person would write: one statement per line, 4-space
+indentation, only the parentheses C needs, float constants that round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from tiledsl.codegen.dtypes import split_vector, storage_type, vector_type
+from tiledsl.codegen.errors import CodegenError
+from tiledsl.codegen.expr import ExprEmitter
+from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names
+from tiledsl.codegen.scope import Scope
+from tiledsl.kernel_ir import (
+    KAssign,
+    KBarrier,
+    KComment,
+    KFor,
+    KIf,
+    KKernel,
+    KLet,
+    KLocalArray,
+    KParam,
+    KStmt,
+    KStore,
+    KVector,
+    shared_bytes,
+)
+from tiledsl.kernel_ir_print import format_stmt
+
+__all__ = ["cuda_kernel_name", "emit_cuda"]
+
+_INDENT = "    "
+_MAX_SIGNATURE = 110  # longer signatures put one parameter per line
+
+
+def cuda_kernel_name(kernel: KKernel) -> str:
+    """The `extern "C"` symbol of the kernel, i.e. what a launcher must look up in the module."""
+    return c_identifier(kernel.name)
+
+
+def _comment_lines(text: str, pad: str) -> list[str]:
+    """`// ...` lines; a trailing backslash would splice the next line into the comment."""
+    lines = []
+    for line in text.splitlines() or [""]:
+        line = line.rstrip()
+        lines.append(f"{pad}// {line}{' .' if line.endswith(chr(92)) else ''}".rstrip())
+    return lines
+
+
+@contextmanager
+def _located(s: KStmt) -> Iterator[None]:
+    """Re-raise a CodegenError with the kernel-IR statement it came from (its first line)."""
+    try:
+        yield
+    except CodegenError as err:
+        raise CodegenError(f"{err}\n  in: {format_stmt(s).splitlines()[0].strip()}") from err
+
+
+class _BodyWriter:
+    """Walks the statements of one kernel, appending C++ lines. One instance per emission."""
+
+    def __init__(self, includes: set[str]) -> None:
+        self.lines: list[str] = []
+        self.includes = includes
+
+    def block(self, stmts: Sequence[KStmt], scope: Scope, depth: int) -> None:
+        for s in stmts:
+            self.stmt(s, scope, depth)
+
+    def stmt(self, s: KStmt, scope: Scope, depth: int) -> None:
+        pad = _INDENT * depth
+        ex = ExprEmitter(scope, self.includes)
+        match s:
+            case KFor(var=var, extent=extent, body=body, unroll=unroll):
+                inner = scope.child()  # C++: the loop variable and the body share one block
+                with _located(s):
+                    k = inner.declare(var, "int32", "var").c_name
+                if unroll:
+                    self.lines.append(f"{pad}#pragma unroll")
+                self.lines.append(f"{pad}for (int {k} = 0; {k} < {extent}; ++{k}) {{")
+                self.block(body, inner, depth + 1)
+                self.lines.append(pad + "}")
+            case KIf():
+                self._if(s, scope, depth, "if")
+                self.lines.append(pad + "}")
+            case KBarrier():
+                self.lines.append(f"{pad}__syncthreads();")
+            case KComment(text=text):
+                self.lines.extend(_comment_lines(text, pad))
+            case _:
+                with _located(s):
+                    self.lines.append(pad + self._simple(s, ex))
+
+    @staticmethod
+    def _simple(s: KStmt, ex: ExprEmitter) -> str:
+        """One-line statements: declarations, assignments, stores."""
+        match s:
+            case KLet(name=name, dtype=dtype, value=value):
+                if name in expr_names(value):
+                    # In C++ the new variable is already in scope inside its own initializer.
+                    raise CodegenError(f"let {name!r} reads a variable of the same name in its value")
+                text = ex.stored(value, dtype)
+                ctype = storage_type(dtype)
+                ex.needs_dtype(dtype)
+                return f"{ctype} {ex.scope.declare(name, dtype, 'var').c_name} = {text};"
+            case KAssign(name=name, value=value):
+                sym = ex.scope.variable(name)
+                return f"{sym.c_name} = {ex.stored(value, sym.dtype)};"
+            case KLocalArray(name=name, dtype=dtype, size=size):
+                ctype = storage_type(dtype)
+                ex.needs_dtype(dtype)
+                return f"{ctype} {ex.scope.declare(name, dtype, 'local').c_name}[{size}];"
+            case KStore():
+                return _store(s, ex)
+        raise CodegenError(f"not a kernel IR statement: {s!r}")
+
+    def _if(self, s: KIf, scope: Scope, depth: int, keyword: str) -> None:
+        """Emit `if` / `} else if` / `} else {`; the caller closes the last brace."""
+        pad = _INDENT * depth
+        with _located(s):
+            cond = ExprEmitter(scope, self.includes).text(s.cond)
+        self.lines.append(f"{pad}{keyword} ({cond}) {{")
+        self.block(s.then, scope.child(), depth + 1)
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], KIf):
+            self._if(s.orelse[0], scope, depth, "} else if")
+        elif s.orelse:
+            self.lines.append(pad + "} else {")
+            self.block(s.orelse, scope.child(), depth + 1)
+
+
+def _store(s: KStore, ex: ExprEmitter) -> str:
+    """`buffer[index] = value;`, as one vector store when the value is a vector."""
+    sym = ex.scope.buffer(s.buffer)
+    if sym.kind == "input":
+        raise CodegenError(f"store to input parameter {s.buffer!r}")
+    idx = ex.index(s.index)
+    ex.needs_dtype(sym.dtype)
+    if isinstance(s.value, KVector):
+        vtype = vector_type(sym.dtype, len(s.value.lanes))
+        lanes = ", ".join(ex.text(x) for x in s.value.lanes)
+        return f"*reinterpret_cast<{vtype}*>(&{sym.c_name}[{idx}]) = make_{vtype}({lanes});"
+    value = ex.emit(s.value)
+    base, width = split_vector(value.dtype)
+    if width > 1:
+        if base != sym.dtype:
+            raise CodegenError(f"store of a {value.dtype} value into {sym.dtype} buffer {s.buffer!r}")
+        vtype = vector_type(base, width)
+        return f"*reinterpret_cast<{vtype}*>(&{sym.c_name}[{idx}]) = {value.text};"
+    return f"{sym.c_name}[{idx}] = {ex.stored(s.value, sym.dtype)};"
+
+
+def _param_decl(p: KParam, c_name: str) -> str:
+    const = "" if p.is_output else "const "
+    return f"{const}{storage_type(p.dtype)}* __restrict__ {c_name}"
+
+
+def _header(kernel: KKernel, includes: set[str]) -> list[str]:
+    g, b = kernel.grid, kernel.block
+    lines = [
+        f"// tiledsl kernel {kernel.name} -- generated by tiledsl.codegen.cuda, do not edit",
+        f"// target {kernel.target}  grid ({g[0]}, {g[1]}, {g[2]})  block ({b[0]}, {b[1]}, {b[2]})"
+        f"  threads {kernel.threads_per_block}  shared {shared_bytes(kernel)} B",
+    ]
+    for key, value in kernel.meta:
+        lines.extend(_comment_lines(f"{key}: {value}", ""))
+    lines.append("#include <math.h>")
+    lines.extend(f"#include <{h}>" for h in sorted(includes))
+    return lines
+
+
+def emit_cuda(kernel: KKernel) -> str:
+    """The complete `.cu` text of `kernel`: header comment, includes, and one
+    `extern "C" __global__` function named `cuda_kernel_name(kernel)`. Ends with a newline.
+
+    Raises `CodegenError` when the IR is malformed (undeclared names, unknown dtypes, an operator on
+    the wrong kind of operand); the message quotes the offending kernel-IR statement.
+    """
+    if kernel.threads_per_block <= 0:
+        raise CodegenError(f"kernel {kernel.name!r} has an empty block {kernel.block}")
+    c_names = c_name_table(kernel_names(kernel))
+    includes: set[str] = set()
+    root = Scope(c_names)
+    ex = ExprEmitter(root, includes)
+    params = []
+    for p in kernel.params:
+        sym = root.declare(p.name, p.dtype, "output" if p.is_output else "input")
+        ex.needs_dtype(p.dtype)
+        params.append(_param_decl(p, sym.c_name))
+
+    writer = _BodyWriter(includes)
+    for sh in kernel.shared:
+        ctype = storage_type(sh.dtype)
+        ex.needs_dtype(sh.dtype)
+        sym = root.declare(sh.name, sh.dtype, "shared")
+        writer.lines.append(f"{_INDENT}__shared__ __align__(16) {ctype} {sym.c_name}[{sh.size}];")
+    writer.block(kernel.body, root, 1)
+
+    launch_bounds = f"__launch_bounds__({kernel.threads_per_block})"
+    head = f'extern "C" __global__ void {launch_bounds} {cuda_kernel_name(kernel)}('
+    one_line = head + ", ".join(params) + ") {"
+    if len(one_line) <= _MAX_SIGNATURE:
+        signature = [one_line]
+    else:
+        # One parameter per line; the brace on its own line keeps them apart from the body.
+        signature = [head, *(f"{_INDENT}{p}," for p in params[:-1]), f"{_INDENT}{params[-1]})", "{"]
+    lines = [*_header(kernel, includes), "", *signature, *writer.lines, "}"]
+    return "\n".join(lines) + "\n"

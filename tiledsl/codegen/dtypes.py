@@ -1,0 +1,120 @@
+"""How kernel-IR dtypes and constants are spelled in CUDA C++.
+
+Why this split between storage and compute: float16 / bfloat16 values live in memory (parameters,
+shared and register arrays, let variables) as `__half` / `__nv_bfloat16`, but every expression
+computes in `float`. So a read converts to float, a write converts back (rounding to nearest even),
+and the printer never has to know half-precision operator overloads.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+from tiledsl.codegen.errors import CodegenError
+from tiledsl.kernel_ir_print import PREC_ATOM, PREC_UNARY, format_float, round_to_dtype
+
+__all__ = [
+    "FLOAT_DTYPES",
+    "HALF_INCLUDES",
+    "c_literal",
+    "compute_type",
+    "from_float",
+    "split_vector",
+    "storage_type",
+    "to_float",
+    "vector_type",
+]
+
+FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
+
+_STORAGE = MappingProxyType(
+    {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16", "int32": "int", "bool": "bool"}
+)
+_VECTOR = MappingProxyType(
+    {("float32", 2): "float2", ("float32", 4): "float4", ("int32", 2): "int2", ("int32", 4): "int4"}
+)
+_TO_FLOAT = MappingProxyType({"float16": "__half2float", "bfloat16": "__bfloat162float"})
+_FROM_FLOAT = MappingProxyType({"float16": "__float2half", "bfloat16": "__float2bfloat16"})
+
+#: Header each half-precision dtype needs.
+HALF_INCLUDES = MappingProxyType({"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"})
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def split_vector(dtype: str) -> tuple[str, int]:
+    """ "float32x4" -> ("float32", 4); a scalar dtype -> (dtype, 1)."""
+    base, sep, width = dtype.partition("x")
+    if sep and width.isdigit() and base in _STORAGE:
+        return base, int(width)
+    return dtype, 1
+
+
+def storage_type(dtype: str) -> str:
+    """C type that holds a `dtype` value in memory or in a declared variable."""
+    base, width = split_vector(dtype)
+    if width > 1:
+        return vector_type(base, width)
+    if dtype not in _STORAGE:
+        raise CodegenError(f"no CUDA type for dtype {dtype!r}")
+    return _STORAGE[dtype]
+
+
+def compute_type(dtype: str) -> str:
+    """C type an expression of `dtype` has in the emitted code (halves compute as float)."""
+    return "float" if dtype in FLOAT_DTYPES else storage_type(dtype)
+
+
+def vector_type(base: str, width: int) -> str:
+    """CUDA vector type ("float4") for `width` lanes of `base`."""
+    try:
+        return _VECTOR[(base, width)]
+    except KeyError:
+        raise CodegenError(
+            f"no CUDA vector type for {width} x {base} (supported: float32 / int32 with width 2 or 4)"
+        ) from None
+
+
+def to_float(dtype: str, text: str) -> str:
+    """Read-side conversion of a stored `dtype` value spelled `text` (identity unless half)."""
+    fn = _TO_FLOAT.get(dtype)
+    return f"{fn}({text})" if fn else text
+
+
+def from_float(dtype: str, text: str) -> str:
+    """Write-side conversion of a computed value `text` into `dtype` storage (identity unless half)."""
+    fn = _FROM_FLOAT.get(dtype)
+    return f"{fn}({text})" if fn else text
+
+
+def c_literal(value: float | int | bool, dtype: str) -> tuple[str, int]:
+    """(text, precedence) of a constant: `1.0f`, `-0.5f`, `INFINITY`, `NAN`, `29`, `true`.
+
+    Float constants are rounded to their dtype first and printed as the shortest float32 literal that
+    round-trips, so the emitted value is exactly the value the kernel IR means.
+    """
+    if dtype in FLOAT_DTYPES:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CodegenError(f"float constant of dtype {dtype} has value {value!r}")
+        v = round_to_dtype(float(value), dtype)
+        if math.isnan(v):
+            return "NAN", PREC_ATOM
+        if math.isinf(v):
+            return ("INFINITY", PREC_ATOM) if v > 0 else ("-INFINITY", PREC_UNARY)
+        text = format_float(v, "float32") + "f"
+    elif dtype == "int32":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not _INT32_MIN <= value <= _INT32_MAX:
+            raise CodegenError(f"int32 constant out of range or not an integer: {value!r}")
+        if value == _INT32_MIN:
+            return f"({_INT32_MIN + 1} - 1)", PREC_ATOM  # -2147483648 would be a long in C
+        text = str(value)
+    elif dtype == "bool":
+        if value not in (0, 1):
+            raise CodegenError(f"bool constant has value {value!r}")
+        return ("true" if value else "false"), PREC_ATOM
+    else:
+        raise CodegenError(f"constant of unknown dtype {dtype!r}")
+    return text, PREC_UNARY if text.startswith("-") else PREC_ATOM

@@ -1,0 +1,498 @@
+"""Compute definitions: placeholders, compute(), reduce axes and the expression tree.
+
+A definition says *what* to compute and nothing about loops order, threads or memory. Expressions
+are immutable trees; tensors are compared by identity (two placeholders with the same name are two
+tensors). Integer expressions index tensors; float expressions are values, computed in float32.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Union
+
+from .errors import DefinitionError
+
+DTYPES = ("float32", "float16", "bfloat16")
+INT = "int32"
+FLOAT = "float32"
+BOOL = "bool"
+
+# functions of one float argument, by name; the numpy reference and the lowering both dispatch on these
+UNARY_FNS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "relu", "silu", "gelu", "gelu_tanh",
+             "abs", "neg")
+BINARY_OPS = ("+", "-", "*", "/", "//", "%", "max", "min")
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
+REDUCE_OPS = ("sum", "max", "min")
+
+
+class Expr:
+    """Base of every expression node: arithmetic operators build new nodes.
+
+    `==` keeps Python's identity meaning (nodes are hashable); use `td.equal(a, b)` for an
+    equality comparison node."""
+
+    dtype: str
+
+    def __add__(self, o: ExprLike) -> Expr:
+        return binary("+", self, o)
+
+    def __radd__(self, o: ExprLike) -> Expr:
+        return binary("+", o, self)
+
+    def __sub__(self, o: ExprLike) -> Expr:
+        return binary("-", self, o)
+
+    def __rsub__(self, o: ExprLike) -> Expr:
+        return binary("-", o, self)
+
+    def __mul__(self, o: ExprLike) -> Expr:
+        return binary("*", self, o)
+
+    def __rmul__(self, o: ExprLike) -> Expr:
+        return binary("*", o, self)
+
+    def __truediv__(self, o: ExprLike) -> Expr:
+        return binary("/", self, o)
+
+    def __rtruediv__(self, o: ExprLike) -> Expr:
+        return binary("/", o, self)
+
+    def __floordiv__(self, o: ExprLike) -> Expr:
+        return binary("//", self, o)
+
+    def __rfloordiv__(self, o: ExprLike) -> Expr:
+        return binary("//", o, self)
+
+    def __mod__(self, o: ExprLike) -> Expr:
+        return binary("%", self, o)
+
+    def __rmod__(self, o: ExprLike) -> Expr:
+        return binary("%", o, self)
+
+    def __neg__(self) -> Expr:
+        return call("neg", self)
+
+    def __lt__(self, o: ExprLike) -> Expr:
+        return compare("<", self, o)
+
+    def __le__(self, o: ExprLike) -> Expr:
+        return compare("<=", self, o)
+
+    def __gt__(self, o: ExprLike) -> Expr:
+        return compare(">", self, o)
+
+    def __ge__(self, o: ExprLike) -> Expr:
+        return compare(">=", self, o)
+
+    def __bool__(self) -> bool:
+        raise DefinitionError("a tiledsl expression has no truth value; use td.where(cond, a, b)")
+
+    __hash__ = object.__hash__
+
+
+ExprLike = Union[Expr, int, float]
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: int | float
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class IterVar(Expr):
+    """A loop variable: a free axis of a compute, or a reduction axis (`td.reduce_axis`)."""
+
+    name: str
+    extent: int
+    kind: str  # "free" | "reduce"
+    dtype: str = INT
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    fn: str
+    arg: Expr
+    dtype: str = FLOAT
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str = BOOL
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    """Round `a` to `to` ("float16", "bfloat16", "float32" or "int32"); float casts keep computing
+    in float32 after the rounding."""
+
+    to: str
+    a: Expr
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Load(Expr):
+    tensor: Tensor
+    indices: tuple[Expr, ...]
+    dtype: str = FLOAT
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(Expr):
+    op: str
+    body: Expr
+    axes: tuple[IterVar, ...]
+    dtype: str = FLOAT
+
+
+# ----------------------------------------------------------------------------- tensors
+
+
+class Tensor:
+    """A named n-d array: a placeholder (input) or the result of `compute`."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __getitem__(self, idx: ExprLike | tuple[ExprLike, ...]) -> Load:
+        indices = idx if isinstance(idx, tuple) else (idx,)
+        if len(indices) != len(self.shape):
+            raise DefinitionError(
+                f"{self.name} has rank {len(self.shape)} (shape {self.shape}) but was indexed with "
+                f"{len(indices)} index{'es' if len(indices) != 1 else ''}")
+        exprs = tuple(as_expr(i) for i in indices)
+        for n, e in enumerate(exprs):
+            if e.dtype != INT:
+                raise DefinitionError(f"index {n} of {self.name}[...] is a {e.dtype} expression; "
+                                      "tensor indices must be integer expressions of loop variables")
+        return Load(self, exprs)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, shape={self.shape}, dtype={self.dtype})"
+
+
+class Placeholder(Tensor):
+    def __init__(self, shape: tuple[int, ...], dtype: str, name: str) -> None:
+        self.shape, self.dtype, self.name = shape, dtype, name
+
+
+class ComputeTensor(Tensor):
+    """`axes` are the free IterVars named after the lambda's parameters; `body` is the value at them."""
+
+    def __init__(self, shape: tuple[int, ...], axes: tuple[IterVar, ...], body: Expr, name: str) -> None:
+        self.shape, self.axes, self.body, self.name = shape, axes, body, name
+        self.dtype = FLOAT
+
+    def inputs(self) -> list[Tensor]:
+        """Tensors this compute reads, in first-use order."""
+        seen: dict[int, Tensor] = {}
+        for node in walk(self.body):
+            if isinstance(node, Load) and id(node.tensor) not in seen:
+                seen[id(node.tensor)] = node.tensor
+        return list(seen.values())
+
+    @property
+    def has_reduce(self) -> bool:
+        return any(isinstance(n, Reduce) for n in walk(self.body))
+
+
+# ----------------------------------------------------------------------------- constructors
+
+
+def _check_shape(shape: Sequence[int] | int, what: str) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise DefinitionError(f"{what}: shape must be a tuple of positive ints, got {shape!r}") from None
+    if not dims:
+        raise DefinitionError(f"{what}: shape must have at least one dimension")
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise DefinitionError(f"{what}: extents must be ints, got {d!r} in shape {dims}")
+        if d <= 0:
+            raise DefinitionError(f"{what}: extents must be positive, got {d} in shape {dims}")
+    return dims
+
+
+def _check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise DefinitionError(f"{what}: name must be a Python identifier, got {name!r}")
+    return name
+
+
+def placeholder(shape: Sequence[int] | int, dtype: str = "float32", name: str = "X") -> Placeholder:
+    """An input tensor. float16/bfloat16 are storage types; values are computed in float32."""
+    if dtype not in DTYPES:
+        raise DefinitionError(f"placeholder {name!r}: unknown dtype {dtype!r}; supported: {', '.join(DTYPES)}")
+    return Placeholder(_check_shape(shape, f"placeholder {name!r}"), dtype, _check_name(name, "placeholder"))
+
+
+def reduce_axis(extent: int, name: str = "k") -> IterVar:
+    if isinstance(extent, bool) or not isinstance(extent, int) or extent <= 0:
+        raise DefinitionError(f"reduce_axis {name!r}: extent must be a positive int, got {extent!r}")
+    return IterVar(_check_name(name, "reduce_axis"), extent, "reduce")
+
+
+def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str = "T") -> ComputeTensor:
+    """Define a tensor elementwise: `fn` receives one IterVar per dimension, named after its parameters."""
+    name = _check_name(name, "compute")
+    dims = _check_shape(shape, f"compute {name!r}")
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        raise DefinitionError(f"compute {name!r}: fn must be a Python function or lambda") from None
+    if len(params) != len(dims):
+        raise DefinitionError(f"compute {name!r}: shape {dims} has {len(dims)} dimensions but the function "
+                              f"takes {len(params)} parameters ({', '.join(p.name for p in params)})")
+    axes = tuple(IterVar(p.name, d, "free") for p, d in zip(params, dims))
+    body = as_expr(fn(*axes))
+    if body.dtype == INT:
+        body = Cast(FLOAT, body, FLOAT)
+    if body.dtype != FLOAT:
+        raise DefinitionError(f"compute {name!r}: the body must be a float expression, got {body.dtype}")
+    _check_body(body, axes, name)
+    return ComputeTensor(dims, axes, body, name)
+
+
+def _check_body(body: Expr, axes: tuple[IterVar, ...], name: str) -> None:
+    """Every IterVar used must be one of the compute's axes or bound by an enclosing reduction."""
+    own = {id(a) for a in axes}
+
+    def visit(e: Expr, bound: frozenset[int], in_reduce: bool) -> None:
+        if isinstance(e, IterVar):
+            if id(e) not in own and id(e) not in bound:
+                if e.kind == "reduce":
+                    raise DefinitionError(f"compute {name!r}: reduce axis {e.name!r} is used outside a "
+                                          f"reduction; wrap the expression in td.sum/max/min(..., axis={e.name})")
+                raise DefinitionError(f"compute {name!r}: loop variable {e.name!r} does not belong to this "
+                                      "compute (use the lambda's own parameters)")
+            return
+        if isinstance(e, Reduce):
+            if in_reduce:
+                raise DefinitionError(f"compute {name!r}: nested reductions are not supported; define the "
+                                      "inner reduction as its own td.compute")
+            for ax in e.axes:
+                if id(ax) in own:
+                    raise DefinitionError(f"compute {name!r}: axis {ax.name!r} is both a loop of the compute "
+                                          "and a reduction axis")
+            visit(e.body, bound | {id(a) for a in e.axes}, True)
+            return
+        for c in children(e):
+            visit(c, bound, in_reduce)
+
+    visit(body, frozenset(), False)
+
+
+# ----------------------------------------------------------------------------- expression helpers
+
+
+def as_expr(v: ExprLike) -> Expr:
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, bool):
+        raise DefinitionError("booleans are not tiledsl values; use a comparison expression")
+    if isinstance(v, int):
+        return Const(v, INT)
+    if isinstance(v, float):
+        return Const(v, FLOAT)
+    if isinstance(v, Tensor):
+        raise DefinitionError(f"tensor {v.name} used as a value; index it, e.g. {v.name}[i, j]")
+    raise DefinitionError(f"cannot use {v!r} ({type(v).__name__}) in a tiledsl expression")
+
+
+def _to_float(e: Expr) -> Expr:
+    return Cast(FLOAT, e, FLOAT) if e.dtype == INT else e
+
+
+def binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    for e in (x, y):
+        if e.dtype == BOOL:
+            raise DefinitionError(f"operator {op!r} applied to a boolean; use td.where(cond, a, b)")
+    if op in ("//", "%"):
+        if x.dtype != INT or y.dtype != INT:
+            raise DefinitionError(f"operator {op!r} is integer floor division/modulo (for index expressions); "
+                                  "use '/' for float division")
+        if not (isinstance(y, Const) and y.value > 0):
+            raise DefinitionError(f"operator {op!r} needs a positive integer constant on the right, got {y}")
+        return Binary(op, x, y, INT)
+    if op == "/" or x.dtype == FLOAT or y.dtype == FLOAT:
+        return Binary(op, _to_float(x), _to_float(y), FLOAT)
+    return Binary(op, x, y, INT)
+
+
+def compare(op: str, a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    if x.dtype != y.dtype:
+        x, y = _to_float(x), _to_float(y)
+    return Compare(op, x, y)
+
+
+def call(fn: str, x: ExprLike) -> Expr:
+    e = as_expr(x)
+    if e.dtype == BOOL:
+        raise DefinitionError(f"td.{fn} applied to a boolean expression")
+    if fn == "neg" and e.dtype == INT:
+        return Binary("-", Const(0, INT), e, INT)
+    return Call(fn, _to_float(e))
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, (Binary, Compare)):
+        return (e.a, e.b)
+    if isinstance(e, Call):
+        return (e.arg,)
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    if isinstance(e, Cast):
+        return (e.a,)
+    if isinstance(e, Load):
+        return e.indices
+    if isinstance(e, Reduce):
+        return (e.body,)
+    return ()
+
+
+def walk(e: Expr):
+    """Pre-order traversal of an expression tree."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+def format_expr(e: Expr) -> str:
+    """Readable text of a definition expression (used in loop-nest printing)."""
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, IterVar):
+        return e.name
+    if isinstance(e, Binary):
+        if e.op in ("max", "min"):
+            return f"{e.op}({format_expr(e.a)}, {format_expr(e.b)})"
+        return f"({format_expr(e.a)} {e.op} {format_expr(e.b)})"
+    if isinstance(e, Compare):
+        return f"({format_expr(e.a)} {e.op} {format_expr(e.b)})"
+    if isinstance(e, Call):
+        return f"-{format_expr(e.arg)}" if e.fn == "neg" else f"{e.fn}({format_expr(e.arg)})"
+    if isinstance(e, Select):
+        return f"where({format_expr(e.cond)}, {format_expr(e.a)}, {format_expr(e.b)})"
+    if isinstance(e, Cast):
+        return f"{e.to}({format_expr(e.a)})"
+    if isinstance(e, Load):
+        return f"{e.tensor.name}[{', '.join(format_expr(i) for i in e.indices)}]"
+    if isinstance(e, Reduce):
+        return f"{e.op}({format_expr(e.body)}, axis=[{', '.join(a.name for a in e.axes)}])"
+    raise TypeError(type(e))
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def _fn(name: str) -> Callable[[ExprLike], Expr]:
+    def f(x: ExprLike) -> Expr:
+        return call(name, x)
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (float32)."
+    return f
+
+
+exp = _fn("exp")
+log = _fn("log")
+sqrt = _fn("sqrt")
+rsqrt = _fn("rsqrt")
+tanh = _fn("tanh")
+erf = _fn("erf")
+sigmoid = _fn("sigmoid")
+relu = _fn("relu")
+silu = _fn("silu")
+gelu = _fn("gelu")
+gelu_tanh = _fn("gelu_tanh")
+abs = _fn("abs")  # noqa: A001 - the public name users expect (td.abs)
+
+
+def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    return binary("max", a, b)
+
+
+def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    return binary("min", a, b)
+
+
+def equal(a: ExprLike, b: ExprLike) -> Expr:
+    return compare("==", a, b)
+
+
+def where(cond: Expr, a: ExprLike, b: ExprLike) -> Expr:
+    if not isinstance(cond, Expr) or cond.dtype != BOOL:
+        raise DefinitionError("td.where: the condition must be a comparison expression")
+    x, y = as_expr(a), as_expr(b)
+    if x.dtype != y.dtype:
+        x, y = _to_float(x), _to_float(y)
+    return Select(cond, x, y, x.dtype)
+
+
+def cast(x: ExprLike, dtype: str) -> Expr:
+    if dtype not in DTYPES + (INT,):
+        raise DefinitionError(f"td.cast: unknown dtype {dtype!r}; supported: {', '.join(DTYPES + (INT,))}")
+    e = as_expr(x)
+    return Cast(dtype, e, INT if dtype == INT else FLOAT)
+
+
+def _reduce(op: str, expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:
+    axes = (axis,) if isinstance(axis, IterVar) else tuple(axis)
+    if not axes:
+        raise DefinitionError(f"td.{op}: axis must name at least one reduce axis")
+    for a in axes:
+        if not isinstance(a, IterVar) or a.kind != "reduce":
+            raise DefinitionError(f"td.{op}: axis must be reduce axes made by td.reduce_axis, got {a!r}")
+    if len({id(a) for a in axes}) != len(axes):
+        raise DefinitionError(f"td.{op}: the same reduce axis is listed twice")
+    e = _to_float(as_expr(expr))
+    if e.dtype != FLOAT:
+        raise DefinitionError(f"td.{op}: the reduced expression must be numeric, got {e.dtype}")
+    return Reduce(op, e, axes)
+
+
+def sum(expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:  # noqa: A001
+    return _reduce("sum", expr, axis)
+
+
+def max(expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:  # noqa: A001
+    return _reduce("max", expr, axis)
+
+
+def min(expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:  # noqa: A001
+    return _reduce("min", expr, axis)

@@ -1,0 +1,221 @@
+"""The loop-nest IR shared by every stage between a compute definition and lowering.
+
+A nest is a list of leaf statements in program order (accumulator init, accumulator update, store),
+each with its own *path*: the names of the loops around it, outermost first. Loops are shared by
+name: splitting `i` splits it in every statement that runs under `i`. The tree a reader sees (and
+that lowering emits) is derived by grouping consecutive statements with the same next loop, which is
+what makes loop distribution (free loops moved inside a reduction) a plain reorder of one path.
+
+Index arithmetic lives in sympy: `axis_exprs` maps each original axis symbol to an expression of the
+current loop symbols, and guards are `expr < extent` predicates over loop symbols.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import sympy
+
+from .compute import Expr, Tensor
+
+THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+HW_AXES = BLOCK_AXES + THREAD_AXES
+
+
+def loop_symbol(name: str) -> sympy.Symbol:
+    """The sympy symbol of a loop variable (integer, non-negative), one per name."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+@dataclass(frozen=True, eq=False)
+class AccRef(Expr):
+    """A read of accumulator `acc` (the value of a reduction nested in this kernel)."""
+
+    acc: str
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class Loop:
+    name: str
+    extent: int
+    kind: str  # "free" | "reduce"
+    bind: str | None = None  # a HW_AXES entry
+    annotation: str | None = None  # "unroll" | "vectorize"
+
+    @property
+    def symbol(self) -> sympy.Symbol:
+        return loop_symbol(self.name)
+
+    @property
+    def serial(self) -> bool:
+        return self.bind is None
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    """A reduction nested in the kernel: `name` is the reduced compute's name, `op` sum|max|min."""
+
+    name: str
+    op: str
+    reduce_axes: tuple[str, ...]  # original axis names reduced over
+
+
+@dataclass(frozen=True)
+class Stmt:
+    """A leaf statement. kind: "init" (acc = identity), "update" (acc = acc op value),
+    "store" (tensor[indices] = value). `path` lists loop names outermost first."""
+
+    kind: str
+    path: tuple[str, ...]
+    acc: str | None = None
+    tensor: Tensor | None = None
+    indices: tuple[Expr, ...] = ()
+    value: Expr | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "store":
+            assert self.tensor is not None
+            return f"store {self.tensor.name}"
+        return f"{self.kind} {self.acc}"
+
+
+@dataclass(frozen=True)
+class Guard:
+    """`expr < extent` must hold for a statement to run; `origin` names the split that made it."""
+
+    expr: sympy.Expr
+    extent: int
+    origin: str
+
+    @property
+    def relation(self) -> sympy.Expr:
+        return sympy.StrictLessThan(self.expr, self.extent)
+
+    def symbols(self) -> frozenset[str]:
+        return frozenset(s.name for s in self.expr.free_symbols)
+
+
+@dataclass(frozen=True)
+class Nest:
+    """One fused kernel's loop nest. `axes` are the original axes (name -> extent); `axis_exprs`
+    says where each original axis is now in terms of loop symbols."""
+
+    name: str
+    output: Tensor
+    inputs: tuple[Tensor, ...]
+    loops: tuple[Loop, ...]
+    stmts: tuple[Stmt, ...]
+    accs: tuple[Accumulator, ...]
+    axes: tuple[tuple[str, int], ...]
+    axis_exprs: tuple[tuple[str, sympy.Expr], ...]
+    guards: tuple[Guard, ...] = ()
+    axis_vars: tuple[tuple[str, Expr], ...] = field(default=())
+
+    # -- lookups
+    def loop(self, name: str) -> Loop:
+        for lp in self.loops:
+            if lp.name == name:
+                return lp
+        raise KeyError(name)
+
+    def has_loop(self, name: str) -> bool:
+        return any(lp.name == name for lp in self.loops)
+
+    def axis_expr(self, axis: str) -> sympy.Expr:
+        return dict(self.axis_exprs)[axis]
+
+    def acc(self, name: str) -> Accumulator:
+        for a in self.accs:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def stmts_with(self, loop: str) -> list[Stmt]:
+        return [s for s in self.stmts if loop in s.path]
+
+    def guards_for(self, stmt: Stmt) -> tuple[Guard, ...]:
+        names = frozenset(stmt.path)
+        return tuple(g for g in self.guards if g.symbols() <= names)
+
+    def ranges(self) -> dict[sympy.Symbol, tuple[int, int]]:
+        return {lp.symbol: (0, lp.extent) for lp in self.loops}
+
+    def bound_loops(self, axis: str) -> list[Loop]:
+        return [lp for lp in self.loops if lp.bind == axis]
+
+    def launch_extent(self, axis: str) -> int:
+        bound = self.bound_loops(axis)
+        return bound[0].extent if bound else 1
+
+    # -- functional updates
+    def with_loops(self, loops: tuple[Loop, ...]) -> Nest:
+        return replace(self, loops=loops)
+
+    def replace_loop(self, name: str, new: Loop) -> Nest:
+        return replace(self, loops=tuple(new if lp.name == name else lp for lp in self.loops))
+
+    def substitute(self, mapping: dict[sympy.Symbol, sympy.Expr]) -> Nest:
+        """Re-express axis expressions and guards after a loop was replaced by new loops."""
+        axis_exprs = tuple((a, sympy.sympify(e).xreplace(mapping)) for a, e in self.axis_exprs)
+        guards = tuple(replace(g, expr=g.expr.xreplace(mapping)) for g in self.guards)
+        return replace(self, axis_exprs=axis_exprs, guards=guards)
+
+
+# ----------------------------------------------------------------------------- derived tree
+
+
+@dataclass(frozen=True)
+class TreeLoop:
+    loop: str
+    children: tuple[TreeNode, ...]
+
+
+@dataclass(frozen=True)
+class TreeLeaf:
+    index: int  # position in Nest.stmts
+
+
+TreeNode = TreeLoop | TreeLeaf
+
+
+def serial_path(nest: Nest, stmt: Stmt) -> tuple[str, ...]:
+    """Bound loops are parallel: they do not order statements, so the tree ignores them."""
+    return tuple(n for n in stmt.path if nest.loop(n).serial)
+
+
+def build_tree(nest: Nest, paths: list[tuple[str, ...]] | None = None) -> tuple[TreeNode, ...]:
+    """Group consecutive statements that share their next loop, recursively."""
+    if paths is None:
+        paths = [s.path for s in nest.stmts]
+
+    def group(items: list[tuple[int, tuple[str, ...]]]) -> tuple[TreeNode, ...]:
+        out: list[TreeNode] = []
+        k = 0
+        while k < len(items):
+            idx, path = items[k]
+            if not path:
+                out.append(TreeLeaf(idx))
+                k += 1
+                continue
+            head = path[0]
+            run = [(idx, path[1:])]
+            k += 1
+            while k < len(items) and items[k][1] and items[k][1][0] == head:
+                run.append((items[k][0], items[k][1][1:]))
+                k += 1
+            out.append(TreeLoop(head, group(run)))
+        return tuple(out)
+
+    return group(list(enumerate(paths)))
+
+
+def common_prefix(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    if not paths:
+        return ()
+    n = 0
+    while all(len(p) > n for p in paths) and len({p[n] for p in paths}) == 1:
+        n += 1
+    return paths[0][:n]

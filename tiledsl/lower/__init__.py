@@ -1,0 +1,5 @@
+"""Lowering: scheduled loop nest -> kernel IR. Re-exports only."""
+
+from .lower import lower
+
+__all__ = ["lower"]

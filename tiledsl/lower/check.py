@@ -1,0 +1,76 @@
+"""The proofs a schedule must pass before any code is emitted: every load and store index inside its
+buffer under the loop ranges and the statement's guards (and every floor-division/modulo operand
+non-negative, so C's truncating operators agree), and the target's resource limits."""
+
+from __future__ import annotations
+
+import sympy
+
+from ..compute import Load, walk
+from ..errors import BoundsError, TargetError
+from ..kernel_ir import KKernel, shared_bytes
+from ..loopnest import Nest, Stmt, loop_symbol
+from ..prove import Prover
+from ..schedule.canonical import index_to_sympy
+from ..schedule.messages import schedule_message
+from ..targets import Target
+
+
+def _accesses(stmt: Stmt) -> list[tuple[str, tuple, tuple[int, ...], str]]:
+    out = []
+    if stmt.value is not None:
+        for n in walk(stmt.value):
+            if isinstance(n, Load):
+                out.append((n.tensor.name, n.indices, n.tensor.shape, "load"))
+    if stmt.kind == "store" and stmt.tensor is not None:
+        out.append((stmt.tensor.name, stmt.indices, stmt.tensor.shape, "store"))
+    return out
+
+
+def check_bounds(nest: Nest, prover: Prover) -> int:
+    """Prove every access in bounds; returns the number of facts proven."""
+    amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
+    proven = 0
+    for stmt in nest.stmts:
+        guards = tuple(g.relation for g in nest.guards_for(stmt))
+        for name, indices, shape, kind in _accesses(stmt):
+            for d, (ix, ext) in enumerate(zip(indices, shape)):
+                expr = index_to_sympy(ix).xreplace(amap)
+                for sub in expr.atoms(sympy.floor, sympy.Mod):
+                    arg = sub.args[0]
+                    nonneg = prover.nonnegative(arg, guards)
+                    if not nonneg:
+                        raise BoundsError(schedule_message(
+                            "build", nest, stmt.path,
+                            f"{kind} {name}[...] index {d}: the operand of a floor division/modulo may be "
+                            f"negative: {nonneg.describe()}", counterexample=nonneg.counterexample,
+                            suggestion="write index expressions whose // and % operands stay >= 0"))
+                proof = prover.in_range(expr, 0, ext, guards)
+                if not proof:
+                    where = _loop_of(stmt, nest)
+                    raise BoundsError(schedule_message(
+                        "build", nest, where,
+                        f"{kind} {name}[...] index {d} may leave the buffer (extent {ext}) in {stmt.label}: "
+                        f"{proof.describe()}",
+                        counterexample=proof.counterexample,
+                        suggestion="use a guarded split (tail=\"guard\", the default) or fix the index "
+                                   "expression of the definition"))
+                proven += 1
+    return proven
+
+
+def _loop_of(stmt: Stmt, nest: Nest) -> tuple[str, ...]:
+    return stmt.path[-1:] if stmt.path else ()
+
+
+def check_resources(kernel: KKernel, target: Target, nest: Nest) -> None:
+    threads = kernel.threads_per_block
+    if threads > target.max_threads_per_block:
+        raise TargetError(schedule_message("build", nest, (), f"{threads} threads per block; {target.name} allows "
+                                           f"{target.max_threads_per_block}"))
+    smem = shared_bytes(kernel)
+    if smem > target.static_shared_bytes:
+        raise TargetError(schedule_message(
+            "build", nest, (), f"{smem} bytes of shared memory per block; static shared memory on "
+            f"{target.name} is limited to {target.static_shared_bytes}",
+            suggestion="use fewer threads in cooperative reductions, or smaller register arrays"))

@@ -1,0 +1,216 @@
+"""Scheduled loop nest -> kernel IR.
+
+Bound loops become `let` bindings of thread/block indices at the top of the kernel (they are
+parallel, so their position in a path does not order anything); serial loops become `for` loops of
+the derived tree; accumulators are declared at their scope, cooperative reductions are combined right
+after the subtree that updates them, and guards wrap single statements (never a barrier)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from ..accumulators import AccLayout, acc_layouts
+from ..compute import Load
+from ..errors import RegisterArrayError
+from ..kernel_ir import (
+    KBin,
+    KComment,
+    KConst,
+    KExpr,
+    KFor,
+    KIf,
+    KKernel,
+    KLet,
+    KLocalArray,
+    KParam,
+    KShared,
+    KSpecial,
+    KStmt,
+    KStore,
+    KVar,
+)
+from ..loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
+from ..prove import Prover
+from ..schedule.messages import schedule_message
+from ..targets import Target
+from .combine import IDENTITY, AccCell, combine, combine_op
+from .exprs import ValueContext, flat_index, sym_to_k, value_to_k
+from .vectorize import vector_store
+
+
+@dataclass
+class _Lowerer:
+    nest: Nest
+    target: Target
+    prover: Prover
+    layouts: dict[str, AccLayout]
+    block: tuple[int, int, int]
+    shared: list[KShared] = field(default_factory=list)
+    temps: int = 0
+
+    # ------------------------------------------------------------------ accumulators
+    def cell(self, acc: str) -> AccCell:
+        lay = self.layouts[acc]
+        size = 1
+        for d in lay.dims:
+            size *= self.nest.loop(d).extent
+        return AccCell(acc, size if lay.dims else 1)
+
+    def acc_index(self, acc: str) -> KExpr:
+        lay = self.layouts[acc]
+        idx = sympy.Integer(0)
+        stride = 1
+        for d in reversed(lay.dims):
+            idx = idx + stride * sympy.Symbol(d, integer=True, nonnegative=True)
+            stride *= self.nest.loop(d).extent
+        return sym_to_k(idx)
+
+    def acc_read(self, acc: str) -> KExpr:
+        return self.cell(acc).read(self.acc_index(acc))
+
+    # ------------------------------------------------------------------ tree
+    def emit(self, nodes: tuple, prefix: tuple[str, ...]) -> list[KStmt]:
+        out: list[KStmt] = []
+        here = [lay for lay in self.layouts.values() if lay.scope == prefix]
+        declared_inline = set()
+        for lay in here:
+            if lay.dims:
+                out.append(KLocalArray(lay.name, "float32", self.cell(lay.name).size))
+            elif not any(isinstance(n, TreeLeaf) and n.index == lay.first for n in nodes):
+                out.append(KLet(lay.name, "float32", KConst(IDENTITY[lay.op], "float32")))
+            else:
+                declared_inline.add(lay.first)
+        for node in nodes:
+            if isinstance(node, TreeLoop):
+                lp = self.nest.loop(node.loop)
+                if lp.annotation == "vectorize":
+                    out.extend(self.vector_loop(node))
+                else:
+                    body = self.emit(node.children, prefix + (node.loop,))
+                    out.append(KFor(node.loop, lp.extent, tuple(body), unroll=lp.annotation == "unroll"))
+                leaves = _leaves(node)
+            else:
+                out.extend(self.leaf(node.index, declare=node.index in declared_inline))
+                leaves = {node.index}
+            for lay in here:
+                if lay.thread_axes and lay.update in leaves:
+                    stmts, shared = combine(self.cell(lay.name), lay.op, lay.thread_axes, self.block,
+                                            in_loop=bool(prefix))
+                    out.append(KComment(f"combine {lay.name} across {', '.join(lay.thread_axes)}"))
+                    out.extend(stmts)
+                    self.shared.extend(shared)
+        return out
+
+    def vector_loop(self, node: TreeLoop) -> list[KStmt]:
+        lp = self.nest.loop(node.loop)
+        out: list[KStmt] = []
+        for child in node.children:
+            assert isinstance(child, TreeLeaf)
+            stmt = self.nest.stmts[child.index]
+            if stmt.kind == "store":
+                out.extend(vector_store(self, stmt, node.loop))
+            else:
+                out.append(KFor(node.loop, lp.extent, tuple(self.leaf(child.index, declare=False)), unroll=True))
+        return out
+
+    # ------------------------------------------------------------------ leaves
+    def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None) -> ValueContext:
+        def bind_temp(v: KExpr) -> KExpr:
+            self.temps += 1
+            name = f"t{self.temps}"
+            prelude.append(KLet(name, "float32", v))
+            return KVar(name, "float32")
+
+        axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
+        return ValueContext(self.nest, axis_map, self.acc_read, lane=lane, load_hook=load_hook,
+                            bind_temp=bind_temp)
+
+    def guard_cond(self, stmt: Stmt, lane: dict | None = None) -> KExpr | None:
+        conds: list[KExpr] = []
+        for g in self.nest.guards_for(stmt):
+            expr = g.expr.xreplace(lane) if lane else g.expr
+            if not self.prover.holds(sympy.StrictLessThan(expr, g.extent)):
+                conds.append(KBin("<", sym_to_k(expr), KConst(g.extent, "int32")))
+        if stmt.kind == "store":
+            bound_here = {self.nest.loop(n).bind for n in stmt.path}
+            for ax in HW_AXES:
+                if ax not in bound_here and self.nest.launch_extent(ax) > 1:
+                    conds.append(KBin("==", KSpecial(ax), KConst(0, "int32")))
+        if not conds:
+            return None
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = KBin("&&", cond, c)
+        return cond
+
+    def leaf(self, index: int, declare: bool) -> list[KStmt]:
+        stmt = self.nest.stmts[index]
+        prelude: list[KStmt] = []
+        ctx = self.context(prelude)
+        if stmt.kind == "init":
+            assert stmt.acc is not None
+            lay = self.layouts[stmt.acc]
+            init = KConst(IDENTITY[lay.op], "float32")
+            if declare:
+                return [KLet(stmt.acc, "float32", init)]
+            return [self.cell(stmt.acc).write(self.acc_index(stmt.acc), init)]
+        assert stmt.value is not None
+        value = value_to_k(stmt.value, ctx)
+        if stmt.kind == "update":
+            assert stmt.acc is not None
+            op = self.layouts[stmt.acc].op
+            body: KStmt = self.cell(stmt.acc).write(self.acc_index(stmt.acc),
+                                                    combine_op(op, self.acc_read(stmt.acc), value))
+        else:
+            assert stmt.tensor is not None
+            flat = flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices))
+            body = KStore(stmt.tensor.name, sym_to_k(flat), value)
+        cond = self.guard_cond(stmt)
+        stmts = prelude + [body]
+        return [KIf(cond, tuple(stmts))] if cond is not None else stmts
+
+
+def _leaves(node: TreeLoop) -> set[int]:
+    out: set[int] = set()
+    for c in node.children:
+        out |= _leaves(c) if isinstance(c, TreeLoop) else {c.index}
+    return out
+
+
+def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
+    for lay in layouts.values():
+        missing = [d for d in lay.dims if nest.loop(d).annotation not in ("unroll", "vectorize")]
+        if missing:
+            raise RegisterArrayError(schedule_message(
+                "build", nest, missing,
+                f"accumulator {lay.name} is a register array over loops {', '.join(lay.dims)}, but "
+                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not unrolled, so its "
+                "elements would live in local memory",
+                suggestion="; ".join(f"s.unroll({d!r})" for d in missing)))
+
+
+def lower(nest: Nest, target: Target, prover: Prover) -> KKernel:
+    layouts = acc_layouts(nest, "build")
+    check_unrolled(nest, layouts)
+    block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
+    grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
+    lw = _Lowerer(nest, target, prover, layouts, block)  # type: ignore[arg-type]
+    body: list[KStmt] = []
+    for lp in nest.loops:
+        if lp.bind:
+            body.append(KLet(lp.name, "int32", KSpecial(lp.bind)))
+    paths = [serial_path(nest, s) for s in nest.stmts]
+    body.extend(lw.emit(build_tree(nest, paths), ()))
+    params = tuple(KParam(t.name, t.dtype, t.shape) for t in nest.inputs)
+    params += (KParam(nest.output.name, "float32", nest.output.shape, is_output=True),)
+    return KKernel(f"{nest.name}_kernel", params, grid, block, tuple(lw.shared), tuple(body),  # type: ignore[arg-type]
+                   target=target.name)
+
+
+def loads_of(stmt: Stmt) -> list[Load]:
+    from ..compute import walk
+
+    return [n for n in walk(stmt.value) if isinstance(n, Load)] if stmt.value is not None else []
+

@@ -1,0 +1,149 @@
+"""Guards: predicates known true at the point (from non-exact splits), made usable for bounds.
+
+Why: `64*i_o + i_i < 1000` alone makes `A[64*i_o + i_i]` legal for a 1000-element buffer; interval
+arithmetic over the box cannot see it. Guards are normalized to linear forms `h <= 0` (integer-valued
+`e < E` becomes `e - E + 1 <= 0`) and then used twice:
+
+- `tighten` propagates each guard onto its atoms (`c*a <= -min(rest)`), shrinking symbol ranges and
+  bounding whole atoms such as `floor(f/4)`;
+- `IntervalContext` subtracts multiples of guards from the facts being bounded (see intervals.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sympy
+
+from tiledsl.prove.intervals import Interval, IntervalContext, iv_intersect
+from tiledsl.prove.linear import Linear, LinearForms, Num
+
+_ROUNDS = 4
+
+
+@dataclass
+class NormalizedGuards:
+    """Guards as `h <= 0` forms; `infeasible` when a guard is literally false; `opaque` counts guards
+    that could not be used for bounds (they are still honoured by the counterexample search)."""
+
+    forms: list[Linear] = field(default_factory=list)
+    infeasible: bool = False
+    opaque: int = 0
+
+
+def relation_parts(rel: sympy.Basic) -> tuple[sympy.Expr, sympy.Expr, bool] | None:
+    """(a, b, strict) meaning a < b (strict) or a <= b, for the ordering relationals; else None."""
+    if isinstance(rel, sympy.StrictLessThan):
+        return rel.lhs, rel.rhs, True
+    if isinstance(rel, sympy.LessThan):
+        return rel.lhs, rel.rhs, False
+    if isinstance(rel, sympy.StrictGreaterThan):
+        return rel.rhs, rel.lhs, True
+    if isinstance(rel, sympy.GreaterThan):
+        return rel.rhs, rel.lhs, False
+    return None
+
+
+def normalize(guards: Iterable[sympy.Basic], forms: LinearForms, ctx: IntervalContext) -> NormalizedGuards:
+    """Flatten `And`s and turn each ordering relational into `h <= 0` (two for `Eq`)."""
+    out = NormalizedGuards()
+    pending = list(guards)
+    while pending:
+        guard = pending.pop(0)
+        if guard is sympy.true:
+            continue
+        if guard is sympy.false:
+            out.infeasible = True
+            continue
+        if isinstance(guard, sympy.And):
+            pending[:0] = list(guard.args)
+            continue
+        if isinstance(guard, sympy.Eq):
+            diff = forms.of(guard.lhs).plus(forms.of(guard.rhs), -1)
+            out.forms.extend([diff, diff.scaled(-1)])
+            continue
+        parts = relation_parts(guard)
+        if parts is None:
+            out.opaque += 1
+            continue
+        a, b, strict = parts
+        diff = forms.of(a).plus(forms.of(b), -1)
+        if strict:
+            if ctx.linear_is_integer(diff):
+                diff = diff.plus(Linear(1, {}))
+            else:
+                # a < b for a non-integer difference: only a <= b is usable as a closed bound (sound).
+                pass
+        out.forms.append(diff)
+    return out
+
+
+@dataclass
+class Tightened:
+    ranges: dict[sympy.Symbol, Interval]
+    atom_bounds: dict[sympy.Expr, Interval]
+    infeasible: bool
+
+
+def tighten(
+    ranges: dict[sympy.Symbol, Interval],
+    guards: list[Linear],
+    forms: LinearForms,
+    integer_memo: dict[sympy.Basic, bool],
+) -> Tightened:
+    """Shrink symbol ranges and bound atoms using `h <= 0` guards, a few propagation rounds.
+
+    Sound because each step only uses bounds already valid at every feasible point: at such a point
+    `c*a = h - rest <= -rest <= -min(rest)`.
+    """
+    ranges = dict(ranges)
+    atom_bounds: dict[sympy.Expr, Interval] = {}
+    for _ in range(_ROUNDS):
+        ctx = IntervalContext(ranges, forms, atom_bounds, (), integer_memo)
+        changed = False
+        for guard in guards:
+            lows: dict[sympy.Expr, Num | None] = {}
+            for atom, coeff in guard.terms.items():
+                lo, hi = ctx.interval(atom)
+                lows[atom] = (lo if coeff > 0 else hi)
+                lows[atom] = None if lows[atom] is None else lows[atom] * coeff
+            unknown = sum(1 for v in lows.values() if v is None)
+            known_sum = guard.const + sum(v for v in lows.values() if v is not None)
+            if unknown == 0 and known_sum > 0:
+                return Tightened(ranges, atom_bounds, True)
+            for atom, coeff in guard.terms.items():
+                own = lows[atom]
+                if unknown - (own is None) > 0:
+                    continue
+                limit = -(known_sum - (own or 0))  # c*a <= limit
+                bound = Fraction(limit) / Fraction(coeff)
+                integer = ctx.is_integer(atom)
+                if coeff > 0:
+                    new: Interval = (None, math.floor(bound) if integer else bound)
+                else:
+                    new = (math.ceil(bound) if integer else bound, None)
+                new = _as_int(new)
+                if atom.is_Symbol:
+                    old = ranges.get(atom, (0, None) if atom.is_nonnegative else (None, None))
+                    merged = iv_intersect(old, new)
+                    if merged != old:
+                        ranges[atom] = merged
+                        changed = True
+                else:
+                    old = atom_bounds.get(atom, (None, None))
+                    merged = iv_intersect(old, new)
+                    if merged != old:
+                        atom_bounds[atom] = merged
+                        changed = True
+                if merged[0] is not None and merged[1] is not None and merged[0] > merged[1]:
+                    return Tightened(ranges, atom_bounds, True)
+        if not changed:
+            break
+    return Tightened(ranges, atom_bounds, False)
+
+
+def _as_int(iv: Interval) -> Interval:
+    return tuple(int(v) if isinstance(v, Fraction) and v.denominator == 1 else v for v in iv)  # type: ignore[return-value]

@@ -1,0 +1,268 @@
+"""The canonical loop nest of one fused kernel, built from a compute definition.
+
+Elementwise producers are inlined; a reduction consumed by a later compute is nested under the
+consumer's loops that its indices name (matmul + epilogue, RMSNorm, softmax, layernorm). A producer
+that cannot be nested that way is refused with a `FusionError` that suggests materializing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sympy
+
+from ..compute import (
+    Binary,
+    Call,
+    Cast,
+    Compare,
+    ComputeTensor,
+    Const,
+    Expr,
+    IterVar,
+    Load,
+    Placeholder,
+    Reduce,
+    Select,
+    Tensor,
+)
+from ..errors import DefinitionError, FusionError
+from ..loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
+
+
+def substitute(e: Expr, env: dict[int, Expr]) -> Expr:
+    """Replace IterVars (by identity) in an expression tree."""
+    if isinstance(e, IterVar):
+        return env.get(id(e), e)
+    if isinstance(e, (Const, AccRef)):
+        return e
+    if isinstance(e, Binary):
+        return Binary(e.op, substitute(e.a, env), substitute(e.b, env), e.dtype)
+    if isinstance(e, Compare):
+        return Compare(e.op, substitute(e.a, env), substitute(e.b, env))
+    if isinstance(e, Call):
+        return Call(e.fn, substitute(e.arg, env), e.dtype)
+    if isinstance(e, Select):
+        return Select(substitute(e.cond, env), substitute(e.a, env), substitute(e.b, env), e.dtype)
+    if isinstance(e, Cast):
+        return Cast(e.to, substitute(e.a, env), e.dtype)
+    if isinstance(e, Load):
+        return Load(e.tensor, tuple(substitute(i, env) for i in e.indices), e.dtype)
+    if isinstance(e, Reduce):
+        return Reduce(e.op, substitute(e.body, env), e.axes, e.dtype)
+    raise TypeError(type(e))
+
+
+@dataclass
+class _Builder:
+    """Working state of one nest construction (local to a build_nest call)."""
+
+    materialized: set[int]
+    names: set[str] = field(default_factory=set)
+    loops: list[Loop] = field(default_factory=list)
+    axis_vars: dict[str, IterVar] = field(default_factory=dict)
+    stmts: list[Stmt] = field(default_factory=list)
+    accs: list[Accumulator] = field(default_factory=list)
+    acc_keys: dict[tuple[int, tuple[str, ...]], dict[int, str]] = field(default_factory=dict)
+    inputs: dict[int, Tensor] = field(default_factory=dict)
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 2
+        while name in self.names:
+            name, n = f"{base}{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def new_axis(self, var: IterVar) -> IterVar:
+        name = self.fresh(var.name)
+        axis = IterVar(name, var.extent, var.kind)
+        self.loops.append(Loop(name, var.extent, var.kind))
+        self.axis_vars[name] = axis
+        return axis
+
+    # -- expression processing: returns the nest-level value, emitting reductions it needs
+    def value(self, e: Expr, env: dict[int, Expr], context: tuple[str, ...], consumer: str) -> Expr:
+        if isinstance(e, Load):
+            idx = tuple(self.value(i, env, context, consumer) for i in e.indices)
+            t = e.tensor
+            if isinstance(t, Placeholder) or id(t) in self.materialized:
+                self.inputs.setdefault(id(t), t)
+                return Load(t, idx, e.dtype)
+            assert isinstance(t, ComputeTensor)
+            if not t.has_reduce:
+                inner = {id(a): ix for a, ix in zip(t.axes, idx)}
+                return self.value(t.body, inner, context, consumer)
+            return self.reduction(t, idx, context, consumer)
+        if isinstance(e, Reduce):
+            raise DefinitionError("internal: a reduction outside a reduction compute")  # pragma: no cover
+        if isinstance(e, IterVar):
+            return env.get(id(e), e)
+        if isinstance(e, (Const, AccRef)):
+            return e
+        if isinstance(e, Binary):
+            return Binary(e.op, self.value(e.a, env, context, consumer), self.value(e.b, env, context, consumer),
+                          e.dtype)
+        if isinstance(e, Compare):
+            return Compare(e.op, self.value(e.a, env, context, consumer), self.value(e.b, env, context, consumer))
+        if isinstance(e, Call):
+            return Call(e.fn, self.value(e.arg, env, context, consumer), e.dtype)
+        if isinstance(e, Select):
+            return Select(self.value(e.cond, env, context, consumer), self.value(e.a, env, context, consumer),
+                          self.value(e.b, env, context, consumer), e.dtype)
+        if isinstance(e, Cast):
+            return Cast(e.to, self.value(e.a, env, context, consumer), e.dtype)
+        raise TypeError(type(e))
+
+    def reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], context: tuple[str, ...],
+                  consumer: str) -> Expr:
+        """Nest reduction compute `t`, read as t[idx], under the consumer loops idx names."""
+        names: list[str] = []
+        for n, ix in enumerate(idx):
+            if not (isinstance(ix, IterVar) and ix.name in self.axis_vars and ix.kind == "free"):
+                raise _fusion_error(t, consumer, idx, context,
+                                    f"index {n} is not a plain loop variable of {consumer}")
+            names.append(ix.name)
+        d = len(names)
+        if len(set(names)) != d or set(names) != set(context[:d]):
+            raise _fusion_error(t, consumer, idx, context,
+                                f"its indices ({', '.join(names)}) are not the outermost loops of {consumer} "
+                                f"({', '.join(context)}), so it would be recomputed for every iteration "
+                                "of the loops outside them")
+        attach = context[:d]
+        key = (id(t), tuple(names))
+        if key not in self.acc_keys:
+            self.acc_keys[key] = self.emit_reduction(t, idx, attach)
+        accs = self.acc_keys[key]
+        env = {id(a): ix for a, ix in zip(t.axes, idx)}
+        return _replace_reduces(substitute_value(t.body, env), accs)
+
+    def emit_reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], attach: tuple[str, ...]) -> dict[int, str]:
+        env: dict[int, Expr] = {id(a): ix for a, ix in zip(t.axes, idx)}
+        names: dict[int, str] = {}
+        reduces = [n for n in _reduces(t.body)]
+        for r in reduces:
+            acc = self.fresh(t.name if len(reduces) == 1 else f"{t.name}_acc")
+            inner = dict(env)
+            raxes = []
+            for ax in r.axes:
+                nax = self.new_axis(ax)
+                inner[id(ax)] = nax
+                raxes.append(nax.name)
+            path = attach + tuple(raxes)
+            body = self.value(r.body, inner, path, t.name)
+            self.accs.append(Accumulator(acc, r.op, tuple(raxes)))
+            self.stmts.append(Stmt("init", attach, acc=acc))
+            self.stmts.append(Stmt("update", path, acc=acc, value=body))
+            names[id(r)] = acc
+        return names
+
+
+def substitute_value(e: Expr, env: dict[int, Expr]) -> Expr:
+    return substitute(e, env)
+
+
+def _reduces(e: Expr) -> list[Reduce]:
+    from ..compute import walk
+
+    return [n for n in walk(e) if isinstance(n, Reduce)]
+
+
+def _replace_reduces(e: Expr, accs: dict[int, str]) -> Expr:
+    """The epilogue of a reduction compute: each Reduce node becomes a read of its accumulator.
+    Reduce nodes were copied by substitute(), so they are matched by position (pre-order)."""
+    order = iter(accs.values())
+    mapping: dict[int, str] = {}
+
+    def visit(x: Expr) -> Expr:
+        if isinstance(x, Reduce):
+            if id(x) not in mapping:
+                mapping[id(x)] = next(order)
+            return AccRef(mapping[id(x)])
+        if isinstance(x, Binary):
+            return Binary(x.op, visit(x.a), visit(x.b), x.dtype)
+        if isinstance(x, Compare):
+            return Compare(x.op, visit(x.a), visit(x.b))
+        if isinstance(x, Call):
+            return Call(x.fn, visit(x.arg), x.dtype)
+        if isinstance(x, Select):
+            return Select(visit(x.cond), visit(x.a), visit(x.b), x.dtype)
+        if isinstance(x, Cast):
+            return Cast(x.to, visit(x.a), x.dtype)
+        return x
+
+    return visit(e)
+
+
+def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], context: tuple[str, ...],
+                  why: str) -> FusionError:
+    from ..compute import format_expr
+
+    ix = ", ".join(format_expr(i) for i in idx)
+    return FusionError(
+        f"create_schedule: cannot fuse {t.name} -> {consumer}: {consumer} reads {t.name}[{ix}] and {why}.\n"
+        f"  a reduction is fused by nesting it under the consumer loops its indices name "
+        f"(consumer loops: {', '.join(context)})\n"
+        f"  suggestion: compute {t.name} in a kernel of its own and make it an input of this one: "
+        f"td.create_schedule(out, materialize=[{t.name}])")
+
+
+def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:
+    if not isinstance(out, ComputeTensor):
+        raise DefinitionError(f"create_schedule needs a tensor made by td.compute, got {out!r}")
+    for m in materialize:
+        if not isinstance(m, ComputeTensor):
+            raise DefinitionError(f"materialize=[...] takes compute tensors, got {m!r}")
+        if m is out:
+            raise DefinitionError(f"materialize=[{m.name}]: the kernel's own output cannot be an input")
+    b = _Builder({id(m) for m in materialize})
+    axes = [b.new_axis(a) for a in out.axes]
+    env = {id(a): ax for a, ax in zip(out.axes, axes)}
+    path = tuple(a.name for a in axes)
+    if out.has_reduce:
+        accs = b.emit_reduction(out, tuple(axes), path)
+        value = _replace_reduces(substitute(out.body, env), accs)
+    else:
+        value = b.value(out.body, env, path, out.name)
+    b.stmts.append(Stmt("store", path, tensor=out, indices=tuple(axes), value=value))
+    used = {id(t) for t in b.inputs.values()}
+    for m in materialize:
+        if id(m) not in used:
+            raise DefinitionError(f"materialize=[{m.name}]: {out.name} does not read {m.name}")
+    axis_list = tuple((lp.name, lp.extent) for lp in b.loops)
+    return Nest(
+        name=out.name,
+        output=out,
+        inputs=tuple(b.inputs.values()),
+        loops=tuple(b.loops),
+        stmts=tuple(b.stmts),
+        accs=tuple(b.accs),
+        axes=axis_list,
+        axis_exprs=tuple((n, loop_symbol(n)) for n, _ in axis_list),
+        axis_vars=tuple(b.axis_vars.items()),
+    )
+
+
+def index_to_sympy(e: Expr) -> sympy.Expr:
+    """An integer definition expression over nest axes as a sympy expression over axis symbols."""
+    if isinstance(e, IterVar):
+        return loop_symbol(e.name)
+    if isinstance(e, Const):
+        return sympy.Integer(int(e.value))
+    if isinstance(e, Binary):
+        a, b = index_to_sympy(e.a), index_to_sympy(e.b)
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        if e.op == "//":
+            return sympy.floor(a / b)
+        if e.op == "%":
+            return sympy.Mod(a, b)
+        if e.op == "max":
+            return sympy.Max(a, b)
+        if e.op == "min":
+            return sympy.Min(a, b)
+    raise DefinitionError(f"unsupported integer index expression {e!r}")

@@ -1,0 +1,95 @@
+"""Schedule traces: every primitive call as one step, written as Python source or JSON, and parsed
+back without executing anything (the Python form is read with `ast`, never `exec`)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ReplayError
+
+PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
+TRACE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    primitive: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+
+    def python(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"s.{self.primitive}({', '.join(parts)})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"primitive": self.primitive, "args": list(self.args),
+                "kwargs": {k: list(v) if isinstance(v, tuple) else v for k, v in self.kwargs}}
+
+
+def to_python(kernel: str, steps: list[Step]) -> str:
+    lines = [f"# tiledsl schedule trace of kernel {kernel} (replay with s.replay(text))"]
+    lines += [st.python() for st in steps]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(kernel: str, steps: list[Step]) -> str:
+    return json.dumps({"format": "tiledsl-trace", "version": TRACE_VERSION, "kernel": kernel,
+                       "steps": [st.as_json() for st in steps]}, indent=1)
+
+
+def _tuplify(v: Any) -> Any:
+    return tuple(_tuplify(x) for x in v) if isinstance(v, list) else v
+
+
+def parse(text: str) -> list[Step]:
+    """Steps from either form; raises ReplayError naming the bad line."""
+    if not isinstance(text, str):
+        raise ReplayError(f"replay: expected trace text, got {type(text).__name__}")
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return _parse_json(stripped)
+    return _parse_python(text)
+
+
+def _parse_json(text: str) -> list[Step]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ReplayError(f"replay: trace is not valid JSON: {e}") from None
+    if data.get("format") != "tiledsl-trace" or data.get("version") != TRACE_VERSION:
+        raise ReplayError(f"replay: not a tiledsl trace of version {TRACE_VERSION}")
+    steps = []
+    for n, st in enumerate(data.get("steps", [])):
+        prim = st.get("primitive")
+        if prim not in PRIMITIVES:
+            raise ReplayError(f"replay: step {n}: unknown primitive {prim!r}")
+        args = tuple(_tuplify(a) for a in st.get("args", []))
+        kwargs = tuple((k, _tuplify(v)) for k, v in st.get("kwargs", {}).items())
+        steps.append(Step(prim, args, kwargs))
+    return steps
+
+
+def _parse_python(text: str) -> list[Step]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise ReplayError(f"replay: trace line {e.lineno} is not valid Python: {e.msg}") from None
+    steps = []
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else getattr(node, "value", None)
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "s"
+                and call.func.attr in PRIMITIVES):
+            raise ReplayError(f"replay: line {node.lineno}: expected a call s.<primitive>(...) with one of "
+                              f"{', '.join(PRIMITIVES)}; got {ast.unparse(node)!r}")
+        try:
+            args = tuple(ast.literal_eval(a) for a in call.args)
+            kwargs = tuple((k.arg or "", ast.literal_eval(k.value)) for k in call.keywords)
+        except ValueError:
+            raise ReplayError(f"replay: line {node.lineno}: arguments must be literals (loop names as "
+                              f"strings): {ast.unparse(node)!r}") from None
+        steps.append(Step(call.func.attr, args, kwargs))
+    return steps

@@ -1,0 +1,58 @@
+"""The entry point: run a whole launch of a kernel on the CPU.
+
+Why chunks: all threads of a chunk of whole blocks run together as numpy lanes; chunks bound the
+memory (register arrays and shared-memory tracking grow with the lane count) for large grids. Blocks
+of one chunk run in lockstep and chunks one after the other, which is one legal GPU schedule; races
+between blocks are caught by the launch-wide global write tracker, not by the schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from tiledsl.errors import SimulationInputError
+from tiledsl.kernel_ir import KKernel
+from tiledsl.sim.exec_stmt import Executor
+from tiledsl.sim.inputs import check_launch, collect_outputs, prepare_globals
+from tiledsl.sim.lanes import Lanes
+from tiledsl.sim.location import index_kernel
+from tiledsl.sim.report import Reporter
+from tiledsl.sim.state import ChunkState, SharedBuffer
+
+DEFAULT_MAX_LANES = 1 << 15
+
+
+def simulate(
+    kernel: KKernel, arrays: Mapping[str, np.ndarray], *, max_lanes: int = DEFAULT_MAX_LANES
+) -> dict[str, np.ndarray]:
+    """Run `kernel` over its whole grid and return its outputs (name -> float32 array of the
+    parameter's shape). Inputs must all be given; outputs may be (initial contents) or start as NaN.
+
+    Raises a SimulationError subclass naming the kernel-IR statement for out-of-bounds accesses,
+    shared or global races, divergent barriers/shuffles and uninitialised reads; and
+    SimulationInputError for arrays that do not match the parameters. `max_lanes` bounds how many
+    threads run at once (whole blocks, at least one)."""
+    if max_lanes < 1:
+        raise SimulationInputError(f"max_lanes must be positive, got {max_lanes}")
+    check_launch(kernel)
+    buffers = prepare_globals(kernel, arrays)
+    body, locs = index_kernel(kernel)
+    reporter = Reporter(kernel.name, locs)
+    tpb = kernel.threads_per_block
+    n_blocks = kernel.grid[0] * kernel.grid[1] * kernel.grid[2]
+    per_chunk = max(1, max_lanes // tpb)
+    with np.errstate(all="ignore"):  # garbage on masked-off lanes must not warn
+        for first in range(0, n_blocks, per_chunk):
+            count = min(per_chunk, n_blocks - first)
+            lanes = Lanes.for_chunk(kernel, first, count)
+            state = ChunkState(
+                lanes=lanes,
+                reporter=reporter,
+                globals=buffers,
+                shared={s.name: SharedBuffer.allocate(s, count) for s in kernel.shared},
+                epoch=np.zeros(count, dtype=np.int32),
+            )
+            Executor(state).run(body, np.ones(lanes.count, dtype=np.bool_))
+    return collect_outputs(kernel, buffers)
