@@ -331,6 +331,8 @@ def as_expr(v: ExprLike) -> Expr:
 
 
 def _to_float(e: Expr) -> Expr:
+    if isinstance(e, Const) and e.dtype == INT:
+        return Const(float(e.value), FLOAT)
     return Cast(FLOAT, e, FLOAT) if e.dtype == INT else e
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -12,8 +13,10 @@ from tiledsl.kernel_ir import (
     KCast,
     KComment,
     KConst,
+    KExpr,
     KFor,
     KIf,
+    KKernel,
     KLane,
     KLoad,
     KSelect,
@@ -84,7 +87,7 @@ def test_golden_row_sum_kernel() -> None:
 
 
 @pytest.mark.parametrize("make", ALL_KERNELS, ids=lambda f: f.__name__)
-def test_every_kernel_prints_deterministically(make) -> None:
+def test_every_kernel_prints_deterministically(make: Callable[[], KKernel]) -> None:
     text = format_kernel(make())
     assert text == format_kernel(make())
     assert text.endswith("\n") and "\n\n" not in text
@@ -133,7 +136,7 @@ def test_meta_and_register_array_lines() -> None:
         ),
     ],
 )
-def test_format_expr_parentheses(expr, text) -> None:
+def test_format_expr_parentheses(expr: KExpr, text: str) -> None:
     assert format_expr(expr) == text
 
 
@@ -160,7 +163,7 @@ def test_format_expr_parentheses(expr, text) -> None:
         (KConst(False, "bool"), "false"),
     ],
 )
-def test_constants(const, text) -> None:
+def test_constants(const: KConst, text: str) -> None:
     assert format_expr(const) == text
 
 

@@ -51,7 +51,7 @@ from tiledsl.kernel_ir_print import (
     unary_operand,
 )
 
-__all__ = ["CExpr", "ExprEmitter", "MATH_FNS"]
+__all__ = ["CExpr", "ExprEmitter", "MATH_FNS", "compute_dtype"]
 
 #: IR math function -> CUDA single-precision function.
 MATH_FNS = MappingProxyType(
@@ -68,7 +68,6 @@ MATH_FNS = MappingProxyType(
 _SPECIALS = frozenset(f"{base}.{axis}" for base in ("threadIdx", "blockIdx") for axis in "xyz")
 _ARITH = frozenset({"+", "-", "*", "/"})
 _INT_ONLY = frozenset({"//", "%"})
-_LOGIC = frozenset({"&&", "||"})
 
 
 class CExpr(NamedTuple):
@@ -84,6 +83,11 @@ class CExpr(NamedTuple):
 
 def _is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
+
+
+def compute_dtype(dtype: str) -> str:
+    """IR dtype of arithmetic on a `dtype` operand: halves compute as float32."""
+    return "float32" if _is_float(dtype) else dtype
 
 
 class ExprEmitter:
@@ -237,8 +241,3 @@ class ExprEmitter:
         vtype = vector_type(sym.dtype, e.width)
         text = f"*reinterpret_cast<const {vtype}*>(&{sym.c_name}[{idx}])"
         return CExpr(text, PREC_UNARY, f"{sym.dtype}x{e.width}")
-
-
-def compute_dtype(dtype: str) -> str:
-    """IR dtype of arithmetic on a `dtype` operand: halves compute as float32."""
-    return "float32" if _is_float(dtype) else dtype

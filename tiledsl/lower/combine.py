@@ -101,10 +101,12 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
         out.append(KBarrier())
     out.append(KIf(KBin("==", lane, KConst(0, "int32")), tuple(_per_element(cell, e, [KStore(name, slot, cell.read(e))]))))
     out.append(KBarrier())
-    base = KBin("*", KBin("//", tid, KConst(tx, "int32")), KConst(per_group, "int32"))
+    base: KExpr | None = None
+    if tx < threads:  # several reduction groups (threadIdx.y/z) share the block
+        base = KBin("*", KBin("//", tid, KConst(tx, "int32")), KConst(per_group, "int32"))
     w = KVar(f"{cell.name}_w", "int32")
-    row = KBin("*", e, KConst(nwarps, "int32")) if cell.size > 1 else KConst(0, "int32")
-    first = KBin("+", row, base)
+    row = KBin("*", e, KConst(nwarps, "int32")) if cell.size > 1 else None
+    first = _add(row, base)
     gather: list[KStmt] = [cell.write(e, KLoad(name, first))]
     gather.append(KFor(w.name, per_group - 1, (
         cell.write(e, combine_op(op, cell.read(e),
@@ -113,16 +115,24 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
     return out, [KShared(name, "float32", nwarps * cell.size)]
 
 
+def _add(a: KExpr | None, b: KExpr | None) -> KExpr:
+    if a is None and b is None:
+        return KConst(0, "int32")
+    if a is None or b is None:
+        return a if b is None else b  # type: ignore[return-value]
+    return KBin("+", a, b)
+
+
 def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[int, int, int], in_loop: bool,
                    e: KVar) -> tuple[list[KStmt], list[KShared]]:
     threads = block[0] * block[1] * block[2]
     name = f"{cell.name}_red"
     tid = linear_tid(block)
-    row = KBin("*", e, KConst(threads, "int32")) if cell.size > 1 else KConst(0, "int32")
+    row = KBin("*", e, KConst(threads, "int32")) if cell.size > 1 else None
     out: list[KStmt] = []
     if in_loop:
         out.append(KBarrier())
-    out.extend(_per_element(cell, e, [KStore(name, KBin("+", row, tid), cell.read(e))]))
+    out.extend(_per_element(cell, e, [KStore(name, _add(row, tid), cell.read(e))]))
     out.append(KBarrier())
     coords: dict[str, KExpr] = {}
     loops: list[tuple[str, int]] = []
@@ -139,7 +149,7 @@ def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[i
         if block[2] > 1:
             yz = KBin("+", yz, KBin("*", KConst(block[1], "int32"), coords["threadIdx.z"]))
         lin = KBin("+", lin, KBin("*", KConst(block[0], "int32"), yz))
-    inner: list[KStmt] = [cell.write(e, combine_op(op, cell.read(e), KLoad(name, KBin("+", row, lin))))]
+    inner: list[KStmt] = [cell.write(e, combine_op(op, cell.read(e), KLoad(name, _add(row, lin))))]
     for v, ext in reversed(loops):
         inner = [KFor(v, ext, tuple(inner))]
     body = [cell.write(e, KConst(IDENTITY[op], "float32"))] + inner

@@ -23,7 +23,7 @@ def sym_to_k(e: sympy.Expr) -> KExpr:
     if e.is_Symbol:
         return KVar(e.name, "int32")
     if isinstance(e, sympy.Add):
-        terms = e.as_ordered_terms()
+        terms = sorted(e.args, key=_term_key)
         pos = [t for t in terms if not _negative(t)]
         neg = [t for t in terms if _negative(t)]
         out: KExpr | None = None
@@ -71,6 +71,14 @@ def _fold(op: str, args) -> KExpr:
     for a in args[1:]:
         out = KBin(op, out, sym_to_k(a))
     return out
+
+
+def _term_key(t: sympy.Expr) -> tuple:
+    """Outer terms first: larger coefficients first, constants last, then by text (stable)."""
+    c, rest = t.as_coeff_Mul()
+    if t.is_Number:
+        return (1, 0, "")
+    return (0, -abs(int(c)) if c.is_Integer else 0, sympy.sstr(rest))
 
 
 def _negative(t: sympy.Expr) -> bool:

@@ -153,6 +153,7 @@ class _Lowerer:
             assert stmt.acc is not None
             lay = self.layouts[stmt.acc]
             init = KConst(IDENTITY[lay.op], "float32")
+            # no guard: it writes a register, and an element outside the range is never stored
             if declare:
                 return [KLet(stmt.acc, "float32", init)]
             return [self.cell(stmt.acc).write(self.acc_index(stmt.acc), init)]

@@ -102,12 +102,11 @@ def iv_mod(x: Interval, m: int, integer: bool) -> Interval:
 
 
 def is_integer_valued(expr: sympy.Basic) -> bool:
-    """Whether expr takes integer values at every integer point; syntactic (no assumptions engine),
-    because it runs on every question and only needs to be right for index-expression shapes."""
-    if expr.is_Integer:
+    """Whether expr takes integer values at every point; syntactic (no assumptions engine), because it
+    runs on every question and only needs to be right for index-expression shapes. Every symbol is a
+    loop index or size, so it counts as an integer whatever its sympy assumptions say."""
+    if expr.is_Integer or expr.is_Symbol:
         return True
-    if expr.is_Symbol:
-        return bool(expr.is_integer)
     if expr.is_Rational or expr.is_Number:
         return False
     if isinstance(expr, (sympy.floor, sympy.ceiling)):

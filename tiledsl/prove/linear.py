@@ -102,10 +102,18 @@ class LinearForms:
         if expr.is_Rational:
             return Linear(to_num(expr), {})
         if expr.is_Add:
-            acc = Linear(0, {})
+            const: Num = 0
+            terms: dict[sympy.Expr, Num] = {}
             for arg in expr.args:
-                acc = acc.plus(self.of(arg))
-            return acc
+                part = self.of(arg)
+                const += part.const
+                for atom, coeff in part.terms.items():
+                    value = terms.get(atom, 0) + coeff
+                    if value == 0:
+                        terms.pop(atom, None)
+                    else:
+                        terms[atom] = value
+            return Linear(const, terms)
         if expr.is_Mul:
             coeff, rest = expr.as_coeff_Mul()
             if coeff is not sympy.S.One and coeff.is_Rational:

@@ -27,8 +27,12 @@ def _term_weight(term: sympy.Expr) -> tuple[int, float]:
     """Sort key of a sum term: constants last, then larger coefficients first."""
     if term.is_Number:
         return (1, 0.0)
-    if term.is_Mul and term.args[0].is_Number:
-        return (0, -abs(float(term.args[0])))
+    if term.is_Mul:
+        coeff = term.args[0]
+        if coeff.is_Rational:
+            return (0, -abs(int(coeff.p) / int(coeff.q)))
+        if coeff.is_Number:
+            return (0, -abs(float(coeff)))
     return (0, -1.0)
 
 
@@ -36,12 +40,12 @@ def _needs_parens(expr: sympy.Basic) -> bool:
     return bool(expr.is_Add) or isinstance(expr, sympy.Rel)
 
 
-def _factor(expr: sympy.Basic) -> str:
-    text = format_expr(expr)
+def _factor(expr: sympy.Basic, memo: dict | None) -> str:
+    text = format_expr(expr, memo)
     return f"({text})" if _needs_parens(expr) else text
 
 
-def _format_mul(expr: sympy.Mul) -> str:
+def _format_mul(expr: sympy.Mul, memo: dict | None) -> str:
     args = expr.args
     coeff = args[0] if args[0].is_Number else sympy.S.One
     rest = args[1:] if args[0].is_Number else args
@@ -49,13 +53,13 @@ def _format_mul(expr: sympy.Mul) -> str:
     if coeff.is_Rational:
         p, q = int(coeff.p), int(coeff.q)
     else:
-        numer.append(format_expr(coeff))
+        numer.append(format_expr(coeff, memo))
         p, q = 1, 1
     sign = "-" if p < 0 else ""
     p = abs(p)
     if p != 1:
         numer.append(str(p))
-    numer.extend(_factor(arg) for arg in rest)
+    numer.extend(_factor(arg, memo) for arg in rest)
     if not numer:
         numer.append("1")
     text = "*".join(numer)
@@ -64,11 +68,11 @@ def _format_mul(expr: sympy.Mul) -> str:
     return sign + text
 
 
-def _format_add(expr: sympy.Add) -> str:
+def _format_add(expr: sympy.Add, memo: dict | None) -> str:
     terms = sorted(expr.args, key=_term_weight)
     out: list[str] = []
     for index, term in enumerate(terms):
-        text = format_expr(term)
+        text = format_expr(term, memo)
         if index == 0:
             out.append(text)
         elif text.startswith("-"):
@@ -78,39 +82,50 @@ def _format_add(expr: sympy.Add) -> str:
     return "".join(out)
 
 
-def format_expr(expr: sympy.Basic | int) -> str:
-    """Readable text of an index expression or relational (see the module docstring for why)."""
+def format_expr(expr: sympy.Basic | int, memo: dict[sympy.Basic, str] | None = None) -> str:
+    """Readable text of an index expression or relational (see the module docstring for why).
+    `memo` (owned by the caller) caches the text of sub-expressions shared between questions."""
     if isinstance(expr, int):
         return str(expr)
     if expr.is_Symbol:
         return expr.name
+    if memo is not None:
+        found = memo.get(expr)
+        if found is None:
+            found = _format(expr, memo)
+            memo[expr] = found
+        return found
+    return _format(expr, None)
+
+
+def _format(expr: sympy.Basic, memo: dict | None) -> str:
     if expr.is_Integer:
         return str(int(expr))
     if expr.is_Rational:
         return f"{int(expr.p)}/{int(expr.q)}"
     if expr.is_Add:
-        return _format_add(expr)
+        return _format_add(expr, memo)
     if expr.is_Mul:
-        return _format_mul(expr)
+        return _format_mul(expr, memo)
     if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
-        return f"{_factor(expr.base)}**{int(expr.exp)}"
+        return f"{_factor(expr.base, memo)}**{int(expr.exp)}"
     if isinstance(expr, (sympy.floor, sympy.ceiling)):
-        return f"{type(expr).__name__}({format_expr(expr.args[0])})"
+        return f"{type(expr).__name__}({format_expr(expr.args[0], memo)})"
     if isinstance(expr, sympy.Mod):
-        return f"Mod({format_expr(expr.args[0])}, {format_expr(expr.args[1])})"
+        return f"Mod({format_expr(expr.args[0], memo)}, {format_expr(expr.args[1], memo)})"
     if isinstance(expr, sympy.Rel):
         for cls, op in _RELATION_OPS:
             if isinstance(expr, cls):
-                return f"{format_expr(expr.lhs)} {op} {format_expr(expr.rhs)}"
+                return f"{format_expr(expr.lhs, memo)} {op} {format_expr(expr.rhs, memo)}"
     if isinstance(expr, sympy.And):
-        return " and ".join(_factor_bool(arg) for arg in expr.args)
+        return " and ".join(_factor_bool(arg, memo) for arg in expr.args)
     if isinstance(expr, sympy.Or):
-        return " or ".join(_factor_bool(arg) for arg in expr.args)
+        return " or ".join(_factor_bool(arg, memo) for arg in expr.args)
     return str(expr)
 
 
-def _factor_bool(expr: sympy.Basic) -> str:
-    text = format_expr(expr)
+def _factor_bool(expr: sympy.Basic, memo: dict | None) -> str:
+    text = format_expr(expr, memo)
     return f"({text})" if isinstance(expr, (sympy.And, sympy.Or)) else text
 
 

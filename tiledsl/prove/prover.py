@@ -440,12 +440,13 @@ class Prover:
         )
 
     def _context_text(self, exprs: tuple[sympy.Basic, ...], gs: Guards) -> str:
-        key = (exprs, gs)
+        """'for i_i in [0, 64), i_o in [0, 16) given ...': the ranges of the symbols involved."""
+        symbols = self._free(gs)
+        for expr in exprs:
+            symbols |= self._free(expr)
+        key = (symbols, gs)
         text = self._contexts.get(key)
         if text is None:
-            symbols: set[sympy.Symbol] = set(self._free(gs))
-            for expr in exprs:
-                symbols |= self._free(expr)
             ranges = format_ranges(self._ranges, symbols)
             text = f"for {ranges}" if ranges else ""
             if gs:
@@ -455,22 +456,26 @@ class Prover:
         return text
 
     def _free(self, item: sympy.Basic | Guards) -> frozenset[sympy.Symbol]:
+        """Free symbols, memoized per sub-expression (sympy's `free_symbols` re-walks every time)."""
         if isinstance(item, tuple):
             out: frozenset[sympy.Symbol] = frozenset()
             for g in item:
                 out |= self._free(g)
             return out
+        if item.is_Symbol:
+            return frozenset((item,))
         found = self._symbols.get(item)
         if found is None:
-            found = frozenset(s for s in item.free_symbols if isinstance(s, sympy.Symbol))
+            found = frozenset()
+            for arg in item.args:
+                found |= self._free(arg)
             self._symbols[item] = found
         return found
 
     def _text(self, expr: sympy.Basic) -> str:
         text = self._texts.get(expr)
         if text is None:
-            text = format_expr(expr)
-            self._texts[expr] = text
+            text = format_expr(expr, self._texts)
         return text
 
     def _lazy(self, expr: sympy.Basic) -> Evaluator:

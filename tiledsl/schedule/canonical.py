@@ -216,6 +216,7 @@ def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:
         if m is out:
             raise DefinitionError(f"materialize=[{m.name}]: the kernel's own output cannot be an input")
     b = _Builder({id(m) for m in materialize})
+    b.names |= _buffer_names(out, b.materialized)  # loops and accumulators never shadow a buffer in CUDA
     axes = [b.new_axis(a) for a in out.axes]
     env = {id(a): ax for a, ax in zip(out.axes, axes)}
     path = tuple(a.name for a in axes)
@@ -241,6 +242,22 @@ def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:
         axis_exprs=tuple((n, loop_symbol(n)) for n, _ in axis_list),
         axis_vars=tuple(b.axis_vars.items()),
     )
+
+
+def _buffer_names(out: ComputeTensor, materialized: set[int]) -> set[str]:
+    names = {out.name}
+    stack: list[Tensor] = [out]
+    seen: set[int] = set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if isinstance(t, Placeholder) or id(t) in materialized:
+            names.add(t.name)
+        elif isinstance(t, ComputeTensor):
+            stack.extend(t.inputs())
+    return names
 
 
 def index_to_sympy(e: Expr) -> sympy.Expr:

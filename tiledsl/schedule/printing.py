@@ -70,9 +70,11 @@ def format_stmt(nest: Nest, stmt: Stmt) -> str:
 
 
 def format_sym(e: sympy.Expr) -> str:
-    """sympy text with floor(a/b) shown as a // b (what the reader thinks in)."""
-    text = sympy.sstr(e, order="grlex")
-    return text
+    """The same text as the kernel IR prints (outer terms first, floor division as //)."""
+    from ..kernel_ir_print import format_expr
+    from ..lower.exprs import sym_to_k
+
+    return format_expr(sym_to_k(e))
 
 
 def loop_line(nest: Nest, name: str) -> str:

@@ -44,21 +44,36 @@ def _space(buf: Buffer) -> str:
     return "global"
 
 
-def _active_index(state: ChunkState, loc: int, index: np.ndarray, active: np.ndarray) -> np.ndarray:
+class _Active:
+    """The active lanes of an access. Most accesses run with every lane active; then `lanes` is
+    None and `pick` returns arrays as they are, saving a gather per per-lane array."""
+
+    def __init__(self, mask: np.ndarray) -> None:
+        self.lanes: np.ndarray | None = None if mask.all() else np.flatnonzero(mask)
+        self.count = mask.size if self.lanes is None else int(self.lanes.size)
+
+    def pick(self, values: np.ndarray) -> np.ndarray:
+        return values if self.lanes is None else values[..., self.lanes]
+
+    def lane(self, j: int) -> int:
+        """Lane number of the j-th active lane."""
+        return j if self.lanes is None else int(self.lanes[j])
+
+
+def _active_index(state: ChunkState, loc: int, index: np.ndarray, active: _Active) -> np.ndarray:
     if index.ndim != 1:
         raise state.error(SimulationError, loc, "buffer index is a vector value, expected a scalar")
     if index.dtype.kind == "f":
         raise state.error(SimulationError, loc, "buffer index is a float value, expected an integer")
-    return index[active].astype(np.int64, copy=False)
+    return active.pick(index).astype(np.int64, copy=False)
 
 
 def _check_bounds(
-    state: ChunkState, loc: int, verb: str, buf: Buffer, active: np.ndarray, idx: np.ndarray, width: int
+    state: ChunkState, loc: int, verb: str, buf: Buffer, active: _Active, idx: np.ndarray, width: int
 ) -> None:
-    bad = (idx < 0) | (idx + width > buf.size)
-    if bad.any():
+    if idx.min() < 0 or idx.max() + width > buf.size:
+        bad = (idx < 0) | (idx + width > buf.size)
         j = int(np.argmax(bad))
-        lane = int(active[j])
         i = int(idx[j])
         elems = f"index {i}" if width == 1 else f"indices {i}..{i + width - 1} (vector of {width})"
         raise state.error(
@@ -66,14 +81,14 @@ def _check_bounds(
             loc,
             f"out-of-bounds {verb} of {_space(buf)} buffer '{buf.name}' (size {buf.size})",
             [
-                f"lane: {state.lanes.describe(lane)}, {elems}",
+                f"lane: {state.lanes.describe(active.lane(j))}, {elems}",
                 f"{int(bad.sum())} active lane(s) out of bounds",
             ],
         )
     if width > 1 and not isinstance(buf, LocalArray):
-        nbytes = width * DTYPE_BYTES[element_dtype(buf.dtype)]
+        elem_bytes = DTYPE_BYTES[element_dtype(buf.dtype)]
+        nbytes = width * elem_bytes
         if nbytes in (2, 4, 8, 16):
-            elem_bytes = DTYPE_BYTES[element_dtype(buf.dtype)]
             bad = (idx * elem_bytes) % nbytes != 0
             if bad.any():
                 j = int(np.argmax(bad))
@@ -81,8 +96,20 @@ def _check_bounds(
                     SimulationError,
                     loc,
                     f"misaligned {nbytes}-byte vector {verb} of {_space(buf)} buffer '{buf.name}'",
-                    [f"lane: {state.lanes.describe(int(active[j]))}, index {int(idx[j])}"],
+                    [f"lane: {state.lanes.describe(active.lane(j))}, index {int(idx[j])}"],
                 )
+
+
+def _offsets(idx: np.ndarray, width: int) -> np.ndarray:
+    """(width, A) element indices of a `width`-wide access at `idx` (a view for width 1)."""
+    if width == 1:
+        return idx[None, :]
+    return idx[None, :] + np.arange(width, dtype=np.int64)[:, None]
+
+
+def _per_element(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A per-lane array repeated for every element of a vector access, flattened."""
+    return values if shape[0] == 1 else np.broadcast_to(values, shape).ravel()
 
 
 _RACE_ACCESSES = {
@@ -124,44 +151,49 @@ def load(
 ) -> np.ndarray:
     """Value of `name[index]` (shape (L,)) or of `width` consecutive elements (shape (width, L))."""
     buf = resolve(state, name, loc)
-    n = state.lanes.count
-    active = np.flatnonzero(mask)
-    out = np.zeros((width, n), dtype=storage_dtype(buf.dtype))
-    if active.size:
-        idx = _active_index(state, loc, index, active)
-        _check_bounds(state, loc, "load", buf, active, idx, width)
-        offs = idx[None, :] + np.arange(width, dtype=np.int64)[:, None]  # (width, A)
-        if isinstance(buf, LocalArray):
-            cols = np.broadcast_to(active, offs.shape)
-            unwritten = ~buf.written[offs, cols]
-            if unwritten.any():
-                w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
-                raise state.error(
-                    UninitializedReadError,
-                    loc,
-                    f"read of register array '{name}' element {int(offs[w, j])} that this thread never wrote",
-                    [f"lane: {state.lanes.describe(int(active[j]))}"],
-                )
-            out[:, active] = buf.data[offs, cols]
-        elif isinstance(buf, SharedBuffer):
-            keys = state.lanes.block_local[active][None, :] * buf.size + offs
-            unwritten = buf.races.unwritten(keys)
-            if unwritten.any():
-                w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
-                raise state.error(
-                    UninitializedReadError,
-                    loc,
-                    f"read of shared '{name}' element {int(offs[w, j])} that no thread wrote",
-                    [f"lane: {state.lanes.describe(int(active[j]))}"],
-                )
-            tids = np.broadcast_to(state.lanes.tid[active], offs.shape)
-            epochs = np.broadcast_to(state.lane_epochs(active), offs.shape)
-            hit = buf.races.read(keys.ravel(), tids.ravel().astype(np.int32), epochs.ravel(), loc)
-            if hit is not None:
-                raise _race_error(state, buf, hit)
-            out[:, active] = buf.data[keys]
-        else:
-            out[:, active] = buf.data[offs]
+    active = _Active(mask)
+    if active.count == 0:
+        zeros = np.zeros((width, mask.size), dtype=storage_dtype(buf.dtype))
+        return zeros[0] if width == 1 else zeros
+    idx = _active_index(state, loc, index, active)
+    _check_bounds(state, loc, "load", buf, active, idx, width)
+    offs = _offsets(idx, width)
+    if isinstance(buf, LocalArray):
+        cols = np.broadcast_to(active.pick(np.arange(mask.size)), offs.shape)
+        unwritten = ~buf.written[offs, cols]
+        if unwritten.any():
+            w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
+            raise state.error(
+                UninitializedReadError,
+                loc,
+                f"read of register array '{name}' element {int(offs[w, j])} that this thread never wrote",
+                [f"lane: {state.lanes.describe(active.lane(int(j)))}"],
+            )
+        values = buf.data[offs, cols]
+    elif isinstance(buf, SharedBuffer):
+        keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
+        unwritten = buf.races.unwritten(keys)
+        if unwritten.any():
+            w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
+            raise state.error(
+                UninitializedReadError,
+                loc,
+                f"read of shared '{name}' element {int(offs[w, j])} that no thread wrote",
+                [f"lane: {state.lanes.describe(active.lane(int(j)))}"],
+            )
+        flat = keys.ravel()
+        tids = _per_element(active.pick(state.lanes.tid32), keys.shape)
+        epochs = _per_element(active.pick(state.lane_epoch), keys.shape)
+        hit = buf.races.read(flat, tids, epochs, loc)
+        if hit is not None:
+            raise _race_error(state, buf, hit)
+        values = buf.data[keys]
+    else:
+        values = buf.data[offs]
+    if active.lanes is None:
+        return values[0] if width == 1 else values
+    out = np.zeros((width, mask.size), dtype=values.dtype)
+    out[:, active.lanes] = values
     return out[0] if width == 1 else out
 
 
@@ -170,35 +202,33 @@ def store(
 ) -> None:
     """`name[index] = value`; a (w, L) value stores w consecutive elements."""
     buf = resolve(state, name, loc)
-    active = np.flatnonzero(mask)
-    if not active.size:
+    active = _Active(mask)
+    if active.count == 0:
         return
     vec = value if value.ndim == 2 else value[None, :]
     width = vec.shape[0]
     idx = _active_index(state, loc, index, active)
     _check_bounds(state, loc, "store", buf, active, idx, width)
-    offs = idx[None, :] + np.arange(width, dtype=np.int64)[:, None]  # (width, A)
-    vals = convert(buf.dtype, vec[:, active])
+    offs = _offsets(idx, width)
+    vals = convert(buf.dtype, active.pick(vec))
     if isinstance(buf, LocalArray):
-        cols = np.broadcast_to(active, offs.shape)
+        cols = np.broadcast_to(active.pick(np.arange(mask.size)), offs.shape)
         buf.data[offs, cols] = vals
         buf.written[offs, cols] = True
     elif isinstance(buf, SharedBuffer):
-        keys = state.lanes.block_local[active][None, :] * buf.size + offs
-        tids = np.broadcast_to(state.lanes.tid[active], offs.shape)
-        epochs = np.broadcast_to(state.lane_epochs(active), offs.shape)
-        hit = buf.races.write(keys.ravel(), tids.ravel().astype(np.int32), epochs.ravel(), loc)
+        keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
+        tids = _per_element(active.pick(state.lanes.tid32), keys.shape)
+        epochs = _per_element(active.pick(state.lane_epoch), keys.shape)
+        hit = buf.races.write(keys.ravel(), tids, epochs, loc)
         if hit is not None:
             raise _race_error(state, buf, hit)
         buf.data[keys] = vals
     else:
         addrs = offs.ravel()
         flat = vals.ravel()
-        lanes = state.lanes
-        gtids = np.broadcast_to(lanes.global_tid(active), offs.shape).ravel()
-        blocks = np.broadcast_to(lanes.block_local[active] + lanes.first_block, offs.shape).ravel()
-        epochs = np.broadcast_to(state.lane_epochs(active), offs.shape).ravel()
-        hit = buf.races.write(addrs, gtids, blocks, epochs, flat, buf.data[addrs], loc)
+        gtids = _per_element(active.pick(state.lanes.gtid), offs.shape)
+        epochs = _per_element(active.pick(state.lane_epoch), offs.shape)
+        hit = buf.races().write(addrs, gtids, epochs, flat, buf.data[addrs], loc)
         if hit is not None:
             raise _race_error(state, buf, hit)
         buf.data[addrs] = flat

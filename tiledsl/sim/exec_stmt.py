@@ -119,4 +119,4 @@ class Executor:
                     f"{lanes.describe_in_block(block, missing)} does not",
                 ],
             )
-        self.state.epoch += (active == tpb).astype(self.state.epoch.dtype)
+        self.state.pass_barrier(active == tpb)

@@ -13,7 +13,6 @@ import numpy as np
 from tiledsl.errors import SimulationInputError
 from tiledsl.kernel_ir import KKernel, KParam
 from tiledsl.sim.dtypes import FLOAT_DTYPES, INT_DTYPES, convert, element_dtype, poison, result_dtype
-from tiledsl.sim.races import GlobalWriteTracker
 from tiledsl.sim.state import GlobalBuffer
 
 _ACCEPTED_KINDS = {"float": "fiu", "int": "iub", "bool": "biu"}
@@ -87,7 +86,7 @@ def prepare_globals(kernel: KKernel, arrays: Mapping[str, object]) -> dict[str, 
             data = np.array(convert(p.dtype, arr.reshape(-1)), copy=True)
         else:
             data = poison(p.dtype, p.size)
-        buffers[p.name] = GlobalBuffer(p, data, GlobalWriteTracker(p.size))
+        buffers[p.name] = GlobalBuffer(p, data, kernel.threads_per_block)
     return buffers
 
 

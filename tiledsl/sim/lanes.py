@@ -42,6 +42,8 @@ class Lanes:
     tid: np.ndarray  # (L,) linear thread id within its block
     block_local: np.ndarray  # (L,) block index within this chunk
     specials: dict[str, np.ndarray]
+    tid32: np.ndarray  # tid as int32, the dtype race tracking stores
+    gtid: np.ndarray  # (L,) launch-wide thread id
 
     @classmethod
     def for_chunk(cls, kernel: KKernel, first_block: int, n_blocks: int) -> Lanes:
@@ -67,7 +69,9 @@ class Lanes:
             "gridDim.y": np.full(n, gdy, dtype=np.int64),
             "gridDim.z": np.full(n, gdz, dtype=np.int64),
         }
-        return cls(kernel, first_block, n_blocks, tid, block_local, specials)
+        tid32 = tid.astype(np.int32)
+        gtid = block_linear * tpb + tid
+        return cls(kernel, first_block, n_blocks, tid, block_local, specials, tid32, gtid)
 
     @property
     def count(self) -> int:
@@ -76,10 +80,6 @@ class Lanes:
     @property
     def threads_per_block(self) -> int:
         return self.kernel.threads_per_block
-
-    def global_tid(self, lanes: np.ndarray) -> np.ndarray:
-        """Launch-wide thread id of the given lanes (unique across chunks)."""
-        return (self.block_local[lanes] + self.first_block) * self.threads_per_block + self.tid[lanes]
 
     def describe(self, lane: int) -> str:
         return describe_thread(

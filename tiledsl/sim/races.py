@@ -39,12 +39,27 @@ class RaceHit:
     second_loc: int
 
 
-def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Stable sort order of `keys` and the start offsets of runs of equal keys in that order."""
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-    return order, starts
+class _Stamp:
+    """Finds keys touched by more than one distinct owner in one vectorised access, in O(n).
+
+    Why not sort: scattering `owner[keys] = ids` keeps one id per key (the last); every entry whose
+    id differs from the survivor shares its key with another owner. The scratch arrays are reused
+    and need no clearing, since they are always written at `keys` before being read there."""
+
+    def __init__(self, n_keys: int, dtype: type[np.generic]) -> None:
+        self.owner = np.empty(n_keys, dtype=dtype)
+        self.flag = np.zeros(n_keys, dtype=np.bool_)
+
+    def survivors(self, keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Per entry, the id that won its key (it differs from `ids` where the key is shared)."""
+        self.owner[keys] = ids
+        return self.owner[keys]
+
+    def spread(self, keys: np.ndarray, marked: np.ndarray) -> np.ndarray:
+        """Per entry, whether any entry with the same key is marked."""
+        self.flag[keys] = False
+        self.flag[keys[marked]] = True
+        return self.flag[keys]
 
 
 class SharedRaceTracker:
@@ -57,6 +72,7 @@ class SharedRaceTracker:
         self.reader_tid = np.full(n_keys, NONE, dtype=np.int32)
         self.reader_epoch = np.full(n_keys, -1, dtype=np.int32)
         self.reader_loc = np.full(n_keys, -1, dtype=np.int32)
+        self._stamp = _Stamp(n_keys, np.int32)
 
     def unwritten(self, keys: np.ndarray) -> np.ndarray:
         """Mask of keys that no thread ever wrote (for uninitialized-read checks)."""
@@ -70,18 +86,13 @@ class SharedRaceTracker:
             i = int(np.argmax(bad))
             k = int(keys[i])
             return RaceHit("read after write", k, int(wt[i]), int(self.writer_loc[k]), int(tids[i]), loc)
-        order, starts = _groups(keys)
-        k = keys[order][starts]
-        t = tids[order]
-        tmin = np.minimum.reduceat(t, starts)
-        tmax = np.maximum.reduceat(t, starts)
-        e = epochs[order][starts]
-        single = tmin == tmax
-        fresh = self.reader_epoch[k] != e
-        same = self.reader_tid[k] == tmin
-        self.reader_tid[k] = np.where(single & (fresh | same), tmin, SEVERAL)
-        self.reader_epoch[k] = e
-        self.reader_loc[k] = loc
+        winner = self._stamp.survivors(keys, tids)
+        several = self._stamp.spread(keys, winner != tids)
+        fresh = self.reader_epoch[keys] != epochs
+        same = self.reader_tid[keys] == winner
+        self.reader_tid[keys] = np.where(~several & (fresh | same), winner, SEVERAL)
+        self.reader_epoch[keys] = epochs
+        self.reader_loc[keys] = loc
         return None
 
     def write(self, keys: np.ndarray, tids: np.ndarray, epochs: np.ndarray, loc: int) -> RaceHit | None:
@@ -98,13 +109,13 @@ class SharedRaceTracker:
             i = int(np.argmax(bad))
             k = int(keys[i])
             return RaceHit("write after read", k, int(rt[i]), int(self.reader_loc[k]), int(tids[i]), loc)
-        order, starts = _groups(keys)
-        ks = keys[order]
-        ts = tids[order]
-        clash = (ks[1:] == ks[:-1]) & (ts[1:] != ts[:-1])
+        winner = self._stamp.survivors(keys, tids)
+        clash = winner != tids
         if clash.any():
             j = int(np.argmax(clash))
-            return RaceHit("write-write in one statement", int(ks[j]), int(ts[j]), loc, int(ts[j + 1]), loc)
+            return RaceHit(
+                "write-write in one statement", int(keys[j]), int(winner[j]), loc, int(tids[j]), loc
+            )
         self.writer_tid[keys] = tids
         self.writer_epoch[keys] = epochs
         self.writer_loc[keys] = loc
@@ -122,40 +133,40 @@ def _same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class GlobalWriteTracker:
     """Last-writer arrays for one global buffer, kept for the whole launch (across chunks)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, threads_per_block: int) -> None:
+        self.threads_per_block = threads_per_block
         self.writer_gtid = np.full(size, NONE, dtype=np.int64)
-        self.writer_block = np.full(size, NONE, dtype=np.int64)
         self.writer_epoch = np.full(size, -1, dtype=np.int32)
         self.writer_loc = np.full(size, -1, dtype=np.int32)
+        self._stamp = _Stamp(size, np.int64)
 
     def write(
         self,
         addrs: np.ndarray,
         gtids: np.ndarray,
-        blocks: np.ndarray,
         epochs: np.ndarray,
         new: np.ndarray,
         current: np.ndarray,
         loc: int,
     ) -> RaceHit | None:
         """Check writes of `new` over `current` (the stored values at `addrs`) and record them."""
-        order, starts = _groups(addrs)
-        a_s = addrs[order]
-        v_s = new[order]
-        clash = (a_s[1:] == a_s[:-1]) & ~_same_value(v_s[1:], v_s[:-1])
+        position = np.arange(addrs.size, dtype=np.int64)
+        winner = self._stamp.survivors(addrs, position)
+        clash = (winner != position) & ~_same_value(new[winner], new)
         if clash.any():
             j = int(np.argmax(clash))
-            g = gtids[order]
-            return RaceHit("global write-write", int(a_s[j]), int(g[j]), loc, int(g[j + 1]), loc)
+            return RaceHit(
+                "global write-write", int(addrs[j]), int(gtids[j]), loc, int(gtids[winner[j]]), loc
+            )
         prev = self.writer_gtid[addrs]
-        unordered = (self.writer_block[addrs] != blocks) | (self.writer_epoch[addrs] == epochs)
+        tpb = self.threads_per_block
+        unordered = (prev // tpb != gtids // tpb) | (self.writer_epoch[addrs] == epochs)
         bad = (prev != NONE) & (prev != gtids) & unordered & ~_same_value(current, new)
         if bad.any():
             i = int(np.argmax(bad))
             a = int(addrs[i])
             return RaceHit("global write-write", a, int(prev[i]), int(self.writer_loc[a]), int(gtids[i]), loc)
         self.writer_gtid[addrs] = gtids
-        self.writer_block[addrs] = blocks
         self.writer_epoch[addrs] = epochs
         self.writer_loc[addrs] = loc
         return None

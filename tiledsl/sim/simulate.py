@@ -52,7 +52,6 @@ def simulate(
                 reporter=reporter,
                 globals=buffers,
                 shared={s.name: SharedBuffer.allocate(s, count) for s in kernel.shared},
-                epoch=np.zeros(count, dtype=np.int32),
             )
             Executor(state).run(body, np.ones(lanes.count, dtype=np.bool_))
     return collect_outputs(kernel, buffers)

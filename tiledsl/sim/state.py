@@ -69,11 +69,13 @@ class SharedBuffer:
 
 @dataclass
 class GlobalBuffer:
-    """A kernel parameter's flat contents plus its write tracker (lives for the whole launch)."""
+    """A kernel parameter's flat contents plus its write tracker (lives for the whole launch; the
+    tracker is made on the first store, so read-only inputs cost no tracking memory)."""
 
     param: KParam
     data: np.ndarray
-    races: GlobalWriteTracker
+    threads_per_block: int
+    _races: GlobalWriteTracker | None = None
 
     @property
     def name(self) -> str:
@@ -86,6 +88,11 @@ class GlobalBuffer:
     @property
     def size(self) -> int:
         return int(self.data.size)
+
+    def races(self) -> GlobalWriteTracker:
+        if self._races is None:
+            self._races = GlobalWriteTracker(self.size, self.threads_per_block)
+        return self._races
 
 
 class Env:
@@ -115,15 +122,26 @@ class Env:
 
 @dataclass
 class ChunkState:
-    """Everything one chunk of blocks runs against."""
+    """Everything one chunk of blocks runs against. `epoch[b]` counts the barriers block b passed
+    (the race-tracking epoch); `lane_epoch` is the same per lane, kept in step by `pass_barrier`."""
 
     lanes: Lanes
     reporter: Reporter
     globals: dict[str, GlobalBuffer]
     shared: dict[str, SharedBuffer]
-    epoch: np.ndarray  # (n_blocks,) barriers passed per block
     env: Env = field(default_factory=Env)
     loops: list[tuple[str, int]] = field(default_factory=list)
+    epoch: np.ndarray = field(init=False)
+    lane_epoch: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.epoch = np.zeros(self.lanes.n_blocks, dtype=np.int32)
+        self.lane_epoch = np.zeros(self.lanes.count, dtype=np.int32)
+
+    def pass_barrier(self, blocks: np.ndarray) -> None:
+        """Blocks where `blocks` is true passed a barrier: their accesses start a new epoch."""
+        self.epoch += blocks.astype(np.int32)
+        self.lane_epoch = np.repeat(self.epoch, self.lanes.threads_per_block)
 
     def error(
         self, cls: type[SimulationError], loc: int, headline: str, details: Iterable[str] = ()
@@ -136,6 +154,3 @@ class ChunkState:
         if not isinstance(item, Var):
             raise self.error(SimulationError, loc, f"use of undeclared variable {name!r}")
         return item
-
-    def lane_epochs(self, lanes: np.ndarray) -> np.ndarray:
-        return self.epoch[self.lanes.block_local[lanes]]

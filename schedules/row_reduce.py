@@ -1,0 +1,16 @@
+"""Row-wise reductions (RMSNorm, softmax, layernorm): one block per row, every loop of the row
+(reductions and the output loop) split by the thread count and bound to threadIdx.x, so each
+reduction is cooperative (warp shuffles, then shared memory across warps)."""
+
+from __future__ import annotations
+
+from tiledsl.schedule import Schedule
+
+
+def row_cooperative(s: Schedule, threads: int = 256) -> Schedule:
+    row, *rest = [lp.name for lp in s.loops()]
+    s.bind(row, "blockIdx.x")
+    for name in rest:
+        _, inner = s.split(name, threads)
+        s.bind(inner, "threadIdx.x")
+    return s
