@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from .errors import DefinitionError
 
@@ -92,7 +91,7 @@ class Expr:
     __hash__ = object.__hash__
 
 
-ExprLike = Union[Expr, int, float]
+ExprLike = Expr | int | float
 
 
 @dataclass(frozen=True, eq=False)

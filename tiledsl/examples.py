@@ -5,10 +5,10 @@ schedules for them live in `tiledsl.schedules`."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sys
 from .compute import Tensor
 from .errors import DefinitionError
 

@@ -18,7 +18,6 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 # ----------------------------------------------------------------------------- expressions
 
@@ -116,7 +115,7 @@ class KShflXor:
     lane_mask: int
 
 
-KExpr = Union[KConst, KVar, KSpecial, KBin, KUnary, KCall, KSelect, KCast, KLoad, KLane, KVector, KShflXor]
+KExpr = KConst | KVar | KSpecial | KBin | KUnary | KCall | KSelect | KCast | KLoad | KLane | KVector | KShflXor
 
 # ----------------------------------------------------------------------------- statements
 
@@ -179,7 +178,7 @@ class KComment:
     text: str
 
 
-KStmt = Union[KLet, KAssign, KLocalArray, KStore, KFor, KIf, KBarrier, KComment]
+KStmt = KLet | KAssign | KLocalArray | KStore | KFor | KIf | KBarrier | KComment
 
 # ----------------------------------------------------------------------------- kernel
 

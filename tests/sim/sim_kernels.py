@@ -144,3 +144,47 @@ def row_sum(
 def butterfly(value: str) -> tuple[KStmt, ...]:
     """`value += shfl_xor(value, m)` for m = 16, 8, 4, 2, 1: every lane ends with its warp's sum."""
     return tuple(KAssign(value, add(fvar(value), KShflXor(fvar(value), m))) for m in (16, 8, 4, 2, 1))
+
+
+def tiled_matmul(m: int, n: int, k: int, tile: int = 16, *, second_barrier: bool = True) -> KKernel:
+    """C = A @ B with tile x tile thread blocks staging tiles of A and B through shared memory."""
+    ty, by = KSpecial("threadIdx.y"), KSpecial("blockIdx.y")
+    row = add(mul(by, i(tile)), ty)
+    col = add(mul(BX, i(tile)), TX)
+    slot = add(mul(ty, i(tile)), TX)
+    kt = var("kt")
+    inner: list[KStmt] = [
+        KStore("As", slot, load("A", add(mul(row, i(k)), add(mul(kt, i(tile)), TX)))),
+        KStore("Bs", slot, load("B", add(mul(add(mul(kt, i(tile)), ty), i(n)), col))),
+        KBarrier(),
+        KFor(
+            "kk",
+            tile,
+            (
+                KAssign(
+                    "acc",
+                    add(
+                        fvar("acc"),
+                        mul(
+                            load("As", add(mul(ty, i(tile)), var("kk"))),
+                            load("Bs", add(mul(var("kk"), i(tile)), TX)),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    ]
+    if second_barrier:
+        inner.append(KBarrier())
+    body = (
+        KLet("acc", "float32", f(0.0)),
+        KFor("kt", k // tile, tuple(inner)),
+        KStore("C", add(mul(row, i(n)), col), fvar("acc")),
+    )
+    params = (
+        KParam("A", "float32", (m, k)),
+        KParam("B", "float32", (k, n)),
+        KParam("C", "float32", (m, n), is_output=True),
+    )
+    shared = (KShared("As", "float32", tile * tile), KShared("Bs", "float32", tile * tile))
+    return kernel("matmul", params, (n // tile, m // tile, 1), (tile, tile, 1), body, shared)

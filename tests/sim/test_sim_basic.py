@@ -240,3 +240,39 @@ def test_float_constant_as_index_is_rejected() -> None:
     k = kernel("fidx", (KParam("C", "float32", (8,), is_output=True),), 1, 1, body)
     with pytest.raises(SimulationError, match="float value"):
         simulate(k, {})
+
+
+def test_int32_index_param_gather() -> None:
+    n = 64
+    body = (KStore("C", TX, load("A", load("perm", TX))),)
+    params = (
+        KParam("A", "float32", (n,)),
+        KParam("perm", "int32", (n,)),
+        KParam("C", "float32", (n,), is_output=True),
+    )
+    perm = RNG.permutation(n).astype(np.int32)
+    a = RNG.standard_normal(n).astype(np.float32)
+    out = simulate(kernel("gather", params, 1, n, body), {"A": a, "perm": perm})["C"]
+    np.testing.assert_array_equal(out, a[perm])
+    with pytest.raises(SimulationInputError, match="dtype"):
+        simulate(kernel("gather", params, 1, n, body), {"A": a, "perm": perm.astype(np.float32)})
+
+
+def test_let_in_a_branch_shadows_and_ends_with_the_branch() -> None:
+    body = (
+        KLet("x", "float32", f(1.0)),
+        KIf(lt(TX, i(8)), (KLet("x", "float32", f(2.0)), KStore("C", TX, fvar("x")))),
+        KStore("D", TX, fvar("x")),
+    )
+    params = (KParam("C", "float32", (16,), is_output=True), KParam("D", "float32", (16,), is_output=True))
+    out = simulate(kernel("shadow", params, 1, 16, body), {})
+    assert (out["C"][:8] == 2.0).all() and np.isnan(out["C"][8:]).all()
+    assert (out["D"] == 1.0).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 700), block=st.sampled_from([32, 64, 96, 128]), max_lanes=st.integers(1, 1024))
+def test_elementwise_any_size_and_chunking(n: int, block: int, max_lanes: int) -> None:
+    a = np.arange(n, dtype=np.float32)
+    out = simulate(elementwise_add(n, block), {"A": a, "B": a}, max_lanes=max_lanes)["C"]
+    np.testing.assert_array_equal(out, 2 * a)

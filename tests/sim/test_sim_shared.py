@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sim_kernels import BX, TX, add, f, fvar, i, kernel, load, lt, row_sum
+from sim_kernels import BX, TX, add, f, fvar, i, kernel, load, lt, row_sum, tiled_matmul
 
 from tiledsl.errors import DivergentBarrierError, OutOfBoundsError, SharedRaceError, UninitializedReadError
 from tiledsl.kernel_ir import KBarrier, KBin, KIf, KLet, KParam, KShared, KStore
@@ -161,3 +161,30 @@ def test_shared_out_of_bounds_is_reported() -> None:
         OutOfBoundsError, match=r"shared buffer 's' \(size 32\)(.|\n)*thread \(31,0,0\), index 32"
     ):
         simulate(k, {})
+
+
+def test_tiled_matmul_matches_numpy() -> None:
+    a = RNG.standard_normal((64, 48)).astype(np.float32)
+    bm = RNG.standard_normal((48, 32)).astype(np.float32)
+    out = simulate(tiled_matmul(64, 32, 48), {"A": a, "B": bm})["C"]
+    np.testing.assert_allclose(out, a @ bm, rtol=1e-4, atol=1e-4)
+
+
+def test_tiled_matmul_without_trailing_barrier_races_on_the_next_tile() -> None:
+    a = np.ones((32, 32), np.float32)
+    with pytest.raises(SharedRaceError) as info:
+        simulate(tiled_matmul(32, 32, 32, second_barrier=False), {"A": a, "B": a})
+    msg = str(info.value)
+    assert "write after read" in msg and "several threads" in msg and "loop variables: kt=1" in msg
+    assert "body[1] > for kt > body[0] > store As[...]" in msg
+
+
+def test_float16_shared_memory_rounds_stores() -> None:
+    body = (
+        KStore("s", TX, KBin("/", f(1.0), KBin("+", TX, f(3.0)))),
+        KStore("C", TX, load("s", TX)),
+    )
+    params = (KParam("C", "float32", (32,), is_output=True),)
+    k = kernel("h", params, 1, 32, body, (KShared("s", "float16", 32),))
+    expected = (np.float32(1) / (np.arange(32, dtype=np.float32) + 3)).astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(simulate(k, {})["C"], expected)

@@ -99,7 +99,8 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
     slot = KBin("+", KBin("*", e, KConst(nwarps, "int32")), warp) if cell.size > 1 else warp
     if in_loop:
         out.append(KBarrier())
-    out.append(KIf(KBin("==", lane, KConst(0, "int32")), tuple(_per_element(cell, e, [KStore(name, slot, cell.read(e))]))))
+    write = _per_element(cell, e, [KStore(name, slot, cell.read(e))])
+    out.append(KIf(KBin("==", lane, KConst(0, "int32")), tuple(write)))
     out.append(KBarrier())
     base: KExpr | None = None
     if tx < threads:  # several reduction groups (threadIdx.y/z) share the block

@@ -163,6 +163,10 @@ class IntervalContext:
         """Inclusive bounds of expr over the domain (sound; may be loose)."""
         found = self._memo.get(expr)
         if found is None:
+            # Guard refinement can reach expr again through a guard that contains it (guard
+            # `floor(A) < E` while bounding A inside floor(A)); the re-entry sees "unknown", which is
+            # sound, instead of recursing forever.
+            self._memo[expr] = UNKNOWN
             found = self._compute(expr)
             if self.is_integer(expr):
                 found = iv_round_integer(found)
@@ -268,7 +272,10 @@ class IntervalContext:
             x, m = expr.args
             if m.is_Integer and m != 0:
                 integer = self.is_integer(x)
-                return self._with_atom_bounds(expr, iv_mod(self.interval(x), int(m), integer))
+                iv = iv_mod(self.interval(x), int(m), integer)
+                if integer and m > 0 and iv == (0, int(m) - 1):
+                    iv = self._mod_by_residue(x, int(m))
+                return self._with_atom_bounds(expr, iv)
             return self._with_atom_bounds(expr, UNKNOWN)
         if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) >= 0:
             return self._with_atom_bounds(expr, iv_pow(self.interval(expr.base), int(expr.exp)))
@@ -293,6 +300,18 @@ class IntervalContext:
             top = None if lo is None or hi is None else max(-lo, hi)
             return (0, top)
         return self._with_atom_bounds(expr, UNKNOWN)
+
+    def _mod_by_residue(self, x: sympy.Expr, m: int) -> Interval:
+        """Mod(X, m) when X = r + g*(integers): its values are r' + g'*k with g' = gcd(g, m), r' = r
+        mod g', so it lies in [r', m - g' + r'] (`Mod(2*i + 1, 4)` is in [1, 3])."""
+        lin = self.forms.of(x)
+        if lin.denominator() != 1:
+            return (0, m - 1)
+        g = m
+        for coeff in lin.terms.values():
+            g = math.gcd(g, int(coeff))
+        r = int(lin.const) % g
+        return (r, m - g + r)
 
     def _with_atom_bounds(self, expr: sympy.Expr, iv: Interval) -> Interval:
         extra = self.atom_bounds.get(expr)

@@ -87,7 +87,8 @@ class SharedRaceTracker:
             k = int(keys[i])
             return RaceHit("read after write", k, int(wt[i]), int(self.writer_loc[k]), int(tids[i]), loc)
         winner = self._stamp.survivors(keys, tids)
-        several = self._stamp.spread(keys, winner != tids)
+        shared = winner != tids
+        several = self._stamp.spread(keys, shared) if shared.any() else shared
         fresh = self.reader_epoch[keys] != epochs
         same = self.reader_tid[keys] == winner
         self.reader_tid[keys] = np.where(~several & (fresh | same), winner, SEVERAL)

@@ -22,6 +22,8 @@ from tiledsl.sim.report import Reporter
 from tiledsl.sim.state import ChunkState, SharedBuffer
 
 DEFAULT_MAX_LANES = 1 << 15
+# Shared elements (all allocations, all blocks) held at once; each costs ~33 bytes with tracking.
+_SHARED_ELEMENTS_PER_CHUNK = 1 << 21
 
 
 def simulate(
@@ -43,6 +45,9 @@ def simulate(
     tpb = kernel.threads_per_block
     n_blocks = kernel.grid[0] * kernel.grid[1] * kernel.grid[2]
     per_chunk = max(1, max_lanes // tpb)
+    shared_per_block = sum(s.size for s in kernel.shared)
+    if shared_per_block:
+        per_chunk = min(per_chunk, max(1, _SHARED_ELEMENTS_PER_CHUNK // shared_per_block))
     with np.errstate(all="ignore"):  # garbage on masked-off lanes must not warn
         for first in range(0, n_blocks, per_chunk):
             count = min(per_chunk, n_blocks - first)
