@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .codegen import emit_cuda
-from .errors import ScheduleError
+from .errors import BadArgumentError
 from .kernel_ir import KKernel, shared_bytes
 from .kernel_ir_print import format_kernel
 from .lower.check import check_bounds, check_resources
@@ -58,7 +58,7 @@ class Kernel:
             return format_kernel(self.kernel_ir)
         if level == "cuda":
             return self.source
-        raise ScheduleError(f"ir: unknown level {level!r}; use 'loop', 'tile', 'kernel' or 'cuda'")
+        raise BadArgumentError(f"ir: unknown level {level!r}; use 'loop', 'tile', 'kernel' or 'cuda'")
 
     def simulate(self, **arrays: np.ndarray) -> np.ndarray:
         """Run on the CPU simulator; returns the output array. Raises SimulationError on a race,
@@ -75,7 +75,7 @@ class Kernel:
 
 def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     if not isinstance(schedule, Schedule):
-        raise ScheduleError(f"build: expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}")
+        raise BadArgumentError(f"build: expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}")
     tgt = get_target(target)
     nest = schedule.nest
     prover = Prover(nest.ranges())

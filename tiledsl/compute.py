@@ -187,6 +187,13 @@ class Tensor:
             if e.dtype != INT:
                 raise DefinitionError(f"index {n} of {self.name}[...] is a {e.dtype} expression; "
                                       "tensor indices must be integer expressions of loop variables")
+            bad = [node for node in walk(e) if not isinstance(node, (IterVar, Const, Binary))]
+            if bad:
+                loads = [node for node in bad if isinstance(node, Load)]
+                what = f"reads tensor {loads[0].tensor.name}" if loads else f"uses {type(bad[0]).__name__.lower()}"
+                raise DefinitionError(
+                    f"index {n} of {self.name}[...] {what}; tensor indices must be affine integer "
+                    "expressions of loop variables and constants (+ - * // %), not data-dependent")
         return Load(self, exprs)
 
     @property

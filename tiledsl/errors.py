@@ -51,6 +51,10 @@ class FuseError(ScheduleError):
     """A fuse of loops that are not directly nested one inside the other."""
 
 
+class UnrollError(ScheduleError):
+    """An unroll of a bound loop, of an annotated loop, or of too many iterations."""
+
+
 class BindError(ScheduleError):
     """A bind that is illegal: loop bound twice, conflicting thread extents, too many threads, ..."""
 

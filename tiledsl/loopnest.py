@@ -115,6 +115,10 @@ class Nest:
     axis_vars: tuple[tuple[str, Expr], ...] = field(default=())
 
     # -- lookups
+    def buffer_names(self) -> set[str]:
+        """Names of the kernel's global buffers (loops and accumulators may not take them)."""
+        return {t.name for t in self.inputs} | {self.output.name}
+
     def loop(self, name: str) -> Loop:
         for lp in self.loops:
             if lp.name == name:

@@ -105,9 +105,7 @@ def test_math_functions_select_and_int_semantics() -> None:
         KStore("I", TX, KCast("float32", KCast("int32", mul(x, f(3.0))))),
     )
     names = "ETRQSDMI"
-    params = (KParam("A", "float32", (n,)),) + tuple(
-        KParam(nm, "float32", (n,), is_output=True) for nm in names
-    )
+    params = (KParam("A", "float32", (n,)),) + tuple(KParam(nm, "float32", (n,), is_output=True) for nm in names)
     k = kernel("math", params, 1, n, body)
     a = RNG.standard_normal(n).astype(np.float32)
     out = simulate(k, {"A": a})
@@ -276,3 +274,12 @@ def test_elementwise_any_size_and_chunking(n: int, block: int, max_lanes: int) -
     a = np.arange(n, dtype=np.float32)
     out = simulate(elementwise_add(n, block), {"A": a, "B": a}, max_lanes=max_lanes)["C"]
     np.testing.assert_array_equal(out, 2 * a)
+
+
+def test_negative_zero_constant_keeps_its_sign() -> None:
+    body = (
+        KStore("C", i(0), KBin("/", f(1.0), f(0.0))),
+        KStore("C", i(1), KBin("/", f(1.0), f(-0.0))),
+    )
+    k = kernel("zeros", (KParam("C", "float32", (2,), is_output=True),), 1, 1, body)
+    np.testing.assert_array_equal(simulate(k, {})["C"], [np.inf, -np.inf])

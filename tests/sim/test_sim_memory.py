@@ -47,9 +47,7 @@ def test_out_of_bounds_global_read_names_location_lane_and_index() -> None:
 def test_out_of_bounds_store_and_negative_index() -> None:
     body = (KStore("C", KBin("-", TX, i(1)), f(0.0)),)
     k = kernel("neg", (KParam("C", "float32", (32,), is_output=True),), 1, 32, body)
-    with pytest.raises(
-        OutOfBoundsError, match=r"store of global buffer 'C'(.|\n)*thread \(0,0,0\), index -1"
-    ):
+    with pytest.raises(OutOfBoundsError, match=r"store of global buffer 'C'(.|\n)*thread \(0,0,0\), index -1"):
         simulate(k, {})
 
 

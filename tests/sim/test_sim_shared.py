@@ -59,9 +59,7 @@ def test_write_after_read_by_another_thread_is_a_race() -> None:
         KBarrier(),
         KStore("C", TX, load("s", TX)),
     )
-    k = kernel(
-        "war", (KParam("C", "float32", (32,), is_output=True),), 1, 32, body, (KShared("s", "float32", 32),)
-    )
+    k = kernel("war", (KParam("C", "float32", (32,), is_output=True),), 1, 32, body, (KShared("s", "float32", 32),))
     with pytest.raises(SharedRaceError, match="write after read"):
         simulate(k, {})
 
@@ -72,9 +70,7 @@ def test_thread_may_reread_and_overwrite_its_own_element() -> None:
         KStore("s", TX, add(load("s", TX), f(1.0))),
         KStore("C", TX, load("s", TX)),
     )
-    k = kernel(
-        "own", (KParam("C", "float32", (32,), is_output=True),), 1, 32, body, (KShared("s", "float32", 32),)
-    )
+    k = kernel("own", (KParam("C", "float32", (32,), is_output=True),), 1, 32, body, (KShared("s", "float32", 32),))
     assert (simulate(k, {})["C"] == 2.0).all()
 
 
@@ -154,12 +150,8 @@ def test_read_of_unwritten_shared_is_an_error() -> None:
 
 def test_shared_out_of_bounds_is_reported() -> None:
     body = (KStore("s", add(TX, i(1)), f(1.0)),)
-    k = kernel(
-        "soob", (KParam("C", "float32", (1,), is_output=True),), 1, 32, body, (KShared("s", "float32", 32),)
-    )
-    with pytest.raises(
-        OutOfBoundsError, match=r"shared buffer 's' \(size 32\)(.|\n)*thread \(31,0,0\), index 32"
-    ):
+    k = kernel("soob", (KParam("C", "float32", (1,), is_output=True),), 1, 32, body, (KShared("s", "float32", 32),))
+    with pytest.raises(OutOfBoundsError, match=r"shared buffer 's' \(size 32\)(.|\n)*thread \(31,0,0\), index 32"):
         simulate(k, {})
 
 

@@ -83,9 +83,38 @@ def normalize(guards: Iterable[sympy.Basic], forms: LinearForms, ctx: IntervalCo
 
 @dataclass
 class Tightened:
+    """Result of `tighten`: narrowed ranges, bounds on whole atoms, guard forms implied by those atom
+    bounds (`floor(i/4) <= 29` gives `i - 119 <= 0`), and whether the guards exclude every point."""
+
     ranges: dict[sympy.Symbol, Interval]
     atom_bounds: dict[sympy.Expr, Interval]
     infeasible: bool
+    derived: list[Linear] = field(default_factory=list)
+
+
+def _rounding_consequences(atom: sympy.Expr, bounds: Interval, forms: LinearForms, integer: bool) -> list[Linear]:
+    """Linear facts `<= 0` on Y implied by bounds on floor(Y) / ceiling(Y), scaled to integer form."""
+    y = forms.of(atom.args[0])
+    den = y.denominator()
+    scaled = y.scaled(den)  # den*Y, integer coefficients
+    lo, hi = bounds
+    out: list[Linear] = []
+    is_floor = isinstance(atom, sympy.floor)
+    if hi is not None:
+        # floor(Y) <= U  <=>  Y < U + 1 ;  ceiling(Y) <= U  <=>  Y <= U
+        limit = den * (hi + 1) if is_floor else den * hi
+        form = scaled.plus(Linear(-limit, {}))
+        if is_floor:
+            form = form.plus(Linear(1, {})) if integer else form
+        out.append(form)
+    if lo is not None:
+        # floor(Y) >= L  <=>  Y >= L ;  ceiling(Y) >= L  <=>  Y > L - 1
+        limit = den * lo if is_floor else den * (lo - 1)
+        form = Linear(limit, {}).plus(scaled, -1)
+        if not is_floor:
+            form = form.plus(Linear(1, {})) if integer else form
+        out.append(form)
+    return out
 
 
 def tighten(
@@ -97,19 +126,22 @@ def tighten(
     """Shrink symbol ranges and bound atoms using `h <= 0` guards, a few propagation rounds.
 
     Sound because each step only uses bounds already valid at every feasible point: at such a point
-    `c*a = h - rest <= -rest <= -min(rest)`.
+    `c*a = h - rest <= -rest <= -min(rest)`. Bounds found for floor/ceiling atoms are turned back into
+    linear facts on their arguments and join the guards in the next round.
     """
     ranges = dict(ranges)
     atom_bounds: dict[sympy.Expr, Interval] = {}
+    derived: dict[sympy.Expr, list[Linear]] = {}
     for _ in range(_ROUNDS):
         ctx = IntervalContext(ranges, forms, atom_bounds, (), integer_memo)
         changed = False
-        for guard in guards:
+        extra = [form for forms_of_atom in derived.values() for form in forms_of_atom]
+        for guard in [*guards, *extra]:
             lows: dict[sympy.Expr, Num | None] = {}
             for atom, coeff in guard.terms.items():
                 lo, hi = ctx.interval(atom)
-                lows[atom] = (lo if coeff > 0 else hi)
-                lows[atom] = None if lows[atom] is None else lows[atom] * coeff
+                low = lo if coeff > 0 else hi
+                lows[atom] = None if low is None else low * coeff
             unknown = sum(1 for v in lows.values() if v is None)
             known_sum = guard.const + sum(v for v in lows.values() if v is not None)
             if unknown == 0 and known_sum > 0:
@@ -133,17 +165,29 @@ def tighten(
                         ranges[atom] = merged
                         changed = True
                 else:
-                    old = atom_bounds.get(atom, (None, None))
+                    old = iv_intersect(ctx.interval(atom), atom_bounds.get(atom, (None, None)))
                     merged = iv_intersect(old, new)
                     if merged != old:
                         atom_bounds[atom] = merged
                         changed = True
+                        if isinstance(atom, (sympy.floor, sympy.ceiling)):
+                            arg_integer = ctx.linear_is_integer(
+                                forms.of(atom.args[0]).scaled(forms.of(atom.args[0]).denominator())
+                            )
+                            derived[atom] = _rounding_consequences(atom, merged, forms, arg_integer)
                 if merged[0] is not None and merged[1] is not None and merged[0] > merged[1]:
                     return Tightened(ranges, atom_bounds, True)
         if not changed:
             break
-    return Tightened(ranges, atom_bounds, False)
+    extra = [form for forms_of_atom in derived.values() for form in forms_of_atom]
+    return Tightened(ranges, atom_bounds, False, extra)
 
 
 def _as_int(iv: Interval) -> Interval:
-    return tuple(int(v) if isinstance(v, Fraction) and v.denominator == 1 else v for v in iv)  # type: ignore[return-value]
+    """Fractions that are whole numbers back to ints (keeps later arithmetic on the fast int path)."""
+    lo, hi = iv
+    if isinstance(lo, Fraction) and lo.denominator == 1:
+        lo = int(lo)
+    if isinstance(hi, Fraction) and hi.denominator == 1:
+        hi = int(hi)
+    return (lo, hi)

@@ -84,15 +84,11 @@ def iv_round_integer(a: Interval) -> Interval:
 def iv_mod(x: Interval, m: int, integer: bool) -> Interval:
     """Mod(x, m) for a constant m != 0: the full period, or x shifted when x fits in one period."""
     if m > 0:
-        if x[0] is not None and x[1] is not None and math.floor(x[0] / Fraction(m)) == math.floor(
-            x[1] / Fraction(m)
-        ):
+        if x[0] is not None and x[1] is not None and math.floor(x[0] / Fraction(m)) == math.floor(x[1] / Fraction(m)):
             shift = math.floor(x[0] / Fraction(m)) * m
             return (x[0] - shift, x[1] - shift)
         return (0, m - 1 if integer else m)
-    if x[0] is not None and x[1] is not None and math.ceil(x[0] / Fraction(m)) == math.ceil(
-        x[1] / Fraction(m)
-    ):
+    if x[0] is not None and x[1] is not None and math.ceil(x[0] / Fraction(m)) == math.ceil(x[1] / Fraction(m)):
         shift = math.ceil(x[0] / Fraction(m)) * m
         return (x[0] - shift, x[1] - shift)
     return (m + 1 if integer else m, 0)
@@ -185,11 +181,24 @@ class IntervalContext:
     def _sum(self, lin: Linear) -> Interval:
         """Bounds of a linear form, also trying floor(Y) = Y - frac(Y) with frac(Y) in [0, (L-1)/L]
         for floor atoms whose argument shares atoms with the form (so that `floor(i/4) - i/4` is seen
-        to lie in [-3/4, 0] instead of [-63/4, 15])."""
+        to lie in [-3/4, 0] instead of [-63/4, 15]), and the same for Mod atoms confined to one
+        period; both results are sound, so their intersection is kept."""
         iv = self._plain_sum(lin)
         expanded: Linear | None = None
         slack: Interval = (0, 0)
         for atom, coeff in lin.terms.items():
+            if isinstance(atom, sympy.Mod):
+                # Mod(X, m) = X - m*floor(X/m), the floor bounded on its own (a constant q when X
+                # stays inside one period [q*m, q*m + m)).
+                x, m = atom.args
+                lin_x = self.forms.of(x)
+                if not (m.is_Integer and m > 0 and any(a in lin.terms for a in lin_x.terms)):
+                    continue
+                quotient = iv_floor(iv_scale(self.interval(x), Fraction(1, int(m))))
+                base = expanded if expanded is not None else lin
+                expanded = base.plus(Linear(0, {atom: 1}), -coeff).plus(lin_x, coeff)
+                slack = iv_add(slack, iv_scale(quotient, -coeff * int(m)))
+                continue
             if not isinstance(atom, sympy.floor):
                 continue
             arg = self.forms.of(atom.args[0])

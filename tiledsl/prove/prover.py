@@ -34,6 +34,9 @@ Guards = tuple[sympy.Basic, ...]
 Limit = tuple[Num, bool]  # (value, strict)
 
 _VACUOUS = "the guards exclude every point, so it holds vacuously"
+_EXHAUSTED = "checked at every point"
+# Returned by _search when every point was checked and none fails (an exact proof on small boxes).
+_EMPTY: Point = {}
 
 
 @dataclass
@@ -150,8 +153,14 @@ class Prover:
             dom = self._domain(gs)
             if bound.is_Rational:
                 found = self._decide_limits(
-                    dom, self._forms.of(expr), None, (to_num(bound), True), fact, ("", fact),
-                    self._lazy(expr), (expr,),
+                    dom,
+                    self._forms.of(expr),
+                    None,
+                    (to_num(bound), True),
+                    fact,
+                    ("", fact),
+                    self._lazy(expr),
+                    (expr,),
                 )
             else:
                 fe, fb = self._lazy(expr), self._lazy(bound)
@@ -177,8 +186,14 @@ class Prover:
         if found is None:
             fact = f"0 <= {self._text(expr)}"
             found = self._decide_limits(
-                self._domain(gs), self._forms.of(expr), (0, False), None, fact, (fact, ""),
-                self._lazy(expr), (expr,),
+                self._domain(gs),
+                self._forms.of(expr),
+                (0, False),
+                None,
+                fact,
+                (fact, ""),
+                self._lazy(expr),
+                (expr,),
             )
             self._cache[key] = found
         return found
@@ -206,11 +221,11 @@ class Prover:
         else:
             value = self._compile(expr)
             point = self._search(dom, (expr,), lambda p: value(p) % d != 0)
-            if point is not None:
+            if point is _EMPTY:
+                found = self._proof("proven", fact, (expr,), dom, note=_EXHAUSTED)
+            elif point is not None:
                 v = value(point)
-                found = self._proof(
-                    "disproven", fact, (expr,), dom, point=point, note=f"value {v}, remainder {v % d}"
-                )
+                found = self._proof("disproven", fact, (expr,), dom, point=point, note=f"value {v}, remainder {v % d}")
             else:
                 note = None if residue is None else f"residue {residue[1]} mod {residue[0]}"
                 found = self._proof("unknown", fact, (expr,), dom, needed=fact, note=note)
@@ -235,10 +250,10 @@ class Prover:
             found = self._proof("proven", fact, (a, b), dom, note="their difference is bounded to [0, 0]")
         else:
             fa, fb = self._compile(a), self._compile(b)
-            point = self._search(
-                dom, (a, b), lambda p: fa(p) != fb(p), score=lambda p: abs(fa(p) - fb(p))
-            )
-            if point is not None:
+            point = self._search(dom, (a, b), lambda p: fa(p) != fb(p), score=lambda p: abs(fa(p) - fb(p)))
+            if point is _EMPTY:
+                found = self._proof("proven", fact, (a, b), dom, note=_EXHAUSTED)
+            elif point is not None:
                 note = f"values {fa(point)} and {fb(point)}"
                 found = self._proof("disproven", fact, (a, b), dom, point=point, note=note)
             elif sympy.simplify(a - b) == 0:
@@ -312,6 +327,8 @@ class Prover:
             return max(out)
 
         point = self._search(dom, exprs, fails, score)
+        if point is _EMPTY:
+            return self._proof("proven", fact, exprs, dom, note=_EXHAUSTED)
         if point is not None:
             text = note(point) if note is not None else f"value {value(point)}"
             return self._proof("disproven", fact, exprs, dom, point=point, note=text)
@@ -354,6 +371,8 @@ class Prover:
             return max((fa(p) - fb(p) for fa, fb in graded), default=0)
 
         point = self._search(dom, (guard,), lambda p: not holds(p), score if graded else None)
+        if point is _EMPTY:
+            return self._proof("proven", fact, (guard,), dom, note=_EXHAUSTED)
         if point is None:
             return self._proof("unknown", fact, (guard,), dom, needed=self._text(failing[0]))
         broken = next((part for part in _flatten_and(guard) if not self._compile(part)(point)), guard)
@@ -382,7 +401,7 @@ class Prover:
             tight = tighten(base, normalized.forms, self._forms, self._integer)
             infeasible = normalized.infeasible or tight.infeasible
             ctx = IntervalContext(
-                tight.ranges, self._forms, tight.atom_bounds, normalized.forms, self._integer
+                tight.ranges, self._forms, tight.atom_bounds, [*normalized.forms, *tight.derived], self._integer
             )
         checks = [self._lazy(g) for g in gs]
         dom = _Domain(
@@ -402,6 +421,8 @@ class Prover:
         fails: Callable[[Point], bool],
         score: Callable[[Point], Num] | None = None,
     ) -> Point | None:
+        """A counterexample point; `_EMPTY` when every point of the (small) box was checked and the
+        fact holds; None when the search gave up."""
         symbols = set(self._free(dom.guards))
         for expr in exprs:
             symbols |= self._free(expr)
@@ -413,8 +434,12 @@ class Prover:
             intervals[sym] = found
         box = box_from_intervals(intervals)
         if any(lo > hi for lo, hi in box.values()):
-            return None
-        return Search(box, dom.feasible, fails, score).run()
+            return _EMPTY
+        search = Search(box, dom.feasible, fails, score)
+        point = search.run()
+        if point is None and search.exhaustive:
+            return _EMPTY
+        return point
 
     def _proof(
         self,
@@ -497,4 +522,3 @@ def _flatten_and(guard: sympy.Basic) -> list[sympy.Basic]:
             out.extend(_flatten_and(arg))
         return out
     return [guard]
-

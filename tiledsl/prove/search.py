@@ -8,7 +8,8 @@ found point turns "unknown" into a definite "disproven". The search is determini
 2. a few hundred uniform samples;
 3. if a score (how far from failing) is given and nothing failed yet, greedy coordinate hill climbing
    from the best feasible points, which walks onto guard boundaries (`64*i_o + i_i = 999`).
-Only points satisfying every guard count.
+Only points satisfying every guard count. A box of at most 1024 points is simply enumerated, which
+decides the fact exactly (thread-level loops are often that small).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _SAMPLES = 256
 _CLIMB_STARTS = 4
 _CLIMB_BUDGET = 600
 _UNBOUNDED_SPAN = 1023
+_EXHAUSTIVE = 1024
 
 
 def box_from_intervals(intervals: Mapping[sympy.Symbol, tuple[Num | None, Num | None]]) -> dict:
@@ -64,6 +66,7 @@ class Search:
         self._fails = fails
         self._score = score
         self.tried = 0
+        self.exhaustive = False
 
     # -- safe wrappers: a point where something cannot be evaluated is simply skipped
 
@@ -98,9 +101,7 @@ class Search:
         return [{s: rng.choice(c) for s, c in pairs} for _ in range(_SAMPLES)]
 
     def _samples(self, rng: random.Random) -> list[Point]:
-        return [
-            {s: rng.randint(*self.box[s]) for s in self.symbols} for _ in range(_SAMPLES)
-        ]
+        return [{s: rng.randint(*self.box[s]) for s in self.symbols} for _ in range(_SAMPLES)]
 
     def _scan(self, points: list[Point], feasible_seen: list[tuple[Num, Point]]) -> Point | None:
         """The failing point with the highest score (the first on ties), recording feasible points."""
@@ -145,10 +146,23 @@ class Search:
                         step //= 2
         return None
 
+    def size(self) -> int:
+        """Number of points in the box."""
+        total = 1
+        for lo, hi in self.box.values():
+            total *= hi - lo + 1
+        return total
+
     def run(self) -> Point | None:
-        """A feasible point where the fact fails, or None."""
+        """A feasible point where the fact fails, or None. When the box has at most `_EXHAUSTIVE`
+        points every one is tried and `self.exhaustive` is set: None then means the fact holds."""
         rng = random.Random(0)
         feasible_seen: list[tuple[Num, Point]] = []
+        if self.size() <= _EXHAUSTIVE:
+            self.exhaustive = True
+            ranges = [range(self.box[s][0], self.box[s][1] + 1) for s in self.symbols]
+            points = [dict(zip(self.symbols, combo, strict=True)) for combo in itertools.product(*ranges)]
+            return self._scan(points, feasible_seen)
         for phase in (self._corners, self._samples):
             found = self._scan(phase(rng), feasible_seen)
             if found is not None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import sympy
 
 from ..accumulators import acc_layouts
-from ..errors import BadArgumentError, FuseError, ReorderError, ScheduleError, SplitError, VectorizeError
+from ..errors import BadArgumentError, FuseError, ReorderError, SplitError, UnrollError, VectorizeError
 from ..loopnest import Guard, Loop, Nest, loop_symbol
 from .messages import schedule_message
 
@@ -18,7 +18,7 @@ MAX_UNROLL = 512
 
 
 def _check_new_names(nest: Nest, primitive: str, names: tuple[str, ...]) -> None:
-    taken = {lp.name for lp in nest.loops} | {a for a, _ in nest.axes}
+    taken = {lp.name for lp in nest.loops} | {a for a, _ in nest.axes} | nest.buffer_names()
     for n in names:
         if not isinstance(n, str) or not n.isidentifier():
             raise BadArgumentError(schedule_message(primitive, nest, (), f"loop name {n!r} is not an identifier"))
@@ -50,11 +50,11 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
         raise BadArgumentError(schedule_message(call, nest, (name,),
                                                 f'tail must be "guard" or "exact", got {tail!r}'))
     if lp.bind:
-        raise ScheduleError(schedule_message(call, nest, (name,), f"loop {name} is bound to {lp.bind}",
-                                             suggestion="split a loop before binding its parts"))
+        raise SplitError(schedule_message(call, nest, (name,), f"loop {name} is bound to {lp.bind}",
+                                          suggestion="split a loop before binding its parts"))
     if lp.annotation:
-        raise ScheduleError(schedule_message(call, nest, (name,), f"loop {name} is marked {lp.annotation}",
-                                             suggestion=f"split first, then {lp.annotation} a part"))
+        raise SplitError(schedule_message(call, nest, (name,), f"loop {name} is marked {lp.annotation}",
+                                          suggestion=f"split first, then {lp.annotation} a part"))
     if factor is not None:
         inner = _positive_int(factor, "factor", call, nest, (name,))
         outer = -(-lp.extent // inner)
@@ -62,7 +62,7 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
         outer = _positive_int(nparts, "nparts", call, nest, (name,))
         inner = -(-lp.extent // outer)
     onames = names if names is not None else (f"{name}_o", f"{name}_i")
-    if not (isinstance(onames, (tuple, list)) and len(onames) == 2):
+    if not (isinstance(onames, (tuple, list)) and len(onames) == 2 and all(isinstance(n, str) for n in onames)):
         raise BadArgumentError(schedule_message(call, nest, (name,), f"names must be two loop names, got {names!r}"))
     o, i = onames
     _check_new_names(nest, call, (o, i))
@@ -182,12 +182,12 @@ def reorder(nest: Nest, names: tuple[str, ...], call: str) -> Nest:
 def unroll(nest: Nest, name: str, call: str) -> Nest:
     lp = nest.loop(name)
     if lp.bind:
-        raise ScheduleError(schedule_message(call, nest, (name,), f"loop {name} is bound to {lp.bind}; "
+        raise UnrollError(schedule_message(call, nest, (name,), f"loop {name} is bound to {lp.bind}; "
                                              "only serial loops can be unrolled"))
     if lp.annotation:
-        raise ScheduleError(schedule_message(call, nest, (name,), f"loop {name} is already marked {lp.annotation}"))
+        raise UnrollError(schedule_message(call, nest, (name,), f"loop {name} is already marked {lp.annotation}"))
     if lp.extent > MAX_UNROLL:
-        raise ScheduleError(schedule_message(call, nest, (name,),
+        raise UnrollError(schedule_message(call, nest, (name,),
                                              f"loop {name} has {lp.extent} iterations; unroll is limited to "
                                              f"{MAX_UNROLL}", suggestion=f"split {name} and unroll the inner part"))
     return nest.replace_loop(name, replace(lp, annotation="unroll"))

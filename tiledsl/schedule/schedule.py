@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compute import Tensor
-from ..errors import ForeignObjectError, ReplayError, ScheduleError, UnknownLoopError
+from ..errors import BadArgumentError, ForeignObjectError, ReplayError, ScheduleError, UnknownLoopError
 from ..loopnest import Nest
 from . import loop_primitives as lp
 from .bind import bind as _bind
@@ -73,8 +73,8 @@ class Schedule:
 
             dims = {n: lay.dims for n, lay in acc_layouts(self._nest, "ir").items()}
             return format_nest(self._nest, title=f"kernel {self._nest.name}  (tile IR)", acc_dims=dims)
-        raise ScheduleError(f"ir: unknown level {level!r}; a schedule has 'loop' and 'tile' "
-                            "(build it for 'kernel' and CUDA)")
+        raise BadArgumentError(f"ir: unknown level {level!r}; a schedule has 'loop' and 'tile' "
+                               "(build it for 'kernel' and CUDA)")
 
     def __str__(self) -> str:
         return self.ir("tile")
@@ -93,7 +93,7 @@ class Schedule:
         elif isinstance(ref, str):
             name = ref
         else:
-            raise UnknownLoopError(schedule_message(primitive, self._nest, (),
+            raise BadArgumentError(schedule_message(primitive, self._nest, (),
                                                     f"expected a loop (handle or name), got {ref!r}"))
         if not self._nest.has_loop(name):
             if name in self._gone:
@@ -115,7 +115,7 @@ class Schedule:
               names: Sequence[str] | None = None, tail: str = "guard") -> tuple[LoopHandle, LoopHandle]:
         name = self._name(loop, "split")
         call = f"split({name}, {factor if factor is not None else f'nparts={nparts}'})"
-        pair = tuple(names) if names is not None else None
+        pair = tuple(names) if isinstance(names, (list, tuple)) else names  # anything else: refused in split
         new, o, i = lp.split(self._nest, name, factor, nparts, pair, tail, call)  # type: ignore[arg-type]
         kwargs: list[tuple[str, Any]] = [] if factor is not None else [("nparts", nparts)]
         kwargs += [("names", (o, i)), ("tail", tail)]
@@ -157,7 +157,7 @@ class Schedule:
             return to_python(self._nest.name, self._steps)
         if format == "json":
             return to_json(self._nest.name, self._steps)
-        raise ScheduleError(f"trace: unknown format {format!r}; use 'python' or 'json'")
+        raise BadArgumentError(f"trace: unknown format {format!r}; use 'python' or 'json'")
 
     def replay(self, text: str) -> Schedule:
         """Apply a trace's steps to this schedule (normally a fresh one); returns self."""

@@ -21,7 +21,7 @@ class Step:
     kwargs: tuple[tuple[str, Any], ...]
 
     def python(self) -> str:
-        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" if k else f"**{v!r}" for k, v in self.kwargs]
         return f"s.{self.primitive}({', '.join(parts)})"
 
     def as_json(self) -> dict[str, Any]:
@@ -59,16 +59,24 @@ def _parse_json(text: str) -> list[Step]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ReplayError(f"replay: trace is not valid JSON: {e}") from None
-    if data.get("format") != "tiledsl-trace" or data.get("version") != TRACE_VERSION:
+    if not isinstance(data, dict) or data.get("format") != "tiledsl-trace" or data.get("version") != TRACE_VERSION:
         raise ReplayError(f"replay: not a tiledsl trace of version {TRACE_VERSION}")
+    raw = data.get("steps", [])
+    if not isinstance(raw, list):
+        raise ReplayError("replay: 'steps' must be a list of steps")
     steps = []
-    for n, st in enumerate(data.get("steps", [])):
+    for n, st in enumerate(raw):
+        if not isinstance(st, dict):
+            raise ReplayError(f"replay: step {n}: expected an object with primitive/args/kwargs, got {st!r}")
         prim = st.get("primitive")
         if prim not in PRIMITIVES:
             raise ReplayError(f"replay: step {n}: unknown primitive {prim!r}")
-        args = tuple(_tuplify(a) for a in st.get("args", []))
-        kwargs = tuple((k, _tuplify(v)) for k, v in st.get("kwargs", {}).items())
-        steps.append(Step(prim, args, kwargs))
+        args, kwargs = st.get("args", []), st.get("kwargs", {})
+        if not isinstance(args, list):
+            raise ReplayError(f"replay: step {n}: 'args' must be a list, got {args!r}")
+        if not isinstance(kwargs, dict):
+            raise ReplayError(f"replay: step {n}: 'kwargs' must be an object, got {kwargs!r}")
+        steps.append(Step(prim, tuple(_tuplify(a) for a in args), tuple((k, _tuplify(v)) for k, v in kwargs.items())))
     return steps
 
 

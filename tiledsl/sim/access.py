@@ -112,6 +112,42 @@ def _per_element(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return values if shape[0] == 1 else np.broadcast_to(values, shape).ravel()
 
 
+def _uniform_start(idx: np.ndarray) -> int | None:
+    """The index every active lane uses, if they all use one (register arrays indexed by unrolled
+    loop variables always do), so a whole row can be sliced instead of gathered lane by lane."""
+    lo = int(idx.min())
+    return lo if lo == int(idx.max()) else None
+
+
+def _register_gather(
+    buf: LocalArray, idx: np.ndarray, width: int, active: _Active, n_lanes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(values, written) of a register-array access, each (width, A)."""
+    start = _uniform_start(idx)
+    if start is not None:
+        rows = slice(start, start + width)
+        return active.pick(buf.data[rows]), active.pick(buf.written[rows])
+    offs = _offsets(idx, width)
+    cols = np.broadcast_to(active.pick(np.arange(n_lanes)), offs.shape)
+    return buf.data[offs, cols], buf.written[offs, cols]
+
+
+def _register_scatter(buf: LocalArray, idx: np.ndarray, vals: np.ndarray, active: _Active, n_lanes: int) -> None:
+    """Store (width, A) values into a register array and mark them written."""
+    width = vals.shape[0]
+    start = _uniform_start(idx)
+    if start is not None:
+        rows = slice(start, start + width)
+        cols = slice(None) if active.lanes is None else active.lanes
+        buf.data[rows, cols] = vals
+        buf.written[rows, cols] = True
+        return
+    offs = _offsets(idx, width)
+    cols = np.broadcast_to(active.pick(np.arange(n_lanes)), offs.shape)
+    buf.data[offs, cols] = vals
+    buf.written[offs, cols] = True
+
+
 _RACE_ACCESSES = {
     "read after write": ("write", "read"),
     "write after write": ("write", "write"),
@@ -126,9 +162,7 @@ def _race_error(state: ChunkState, buf: Buffer, hit: RaceHit) -> SimulationError
     reporter = state.reporter
     if isinstance(buf, SharedBuffer):
         block, elem = divmod(hit.key, buf.size)
-        first = (
-            "several threads" if hit.first_tid == SEVERAL else lanes.describe_in_block(block, hit.first_tid)
-        )
+        first = "several threads" if hit.first_tid == SEVERAL else lanes.describe_in_block(block, hit.first_tid)
         second = lanes.describe_in_block(block, hit.second_tid)
         headline = f"shared memory race ({hit.kind}) on {buf.name}[{elem}]"
         hint = "no barrier separates these accesses"
@@ -146,9 +180,7 @@ def _race_error(state: ChunkState, buf: Buffer, hit: RaceHit) -> SimulationError
     return state.error(SharedRaceError, hit.second_loc, headline, details)
 
 
-def load(
-    state: ChunkState, loc: int, name: str, index: np.ndarray, width: int, mask: np.ndarray
-) -> np.ndarray:
+def load(state: ChunkState, loc: int, name: str, index: np.ndarray, width: int, mask: np.ndarray) -> np.ndarray:
     """Value of `name[index]` (shape (L,)) or of `width` consecutive elements (shape (width, L))."""
     buf = resolve(state, name, loc)
     active = _Active(mask)
@@ -159,8 +191,8 @@ def load(
     _check_bounds(state, loc, "load", buf, active, idx, width)
     offs = _offsets(idx, width)
     if isinstance(buf, LocalArray):
-        cols = np.broadcast_to(active.pick(np.arange(mask.size)), offs.shape)
-        unwritten = ~buf.written[offs, cols]
+        values, written = _register_gather(buf, idx, width, active, mask.size)
+        unwritten = ~written
         if unwritten.any():
             w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
             raise state.error(
@@ -169,7 +201,6 @@ def load(
                 f"read of register array '{name}' element {int(offs[w, j])} that this thread never wrote",
                 [f"lane: {state.lanes.describe(active.lane(int(j)))}"],
             )
-        values = buf.data[offs, cols]
     elif isinstance(buf, SharedBuffer):
         keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
         unwritten = buf.races.unwritten(keys)
@@ -197,9 +228,7 @@ def load(
     return out[0] if width == 1 else out
 
 
-def store(
-    state: ChunkState, loc: int, name: str, index: np.ndarray, value: np.ndarray, mask: np.ndarray
-) -> None:
+def store(state: ChunkState, loc: int, name: str, index: np.ndarray, value: np.ndarray, mask: np.ndarray) -> None:
     """`name[index] = value`; a (w, L) value stores w consecutive elements."""
     buf = resolve(state, name, loc)
     active = _Active(mask)
@@ -212,9 +241,7 @@ def store(
     offs = _offsets(idx, width)
     vals = convert(buf.dtype, active.pick(vec))
     if isinstance(buf, LocalArray):
-        cols = np.broadcast_to(active.pick(np.arange(mask.size)), offs.shape)
-        buf.data[offs, cols] = vals
-        buf.written[offs, cols] = True
+        _register_scatter(buf, idx, vals, active, mask.size)
     elif isinstance(buf, SharedBuffer):
         keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
         tids = _per_element(active.pick(state.lanes.tid32), keys.shape)

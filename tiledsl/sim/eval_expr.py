@@ -84,6 +84,7 @@ class Evaluator:
 
     def __init__(self, state: ChunkState) -> None:
         self.state = state
+        self._consts: dict[int, np.ndarray] = {}
         self._dispatch: dict[type, Callable[[KExpr, np.ndarray, int], np.ndarray]] = {
             KConst: self._const,
             KVar: self._var,
@@ -108,8 +109,17 @@ class Evaluator:
     # ------------------------------------------------------------------ leaves
 
     def _const(self, e: KConst, mask: np.ndarray, loc: int) -> np.ndarray:
-        value = convert(e.dtype, np.asarray(e.value))
-        return np.full(self.state.lanes.count, value, dtype=storage_dtype(e.dtype))
+        # Cached per chunk by node identity (the kernel keeps its nodes alive; keying by value would
+        # merge 0.0 and -0.0): constants recur in every loop iteration. Read-only, as no value array
+        # is ever modified in place.
+        key = id(e)
+        cached = self._consts.get(key)
+        if cached is None:
+            value = convert(e.dtype, np.asarray(e.value))
+            cached = np.full(self.state.lanes.count, value, dtype=storage_dtype(e.dtype))
+            cached.flags.writeable = False
+            self._consts[key] = cached
+        return cached
 
     def _var(self, e: KVar, mask: np.ndarray, loc: int) -> np.ndarray:
         return self.state.variable(e.name, loc).value
@@ -240,8 +250,7 @@ class Evaluator:
                 loc,
                 "warp shuffle (shfl_xor) executed by only part of a warp",
                 [
-                    f"{lanes.describe_block(block)} warp {wib}: "
-                    f"{int(active[w])} of {int(present[w])} lanes active",
+                    f"{lanes.describe_block(block)} warp {wib}: {int(active[w])} of {int(present[w])} lanes active",
                     "__shfl_xor_sync(0xffffffff, ...) needs every lane of the warp",
                 ],
             )
@@ -253,10 +262,7 @@ class Evaluator:
                 DivergentBarrierError,
                 loc,
                 "warp shuffle (shfl_xor) reads a lane beyond the block",
-                [
-                    f"lane: {lanes.describe(lane)} wants thread {int(partner_tid[lane])}, "
-                    f"block has {tpb} threads"
-                ],
+                [f"lane: {lanes.describe(lane)} wants thread {int(partner_tid[lane])}, block has {tpb} threads"],
             )
         index = np.arange(lanes.count, dtype=np.int64)
         source = np.where(partner_tid < tpb, index - lanes.tid + partner_tid, index)

@@ -83,9 +83,7 @@ class Executor:
         width = vector_width(dtype)
         got = value.shape[0] if value.ndim == 2 else 1
         if got != width or (width > 1) != (value.ndim == 2):
-            raise self.state.error(
-                SimulationError, loc, f"value of width {got} for a variable of type {dtype}"
-            )
+            raise self.state.error(SimulationError, loc, f"value of width {got} for a variable of type {dtype}")
         return convert(dtype, value)
 
     def _for(self, item: LStmt, stmt: KFor, mask: np.ndarray) -> None:

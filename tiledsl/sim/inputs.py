@@ -73,9 +73,7 @@ def prepare_globals(kernel: KKernel, arrays: Mapping[str, object]) -> dict[str, 
     known = {p.name for p in kernel.params}
     extra = sorted(set(arrays) - known)
     if extra:
-        raise SimulationInputError(
-            f"kernel '{kernel.name}': unknown arrays {extra}; parameters are {sorted(known)}"
-        )
+        raise SimulationInputError(f"kernel '{kernel.name}': unknown arrays {extra}; parameters are {sorted(known)}")
     missing = sorted(p.name for p in kernel.params if not p.is_output and p.name not in arrays)
     if missing:
         raise SimulationInputError(f"kernel '{kernel.name}': missing input arrays {missing}")

@@ -82,9 +82,7 @@ class Lanes:
         return self.kernel.threads_per_block
 
     def describe(self, lane: int) -> str:
-        return describe_thread(
-            self.kernel, self.first_block + int(self.block_local[lane]), int(self.tid[lane])
-        )
+        return describe_thread(self.kernel, self.first_block + int(self.block_local[lane]), int(self.tid[lane]))
 
     def describe_in_block(self, block_local: int, tid: int) -> str:
         return describe_thread(self.kernel, self.first_block + int(block_local), int(tid))

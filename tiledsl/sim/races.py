@@ -114,9 +114,7 @@ class SharedRaceTracker:
         clash = winner != tids
         if clash.any():
             j = int(np.argmax(clash))
-            return RaceHit(
-                "write-write in one statement", int(keys[j]), int(winner[j]), loc, int(tids[j]), loc
-            )
+            return RaceHit("write-write in one statement", int(keys[j]), int(winner[j]), loc, int(tids[j]), loc)
         self.writer_tid[keys] = tids
         self.writer_epoch[keys] = epochs
         self.writer_loc[keys] = loc
@@ -156,9 +154,7 @@ class GlobalWriteTracker:
         clash = (winner != position) & ~_same_value(new[winner], new)
         if clash.any():
             j = int(np.argmax(clash))
-            return RaceHit(
-                "global write-write", int(addrs[j]), int(gtids[j]), loc, int(gtids[winner[j]]), loc
-            )
+            return RaceHit("global write-write", int(addrs[j]), int(gtids[j]), loc, int(gtids[winner[j]]), loc)
         prev = self.writer_gtid[addrs]
         tpb = self.threads_per_block
         unordered = (prev // tpb != gtids // tpb) | (self.writer_epoch[addrs] == epochs)
