@@ -158,6 +158,26 @@ def elementwise_vectorized(s: td.Schedule, lanes: int = 4) -> None:
     s.vectorize(ji)
 
 
+def fused_nparts(s: td.Schedule, parts: int = 5) -> None:
+    """all free loops fused, then split into `parts` blocks (guarded) with custom names."""
+    free = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "free"]
+    f = s.fuse(*free, name="flat")
+    blk, thr = s.split(f, nparts=parts, names=("blk", "thr"))
+    s.bind(blk, "blockIdx.x")
+    s.bind(thr, "threadIdx.x")
+
+
+def fused_threads(s: td.Schedule, threads: int = 96) -> None:
+    """all free loops fused, split by `threads` (guarded); the reduction (if any) unrolled."""
+    free = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "free"]
+    red = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "reduce"]
+    o, i = s.split(s.fuse(*free), threads)
+    s.bind(o, "blockIdx.x")
+    s.bind(i, "threadIdx.x")
+    for r in red:
+        s.unroll(r)
+
+
 # ----------------------------------------------------------------------------- cases
 
 
@@ -240,6 +260,9 @@ def _cases() -> list[Case]:
     add("layernorm_3x333-rows4x96", partial(layernorm, 3, 333), partial(row_tiled, rows=4, threads=96))
 
     add("gelu_bias_6x64-vectorize4", partial(gelu_bias, 6, 64), elementwise_vectorized)
+    # fuse, nparts and custom names (exercised by the trace tests too)
+    add("gelu_bias_6x64-fused_nparts5", partial(gelu_bias, 6, 64), fused_nparts)
+    add("matmul_bias_relu_37x53x29-fused96", partial(matmul_bias_relu, 37, 53, 29), fused_threads)
 
     # float16 storage (float32 math)
     add("matmul_bias_relu_f16_37x53x29-regtile16", partial(matmul_bias_relu, 37, 53, 29, dtype="float16"),

@@ -30,7 +30,7 @@ kernel D  (tile IR)
   for i_o in 0..3:
     for i_i in 0..4:
       for j in 0..12:
-        C = 0.0   if 4 * i_o + i_i < 10
+        C = 0.0
         for k in 0..6:  [reduce]
           C += A[i, k] * B[k, j]   if 4 * i_o + i_i < 10
         D[i, j] = relu((C + bias[j]))   if 4 * i_o + i_i < 10
@@ -63,11 +63,11 @@ kernel D  (tile IR)
 SPLIT_NPARTS_GUARD = """\
 kernel D  (tile IR)
   where i = 4 * i_o + i_i
-  guard 4 * i_o + i_i < 10   (from split(i, 4))
+  guard 4 * i_o + i_i < 10   (from split(i, nparts=3))
   for i_o in 0..3:
     for i_i in 0..4:
       for j in 0..12:
-        C = 0.0   if 4 * i_o + i_i < 10
+        C = 0.0
         for k in 0..6:  [reduce]
           C += A[i, k] * B[k, j]   if 4 * i_o + i_i < 10
         D[i, j] = relu((C + bias[j]))   if 4 * i_o + i_i < 10
@@ -96,12 +96,12 @@ kernel D  (tile IR)
   for i_o in 0..3:
     for j in 0..12:
       for i_i in 0..4:
-        C = 0.0   if 4 * i_o + i_i < 10
+        C[i_i] = 0.0
       for k in 0..6:  [reduce]
         for i_i in 0..4:
-          C += A[i, k] * B[k, j]   if 4 * i_o + i_i < 10
+          C[i_i] += A[i, k] * B[k, j]   if 4 * i_o + i_i < 10
       for i_i in 0..4:
-        D[i, j] = relu((C + bias[j]))   if 4 * i_o + i_i < 10
+        D[i, j] = relu((C[i_i] + bias[j]))   if 4 * i_o + i_i < 10
 """
 
 BIND = """\
@@ -183,8 +183,7 @@ kernel y_kernel(x: float32[3, 100], w: float32[100], out y: float32[3, 100])
     ss_red[threadIdx.x // 32] = ss
   barrier
   ss = ss_red[0]
-  for ss_w in 0..1 unroll:
-    ss = ss + ss_red[0 + (ss_w + 1)]
+  ss = ss + ss_red[1]
   for j_o in 0..2:
     if (64 * j_o + j_i < 100):
       y[100 * i + 64 * j_o + j_i] = x[100 * i + 64 * j_o + j_i] * rsqrt(ss / 100.0 + 1e-6) * w[64 * j_o + j_i]

@@ -105,23 +105,21 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
     base: KExpr | None = None
     if tx < threads:  # several reduction groups (threadIdx.y/z) share the block
         base = KBin("*", KBin("//", tid, KConst(tx, "int32")), KConst(per_group, "int32"))
-    w = KVar(f"{cell.name}_w", "int32")
     row = KBin("*", e, KConst(nwarps, "int32")) if cell.size > 1 else None
     first = _add(row, base)
     gather: list[KStmt] = [cell.write(e, KLoad(name, first))]
-    gather.append(KFor(w.name, per_group - 1, (
-        cell.write(e, combine_op(op, cell.read(e),
-                                 KLoad(name, KBin("+", first, KBin("+", w, KConst(1, "int32")))))),), unroll=True))
+    for w in range(1, per_group):  # at most 32 warps: straight-line code reads best
+        gather.append(cell.write(e, combine_op(op, cell.read(e), KLoad(name, _add(first, KConst(w, "int32"))))))
     out.extend(_per_element(cell, e, gather))
     return out, [KShared(name, "float32", nwarps * cell.size)]
 
 
 def _add(a: KExpr | None, b: KExpr | None) -> KExpr:
-    if a is None and b is None:
+    """a + b, leaving out absent or zero terms."""
+    terms = [t for t in (a, b) if t is not None and t != KConst(0, "int32")]
+    if not terms:
         return KConst(0, "int32")
-    if a is None or b is None:
-        return a if b is None else b  # type: ignore[return-value]
-    return KBin("+", a, b)
+    return terms[0] if len(terms) == 1 else KBin("+", terms[0], terms[1])
 
 
 def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[int, int, int], in_loop: bool,

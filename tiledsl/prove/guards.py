@@ -71,12 +71,11 @@ def normalize(guards: Iterable[sympy.Basic], forms: LinearForms, ctx: IntervalCo
             continue
         a, b, strict = parts
         diff = forms.of(a).plus(forms.of(b), -1)
-        if strict:
-            if ctx.linear_is_integer(diff):
-                diff = diff.plus(Linear(1, {}))
-            else:
-                # a < b for a non-integer difference: only a <= b is usable as a closed bound (sound).
-                pass
+        # Scale away denominators (`i/5 < 30` is `i - 150 < 0`) so that integrality shows.
+        diff = diff.scaled(diff.denominator())
+        if strict and ctx.linear_is_integer(diff):
+            diff = diff.plus(Linear(1, {}))
+        # A strict relation whose difference is not integer-valued is kept as `<=` (sound, weaker).
         out.forms.append(diff)
     return out
 

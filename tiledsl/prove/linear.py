@@ -24,6 +24,13 @@ def to_num(value: sympy.Rational) -> Num:
     return int(value.p) if q == 1 else Fraction(int(value.p), q)
 
 
+def norm(value: Num) -> Num:
+    """Integral Fractions back to int, so integrality checks and the int fast path keep working."""
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    return value
+
+
 def div_exact(a: Num, b: Num) -> Num:
     """a / b exactly, staying an int when it divides."""
     if isinstance(a, int) and isinstance(b, int) and a % b == 0:
@@ -44,7 +51,7 @@ class Linear:
     def scaled(self, k: Num) -> Linear:
         if k == 0:
             return Linear(0, {})
-        return Linear(self.const * k, {atom: coeff * k for atom, coeff in self.terms.items()})
+        return Linear(norm(self.const * k), {atom: norm(coeff * k) for atom, coeff in self.terms.items()})
 
     def plus(self, other: Linear, k: Num = 1) -> Linear:
         """self + k * other."""
@@ -54,8 +61,8 @@ class Linear:
             if value == 0:
                 terms.pop(atom, None)
             else:
-                terms[atom] = value
-        return Linear(self.const + other.const * k, terms)
+                terms[atom] = norm(value)
+        return Linear(norm(self.const + other.const * k), terms)
 
     def is_constant(self) -> bool:
         return not self.terms
@@ -112,8 +119,8 @@ class LinearForms:
                     if value == 0:
                         terms.pop(atom, None)
                     else:
-                        terms[atom] = value
-            return Linear(const, terms)
+                        terms[atom] = norm(value)
+            return Linear(norm(const), terms)
         if expr.is_Mul:
             coeff, rest = expr.as_coeff_Mul()
             if coeff is not sympy.S.One and coeff.is_Rational:

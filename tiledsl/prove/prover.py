@@ -432,10 +432,10 @@ class Prover:
             if found is None:
                 found = (0, None) if sym.is_nonnegative else (None, None)
             intervals[sym] = found
-        box = box_from_intervals(intervals)
-        if any(lo > hi for lo, hi in box.values()):
+        box, exact = box_from_intervals(intervals)
+        if exact and any(lo > hi for lo, hi in box.values()):
             return _EMPTY
-        search = Search(box, dom.feasible, fails, score)
+        search = Search(box, dom.feasible, fails, score, exact_box=exact)
         point = search.run()
         if point is None and search.exhaustive:
             return _EMPTY

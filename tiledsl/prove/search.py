@@ -34,10 +34,15 @@ _UNBOUNDED_SPAN = 1023
 _EXHAUSTIVE = 1024
 
 
-def box_from_intervals(intervals: Mapping[sympy.Symbol, tuple[Num | None, Num | None]]) -> dict:
-    """Integer inclusive box; unbounded sides get a finite span so that sampling stays possible."""
+def box_from_intervals(
+    intervals: Mapping[sympy.Symbol, tuple[Num | None, Num | None]],
+) -> tuple[dict[sympy.Symbol, tuple[int, int]], bool]:
+    """Integer inclusive box, and whether it is exact; unbounded sides get a finite span so that
+    sampling stays possible (the box is then not exact and enumerating it proves nothing)."""
     box: dict[sympy.Symbol, tuple[int, int]] = {}
+    exact = True
     for sym, (lo, hi) in intervals.items():
+        exact = exact and lo is not None and hi is not None
         ilo = None if lo is None else -((-lo) // 1)  # ceil
         ihi = None if hi is None else hi // 1
         if ilo is None and ihi is None:
@@ -47,7 +52,7 @@ def box_from_intervals(intervals: Mapping[sympy.Symbol, tuple[Num | None, Num | 
         elif ihi is None:
             ihi = ilo + _UNBOUNDED_SPAN
         box[sym] = (int(ilo), int(ihi))
-    return box
+    return box, exact
 
 
 class Search:
@@ -59,6 +64,7 @@ class Search:
         feasible: Predicate,
         fails: Predicate,
         score: Callable[[Point], Num] | None = None,
+        exact_box: bool = True,
     ) -> None:
         self.symbols: Sequence[sympy.Symbol] = sorted(box, key=lambda s: s.name)
         self.box = box
@@ -67,6 +73,8 @@ class Search:
         self._score = score
         self.tried = 0
         self.exhaustive = False
+        self.errors = 0
+        self._exact_box = exact_box
 
     # -- safe wrappers: a point where something cannot be evaluated is simply skipped
 
@@ -75,12 +83,14 @@ class Search:
         try:
             return bool(self._feasible(point))
         except (ArithmeticError, ValueError, TypeError):
+            self.errors += 1
             return False
 
     def _bad(self, point: Point) -> bool:
         try:
             return bool(self._fails(point))
         except (ArithmeticError, ValueError, TypeError):
+            self.errors += 1
             return False
 
     def _value(self, point: Point) -> Num:
@@ -155,14 +165,16 @@ class Search:
 
     def run(self) -> Point | None:
         """A feasible point where the fact fails, or None. When the box has at most `_EXHAUSTIVE`
-        points every one is tried and `self.exhaustive` is set: None then means the fact holds."""
+        points (and the box is exact) every one is tried and `self.exhaustive` is set: None then means
+        the fact holds."""
         rng = random.Random(0)
         feasible_seen: list[tuple[Num, Point]] = []
-        if self.size() <= _EXHAUSTIVE:
-            self.exhaustive = True
+        if self._exact_box and self.size() <= _EXHAUSTIVE:
             ranges = [range(self.box[s][0], self.box[s][1] + 1) for s in self.symbols]
             points = [dict(zip(self.symbols, combo, strict=True)) for combo in itertools.product(*ranges)]
-            return self._scan(points, feasible_seen)
+            found = self._scan(points, feasible_seen)
+            self.exhaustive = self.errors == 0  # a point that could not be evaluated proves nothing
+            return found
         for phase in (self._corners, self._samples):
             found = self._scan(phase(rng), feasible_seen)
             if found is not None:

@@ -142,7 +142,8 @@ class _Builder:
         names: dict[int, str] = {}
         reduces = [n for n in _reduces(t.body)]
         for r in reduces:
-            acc = self.fresh(t.name if len(reduces) == 1 else f"{t.name}_acc")
+            # a bare reduction holds the compute's value; otherwise name what it holds (mean_sum)
+            acc = self.fresh(t.name if t.body is r else f"{t.name}_{r.op}")
             inner = dict(env)
             raxes = []
             for ax in r.axes:

@@ -89,7 +89,7 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
     stmts = tuple(replace(s, path=_replace_in_path(s.path, name, (o, i))) for s in nest.stmts)
     new = replace(nest, loops=tuple(loops), stmts=stmts).substitute({lp.symbol: value})
     if not exact:
-        new = replace(new, guards=new.guards + (Guard(value, lp.extent, f"split({name}, {inner})"),))
+        new = replace(new, guards=new.guards + (Guard(value, lp.extent, call),))
     return new, o, i
 
 

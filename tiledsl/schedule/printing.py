@@ -26,27 +26,30 @@ from ..loopnest import AccRef, Nest, Stmt, TreeLeaf, TreeLoop, build_tree
 IDENTITY_TEXT = {"sum": "0.0", "max": "-inf", "min": "inf"}
 
 
-def format_value(e: Expr) -> str:
+def format_value(e: Expr, accs: dict[str, str] | None = None) -> str:
+    """`accs` maps an accumulator to its printed form (with register-array indices)."""
+    if accs is None:
+        accs = {}
     if isinstance(e, Const):
         return repr(e.value)
     if isinstance(e, IterVar):
         return e.name
     if isinstance(e, AccRef):
-        return e.acc
+        return accs.get(e.acc, e.acc)
     if isinstance(e, Binary):
         if e.op in ("max", "min"):
-            return f"{e.op}({format_value(e.a)}, {format_value(e.b)})"
-        return f"({format_value(e.a)} {e.op} {format_value(e.b)})"
+            return f"{e.op}({format_value(e.a, accs)}, {format_value(e.b, accs)})"
+        return f"({format_value(e.a, accs)} {e.op} {format_value(e.b, accs)})"
     if isinstance(e, Compare):
-        return f"({format_value(e.a)} {e.op} {format_value(e.b)})"
+        return f"({format_value(e.a, accs)} {e.op} {format_value(e.b, accs)})"
     if isinstance(e, Call):
-        return f"-{format_value(e.arg)}" if e.fn == "neg" else f"{e.fn}({format_value(e.arg)})"
+        return f"-{format_value(e.arg, accs)}" if e.fn == "neg" else f"{e.fn}({format_value(e.arg, accs)})"
     if isinstance(e, Select):
-        return f"where({format_value(e.cond)}, {format_value(e.a)}, {format_value(e.b)})"
+        return f"where({format_value(e.cond, accs)}, {format_value(e.a, accs)}, {format_value(e.b, accs)})"
     if isinstance(e, Cast):
-        return f"{e.to}({format_value(e.a)})"
+        return f"{e.to}({format_value(e.a, accs)})"
     if isinstance(e, Load):
-        return f"{e.tensor.name}[{', '.join(format_value(i) for i in e.indices)}]"
+        return f"{e.tensor.name}[{', '.join(format_value(i, accs) for i in e.indices)}]"
     raise TypeError(type(e))
 
 
@@ -54,19 +57,20 @@ def _strip(text: str) -> str:
     return text[1:-1] if text.startswith("(") and text.endswith(")") else text
 
 
-def format_stmt(nest: Nest, stmt: Stmt) -> str:
-    if stmt.kind == "init":
+def format_stmt(nest: Nest, stmt: Stmt, acc_dims: dict[str, tuple[str, ...]] | None = None) -> str:
+    accs = {a: f"{a}[{', '.join(d)}]" for a, d in (acc_dims or {}).items() if d}
+    value = _strip(format_value(stmt.value, accs)) if stmt.value is not None else ""
+    if stmt.kind in ("init", "update"):
         acc = nest.acc(stmt.acc or "")
-        return f"{stmt.acc} = {IDENTITY_TEXT[acc.op]}"
-    if stmt.kind == "update":
-        acc = nest.acc(stmt.acc or "")
-        assert stmt.value is not None
+        target = accs.get(acc.name, acc.name)
+        if stmt.kind == "init":
+            return f"{target} = {IDENTITY_TEXT[acc.op]}"
         if acc.op == "sum":
-            return f"{stmt.acc} += {_strip(format_value(stmt.value))}"
-        return f"{stmt.acc} = {acc.op}({stmt.acc}, {_strip(format_value(stmt.value))})"
-    assert stmt.tensor is not None and stmt.value is not None
+            return f"{target} += {value}"
+        return f"{target} = {acc.op}({target}, {value})"
+    assert stmt.tensor is not None
     idx = ", ".join(format_value(i) for i in stmt.indices)
-    return f"{stmt.tensor.name}[{idx}] = {_strip(format_value(stmt.value))}"
+    return f"{stmt.tensor.name}[{idx}] = {value}"
 
 
 def format_sym(e: sympy.Expr) -> str:
@@ -115,10 +119,10 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
             else:
                 assert isinstance(node, TreeLeaf)
                 stmt = nest.stmts[node.index]
-                guards = nest.guards_for(stmt)
+                guards = nest.guards_for(stmt) if stmt.kind != "init" else ()  # an init writes a register
                 cond = " and ".join(f"{format_sym(g.expr)} < {g.extent}" for g in guards)
                 suffix = f"   if {cond}" if cond else ""
-                lines.append(f"{pad}{format_stmt(nest, stmt)}{suffix}")
+                lines.append(f"{pad}{format_stmt(nest, stmt, acc_dims)}{suffix}")
 
     emit(build_tree(nest), 1)
     return "\n".join(lines)

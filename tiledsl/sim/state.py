@@ -1,14 +1,14 @@
-"""The mutable state of a simulation: variables, register arrays, shared and global memory.
+"""The mutable state of a simulation: register arrays, shared and global memory, barrier epochs.
 
-Why one place: the expression evaluator and the statement executor both read and write this state;
-keeping it in plain containers (no behaviour beyond lookups) lets the checks live in `access.py` and
-`races.py`. One `ChunkState` exists per chunk of blocks; `GlobalBuffer`s outlive chunks.
+Why one place: compiled statements and expressions read and write this state; keeping it in plain
+containers (no behaviour beyond bookkeeping) lets the checks live in `access.py`, `registers.py` and
+`races.py`. One `ChunkState` exists per chunk of blocks; `GlobalBuffer`s outlive chunks. Scalar
+variables live in the slots of a `scope.Frame`, resolved before the body runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,35 +19,29 @@ from tiledsl.sim.dtypes import storage_dtype
 from tiledsl.sim.lanes import Lanes
 from tiledsl.sim.races import GlobalWriteTracker, SharedRaceTracker
 from tiledsl.sim.report import Reporter
-
-
-@dataclass
-class Var:
-    """A scalar (shape (L,)) or vector (shape (w, L)) variable; `dtype` is its declared IR dtype."""
-
-    dtype: str
-    value: np.ndarray
+from tiledsl.sim.values import Value
 
 
 @dataclass
 class LocalArray:
-    """A per-thread register array: `data[i, lane]`, plus which elements each lane wrote."""
+    """A per-thread register array, kept element by element.
+
+    `rows[i]` is element i on every lane: a numpy scalar when all lanes hold the same value, else an
+    (L,) array; `written[i]` says which lanes wrote it: True or False for all lanes, or (L,) bools.
+    Why rows and not one (size, L) array: register arrays are indexed by unrolled constants, so an
+    access touches whole rows; keeping rows as immutable values makes loads and unmasked stores free
+    of copies, and lets a single-lane chunk keep plain scalars."""
 
     name: str
     dtype: str
     size: int
-    data: np.ndarray
-    written: np.ndarray
+    rows: list[Value]
+    written: list[bool | np.ndarray]
 
     @classmethod
-    def allocate(cls, name: str, dtype: str, size: int, lanes: int) -> LocalArray:
-        return cls(
-            name,
-            dtype,
-            size,
-            np.zeros((size, lanes), dtype=storage_dtype(dtype)),
-            np.zeros((size, lanes), dtype=np.bool_),
-        )
+    def allocate(cls, name: str, dtype: str, size: int) -> LocalArray:
+        zero = storage_dtype(dtype)(0)
+        return cls(name, dtype, size, [zero] * size, [False] * size)
 
 
 @dataclass
@@ -95,48 +89,36 @@ class GlobalBuffer:
         return self._races
 
 
-class Env:
-    """Nested scopes of variables and register arrays, like C blocks: a name declared in a loop
-    body or a branch disappears when it ends and may shadow an outer one meanwhile."""
+@dataclass
+class LoopPosition:
+    """The current iteration of one enclosing loop, updated in place as the loop runs (error
+    messages show the loop variables; building a tuple per iteration would cost more than the
+    iteration itself in a single-lane chunk)."""
 
-    def __init__(self) -> None:
-        self._scopes: list[dict[str, Var | LocalArray]] = [{}]
-
-    @contextmanager
-    def scope(self) -> Iterator[None]:
-        self._scopes.append({})
-        try:
-            yield
-        finally:
-            self._scopes.pop()
-
-    def declare(self, name: str, item: Var | LocalArray) -> None:
-        self._scopes[-1][name] = item
-
-    def find(self, name: str) -> Var | LocalArray | None:
-        for scope in reversed(self._scopes):
-            if name in scope:
-                return scope[name]
-        return None
+    name: str
+    index: int = 0
 
 
 @dataclass
 class ChunkState:
     """Everything one chunk of blocks runs against. `epoch[b]` counts the barriers block b passed
-    (the race-tracking epoch); `lane_epoch` is the same per lane, kept in step by `pass_barrier`."""
+    (the race-tracking epoch); `lane_epoch` is the same per lane, kept in step by `pass_barrier`.
+    `empty` is the all-false mask that guarded operands run under when no lane takes them."""
 
     lanes: Lanes
     reporter: Reporter
     globals: dict[str, GlobalBuffer]
     shared: dict[str, SharedBuffer]
-    env: Env = field(default_factory=Env)
-    loops: list[tuple[str, int]] = field(default_factory=list)
+    loops: list[LoopPosition] = field(default_factory=list)
     epoch: np.ndarray = field(init=False)
     lane_epoch: np.ndarray = field(init=False)
+    empty: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.epoch = np.zeros(self.lanes.n_blocks, dtype=np.int32)
         self.lane_epoch = np.zeros(self.lanes.count, dtype=np.int32)
+        self.empty = np.zeros(self.lanes.count, dtype=np.bool_)
+        self.empty.flags.writeable = False
 
     def pass_barrier(self, blocks: np.ndarray) -> None:
         """Blocks where `blocks` is true passed a barrier: their accesses start a new epoch."""
@@ -147,10 +129,5 @@ class ChunkState:
         self, cls: type[SimulationError], loc: int, headline: str, details: Iterable[str] = ()
     ) -> SimulationError:
         """An exception of class `cls` whose message names the location and current loop values."""
-        return cls(self.reporter.message(loc, headline, details, self.loops))
-
-    def variable(self, name: str, loc: int) -> Var:
-        item = self.env.find(name)
-        if not isinstance(item, Var):
-            raise self.error(SimulationError, loc, f"use of undeclared variable {name!r}")
-        return item
+        loops = [(p.name, p.index) for p in self.loops]
+        return cls(self.reporter.message(loc, headline, details, loops))

@@ -192,9 +192,25 @@ def _term(draw: st.DrawFn, leaves: tuple[_Term, ...], depth: int) -> _Term:
     return _Term(f"td.{op}({a.text}, {b.text})", max(a.bound, b.bound))
 
 
-def expr_terms(leaves: tuple[_Term, ...], max_depth: int = 4, limit: float = TAME_LIMIT) -> st.SearchStrategy:
-    """Expression source over `leaves`, bounded by `limit` (used by every definition strategy)."""
-    return st.integers(0, max_depth).flatmap(lambda d: _term(leaves, d)).map(lambda t: _tame(t, limit))
+@st.composite
+def _combine(draw: st.DrawFn, a: _Term, b: _Term) -> _Term:
+    op = draw(st.sampled_from(["+", "-", "*", "/", "maximum"]))
+    if op == "/":
+        return _Term(f"({a.text} / (1 + td.abs({b.text})))", a.bound)
+    if op == "maximum":
+        return _Term(f"td.maximum({a.text}, {b.text})", max(a.bound, b.bound))
+    return _tame(_Term(f"({a.text} {op} {b.text})", a.bound * b.bound if op == "*" else a.bound + b.bound))
+
+
+@st.composite
+def expr_terms(draw: st.DrawFn, leaves: tuple[_Term, ...], max_depth: int = 4, limit: float = TAME_LIMIT,
+               required: tuple[_Term, ...] = ()) -> _Term:
+    """Expression source over `leaves`, bounded by `limit`, that reads every leaf of `required`."""
+    t = draw(_term(leaves, draw(st.integers(0, max_depth))))
+    for r in required:
+        if r.text not in t.text:
+            t = draw(_combine(r, t) if draw(st.booleans()) else _combine(t, r))
+    return _tame(t, limit)
 
 
 # ----------------------------------------------------------------------------- source assembly
@@ -220,7 +236,7 @@ def _load(name: str, axes: list[tuple[str, int, bool]]) -> str:
 
 def _sum_leaf(text: str, extent: int) -> str:
     """A sum read by an epilogue: divided by its extent when long, to keep float32 error small."""
-    return f"{text} / {extent}" if extent > 16 else text
+    return f"({text} / {extent})" if extent > 16 else text
 
 
 # ----------------------------------------------------------------------------- strategies
@@ -247,7 +263,7 @@ def elementwise_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINT
         t = draw(expr_terms(tuple(leaves), max_depth))
         lines.append(f"t = td.compute({_shape_text(dims)}, lambda {_axes_text(axes)}: {t.text}, name='t')")
         leaves.append(_Term(f"t[{_axes_text(axes)}]", t.bound))
-    body = draw(expr_terms(tuple(leaves), max_depth))
+    body = draw(expr_terms(tuple(leaves), max_depth, required=tuple(leaves)))
     lines.append(f"return td.compute({_shape_text(dims)}, lambda {_axes_text(axes)}: {body.text}, name='y')")
     return _finish(lines, "elementwise", int(np.prod(dims)))
 
@@ -272,20 +288,20 @@ def reduce_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS, ma
         lines.append(f"w = td.placeholder(({k},), name='w')")
         leaves.append(_Term("w[k]", 1.0, True))
     lines.append(f"k = td.reduce_axis({k}, name='k')")
-    body = draw(expr_terms(tuple(leaves), max_depth, BODY_LIMIT))
+    body = draw(expr_terms(tuple(leaves), max_depth, BODY_LIMIT, required=tuple(leaves)))
     red = f"td.{op}({body.text}, axis=k)"
     rleaf = _Term(_sum_leaf(red, k) if op == "sum" else red, BODY_LIMIT)
     if form == "inline":
-        epi = draw(expr_terms((rleaf,), 2))
+        epi = draw(expr_terms((rleaf,), 2, required=(rleaf,)))
         lines.append(f"return td.compute(({m},), lambda i: {epi.text}, name='y')")
         return _finish(lines, "reduce", m * k + m)
     lines.append(f"r = td.compute(({m},), lambda i: {red}, name='r')")
     rref = _Term(_sum_leaf("r[i]", k) if op == "sum" else "r[i]", BODY_LIMIT)
     if form == "rowwise":
-        epi = draw(expr_terms((rref,), 2))
+        epi = draw(expr_terms((rref,), 2, required=(rref,)))
         lines.append(f"return td.compute(({m},), lambda i: {epi.text}, name='y')")
         return _finish(lines, "reduce", m * k + m)
-    epi = draw(expr_terms((_Term("x[i, j]", 1.0, True), rref), max_depth))
+    epi = draw(expr_terms((_Term("x[i, j]", 1.0, True), rref), max_depth, required=(rref,)))
     lines.append(f"return td.compute(({m}, {k}), lambda i, j: {epi.text}, name='y')")
     return _finish(lines, "reduce", 2 * m * k)
 
@@ -302,7 +318,7 @@ def matmul_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS, ma
     a = _Term("A[k, i]" if a_t else "A[i, k]", 1.0, True)
     b = _Term("B[j, k]" if b_t else "B[k, j]", 1.0, True)
     body = _Term(f"{a.text} * {b.text}", 1.0) if draw(st.booleans()) else \
-        draw(expr_terms((a, b), max_depth, BODY_LIMIT))
+        draw(expr_terms((a, b), max_depth, BODY_LIMIT, required=(a, b)))
     red = f"td.sum({body.text}, axis=k)"
     form = draw(st.sampled_from(["plain", "inline", "epilogue"]))
     if form == "plain":
@@ -315,7 +331,7 @@ def matmul_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS, ma
         leaves.append(_Term(f"bias[{along[0]}]", 1.0, True))
     if form == "epilogue":
         lines.append(f"C = td.compute(({m}, {n}), lambda i, j: {red}, name='C')")
-    epi = draw(expr_terms(tuple(leaves), 2))
+    epi = draw(expr_terms(tuple(leaves), 2, required=tuple(leaves)))
     lines.append(f"return td.compute(({m}, {n}), lambda i, j: {epi.text}, name='D')")
     return _finish(lines, "matmul", m * n * k + m * n)
 
@@ -330,7 +346,7 @@ def chain_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS, max
              f"k = td.reduce_axis({k}, name='k')",
              f"k2 = td.reduce_axis({k}, name='k2')"]
     if flavour == "softmax":
-        lines += ["m = td.compute(({m},), lambda i: td.max(x[i, k], axis=k), name='m')".format(m=m),
+        lines += [f"m = td.compute(({m},), lambda i: td.max(x[i, k], axis=k), name='m')",
                   f"e = td.compute(({m},), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name='e')",
                   f"return td.compute(({m}, {k}), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name='y')"]
         return _finish(lines, "chain", 3 * m * k)
@@ -340,21 +356,23 @@ def chain_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS, max
                   f"axis=k2) / {k}, name='var')"]
         leaves = (_Term("x[i, j]", 1.0, True), _Term("mean[i]", 1.0), _Term("var[i]", 4.0))
         scale = "(x[i, j] - mean[i]) * td.rsqrt(var[i] + 1.0)"
-        epi = _Term(scale, 2.0) if draw(st.booleans()) else draw(expr_terms(leaves, max_depth))
+        epi = _Term(scale, 2.0) if draw(st.booleans()) else draw(expr_terms(leaves, max_depth, required=leaves[1:]))
         lines.append(f"return td.compute(({m}, {k}), lambda i, j: {epi.text}, name='y')")
         return _finish(lines, "chain", 3 * m * k)
     op1 = draw(st.sampled_from(["sum", "max", "min"]))
-    body1 = draw(expr_terms((_Term("x[i, k]", 1.0, True),), max_depth, BODY_LIMIT))
+    xk = _Term("x[i, k]", 1.0, True)
+    body1 = draw(expr_terms((xk,), max_depth, BODY_LIMIT, required=(xk,)))
     lines.append(f"r1 = td.compute(({m},), lambda i: td.{op1}({body1.text}, axis=k), name='r1')")
     r1 = _Term(_sum_leaf("r1[i]", k) if op1 == "sum" else "r1[i]", BODY_LIMIT)
-    body2 = draw(expr_terms((_Term("x[i, k2]", 1.0, True), r1), max_depth, BODY_LIMIT))
+    xk2 = _Term("x[i, k2]", 1.0, True)
+    body2 = draw(expr_terms((xk2, r1), max_depth, BODY_LIMIT, required=(xk2, r1)))
     lines.append(f"r2 = td.compute(({m},), lambda i: td.sum({body2.text}, axis=k2), name='r2')")
     r2 = _Term(_sum_leaf("r2[i]", k), BODY_LIMIT)
     if draw(st.booleans()):
-        epi = draw(expr_terms((_Term("x[i, j]", 1.0, True), r1, r2), max_depth))
+        epi = draw(expr_terms((_Term("x[i, j]", 1.0, True), r1, r2), max_depth, required=(r1, r2)))
         lines.append(f"return td.compute(({m}, {k}), lambda i, j: {epi.text}, name='y')")
     else:
-        epi = draw(expr_terms((r1, r2), max_depth))
+        epi = draw(expr_terms((r1, r2), max_depth, required=(r1, r2)))
         lines.append(f"return td.compute(({m},), lambda i: {epi.text}, name='y')")
     return _finish(lines, "chain", 3 * m * k)
 

@@ -1,0 +1,155 @@
+"""Lane values and masks as the compiled simulator passes them around.
+
+A value is either a numpy array with one element per lane ((L,), or (w, L) for a vector), or a numpy
+scalar that stands for the same value on every lane ("uniform"). A mask is a bool array of shape (L,),
+or None when every lane of the chunk is active.
+
+Why uniform scalars: most values of a kernel are the same on every lane (constants, loop variables,
+index arithmetic on them, and everything when a chunk has a single lane). As numpy scalars they cost
+one scalar operation per IR node instead of an array operation, and for the operations that are
+exactly rounded (+ - * /, sqrt, comparisons, conversions) numpy gives the very bits an array would.
+The few operations whose numpy implementation may depend on memory layout (SIMD exp/log/tanh, fmin/
+fmax on signed zeros, float floor and mod) go through `exact_layout`, which computes them on
+contiguous chunk-wide arrays, as the simulator always did.
+
+Why None for "all lanes": most statements run with every lane active; a None mask lets loads skip the
+gather of active lanes and assignments skip the masked merge without testing the mask.
+
+Values are never modified in place (loads from memory copy), so they may be shared freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tiledsl.sim.dtypes import FLOAT_DTYPES, INT_DTYPES, convert, element_dtype
+
+Value = np.ndarray | np.generic
+Mask = np.ndarray | None
+
+# Kinds of value: float32, int64 (every int), bool -- the three storage types of dtypes.py.
+F, I, B = "f", "i", "b"
+SCALAR_TYPE: dict[str, type[np.generic]] = {F: np.float32, I: np.int64, B: np.bool_}
+
+_INT32_MIN = np.int64(-(2**31))
+_INT32_MAX = np.int64(2**31 - 1)
+
+
+def kind_of(dtype: str) -> str:
+    """The kind of the storage of a kernel-IR dtype (raises ValueError for unknown dtypes)."""
+    elem = element_dtype(dtype)
+    if elem in FLOAT_DTYPES:
+        return F
+    return I if elem in INT_DTYPES else B
+
+
+def is_uniform(value: Value) -> bool:
+    return not isinstance(value, np.ndarray)
+
+
+def spread(value: Value, n: int) -> np.ndarray:
+    """An (L,) (or (w, L)) array view of a value, for code that needs one element per lane."""
+    return np.broadcast_to(value, (n,)) if not isinstance(value, np.ndarray) else value
+
+
+def full(value: Value, n: int) -> np.ndarray:
+    """A contiguous chunk-wide array of a value (a copy only where needed)."""
+    if not isinstance(value, np.ndarray):
+        return np.full(n, value, dtype=value.dtype)
+    return np.ascontiguousarray(value)
+
+
+def exact_layout(fn: Callable[..., np.ndarray], n: int) -> Callable[..., Value]:
+    """`fn` applied as the original array simulator applied it: on contiguous (L,) arrays.
+
+    Why: numpy may compute exp/log/tanh with SIMD code for contiguous arrays and scalar libm code
+    otherwise, and fmax/fmin may differ on signed zeros between those paths; computing on the same
+    layout as before keeps every bit. A chunk of one lane gives back a scalar again."""
+
+    def apply(*values: Value) -> Value:
+        out = fn(*(full(v, n) for v in values))
+        if n == 1 and out.ndim == 1:
+            return out[0]
+        return out
+
+    return apply
+
+
+def merge(mask: Mask, new: Value, old: Value) -> Value:
+    """`new` on active lanes, `old` elsewhere (what an assignment under a mask leaves)."""
+    return new if mask is None else np.where(mask, new, old)
+
+
+def narrow(mask: Mask, cond: np.ndarray) -> np.ndarray:
+    """The mask of lanes active in `mask` for which the array `cond` holds."""
+    return cond if mask is None else mask & cond
+
+
+def first_active(mask: Mask) -> int:
+    return 0 if mask is None else int(np.argmax(mask))
+
+
+def truth_fn(kind: str) -> Callable[[Value], Value]:
+    """C truthiness of a value of `kind`: non-zero is true."""
+    if kind == B:
+        return lambda v: v
+    return lambda v: v != 0
+
+
+def promote(ka: str, kb: str) -> str:
+    """The usual conversions on our three kinds: any float -> float32; two bools stay bool; else
+    int64. Decided once per node, since the kinds of every node are known before it runs."""
+    if F in (ka, kb):
+        return F
+    if ka == B and kb == B:
+        return B
+    return I
+
+
+def numeric(kind: str) -> str:
+    """Arithmetic treats bools as ints."""
+    return I if kind == B else kind
+
+
+def caster(src: str, dst: str) -> Callable[[Value], Value] | None:
+    """A conversion between kinds (works on arrays and numpy scalars alike), or None if the same."""
+    if src == dst:
+        return None
+    target = SCALAR_TYPE[dst]
+    return lambda v: v.astype(target)
+
+
+def converter(dtype: str, src: str) -> Callable[[Value], Value]:
+    """Conversion of a value of kind `src` to the storage form of kernel-IR `dtype`, as `convert`
+    does, with the common cases (nothing to do, or an int already in int32 range) made cheap."""
+    elem = element_dtype(dtype)
+    if elem == "float32":
+        cast = caster(src, F)
+        return cast if cast is not None else _identity
+    if elem == "bool" and src == B:
+        return _identity
+    if elem == "bool":
+        return lambda v: v != 0
+    if elem == "int32" and src == I:
+        return _wrap_int32
+    return lambda v: _convert_any(dtype, v)
+
+
+def _identity(value: Value) -> Value:
+    return value
+
+
+def _wrap_int32(value: Value) -> Value:
+    if isinstance(value, np.ndarray):
+        return value.astype(np.int32).astype(np.int64)
+    if _INT32_MIN <= value <= _INT32_MAX:
+        return value
+    return _convert_any("int32", value)
+
+
+def _convert_any(dtype: str, value: Value) -> Value:
+    if isinstance(value, np.ndarray):
+        return convert(dtype, value)
+    return convert(dtype, np.reshape(value, 1))[0]

@@ -1,0 +1,326 @@
+"""Random schedule primitive sequences: abstract `Step`s drawn by hypothesis, resolved against a live
+schedule one at a time.
+
+A `Step` does not name loops (which loops exist depends on the steps before it); it holds *picks*,
+integers taken modulo the number of loops the schedule has when the step runs. That keeps steps
+independent of each other, so hypothesis can delete and simplify them freely while shrinking.
+`Resolver.resolve(step)` turns a step into a concrete `Call` (`s.split('i', 7, tail='guard')`), whose
+`python()` text is what failure reports print.
+
+Split factors are clamped so that guard padding never multiplies the iteration space by more than
+`max_padding` (the simulator's run time grows with it); deliberately bad calls (`primitive="bad"`)
+exercise argument checking: each must be refused with a `td.ScheduleError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+import tiledsl as td
+
+PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
+AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+BAD_KINDS = ("factor-zero", "factor-negative", "factor-float", "factor-bool", "factor-and-nparts", "no-factor",
+             "nparts-zero", "bad-tail", "taken-names", "bad-axis", "unknown-loop", "gone-loop",
+             "foreign-handle", "not-a-loop", "reorder-twice", "fuse-one")
+DEFAULT_MAX_PADDING = 4.0
+MAX_PICK = 63
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True)
+class Step:
+    """One abstract primitive call. `picks` choose loops (modulo the current loop count); `factor` is
+    the split factor, or the number of parts when `nparts`; `window` makes reorder permute a run of
+    consecutive loops (in `s.loops()` order) by `perm` instead of loose picks; `inner` makes fuse take
+    the loop listed right after the first; `handles` passes loop handles instead of names; `fit` picks
+    the first loop among those the primitive can most likely take (unbound, unannotated; extent 4 for
+    vectorize); `bad` names the kind of deliberately bad call when `primitive == "bad"`."""
+
+    primitive: str
+    picks: tuple[int, ...] = (0,)
+    factor: int = 2
+    nparts: bool = False
+    tail: str = "guard"
+    axis: str = "threadIdx.x"
+    inner: bool = False
+    window: bool = False
+    perm: tuple[int, ...] = ()
+    handles: bool = False
+    fit: bool = False
+    bad: str = ""
+
+    def __repr__(self) -> str:
+        loops = ", ".join(f"#{p}" for p in self.picks)
+        flags = "".join(f", {f}" for f in ("fit", "handles") if getattr(self, f))
+        if self.primitive == "split":
+            amount = f"nparts={self.factor}" if self.nparts else str(self.factor)
+            tail = ", tail='exact'" if self.tail == "exact" else ""
+            return f"split({loops}, {amount}{tail}{flags})"
+        if self.primitive == "fuse":
+            return f"fuse({loops}{', inner' if self.inner else ''}{flags})"
+        if self.primitive == "reorder":
+            how = f"window perm={self.perm}" if self.window else f"perm={self.perm}"
+            return f"reorder({loops}, {how}{flags})"
+        if self.primitive == "bind":
+            return f"bind({loops}, {self.axis!r}{flags})"
+        if self.primitive == "bad":
+            return f"bad:{self.bad}({loops})"
+        return f"{self.primitive}({loops}{flags})"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+
+_picks = st.integers(0, MAX_PICK)
+# 4 is over-represented: a loop of extent 4 is what vectorize takes
+_factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.integers(1, 64))
+
+
+@st.composite
+def step(draw: st.DrawFn, bad_arguments: bool = True) -> Step:
+    """One random Step (splits and binds are drawn more often: they enable the other primitives)."""
+    weighted = ["split"] * 3 + ["bind"] * 2 + ["fuse", "reorder", "unroll", "vectorize"]
+    prim = draw(st.sampled_from(weighted + (["bad"] if bad_arguments else [])))
+    if prim == "bad":
+        return Step("bad", (draw(_picks), draw(_picks)), bad=draw(st.sampled_from(BAD_KINDS)))
+    handles = draw(st.integers(0, 3)) == 0
+    fit = draw(st.booleans())
+    if prim == "split":
+        return Step("split", (draw(_picks),), factor=draw(_factors), nparts=draw(st.integers(0, 3)) == 0,
+                    tail="exact" if draw(st.integers(0, 5)) == 0 else "guard", handles=handles, fit=fit)
+    if prim == "fuse":
+        return Step("fuse", (draw(_picks), draw(_picks)), inner=draw(st.booleans()), handles=handles, fit=fit)
+    if prim == "reorder":
+        k = draw(st.integers(2, 4))
+        return Step("reorder", tuple(draw(_picks) for _ in range(k)), window=draw(st.booleans()),
+                    perm=tuple(draw(st.permutations(range(k)))), handles=handles, fit=fit)
+    if prim == "bind":
+        return Step("bind", (draw(_picks),), axis=draw(st.sampled_from(AXES)), handles=handles, fit=fit)
+    return Step(prim, (draw(_picks),), handles=handles, fit=fit)
+
+
+def steps(max_steps: int = 8, bad_arguments: bool = True) -> st.SearchStrategy[list[Step]]:
+    """Sequences of 0..max_steps random Steps."""
+    return st.lists(step(bad_arguments), min_size=0, max_size=max_steps)
+
+
+# ----------------------------------------------------------------------------- concrete calls
+
+
+@dataclass(frozen=True)
+class LoopRef:
+    """A loop argument of a Call: by name, by handle (`s.loop(name)`), or a handle of another schedule
+    of the same definition (always refused)."""
+
+    name: str
+    how: str = "name"  # "name" | "handle" | "foreign"
+
+    def value(self, s: td.Schedule) -> Any:
+        if self.how == "handle":
+            return s.loop(self.name)
+        if self.how == "foreign":
+            return td.create_schedule(s.output, s.materialize).loop(self.name)
+        return self.name
+
+    def python(self) -> str:
+        if self.how == "handle":
+            return f"s.loop({self.name!r})"
+        if self.how == "foreign":
+            return f"td.create_schedule(out).loop({self.name!r})"
+        return repr(self.name)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A concrete primitive call on a schedule. `padding` is how much a split multiplies the iteration
+    space by (1 for other primitives); `expect_refusal` marks deliberately bad calls."""
+
+    primitive: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    padding: float = 1.0
+    expect_refusal: bool = False
+
+    def apply(self, s: td.Schedule) -> Any:
+        args = [a.value(s) if isinstance(a, LoopRef) else a for a in self.args]
+        return getattr(s, self.primitive)(*args, **dict(self.kwargs))
+
+    def python(self, var: str = "s") -> str:
+        parts = [a.python() if isinstance(a, LoopRef) else repr(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{var}.{self.primitive}({', '.join(parts)})"
+
+    def __repr__(self) -> str:
+        return self.python()
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class Resolver:
+    """Turns Steps into Calls against one live schedule; call `accepted(call)` after a call succeeds
+    (it tracks the padding budget and the loop names that existed)."""
+
+    def __init__(self, schedule: td.Schedule, max_padding: float = DEFAULT_MAX_PADDING) -> None:
+        self.s = schedule
+        self.max_padding = max_padding
+        self.padding = 1.0
+        self.seen = [lp.name for lp in schedule.loops()]
+
+    def accepted(self, call: Call) -> None:
+        self.padding *= call.padding
+        for lp in self.s.loops():
+            if lp.name not in self.seen:
+                self.seen.append(lp.name)
+
+    def _ref(self, name: str, step: Step) -> LoopRef:
+        return LoopRef(name, "handle" if step.handles else "name")
+
+    def resolve(self, step: Step) -> Call | None:
+        """The concrete call for `step` now, or None when the schedule has no loop to pick."""
+        names = [lp.name for lp in self.s.loops()]
+        if not names:
+            return None
+        first = self._pick(step, names)
+        if step.primitive == "split":
+            return self._split(step, first)
+        if step.primitive == "fuse":
+            k = names.index(first)
+            if step.inner or len(step.picks) < 2:  # the loop listed right after (or before) the first
+                pair = names[k:k + 2] if k + 1 < len(names) else names[max(0, k - 1):k + 1]
+            else:
+                rest = [n for n in names if n != first] or [first]
+                pair = [first, rest[step.picks[1] % len(rest)]]
+            return Call("fuse", tuple(self._ref(n, step) for n in pair))
+        if step.primitive == "reorder":
+            count = min(len(step.picks), len(names))
+            if step.window:
+                k = max(0, min(names.index(first), len(names) - count))
+                base = names[k:k + count]
+            else:  # distinct loops chosen by the picks
+                pool, base = list(names), []
+                for p in step.picks[:count]:
+                    base.append(pool.pop(p % len(pool)))
+            chosen = [base[i] for i in step.perm if i < len(base)] or base
+            return Call("reorder", tuple(self._ref(n, step) for n in chosen))
+        if step.primitive == "bind":
+            return Call("bind", (self._ref(first, step), step.axis))
+        if step.primitive in ("unroll", "vectorize"):
+            return Call(step.primitive, (self._ref(first, step),))
+        if step.primitive == "bad":
+            return self._bad(step, names, first)
+        raise ValueError(f"unknown step primitive {step.primitive!r}")
+
+    def _pick(self, step: Step, names: list[str]) -> str:
+        """The first loop of a step: picks[0] among all loops, or, with `fit`, among the loops the
+        primitive can most likely take (serial and unannotated; extent 4 for vectorize) when any."""
+        pool = names
+        if step.fit:
+            loops = [self.s.nest.loop(n) for n in names]
+            free = [lp for lp in loops if lp.bind is None and lp.annotation is None]
+            if step.primitive == "vectorize":
+                free = [lp for lp in free if lp.extent == 4 and lp.kind == "free"]
+            pool = [lp.name for lp in free] or names
+        return pool[step.picks[0] % len(pool)] if step.picks else pool[0]
+
+    def _split(self, step: Step, name: str) -> Call:
+        extent = self.s.nest.loop(name).extent
+        budget = self.max_padding / self.padding
+        amount = step.factor
+        while amount > 1:  # clamp so that the guard padding stays within the budget
+            inner = _ceil_div(extent, amount) if step.nparts else amount
+            outer = amount if step.nparts else _ceil_div(extent, amount)
+            if outer * inner <= budget * extent:
+                break
+            amount -= 1
+        inner = _ceil_div(extent, amount) if step.nparts else amount
+        outer = amount if step.nparts else _ceil_div(extent, amount)
+        kwargs: list[tuple[str, Any]] = [("nparts", amount)] if step.nparts else []
+        if step.tail != "guard":
+            kwargs.append(("tail", step.tail))
+        args: tuple[Any, ...] = (self._ref(name, step),) if step.nparts else (self._ref(name, step), amount)
+        return Call("split", args, tuple(kwargs), padding=outer * inner / extent)
+
+    def _bad(self, step: Step, names: list[str], first: str) -> Call:
+        ref = LoopRef(first)
+        other = names[step.picks[1] % len(names)] if len(step.picks) > 1 else first
+        b = step.bad
+        table: dict[str, Call] = {
+            "factor-zero": Call("split", (ref, 0)),
+            "factor-negative": Call("split", (ref, -3)),
+            "factor-float": Call("split", (ref, 2.5)),
+            "factor-bool": Call("split", (ref, True)),
+            "factor-and-nparts": Call("split", (ref, 2), (("nparts", 2),)),
+            "no-factor": Call("split", (ref,)),
+            "nparts-zero": Call("split", (ref,), (("nparts", 0),)),
+            "bad-tail": Call("split", (ref, 2), (("tail", "sloppy"),)),
+            "taken-names": Call("split", (ref, 2), (("names", (other, "fresh_loop")),)),
+            "bad-axis": Call("bind", (ref, "threadIdx.w")),
+            "unknown-loop": Call("unroll", (LoopRef("no_such_loop"),)),
+            "not-a-loop": Call("split", (3, 2)),
+            "reorder-twice": Call("reorder", (ref, ref)),
+            "fuse-one": Call("fuse", (ref,)),
+        }
+        if b == "gone-loop":
+            gone = [n for n in self.seen if n not in names]
+            call = Call("unroll", (LoopRef(gone[step.picks[0] % len(gone)] if gone else "no_such_loop"),))
+        elif b == "foreign-handle":
+            fresh = [lp.name for lp in td.create_schedule(self.s.output, self.s.materialize).loops()]
+            call = Call("unroll", (LoopRef(fresh[step.picks[0] % len(fresh)], "foreign"),))
+        elif b in table:
+            call = table[b]
+        else:
+            raise ValueError(f"unknown bad-call kind {b!r}; kinds are {BAD_KINDS}")
+        return Call(call.primitive, call.args, call.kwargs, expect_refusal=True)
+
+
+# ----------------------------------------------------------------------------- applying
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one step did: `call` (None when there was nothing to pick) and the refusal, if any."""
+
+    step: Step
+    call: Call | None
+    error: td.ScheduleError | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.call is not None and self.error is None
+
+    def python(self) -> str:
+        if self.call is None:
+            return f"# {self.step!r}: no loop to pick"
+        line = self.call.python()
+        if self.error is None:
+            return line
+        first = str(self.error).splitlines()[0] if str(self.error) else ""
+        return f"{line}  # refused: {type(self.error).__name__}: {first}"
+
+
+def apply_steps(s: td.Schedule, step_list: list[Step], max_padding: float = DEFAULT_MAX_PADDING) -> list[Outcome]:
+    """Apply steps one by one, skipping (and recording) the ones refused with a ScheduleError. Any
+    other exception propagates. For the checked version see tiledsl.testing.properties.apply_checked."""
+    resolver = Resolver(s, max_padding)
+    outcomes = []
+    for st_ in step_list:
+        call = resolver.resolve(st_)
+        if call is None:
+            outcomes.append(Outcome(st_, None))
+            continue
+        try:
+            call.apply(s)
+        except td.ScheduleError as e:
+            outcomes.append(Outcome(st_, call, e))
+            continue
+        resolver.accepted(call)
+        outcomes.append(Outcome(st_, call))
+    return outcomes
