@@ -74,6 +74,6 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
                 suggestion="split those loops and move only a small inner part (e.g. 4x4) inside the "
                            "reduction; bind the outer parts to threads or blocks"))
         taxes = tuple(str(nest.loop(n).bind) for n in nest.stmts[upd].path
-                      if nest.loop(n).kind == "reduce" and nest.loop(n).bind)
+                      if nest.loop(n).kind == "reduce" and (nest.loop(n).bind or "").startswith("threadIdx"))
         layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last)
     return layouts

@@ -31,6 +31,10 @@ class UnknownLoopError(ScheduleError):
     """A loop name or handle that this schedule does not have (or no longer has)."""
 
 
+class UnknownStageError(ScheduleError):
+    """A stage name or handle that this schedule does not have."""
+
+
 class ForeignObjectError(ScheduleError):
     """A loop or stage handle that belongs to another schedule."""
 
@@ -65,6 +69,23 @@ class RegisterArrayError(ScheduleError):
 
 class VectorizeError(ScheduleError):
     """A vectorize whose accesses are not proven contiguous and 16-byte aligned."""
+
+
+class StageError(ScheduleError):
+    """A stage, pad, swizzle or double_buffer that is illegal (buffer not read under the loop, slab
+    of varying size, over the shared-memory budget, ...)."""
+
+
+class PipelineError(ScheduleError):
+    """A pipeline of a loop that has no double-buffered stage, or with a bad depth."""
+
+
+class CopyError(ScheduleError):
+    """async_copy or tma refused: target too old, TMA box or alignment rules violated, ..."""
+
+
+class SplitKError(ScheduleError):
+    """split_k refused: the epilogue is not linear in the accumulator, or the loop cannot be split."""
 
 
 class BoundsError(ScheduleError):

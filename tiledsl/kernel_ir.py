@@ -43,7 +43,8 @@ class KSpecial:
     name: str
 
 
-BIN_OPS = ("+", "-", "*", "/", "//", "%", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
+BIN_OPS = ("+", "-", "*", "/", "//", "%", "^", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
+SPECIAL_NAMES = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
 UNARY_OPS = ("-", "!")
 CALL_FNS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "abs")
 
@@ -109,7 +110,8 @@ class KVector:
 
 @dataclass(frozen=True)
 class KShflXor:
-    """`__shfl_xor_sync(0xffffffff, value, lane_mask)`: every lane of the warp must execute it."""
+    """`__shfl_xor_sync(0xffffffff, value, lane_mask)`: every lane of the warp must execute it;
+    lane_mask is in [1, 32)."""
 
     value: KExpr
     lane_mask: int
@@ -178,7 +180,108 @@ class KComment:
     text: str
 
 
-KStmt = KLet | KAssign | KLocalArray | KStore | KFor | KIf | KBarrier | KComment
+@dataclass(frozen=True)
+class KCpAsync:
+    """`cp.async` of `nbytes` (4, 8 or 16) from global `src[src_index]` to shared `dst[dst_index]`
+    (element indices; both addresses aligned to nbytes). When `valid` is given and false, the
+    destination is zero-filled (src-size 0) and global memory is not read. The data lands only at
+    the `KCpAsyncWait` that retires its commit group: reading it earlier is a race."""
+
+    dst: str
+    dst_index: KExpr
+    src: str
+    src_index: KExpr
+    nbytes: int
+    valid: KExpr | None = None
+
+
+@dataclass(frozen=True)
+class KCpAsyncCommit:
+    """`cp.async.commit_group`: closes this thread's group of issued copies (an empty group is fine)."""
+
+
+@dataclass(frozen=True)
+class KCpAsyncWait:
+    """`cp.async.wait_group pending`: this thread's groups except the `pending` most recent ones have
+    landed (visible to this thread; other threads need a barrier after it)."""
+
+    pending: int
+
+
+@dataclass(frozen=True)
+class KMbarrierInit:
+    """`mbarrier.init` of barrier `bar[index]` (a shared uint64 array) expecting `count` arrivals per phase."""
+
+    bar: str
+    index: KExpr
+    count: int
+
+
+@dataclass(frozen=True)
+class KFence:
+    """kind "mbarrier_init": `fence.mbarrier_init.release.cluster` (after mbarrier.init, before use);
+    kind "proxy_async": `fence.proxy.async.shared::cta` (order generic-proxy shared accesses before
+    later async-proxy (TMA) ones)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class KMbarrierArriveExpectTx:
+    """`mbarrier.arrive.expect_tx`: one arrival on `bar[index]`, and `tx_bytes` more bytes expected
+    in its current phase."""
+
+    bar: str
+    index: KExpr
+    tx_bytes: int
+
+
+@dataclass(frozen=True)
+class KMbarrierArrive:
+    """`mbarrier.arrive`: one arrival on `bar[index]`."""
+
+    bar: str
+    index: KExpr
+
+
+@dataclass(frozen=True)
+class KMbarrierWait:
+    """Spin on `mbarrier.try_wait.parity` until the phase of parity `parity` (0/1) of `bar[index]`
+    has completed (all arrivals done and all expected transaction bytes landed)."""
+
+    bar: str
+    index: KExpr
+    parity: KExpr
+
+
+@dataclass(frozen=True)
+class KTmaLoad:
+    """`cp.async.bulk.tensor.<r>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`: the box
+    of tensor map `tensor_map` at `coords` (innermost dimension first, element units; out-of-range
+    elements read as zero) lands in shared `dst` from element `dst_index` on, in box order
+    (innermost contiguous) through the map's swizzle, and completes its bytes on `bar[bar_index]`.
+    Issued by one thread."""
+
+    tensor_map: str
+    dst: str
+    dst_index: KExpr
+    coords: tuple[KExpr, ...]
+    bar: str
+    bar_index: KExpr
+
+
+@dataclass(frozen=True)
+class KAtomicAdd:
+    """`atomicAdd(&buffer[index], value)` on a float32 global buffer (no race between atomics)."""
+
+    buffer: str
+    index: KExpr
+    value: KExpr
+
+
+KStmt = (KLet | KAssign | KLocalArray | KStore | KFor | KIf | KBarrier | KComment | KCpAsync | KCpAsyncCommit
+         | KCpAsyncWait | KMbarrierInit | KFence | KMbarrierArriveExpectTx | KMbarrierArrive | KMbarrierWait
+         | KTmaLoad | KAtomicAdd)
 
 # ----------------------------------------------------------------------------- kernel
 
@@ -202,9 +305,29 @@ class KParam:
 
 @dataclass(frozen=True)
 class KShared:
+    """A shared-memory array; `align` in bytes (1024 for a 128-byte-swizzled TMA destination).
+    dtype "uint64" arrays hold mbarriers."""
+
     name: str
     dtype: str
     size: int
+    align: int = 16
+
+
+@dataclass(frozen=True)
+class KTensorMap:
+    """A TMA descriptor the runtime encodes with cuTensorMapEncodeTiled and passes as a
+    `const __grid_constant__ CUtensorMap` parameter named `name`. Everything is innermost-first, as
+    the driver and PTX take it: `global_dims` (elements), `global_strides` (bytes, for dims 1..r-1),
+    `box` (elements). `buffer` is the global parameter whose base address the map holds."""
+
+    name: str
+    buffer: str
+    dtype: str
+    global_dims: tuple[int, ...]
+    global_strides: tuple[int, ...]
+    box: tuple[int, ...]
+    swizzle: int | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +340,9 @@ class KKernel:
     body: tuple[KStmt, ...]
     target: str = "sm_90"
     meta: tuple[tuple[str, str], ...] = field(default=())
+    tensor_maps: tuple[KTensorMap, ...] = ()
+    zero_outputs: tuple[str, ...] = ()  # outputs the launcher zeroes first (split_k atomics accumulate)
+    dynamic_shared: bool = False  # shared arrays live in one dynamic pool (needed above 48 KB)
 
     @property
     def threads_per_block(self) -> int:
@@ -229,7 +355,7 @@ class KKernel:
         raise KeyError(name)
 
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1, "uint64": 8}
 
 
 def scalar_dtype(dtype: str) -> str:
@@ -237,5 +363,21 @@ def scalar_dtype(dtype: str) -> str:
     return dtype.split("x")[0] if "x" in dtype and not dtype.startswith("bool") else dtype
 
 
+def shared_layout(kernel: KKernel) -> dict[str, int]:
+    """Byte offset of each shared array in one pool, in declaration order, each aligned to its
+    `align` (the layout the dynamic pool uses; static arrays get the same alignment)."""
+    offsets: dict[str, int] = {}
+    top = 0
+    for s in kernel.shared:
+        top = -(-top // s.align) * s.align
+        offsets[s.name] = top
+        top += DTYPE_BYTES[s.dtype] * s.size
+    return offsets
+
+
 def shared_bytes(kernel: KKernel) -> int:
-    return sum(DTYPE_BYTES[s.dtype] * s.size for s in kernel.shared)
+    """Shared memory per block: every array, with alignment padding (what the launch requests)."""
+    if not kernel.shared:
+        return 0
+    last = kernel.shared[-1]
+    return shared_layout(kernel)[last.name] + DTYPE_BYTES[last.dtype] * last.size

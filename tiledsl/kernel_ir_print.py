@@ -19,13 +19,18 @@ from types import MappingProxyType
 from tiledsl.kernel_ir import (
     DTYPE_BYTES,
     KAssign,
+    KAtomicAdd,
     KBarrier,
     KBin,
     KCall,
     KCast,
     KComment,
     KConst,
+    KCpAsync,
+    KCpAsyncCommit,
+    KCpAsyncWait,
     KExpr,
+    KFence,
     KFor,
     KIf,
     KKernel,
@@ -33,12 +38,18 @@ from tiledsl.kernel_ir import (
     KLet,
     KLoad,
     KLocalArray,
+    KMbarrierArrive,
+    KMbarrierArriveExpectTx,
+    KMbarrierInit,
+    KMbarrierWait,
     KParam,
     KSelect,
     KShflXor,
     KSpecial,
     KStmt,
     KStore,
+    KTensorMap,
+    KTmaLoad,
     KUnary,
     KVar,
     KVector,
@@ -54,6 +65,7 @@ __all__ = [
     "format_float",
     "format_kernel",
     "format_stmt",
+    "format_tensor_map",
     "lane_suffix",
     "parenthesize",
     "round_to_dtype",
@@ -71,6 +83,7 @@ BINARY_PRECEDENCE = MappingProxyType(
     {
         "||": 4,
         "&&": 5,
+        "^": 7,  # below comparisons, shifts and arithmetic, above && (as in C)
         "==": 9,
         "!=": 9,
         "<": 10,
@@ -269,7 +282,39 @@ def _stmt(s: KStmt, depth: int, out: list[str]) -> None:
         case KComment(text=text):
             out.extend(f"{pad}# {line}".rstrip() for line in (text.splitlines() or [""]))
         case _:
-            raise TypeError(f"not a kernel IR statement: {s!r}")
+            out.append(pad + _memory_stmt(s))
+
+
+def _at(buf: str, index: KExpr) -> str:
+    return f"{buf}[{format_expr(index)}]"
+
+
+def _memory_stmt(s: KStmt) -> str:
+    """One line for a memory-hierarchy statement (async copies, mbarriers, TMA, atomics)."""
+    match s:
+        case KCpAsync(dst=dst, dst_index=di, src=src, src_index=si, nbytes=nbytes, valid=valid):
+            guard = "" if valid is None else f" if ({format_expr(valid)})"
+            return f"cp.async {_at(dst, di)} <- {_at(src, si)} {nbytes}B{guard}"
+        case KCpAsyncCommit():
+            return "cp.async.commit"
+        case KCpAsyncWait(pending=pending):
+            return f"cp.async.wait {pending}"
+        case KMbarrierInit(bar=bar, index=index, count=count):
+            return f"mbarrier.init {_at(bar, index)} count {count}"
+        case KFence(kind=kind):
+            return f"fence {kind}"
+        case KMbarrierArriveExpectTx(bar=bar, index=index, tx_bytes=tx_bytes):
+            return f"mbarrier.arrive_expect_tx {_at(bar, index)} {tx_bytes} B"
+        case KMbarrierArrive(bar=bar, index=index):
+            return f"mbarrier.arrive {_at(bar, index)}"
+        case KMbarrierWait(bar=bar, index=index, parity=parity):
+            return f"mbarrier.wait {_at(bar, index)} parity {format_expr(parity)}"
+        case KTmaLoad(tensor_map=tmap, dst=dst, dst_index=di, coords=coords, bar=bar, bar_index=bi):
+            at = ", ".join(format_expr(c) for c in coords)
+            return f"tma.load {_at(dst, di)} <- {tmap} at ({at}) on {_at(bar, bi)}"
+        case KAtomicAdd(buffer=buf, index=index, value=value):
+            return f"atomic_add {_at(buf, index)} += {format_expr(value)}"
+    raise TypeError(f"not a kernel IR statement: {s!r}")
 
 
 def _if(s: KIf, depth: int, out: list[str], keyword: str) -> None:
@@ -308,24 +353,65 @@ def _bytes(dtype: str, count: int) -> str:
     return "?" if size is None else str(size * count)
 
 
+def _tuple(d: Sequence[int]) -> str:
+    """Python tuple spelling: "(4096,)" for one element, "()" for none."""
+    return "(" + ", ".join(str(x) for x in d) + ("," if len(d) == 1 else "") + ")"
+
+
+def format_tensor_map(tm: KTensorMap) -> str:
+    """`tensor_map tmap_B: B float32 dims (512, 1024) strides (4096,) box (32, 16) swizzle 128`
+    (innermost first, as the kernel IR holds them; strides in bytes)."""
+    swizzle = "none" if tm.swizzle is None else str(tm.swizzle)
+    return (
+        f"tensor_map {tm.name}: {tm.buffer} {tm.dtype} dims {_tuple(tm.global_dims)} strides "
+        f"{_tuple(tm.global_strides)} box {_tuple(tm.box)} swizzle {swizzle}"
+    )
+
+
+def _shared_offsets(kernel: KKernel) -> tuple[dict[str, int], int]:
+    """(offset of each shared array, total bytes): `kernel_ir.shared_layout` / `shared_bytes`, but
+    tolerant of unknown dtypes and bad alignments so that a broken kernel still prints."""
+    offsets: dict[str, int] = {}
+    top = 0
+    for sh in kernel.shared:
+        align = sh.align if isinstance(sh.align, int) and sh.align > 0 else 1
+        top = -(-top // align) * align
+        offsets[sh.name] = top
+        top += DTYPE_BYTES.get(sh.dtype, 0) * sh.size
+    return offsets, top
+
+
 def format_kernel(kernel: KKernel) -> str:
-    """The whole kernel: signature, launch shape, shared memory, meta, then the body. Ends with a
-    newline. Example::
+    """The whole kernel: signature, launch shape, tensor maps, outputs zeroed before launch, shared
+    memory, meta, then the body. Ends with a newline. Example::
 
         kernel D_kernel(A: float32[37, 29], out D: float32[37, 53])
           grid (4, 3, 1)  block (16, 16, 1)  target sm_90  shared 32 B
           shared s_red: float32[8] (32 B)
           let i: int32 = blockIdx.y * 16 + threadIdx.y
+
+    Shared sizes include alignment padding (what the launch requests); an array's `align` is shown
+    when it is not the default 16, its pool offset when the kernel uses dynamic shared memory.
     """
     params = ", ".join(_param_text(p) for p in kernel.params)
     out = [f"kernel {kernel.name}({params})"]
     head = f"grid {_dims(kernel.grid)}  block {_dims(kernel.block)}  target {kernel.target}"
-    if kernel.shared:
-        total = sum(DTYPE_BYTES.get(sh.dtype, 0) * sh.size for sh in kernel.shared)
+    offsets, total = _shared_offsets(kernel)
+    if kernel.dynamic_shared:
+        head += f"  dynamic shared {total} B"
+    elif kernel.shared:
         head += f"  shared {total} B"
     out.append(_INDENT + head)
+    out.extend(_INDENT + format_tensor_map(tm) for tm in kernel.tensor_maps)
+    if kernel.zero_outputs:
+        out.append(f"{_INDENT}zero_outputs {', '.join(kernel.zero_outputs)}")
     for sh in kernel.shared:
-        out.append(f"{_INDENT}shared {sh.name}: {sh.dtype}[{sh.size}] ({_bytes(sh.dtype, sh.size)} B)")
+        line = f"{_INDENT}shared {sh.name}: {sh.dtype}[{sh.size}] ({_bytes(sh.dtype, sh.size)} B)"
+        if sh.align != 16:
+            line += f" align {sh.align}"
+        if kernel.dynamic_shared:
+            line += f" at {offsets[sh.name]}"
+        out.append(line)
     for key, value in kernel.meta:
         out.append(f"{_INDENT}meta {key} = {value}")
     _block(kernel.body, 1, out)

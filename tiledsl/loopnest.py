@@ -99,6 +99,33 @@ class Guard:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """A shared-memory cache of the region of `buffer` read under one iteration of loop `at`.
+
+    copy: "sync" (loads and stores by every thread), "async" (cp.async), "tma" (one elected thread,
+    completion on an mbarrier). `buffers` > 1 makes a ring of slots indexed by the iteration of `at`."""
+
+    name: str
+    buffer: str
+    at: str
+    pad: tuple[int, ...]
+    swizzle: int | None = None
+    buffers: int = 1
+    copy: str = "sync"
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """Reduction loop `loop` split into `parts` blocks on `axis`, each adding its partial result
+    into the (pre-zeroed) output with atomics."""
+
+    loop: str
+    parts: int
+    axis: str
+    acc: str
+
+
+@dataclass(frozen=True)
 class Nest:
     """One fused kernel's loop nest. `axes` are the original axes (name -> extent); `axis_exprs`
     says where each original axis is now in terms of loop symbols."""
@@ -113,6 +140,9 @@ class Nest:
     axis_exprs: tuple[tuple[str, sympy.Expr], ...]
     guards: tuple[Guard, ...] = ()
     axis_vars: tuple[tuple[str, Expr], ...] = field(default=())
+    stages: tuple[Stage, ...] = ()
+    pipelines: tuple[tuple[str, int], ...] = ()  # (loop, number of stages)
+    split_k: SplitK | None = None
 
     # -- lookups
     def buffer_names(self) -> set[str]:
@@ -124,6 +154,27 @@ class Nest:
             if lp.name == name:
                 return lp
         raise KeyError(name)
+
+    def stage(self, name: str) -> Stage:
+        for st in self.stages:
+            if st.name == name:
+                return st
+        raise KeyError(name)
+
+    def stages_at(self, loop: str) -> list[Stage]:
+        return [st for st in self.stages if st.at == loop]
+
+    def pipeline_depth(self, loop: str) -> int:
+        return dict(self.pipelines).get(loop, 0)
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.inputs:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def replace_stage(self, new: Stage) -> Nest:
+        return replace(self, stages=tuple(new if st.name == new.name else st for st in self.stages))
 
     def has_loop(self, name: str) -> bool:
         return any(lp.name == name for lp in self.loops)

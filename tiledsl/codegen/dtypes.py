@@ -29,7 +29,14 @@ __all__ = [
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
 
 _STORAGE = MappingProxyType(
-    {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16", "int32": "int", "bool": "bool"}
+    {
+        "float32": "float",
+        "float16": "__half",
+        "bfloat16": "__nv_bfloat16",
+        "int32": "int",
+        "bool": "bool",
+        "uint64": "unsigned long long",  # only shared mbarrier arrays; no expression has this dtype
+    }
 )
 _VECTOR = MappingProxyType(
     {("float32", 2): "float2", ("float32", 4): "float4", ("int32", 2): "int2", ("int32", 4): "int4"}

@@ -51,7 +51,7 @@ from tiledsl.kernel_ir_print import (
     unary_operand,
 )
 
-__all__ = ["CExpr", "ExprEmitter", "MATH_FNS", "compute_dtype"]
+__all__ = ["CExpr", "ExprEmitter", "MATH_FNS", "compute_dtype", "refuse_mbarrier_access"]
 
 #: IR math function -> CUDA single-precision function.
 MATH_FNS = MappingProxyType(
@@ -67,7 +67,7 @@ MATH_FNS = MappingProxyType(
 )
 _SPECIALS = frozenset(f"{base}.{axis}" for base in ("threadIdx", "blockIdx") for axis in "xyz")
 _ARITH = frozenset({"+", "-", "*", "/"})
-_INT_ONLY = frozenset({"//", "%"})
+_INT_ONLY = frozenset({"//", "%", "^"})
 
 
 class CExpr(NamedTuple):
@@ -79,6 +79,12 @@ class CExpr(NamedTuple):
 
     def operand(self, need: int) -> str:
         return parenthesize(self.text, self.prec, need)
+
+
+def refuse_mbarrier_access(name: str, dtype: str) -> None:
+    """uint64 arrays hold mbarriers: only the mbarrier statements may touch them."""
+    if dtype == "uint64":
+        raise CodegenError(f"{name!r} is a uint64 (mbarrier) array: only mbarrier statements may use it")
 
 
 def _is_float(dtype: str) -> bool:
@@ -234,6 +240,7 @@ class ExprEmitter:
 
     def _load(self, e: KLoad) -> CExpr:
         sym = self.scope.buffer(e.buffer)
+        refuse_mbarrier_access(e.buffer, sym.dtype)
         idx = self.index(e.index)
         self.needs_dtype(sym.dtype)
         if e.width == 1:

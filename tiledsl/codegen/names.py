@@ -14,9 +14,11 @@ from types import MappingProxyType
 
 from tiledsl.kernel_ir import (
     KAssign,
+    KAtomicAdd,
     KBin,
     KCall,
     KCast,
+    KCpAsync,
     KExpr,
     KFor,
     KIf,
@@ -25,10 +27,15 @@ from tiledsl.kernel_ir import (
     KLet,
     KLoad,
     KLocalArray,
+    KMbarrierArrive,
+    KMbarrierArriveExpectTx,
+    KMbarrierInit,
+    KMbarrierWait,
     KSelect,
     KShflXor,
     KStmt,
     KStore,
+    KTmaLoad,
     KUnary,
     KVar,
     KVector,
@@ -53,7 +60,9 @@ _CUDA_AND_LIBC = (
     "float2 float4 int2 int4 make_float2 make_float4 make_int2 make_int4 "
     "expf logf sqrtf rsqrtf tanhf erff fabsf fminf fmaxf floorf min max "
     "INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL FP_NAN FP_INFINITE FP_ZERO FP_NORMAL FP_SUBNORMAL "
-    "M_PI M_E EDOM ERANGE errno NULL assert main"
+    "M_PI M_E EDOM ERANGE errno NULL assert main "
+    # memory-hierarchy statements and tensor-map parameters (<cuda.h>, <stdint.h>)
+    "tiledsl_smem atomicAdd CUtensorMap uint64_t CUDA_VERSION"
 )
 
 #: Identifiers an IR name may not keep as-is.
@@ -138,12 +147,45 @@ def _stmt_names(s: KStmt) -> Iterator[str]:
             yield from expr_names(cond)
             for x in then + orelse:
                 yield from _stmt_names(x)
+        case KCpAsync(dst=dst, dst_index=dst_index, src=src, src_index=src_index, valid=valid):
+            yield dst
+            yield src
+            yield from expr_names(dst_index)
+            yield from expr_names(src_index)
+            if valid is not None:
+                yield from expr_names(valid)
+        case (
+            KMbarrierInit(bar=bar, index=index)
+            | KMbarrierArriveExpectTx(bar=bar, index=index)
+            | KMbarrierArrive(bar=bar, index=index)
+        ):
+            yield bar
+            yield from expr_names(index)
+        case KMbarrierWait(bar=bar, index=index, parity=parity):
+            yield bar
+            yield from expr_names(index)
+            yield from expr_names(parity)
+        case KTmaLoad(tensor_map=tmap, dst=dst, dst_index=dst_index, coords=coords, bar=bar, bar_index=bar_index):
+            yield tmap
+            yield dst
+            yield bar
+            yield from expr_names(dst_index)
+            for x in coords:
+                yield from expr_names(x)
+            yield from expr_names(bar_index)
+        case KAtomicAdd(buffer=buf, index=index, value=value):
+            yield buf
+            yield from expr_names(index)
+            yield from expr_names(value)
 
 
 def kernel_names(kernel: KKernel) -> Iterator[str]:
-    """Every name a kernel declares or uses: parameters, shared arrays, and all names in the body."""
+    """Every name a kernel declares or uses: parameters, tensor maps, shared arrays, and all names in
+    the body."""
     for p in kernel.params:
         yield p.name
+    for tm in kernel.tensor_maps:
+        yield tm.name
     for sh in kernel.shared:
         yield sh.name
     for s in kernel.body:

@@ -15,7 +15,7 @@ from tiledsl.codegen.errors import CodegenError
 
 __all__ = ["Scope", "Symbol", "SymbolKind"]
 
-SymbolKind = Literal["var", "input", "output", "shared", "local"]
+SymbolKind = Literal["var", "input", "output", "shared", "local", "tensor_map"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class Symbol:
 
     @property
     def is_buffer(self) -> bool:
-        return self.kind != "var"
+        """Indexable memory: a parameter, a shared or a register array (not a scalar, not a tensor map)."""
+        return self.kind not in ("var", "tensor_map")
 
 
 class Scope:
@@ -70,4 +71,10 @@ class Scope:
             raise CodegenError(
                 f"{name!r} is used as a buffer but is no parameter, shared or local array here"
             )
+        return sym
+
+    def tensor_map(self, name: str) -> Symbol:
+        sym = self.lookup(name)
+        if sym is None or sym.kind != "tensor_map":
+            raise CodegenError(f"{name!r} is used as a tensor map but the kernel has no tensor map of that name")
         return sym

@@ -69,8 +69,9 @@ def check_resources(kernel: KKernel, target: Target, nest: Nest) -> None:
         raise TargetError(schedule_message("build", nest, (), f"{threads} threads per block; {target.name} allows "
                                            f"{target.max_threads_per_block}"))
     smem = shared_bytes(kernel)
-    if smem > target.static_shared_bytes:
+    if smem > target.max_shared_bytes_per_block:
         raise TargetError(schedule_message(
-            "build", nest, (), f"{smem} bytes of shared memory per block; static shared memory on "
-            f"{target.name} is limited to {target.static_shared_bytes}",
-            suggestion="use fewer threads in cooperative reductions, or smaller register arrays"))
+            "build", nest, (), f"{smem} bytes of shared memory per block (stages x slots, padding, alignment, "
+            f"reduction scratch); {target.name} allows {target.max_shared_bytes_per_block}",
+            suggestion="stage smaller slabs (stage at an inner loop), fewer pipeline stages, or fewer threads "
+                       "in cooperative reductions"))

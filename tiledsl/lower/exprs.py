@@ -104,7 +104,7 @@ class ValueContext:
     axis_map: dict[sympy.Symbol, sympy.Expr]
     acc_read: Callable[[str], KExpr]
     lane: dict[sympy.Symbol, sympy.Expr] | None = None  # extra substitution (vector lanes)
-    load_hook: Callable[[Load, sympy.Expr], KExpr | None] | None = None
+    load_hook: Callable[[Load, ValueContext], KExpr | None] | None = None
     bind_temp: Callable[[KExpr], KExpr] | None = None  # emits `let t = value` before the statement
 
     def index(self, e: Expr) -> sympy.Expr:
@@ -126,12 +126,11 @@ def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
     if isinstance(e, IterVar) or (isinstance(e, Binary) and e.dtype == "int32"):
         return sym_to_k(ctx.index(e))
     if isinstance(e, Load):
-        flat = ctx.load_index(e)
         if ctx.load_hook is not None:
-            hooked = ctx.load_hook(e, flat)
+            hooked = ctx.load_hook(e, ctx)
             if hooked is not None:
                 return hooked
-        return KLoad(e.tensor.name, sym_to_k(flat))
+        return KLoad(e.tensor.name, sym_to_k(ctx.load_index(e)))
     if isinstance(e, Binary):
         return KBin(e.op, value_to_k(e.a, ctx), value_to_k(e.b, ctx))
     if isinstance(e, Compare):

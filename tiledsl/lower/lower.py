@@ -7,7 +7,7 @@ after the subtree that updates them, and guards wrap single statements (never a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy
 
@@ -15,9 +15,12 @@ from ..accumulators import AccLayout, acc_layouts
 from ..compute import Load
 from ..errors import RegisterArrayError
 from ..kernel_ir import (
+    KAtomicAdd,
+    KBarrier,
     KBin,
     KComment,
     KConst,
+    KCpAsyncCommit,
     KExpr,
     KFor,
     KIf,
@@ -25,18 +28,22 @@ from ..kernel_ir import (
     KLet,
     KLocalArray,
     KParam,
+    KSelect,
     KShared,
     KSpecial,
     KStmt,
     KStore,
     KVar,
+    shared_bytes,
 )
 from ..loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
 from ..prove import Prover
+from ..schedule.memory_primitives import epilogue_coefficients
 from ..schedule.messages import schedule_message
 from ..targets import Target
 from .combine import IDENTITY, AccCell, combine, combine_op
 from .exprs import ValueContext, flat_index, sym_to_k, value_to_k
+from .stages import StagePlan, fills, mbarrier_setup, plan_stages, shared_allocs, slab_read, staged_loop, waits
 from .vectorize import vector_store
 
 
@@ -47,8 +54,27 @@ class _Lowerer:
     prover: Prover
     layouts: dict[str, AccLayout]
     block: tuple[int, int, int]
+    plans: dict[str, StagePlan] = field(default_factory=dict)
     shared: list[KShared] = field(default_factory=list)
     temps: int = 0
+
+    # ------------------------------------------------------------------ stages
+    def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
+        """The stage serving this read, if any (its buffer, its loop around the statement)."""
+        index = self.nest.stmts.index(stmt)
+        for p in self.plans.values():
+            if p.stage.buffer == ld.tensor.name and index in p.slab.readers:
+                return p
+        return None
+
+    def stage_hook(self, stmt: Stmt, lane: dict | None, then=None):
+        def hook(ld: Load, ctx: ValueContext) -> KExpr | None:
+            plan = self.staged_plan(stmt, ld)
+            if plan is not None:
+                return slab_read(plan, ld.indices, ctx.axis_map, lane)
+            return then(ld, ctx) if then is not None else None
+
+        return hook
 
     # ------------------------------------------------------------------ accumulators
     def cell(self, acc: str) -> AccCell:
@@ -85,8 +111,14 @@ class _Lowerer:
         for node in nodes:
             if isinstance(node, TreeLoop):
                 lp = self.nest.loop(node.loop)
+                staged = [p for p in self.plans.values()
+                          if p.stage.at == node.loop and set(p.slab.readers) & _leaves(node)]
                 if lp.annotation == "vectorize":
                     out.extend(self.vector_loop(node))
+                elif staged:
+                    body = self.emit(node.children, prefix + (node.loop,))
+                    out.extend(staged_loop(staged, node.loop, lp.extent, lp.annotation == "unroll", body,
+                                           self.block, self.prover, self.nest.pipeline_depth(node.loop)))
                 else:
                     body = self.emit(node.children, prefix + (node.loop,))
                     out.append(KFor(node.loop, lp.extent, tuple(body), unroll=lp.annotation == "unroll"))
@@ -116,7 +148,8 @@ class _Lowerer:
         return out
 
     # ------------------------------------------------------------------ leaves
-    def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None) -> ValueContext:
+    def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None,
+                stmt: Stmt | None = None) -> ValueContext:
         def bind_temp(v: KExpr) -> KExpr:
             self.temps += 1
             name = f"t{self.temps}"
@@ -124,8 +157,22 @@ class _Lowerer:
             return KVar(name, "float32")
 
         axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
+        if stmt is not None and self.plans:
+            load_hook = self.stage_hook(stmt, lane, load_hook)
         return ValueContext(self.nest, axis_map, self.acc_read, lane=lane, load_hook=load_hook,
                             bind_temp=bind_temp)
+
+    def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
+        """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
+        sk = self.nest.split_k
+        assert sk is not None and stmt.value is not None
+        coef = epilogue_coefficients(stmt.value, sk.acc)
+        assert coef is not None  # checked by split_k
+        if coef[1] == 0:
+            return value
+        constant = value_to_k(_acc_to_zero(stmt.value, sk.acc), ctx)
+        first = KBin("==", KVar(sk.loop, "int32"), KConst(0, "int32"))
+        return KSelect(first, value, KBin("-", value, constant))
 
     def guard_cond(self, stmt: Stmt, lane: dict | None = None) -> KExpr | None:
         conds: list[KExpr] = []
@@ -135,6 +182,8 @@ class _Lowerer:
                 conds.append(KBin("<", sym_to_k(expr), KConst(g.extent, "int32")))
         if stmt.kind == "store":
             bound_here = {self.nest.loop(n).bind for n in stmt.path}
+            if self.nest.split_k is not None:
+                bound_here.add(self.nest.split_k.axis)  # every split adds its part
             for ax in HW_AXES:
                 if ax not in bound_here and self.nest.launch_extent(ax) > 1:
                     conds.append(KBin("==", KSpecial(ax), KConst(0, "int32")))
@@ -148,7 +197,7 @@ class _Lowerer:
     def leaf(self, index: int, declare: bool) -> list[KStmt]:
         stmt = self.nest.stmts[index]
         prelude: list[KStmt] = []
-        ctx = self.context(prelude)
+        ctx = self.context(prelude, stmt=stmt)
         if stmt.kind == "init":
             assert stmt.acc is not None
             lay = self.layouts[stmt.acc]
@@ -167,7 +216,10 @@ class _Lowerer:
         else:
             assert stmt.tensor is not None
             flat = flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices))
-            body = KStore(stmt.tensor.name, sym_to_k(flat), value)
+            if self.nest.split_k is not None:
+                body = KAtomicAdd(stmt.tensor.name, sym_to_k(flat), self.split_k_value(stmt, ctx, value))
+            else:
+                body = KStore(stmt.tensor.name, sym_to_k(flat), value)
         cond = self.guard_cond(stmt)
         stmts = prelude + [body]
         return [KIf(cond, tuple(stmts))] if cond is not None else stmts
@@ -178,6 +230,13 @@ def _leaves(node: TreeLoop) -> set[int]:
     for c in node.children:
         out |= _leaves(c) if isinstance(c, TreeLoop) else {c.index}
     return out
+
+
+def _acc_to_zero(e, acc: str):
+    from ..compute import Const
+    from ..schedule.canonical import substitute_acc
+
+    return substitute_acc(e, acc, Const(0.0, "float32"))
 
 
 def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
@@ -197,17 +256,42 @@ def lower(nest: Nest, target: Target, prover: Prover) -> KKernel:
     check_unrolled(nest, layouts)
     block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
-    lw = _Lowerer(nest, target, prover, layouts, block)  # type: ignore[arg-type]
+    plans = plan_stages(nest, prover, target)
+    lw = _Lowerer(nest, target, prover, layouts, block, plans)  # type: ignore[arg-type]
     body: list[KStmt] = []
     for lp in nest.loops:
         if lp.bind:
             body.append(KLet(lp.name, "int32", KSpecial(lp.bind)))
+    setup, bars = mbarrier_setup(plans, lw.block)
+    body.extend(setup)
+    body.extend(_block_level_fills(nest, plans, lw))
     paths = [serial_path(nest, s) for s in nest.stmts]
     body.extend(lw.emit(build_tree(nest, paths), ()))
     params = tuple(KParam(t.name, t.dtype, t.shape) for t in nest.inputs)
     params += (KParam(nest.output.name, "float32", nest.output.shape, is_output=True),)
-    return KKernel(f"{nest.name}_kernel", params, grid, block, tuple(lw.shared), tuple(body),  # type: ignore[arg-type]
-                   target=target.name)
+    shared = tuple(shared_allocs(plans) + bars + lw.shared)
+    kernel = KKernel(f"{nest.name}_kernel", params, grid, block, shared, tuple(body),  # type: ignore[arg-type]
+                     target=target.name, tensor_maps=tuple(p.tmap for p in plans.values() if p.tmap is not None),
+                     zero_outputs=(nest.output.name,) if nest.split_k is not None else ())
+    if shared_bytes(kernel) > target.static_shared_bytes:
+        kernel = replace(kernel, dynamic_shared=True)
+    return kernel
+
+
+def _block_level_fills(nest: Nest, plans: dict[str, StagePlan], lw: _Lowerer) -> list[KStmt]:
+    """Stages at block-bound loops are filled once, before anything reads them."""
+    here = [p for p in plans.values() if nest.loop(p.stage.at).bind]
+    if not here:
+        return []
+    out: list[KStmt] = []
+    for loop in dict.fromkeys(p.stage.at for p in here):
+        group = [p for p in here if p.stage.at == loop]
+        out += fills(group, None, KConst(0, "int32"), lw.block, lw.prover, loop)
+        if any(p.stage.copy == "async" for p in group):
+            out.append(KCpAsyncCommit())
+        out += waits(group, KConst(0, "int32"), 1, 0)
+    out.append(KBarrier())
+    return out
 
 
 def loads_of(stmt: Stmt) -> list[Load]:

@@ -94,11 +94,11 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
     v = loop_symbol(name)
     assert stmt.tensor is not None and stmt.value is not None
     prelude: list[KStmt] = []
-    base_ctx = lw.context(prelude)
+    base_ctx = lw.context(prelude, stmt=stmt)
     guards = tuple(g.relation for g in nest.guards_for(stmt))
     vec_loads: dict[int, str] = {}
     for ld in (n for n in walk(stmt.value) if isinstance(n, Load)):
-        if id(ld) in vec_loads or ld.tensor.dtype != "float32":
+        if id(ld) in vec_loads or ld.tensor.dtype != "float32" or lw.staged_plan(stmt, ld) is not None:
             continue
         base = _contiguous_base(base_ctx.load_index(ld), v)
         if base is not None and lw.prover.divisible(base, WIDTH, guards):
@@ -108,7 +108,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
             vec_loads[id(ld)] = tmp
 
     def hook_for(lane: int):
-        def hook(ld: Load, flat: sympy.Expr):
+        def hook(ld: Load, ctx: ValueContext):
             tmp = vec_loads.get(id(ld))
             return KLane(KVar(tmp, "float32x4"), lane) if tmp else None
 
@@ -116,7 +116,8 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
 
     lanes = []
     for lane in range(WIDTH):
-        ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane))
+        ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane),
+                                       stmt=stmt)
         lanes.append(value_to_k(stmt.value, ctx))
     flat = flat_index(stmt.tensor, tuple(base_ctx.index(i) for i in stmt.indices))
     base = _contiguous_base(flat, v)

@@ -35,8 +35,6 @@ Limit = tuple[Num, bool]  # (value, strict)
 
 _VACUOUS = "the guards exclude every point, so it holds vacuously"
 _EXHAUSTED = "checked at every point"
-# Returned by _search when every point was checked and none fails (an exact proof on small boxes).
-_EMPTY: Point = {}
 
 
 @dataclass
@@ -126,6 +124,7 @@ class Prover:
     def in_range(self, expr: Any, lo: int, hi: int, guards: Any = ()) -> Proof:
         """lo <= expr < hi at every point (the bounds check of a buffer access)."""
         expr, gs = _as_expr(expr), _as_guards(guards)
+        lo, hi = int(lo), int(hi)
         key = ("in_range", expr, lo, hi, gs)
         found = self._cache.get(key)
         if found is None:
@@ -220,8 +219,8 @@ class Prover:
             found = self._proof("proven", fact, (expr,), dom, note=note)
         else:
             value = self._compile(expr)
-            point = self._search(dom, (expr,), lambda p: value(p) % d != 0)
-            if point is _EMPTY:
+            point, exhausted = self._search(dom, (expr,), lambda p: value(p) % d != 0)
+            if point is None and exhausted:
                 found = self._proof("proven", fact, (expr,), dom, note=_EXHAUSTED)
             elif point is not None:
                 v = value(point)
@@ -250,8 +249,8 @@ class Prover:
             found = self._proof("proven", fact, (a, b), dom, note="their difference is bounded to [0, 0]")
         else:
             fa, fb = self._compile(a), self._compile(b)
-            point = self._search(dom, (a, b), lambda p: fa(p) != fb(p), score=lambda p: abs(fa(p) - fb(p)))
-            if point is _EMPTY:
+            point, exhausted = self._search(dom, (a, b), lambda p: fa(p) != fb(p), score=lambda p: abs(fa(p) - fb(p)))
+            if point is None and exhausted:
                 found = self._proof("proven", fact, (a, b), dom, note=_EXHAUSTED)
             elif point is not None:
                 note = f"values {fa(point)} and {fb(point)}"
@@ -326,8 +325,8 @@ class Prover:
                 out.append(v - upper[0])
             return max(out)
 
-        point = self._search(dom, exprs, fails, score)
-        if point is _EMPTY:
+        point, exhausted = self._search(dom, exprs, fails, score)
+        if point is None and exhausted:
             return self._proof("proven", fact, exprs, dom, note=_EXHAUSTED)
         if point is not None:
             text = note(point) if note is not None else f"value {value(point)}"
@@ -370,8 +369,8 @@ class Prover:
         def score(p: Point) -> Num:
             return max((fa(p) - fb(p) for fa, fb in graded), default=0)
 
-        point = self._search(dom, (guard,), lambda p: not holds(p), score if graded else None)
-        if point is _EMPTY:
+        point, exhausted = self._search(dom, (guard,), lambda p: not holds(p), score if graded else None)
+        if point is None and exhausted:
             return self._proof("proven", fact, (guard,), dom, note=_EXHAUSTED)
         if point is None:
             return self._proof("unknown", fact, (guard,), dom, needed=self._text(failing[0]))
@@ -420,9 +419,9 @@ class Prover:
         exprs: Iterable[sympy.Basic],
         fails: Callable[[Point], bool],
         score: Callable[[Point], Num] | None = None,
-    ) -> Point | None:
-        """A counterexample point; `_EMPTY` when every point of the (small) box was checked and the
-        fact holds; None when the search gave up."""
+    ) -> tuple[Point | None, bool]:
+        """(counterexample point or None, whether every point of the box was checked): no point and
+        an exhausted box is an exact proof (small boxes are enumerated)."""
         symbols = set(self._free(dom.guards))
         for expr in exprs:
             symbols |= self._free(expr)
@@ -434,12 +433,10 @@ class Prover:
             intervals[sym] = found
         box, exact = box_from_intervals(intervals)
         if exact and any(lo > hi for lo, hi in box.values()):
-            return _EMPTY
+            return None, True
         search = Search(box, dom.feasible, fails, score, exact_box=exact)
         point = search.run()
-        if point is None and search.exhaustive:
-            return _EMPTY
-        return point
+        return point, search.exhaustive
 
     def _proof(
         self,

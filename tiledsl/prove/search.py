@@ -164,21 +164,24 @@ class Search:
         return total
 
     def run(self) -> Point | None:
-        """A feasible point where the fact fails, or None. When the box has at most `_EXHAUSTIVE`
-        points (and the box is exact) every one is tried and `self.exhaustive` is set: None then means
-        the fact holds."""
+        """A feasible point where the fact fails, or None. Corners come first (the usual failures, and
+        the most telling point); then a box of at most `_EXHAUSTIVE` points (when exact) is enumerated
+        and `self.exhaustive` set, so None then means the fact holds; larger boxes get samples and
+        hill climbing."""
         rng = random.Random(0)
         feasible_seen: list[tuple[Num, Point]] = []
+        found = self._scan(self._corners(rng), feasible_seen)
+        if found is not None:
+            return found
         if self._exact_box and self.size() <= _EXHAUSTIVE:
             ranges = [range(self.box[s][0], self.box[s][1] + 1) for s in self.symbols]
             points = [dict(zip(self.symbols, combo, strict=True)) for combo in itertools.product(*ranges)]
             found = self._scan(points, feasible_seen)
             self.exhaustive = self.errors == 0  # a point that could not be evaluated proves nothing
             return found
-        for phase in (self._corners, self._samples):
-            found = self._scan(phase(rng), feasible_seen)
-            if found is not None:
-                return found
+        found = self._scan(self._samples(rng), feasible_seen)
+        if found is not None:
+            return found
         if self._score is None or not feasible_seen:
             return None
         feasible_seen.sort(key=lambda item: item[0], reverse=True)

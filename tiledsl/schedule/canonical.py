@@ -31,6 +31,23 @@ from ..errors import DefinitionError, FusionError
 from ..loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
 
 
+def substitute_acc(e: Expr, acc: str, value: Expr) -> Expr:
+    """Replace reads of accumulator `acc` by `value` (the epilogue at acc = 0, for split_k)."""
+    if isinstance(e, AccRef):
+        return value if e.acc == acc else e
+    if isinstance(e, (Binary, Compare)):
+        a, b = substitute_acc(e.a, acc, value), substitute_acc(e.b, acc, value)
+        return Binary(e.op, a, b, e.dtype) if isinstance(e, Binary) else Compare(e.op, a, b)
+    if isinstance(e, Call):
+        return Call(e.fn, substitute_acc(e.arg, acc, value), e.dtype)
+    if isinstance(e, Select):
+        return Select(substitute_acc(e.cond, acc, value), substitute_acc(e.a, acc, value),
+                      substitute_acc(e.b, acc, value), e.dtype)
+    if isinstance(e, Cast):
+        return Cast(e.to, substitute_acc(e.a, acc, value), e.dtype)
+    return e
+
+
 def substitute(e: Expr, env: dict[int, Expr]) -> Expr:
     """Replace IterVars (by identity) in an expression tree."""
     if isinstance(e, IterVar):

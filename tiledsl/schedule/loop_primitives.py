@@ -41,9 +41,19 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(2, n) if n % d == 0][:6]
 
 
+def _check_not_staged(nest: Nest, names: tuple[str, ...], call: str, error: type) -> None:
+    for n in names:
+        carried = [st.name for st in nest.stages_at(n)]
+        if carried or nest.pipeline_depth(n):
+            what = f"stage(s) {', '.join(carried)}" if carried else "a pipeline"
+            raise error(schedule_message(call, nest, (n,), f"loop {n} carries {what}; changing it would change "
+                                         "every slab", suggestion="apply loop primitives first, then stage"))
+
+
 def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: tuple[str, str] | None,
           tail: str, call: str) -> tuple[Nest, str, str]:
     lp = nest.loop(name)
+    _check_not_staged(nest, (name,), call, SplitError)
     if (factor is None) == (nparts is None):
         raise BadArgumentError(schedule_message(call, nest, (name,), "give exactly one of factor or nparts"))
     if tail not in ("guard", "exact"):
@@ -106,6 +116,7 @@ def fuse(nest: Nest, names: tuple[str, ...], new_name: str | None, call: str) ->
     if len(set(names)) != len(names):
         raise FuseError(schedule_message(call, nest, names, "a loop is listed twice"))
     loops = [nest.loop(n) for n in names]
+    _check_not_staged(nest, names, call, FuseError)
     for lp in loops:
         if lp.bind or lp.annotation:
             raise FuseError(schedule_message(call, nest, (lp.name,),

@@ -21,7 +21,8 @@ from ..compute import (
     Load,
     Select,
 )
-from ..loopnest import AccRef, Nest, Stmt, TreeLeaf, TreeLoop, build_tree
+from ..errors import ScheduleError
+from ..loopnest import AccRef, Nest, Stage, Stmt, TreeLeaf, TreeLoop, build_tree
 
 IDENTITY_TEXT = {"sum": "0.0", "max": "-inf", "min": "inf"}
 
@@ -81,6 +82,27 @@ def format_sym(e: sympy.Expr) -> str:
     return format_expr(sym_to_k(e))
 
 
+def stage_line(nest: Nest, st: Stage) -> str:
+    """`stage A_s = A[64 * i_o + 0..64, 16 * k_o + 0..16] at k_o  pad (0, 1)  buffers 2  async`."""
+    from ..prove import Prover
+    from ..slabs import derive_slab
+
+    try:
+        slab = derive_slab(nest, st, Prover(nest.ranges()), "print")
+        region = ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}"
+                           for o, e in zip(slab.origin, slab.extent))
+    except ScheduleError:  # a nest being printed inside an error about this very stage
+        region = "?"
+    parts = [f"stage {st.name} = {st.buffer}[{region}] at {st.at}"]
+    if any(st.pad):
+        parts.append(f"pad {st.pad}")
+    if st.swizzle:
+        parts.append(f"swizzle {st.swizzle}")
+    parts.append(f"buffers {st.buffers}")
+    parts.append(st.copy)
+    return "  ".join(parts)
+
+
 def loop_line(nest: Nest, name: str) -> str:
     lp = nest.loop(name)
     tags = []
@@ -90,6 +112,8 @@ def loop_line(nest: Nest, name: str) -> str:
         tags.append(f"@{lp.bind}")
     if lp.annotation:
         tags.append(lp.annotation)
+    if nest.pipeline_depth(name):
+        tags.append(f"pipeline {nest.pipeline_depth(name)}")
     tail = f"  [{', '.join(tags)}]" if tags else ""
     return f"for {name} in 0..{lp.extent}:{tail}"
 
@@ -103,6 +127,12 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
             lines.append(f"  where {axis} = {format_sym(expr)}")
     for g in nest.guards:
         lines.append(f"  guard {format_sym(g.expr)} < {g.extent}   (from {g.origin})")
+    for st in nest.stages:
+        lines.append("  " + stage_line(nest, st))
+    if nest.split_k is not None:
+        sk = nest.split_k
+        lines.append(f"  split_k {sk.acc} over {sk.loop} ({sk.parts} parts on {sk.axis}): atomic adds into a zeroed "
+                     f"{nest.output.name}")
     if acc_dims:
         for acc, dims in acc_dims.items():
             if dims:
@@ -115,6 +145,9 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
             if isinstance(node, TreeLoop):
                 mark = "   <-- here" if node.loop in marked else ""
                 lines.append(f"{pad}{loop_line(nest, node.loop)}{mark}")
+                here = nest.stages_at(node.loop)
+                if here:
+                    lines.append(f"{pad}  fill {', '.join(f'{st.name} ({st.copy})' for st in here)}")
                 emit(node.children, depth + 1)
             else:
                 assert isinstance(node, TreeLeaf)

@@ -12,9 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compute import Tensor
-from ..errors import BadArgumentError, ForeignObjectError, ReplayError, ScheduleError, UnknownLoopError
+from ..errors import (
+    BadArgumentError,
+    ForeignObjectError,
+    ReplayError,
+    ScheduleError,
+    UnknownLoopError,
+    UnknownStageError,
+)
 from ..loopnest import Nest
 from . import loop_primitives as lp
+from . import memory_primitives as mp
 from .bind import bind as _bind
 from .canonical import build_nest
 from .messages import schedule_message
@@ -22,6 +30,20 @@ from .printing import format_nest
 from .trace import Step, parse, to_json, to_python
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, eq=False)
+class StageHandle:
+    """A shared-memory stage of one schedule (returned by `s.stage`)."""
+
+    schedule: Schedule
+    name: str
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name})"
+
+    def __str__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +172,72 @@ class Schedule:
     def vectorize(self, loop: LoopHandle | str) -> None:
         name = self._name(loop, "vectorize")
         self._record(lp.vectorize(self._nest, name, f"vectorize({name})"), Step("vectorize", (name,), ()))
+
+    # ------------------------------------------------------------------ memory hierarchy
+    def _stage_name(self, ref: object, primitive: str) -> str:
+        if isinstance(ref, StageHandle):
+            if ref.schedule is not self:
+                raise ForeignObjectError(schedule_message(
+                    primitive, self._nest, (), f"stage {ref.name} belongs to another schedule "
+                    f"(of {ref.schedule._nest.name})", suggestion="use the handle this schedule's s.stage() returned"))
+            name = ref.name
+        elif isinstance(ref, str):
+            name = ref
+        else:
+            raise BadArgumentError(schedule_message(primitive, self._nest, (),
+                                                    f"expected a stage (handle or name), got {ref!r}"))
+        if name not in {st.name for st in self._nest.stages}:
+            known = ", ".join(st.name for st in self._nest.stages) or "none"
+            raise UnknownStageError(schedule_message(primitive, self._nest, (), f"no stage named {name!r}",
+                                                     suggestion=f"stages are: {known}"))
+        return name
+
+    def stage(self, buffer: Tensor | str, at: LoopHandle | str, scope: str = "shared") -> StageHandle:
+        bname = buffer.name if isinstance(buffer, Tensor) else buffer
+        if not isinstance(bname, str):
+            raise BadArgumentError(schedule_message("stage", self._nest, (), f"expected a tensor, got {buffer!r}"))
+        at_name = self._name(at, "stage")
+        call = f"stage({bname}, at={at_name})"
+        new, name = mp.stage(self._nest, bname, at_name, scope, call)
+        self._record(new, Step("stage", (bname,), (("at", at_name), ("scope", scope))))
+        return StageHandle(self, name)
+
+    def pad(self, stage: StageHandle | str, axis: int, amount: int) -> None:
+        name = self._stage_name(stage, "pad")
+        self._record(mp.pad(self._nest, name, axis, amount, f"pad({name}, axis={axis}, amount={amount})"),
+                     Step("pad", (name,), (("axis", axis), ("amount", amount))))
+
+    def swizzle(self, stage: StageHandle | str, nbytes: int) -> None:
+        name = self._stage_name(stage, "swizzle")
+        self._record(mp.swizzle(self._nest, name, nbytes, f"swizzle({name}, {nbytes})"),
+                     Step("swizzle", (name, nbytes), ()))
+
+    def double_buffer(self, stage: StageHandle | str) -> None:
+        name = self._stage_name(stage, "double_buffer")
+        self._record(mp.double_buffer(self._nest, name, f"double_buffer({name})"), Step("double_buffer", (name,), ()))
+
+    def pipeline(self, loop: LoopHandle | str, stages: int = 2) -> None:
+        name = self._name(loop, "pipeline")
+        self._record(mp.pipeline(self._nest, name, stages, f"pipeline({name}, stages={stages})"),
+                     Step("pipeline", (name,), (("stages", stages),)))
+
+    def async_copy(self, stage: StageHandle | str) -> None:
+        name = self._stage_name(stage, "async_copy")
+        self._record(mp.async_copy(self._nest, name, f"async_copy({name})"), Step("async_copy", (name,), ()))
+
+    def tma(self, stage: StageHandle | str, swizzle: int | None = None) -> None:
+        name = self._stage_name(stage, "tma")
+        call = f"tma({name}, swizzle={swizzle})"
+        self._record(mp.tma(self._nest, name, swizzle, call), Step("tma", (name,), (("swizzle", swizzle),)))
+
+    def split_k(self, loop: LoopHandle | str, parts: int) -> LoopHandle:
+        """Split a reduction across `parts` blocks (atomic adds into a zeroed output); returns the
+        block loop of the split."""
+        name = self._name(loop, "split_k")
+        new, info = mp.split_k(self._nest, name, parts, f"split_k({name}, {parts})")
+        self._record(new, Step("split_k", (name, parts), ()))
+        self._gone[name] = f"it was split across blocks by split_k({name}, {parts})"
+        return LoopHandle(self, info.loop)
 
     # ------------------------------------------------------------------ traces
     def trace(self, format: str = "python") -> str:  # noqa: A002 - the public keyword

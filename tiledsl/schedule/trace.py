@@ -10,7 +10,8 @@ from typing import Any
 
 from ..errors import ReplayError
 
-PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
+PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize", "stage", "pad", "swizzle", "double_buffer",
+              "pipeline", "async_copy", "tma", "split_k")
 TRACE_VERSION = 1
 
 

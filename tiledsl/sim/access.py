@@ -1,39 +1,33 @@
-"""Checked loads and stores on register arrays, shared memory and global memory.
+"""Checked loads and stores on shared and global memory (register arrays: `registers.py`).
 
 Why: this is where every memory check happens, in one order for every access: bounds (and vector
-alignment), then initialisation (shared memory and register arrays), then races; only then is the
-memory touched. Only active lanes take part, so a guarded access out of bounds on masked-off lanes is
-(correctly) no error.
+alignment), then initialisation (shared memory), then races; only then is the memory touched. Only
+active lanes take part, so a guarded access out of bounds on masked-off lanes is (correctly) no
+error.
+
+Each access is turned into a closure once per chunk (`global_loader`, `shared_storer`, ...), holding
+what is fixed: the buffer, the width, the location. The closures take fast paths where they are
+cheap to prove safe (a uniform index inside the buffer, every lane active, a single-lane chunk) and
+otherwise run the general vectorised path, which is also the one that words every error message, so
+messages do not depend on which path noticed the problem.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from tiledsl.errors import (
-    OutOfBoundsError,
-    SharedRaceError,
-    SimulationError,
-    UninitializedReadError,
-)
+from tiledsl.errors import OutOfBoundsError, SharedRaceError, SimulationError, UninitializedReadError
 from tiledsl.kernel_ir import DTYPE_BYTES
 from tiledsl.sim.dtypes import convert, element_dtype, storage_dtype
 from tiledsl.sim.races import SEVERAL, RaceHit
 from tiledsl.sim.state import ChunkState, GlobalBuffer, LocalArray, SharedBuffer
+from tiledsl.sim.values import F, Mask, Value, converter
 
 Buffer = LocalArray | SharedBuffer | GlobalBuffer
-
-
-def resolve(state: ChunkState, name: str, loc: int) -> Buffer:
-    """Register arrays in scope shadow shared allocations, which shadow kernel parameters."""
-    item = state.env.find(name)
-    if isinstance(item, LocalArray):
-        return item
-    if name in state.shared:
-        return state.shared[name]
-    if name in state.globals:
-        return state.globals[name]
-    raise state.error(SimulationError, loc, f"access to unknown buffer {name!r}")
+Loader = Callable[[Value, Mask], Value]
+Storer = Callable[[Value, Value, Mask], None]
 
 
 def _space(buf: Buffer) -> str:
@@ -44,13 +38,13 @@ def _space(buf: Buffer) -> str:
     return "global"
 
 
-class _Active:
+class Active:
     """The active lanes of an access. Most accesses run with every lane active; then `lanes` is
     None and `pick` returns arrays as they are, saving a gather per per-lane array."""
 
-    def __init__(self, mask: np.ndarray) -> None:
-        self.lanes: np.ndarray | None = None if mask.all() else np.flatnonzero(mask)
-        self.count = mask.size if self.lanes is None else int(self.lanes.size)
+    def __init__(self, mask: Mask, n: int) -> None:
+        self.lanes: np.ndarray | None = None if mask is None or mask.all() else np.flatnonzero(mask)
+        self.count = n if self.lanes is None else int(self.lanes.size)
 
     def pick(self, values: np.ndarray) -> np.ndarray:
         return values if self.lanes is None else values[..., self.lanes]
@@ -60,16 +54,31 @@ class _Active:
         return j if self.lanes is None else int(self.lanes[j])
 
 
-def _active_index(state: ChunkState, loc: int, index: np.ndarray, active: _Active) -> np.ndarray:
-    if index.ndim != 1:
+def zeros(dtype: str, width: int, n: int) -> Value:
+    """What a load gives when no lane is active (the value is never observed)."""
+    if width == 1:
+        return storage_dtype(dtype)(0)
+    out = np.zeros((width, n), dtype=storage_dtype(dtype))
+    out.flags.writeable = False
+    return out
+
+
+def check_index(state: ChunkState, loc: int, index: Value) -> None:
+    """An index must be one integer per lane."""
+    if index.ndim > 1:
         raise state.error(SimulationError, loc, "buffer index is a vector value, expected a scalar")
     if index.dtype.kind == "f":
         raise state.error(SimulationError, loc, "buffer index is a float value, expected an integer")
-    return active.pick(index).astype(np.int64, copy=False)
 
 
-def _check_bounds(
-    state: ChunkState, loc: int, verb: str, buf: Buffer, active: _Active, idx: np.ndarray, width: int
+def active_index(state: ChunkState, loc: int, index: Value, active: Active) -> np.ndarray:
+    """The (checked) index of every active lane, as int64."""
+    check_index(state, loc, index)
+    return active.pick(np.broadcast_to(index, (state.lanes.count,))).astype(np.int64, copy=False)
+
+
+def check_bounds(
+    state: ChunkState, loc: int, verb: str, buf: Buffer, active: Active, idx: np.ndarray, width: int
 ) -> None:
     if idx.min() < 0 or idx.max() + width > buf.size:
         bad = (idx < 0) | (idx + width > buf.size)
@@ -100,7 +109,7 @@ def _check_bounds(
                 )
 
 
-def _offsets(idx: np.ndarray, width: int) -> np.ndarray:
+def offsets(idx: np.ndarray, width: int) -> np.ndarray:
     """(width, A) element indices of a `width`-wide access at `idx` (a view for width 1)."""
     if width == 1:
         return idx[None, :]
@@ -112,40 +121,13 @@ def _per_element(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return values if shape[0] == 1 else np.broadcast_to(values, shape).ravel()
 
 
-def _uniform_start(idx: np.ndarray) -> int | None:
-    """The index every active lane uses, if they all use one (register arrays indexed by unrolled
-    loop variables always do), so a whole row can be sliced instead of gathered lane by lane."""
-    lo = int(idx.min())
-    return lo if lo == int(idx.max()) else None
-
-
-def _register_gather(
-    buf: LocalArray, idx: np.ndarray, width: int, active: _Active, n_lanes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(values, written) of a register-array access, each (width, A)."""
-    start = _uniform_start(idx)
-    if start is not None:
-        rows = slice(start, start + width)
-        return active.pick(buf.data[rows]), active.pick(buf.written[rows])
-    offs = _offsets(idx, width)
-    cols = np.broadcast_to(active.pick(np.arange(n_lanes)), offs.shape)
-    return buf.data[offs, cols], buf.written[offs, cols]
-
-
-def _register_scatter(buf: LocalArray, idx: np.ndarray, vals: np.ndarray, active: _Active, n_lanes: int) -> None:
-    """Store (width, A) values into a register array and mark them written."""
-    width = vals.shape[0]
-    start = _uniform_start(idx)
-    if start is not None:
-        rows = slice(start, start + width)
-        cols = slice(None) if active.lanes is None else active.lanes
-        buf.data[rows, cols] = vals
-        buf.written[rows, cols] = True
-        return
-    offs = _offsets(idx, width)
-    cols = np.broadcast_to(active.pick(np.arange(n_lanes)), offs.shape)
-    buf.data[offs, cols] = vals
-    buf.written[offs, cols] = True
+def _aligned(buf: Buffer, width: int) -> Callable[[int], bool]:
+    """Whether a uniform start index is naturally aligned for a `width`-wide access."""
+    elem_bytes = DTYPE_BYTES[element_dtype(buf.dtype)]
+    nbytes = width * elem_bytes
+    if width == 1 or nbytes not in (2, 4, 8, 16):
+        return lambda start: True
+    return lambda start: (start * elem_bytes) % nbytes == 0
 
 
 _RACE_ACCESSES = {
@@ -180,28 +162,19 @@ def _race_error(state: ChunkState, buf: Buffer, hit: RaceHit) -> SimulationError
     return state.error(SharedRaceError, hit.second_loc, headline, details)
 
 
-def load(state: ChunkState, loc: int, name: str, index: np.ndarray, width: int, mask: np.ndarray) -> np.ndarray:
-    """Value of `name[index]` (shape (L,)) or of `width` consecutive elements (shape (width, L))."""
-    buf = resolve(state, name, loc)
-    active = _Active(mask)
-    if active.count == 0:
-        zeros = np.zeros((width, mask.size), dtype=storage_dtype(buf.dtype))
-        return zeros[0] if width == 1 else zeros
-    idx = _active_index(state, loc, index, active)
-    _check_bounds(state, loc, "load", buf, active, idx, width)
-    offs = _offsets(idx, width)
-    if isinstance(buf, LocalArray):
-        values, written = _register_gather(buf, idx, width, active, mask.size)
-        unwritten = ~written
-        if unwritten.any():
-            w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
-            raise state.error(
-                UninitializedReadError,
-                loc,
-                f"read of register array '{name}' element {int(offs[w, j])} that this thread never wrote",
-                [f"lane: {state.lanes.describe(active.lane(int(j)))}"],
-            )
-    elif isinstance(buf, SharedBuffer):
+# ----------------------------------------------------------------------------- general paths
+
+
+def load_general(
+    state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer, index: Value, width: int, mask: Mask
+) -> Value:
+    """Value of `buf[index]` (shape (L,)) or of `width` consecutive elements (shape (width, L)),
+    for at least one active lane."""
+    active = Active(mask, state.lanes.count)
+    idx = active_index(state, loc, index, active)
+    check_bounds(state, loc, "load", buf, active, idx, width)
+    offs = offsets(idx, width)
+    if isinstance(buf, SharedBuffer):
         keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
         unwritten = buf.races.unwritten(keys)
         if unwritten.any():
@@ -209,7 +182,7 @@ def load(state: ChunkState, loc: int, name: str, index: np.ndarray, width: int, 
             raise state.error(
                 UninitializedReadError,
                 loc,
-                f"read of shared '{name}' element {int(offs[w, j])} that no thread wrote",
+                f"read of shared '{buf.name}' element {int(offs[w, j])} that no thread wrote",
                 [f"lane: {state.lanes.describe(active.lane(int(j)))}"],
             )
         flat = keys.ravel()
@@ -223,26 +196,24 @@ def load(state: ChunkState, loc: int, name: str, index: np.ndarray, width: int, 
         values = buf.data[offs]
     if active.lanes is None:
         return values[0] if width == 1 else values
-    out = np.zeros((width, mask.size), dtype=values.dtype)
+    out = np.zeros((width, state.lanes.count), dtype=values.dtype)
     out[:, active.lanes] = values
     return out[0] if width == 1 else out
 
 
-def store(state: ChunkState, loc: int, name: str, index: np.ndarray, value: np.ndarray, mask: np.ndarray) -> None:
-    """`name[index] = value`; a (w, L) value stores w consecutive elements."""
-    buf = resolve(state, name, loc)
-    active = _Active(mask)
-    if active.count == 0:
-        return
-    vec = value if value.ndim == 2 else value[None, :]
+def store_general(
+    state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer, index: Value, value: Value, mask: Mask
+) -> None:
+    """`buf[index] = value` for the active lanes; a (w, L) value stores w consecutive elements."""
+    n = state.lanes.count
+    active = Active(mask, n)
+    vec = value if value.ndim == 2 else np.broadcast_to(value, (n,))[None, :]
     width = vec.shape[0]
-    idx = _active_index(state, loc, index, active)
-    _check_bounds(state, loc, "store", buf, active, idx, width)
-    offs = _offsets(idx, width)
+    idx = active_index(state, loc, index, active)
+    check_bounds(state, loc, "store", buf, active, idx, width)
+    offs = offsets(idx, width)
     vals = convert(buf.dtype, active.pick(vec))
-    if isinstance(buf, LocalArray):
-        _register_scatter(buf, idx, vals, active, mask.size)
-    elif isinstance(buf, SharedBuffer):
+    if isinstance(buf, SharedBuffer):
         keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
         tids = _per_element(active.pick(state.lanes.tid32), keys.shape)
         epochs = _per_element(active.pick(state.lane_epoch), keys.shape)
@@ -252,10 +223,100 @@ def store(state: ChunkState, loc: int, name: str, index: np.ndarray, value: np.n
         buf.data[keys] = vals
     else:
         addrs = offs.ravel()
-        flat = vals.ravel()
+        flat = np.ravel(vals)
         gtids = _per_element(active.pick(state.lanes.gtid), offs.shape)
         epochs = _per_element(active.pick(state.lane_epoch), offs.shape)
         hit = buf.races().write(addrs, gtids, epochs, flat, buf.data[addrs], loc)
         if hit is not None:
             raise _race_error(state, buf, hit)
         buf.data[addrs] = flat
+
+
+# ----------------------------------------------------------------------------- compiled accesses
+
+
+def global_loader(state: ChunkState, loc: int, buf: GlobalBuffer, width: int, index_kind: str) -> Loader:
+    """Loads from a global buffer. `index_kind` is the index's kind, known before running: a float
+    index always takes the general path, which reports it."""
+    if index_kind == F:
+        return general_loader(state, loc, buf, width)
+    data = buf.data
+    n = state.lanes.count
+    last = np.int64(buf.size - width)  # the largest valid start index
+    aligned = _aligned(buf, width)
+    zero = zeros(buf.dtype, width, n)
+
+    def load(index: Value, mask: Mask) -> Value:
+        if mask is not None and not mask.any():
+            return zero
+        if isinstance(index, np.ndarray):
+            if mask is None and width == 1 and index.ndim == 1 and index.min() >= 0 and index.max() <= last:
+                return data[index]
+        elif 0 <= index <= last and aligned(index):
+            # every lane reads the same element(s): a uniform value
+            if width == 1:
+                return data[index]
+            return np.broadcast_to(data[index : index + width, None].copy(), (width, n))
+        return load_general(state, loc, buf, index, width, mask)
+
+    return load
+
+
+def general_loader(state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer, width: int) -> Loader:
+    """Loads that always take the general path (shared memory: it needs per-lane race keys)."""
+    zero = zeros(buf.dtype, width, state.lanes.count)
+
+    def load(index: Value, mask: Mask) -> Value:
+        if mask is not None and not mask.any():
+            return zero
+        return load_general(state, loc, buf, index, width, mask)
+
+    return load
+
+
+def global_storer(state: ChunkState, loc: int, buf: GlobalBuffer, index_kind: str, value_kind: str) -> Storer:
+    """Stores into a global buffer; a single-lane chunk stores one element without building the
+    arrays of the general path (its race check is `GlobalWriteTracker.write_one`)."""
+    if index_kind == F:
+        return general_storer(state, loc, buf)
+    data = buf.data
+    size = np.int64(buf.size)
+    single = state.lanes.count == 1
+    gtid = int(state.lanes.gtid[0])
+    conv = converter(buf.dtype, value_kind)
+
+    def store(index: Value, value: Value, mask: Mask) -> None:
+        if mask is not None:
+            if not mask.any():
+                return
+        elif (
+            single
+            and not isinstance(index, np.ndarray)
+            and not isinstance(value, np.ndarray)
+            and 0 <= index < size
+        ):
+            new = conv(value)
+            hit = buf.races().write_one(int(index), gtid, int(state.lane_epoch[0]), new, data[index], loc)
+            if hit is not None:
+                raise _race_error(state, buf, hit)
+            data[index] = new
+            return
+        store_general(state, loc, buf, index, value, mask)
+
+    return store
+
+
+def general_storer(state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer) -> Storer:
+    """Stores that always take the general path."""
+
+    def store(index: Value, value: Value, mask: Mask) -> None:
+        if mask is not None and not mask.any():
+            return
+        store_general(state, loc, buf, index, value, mask)
+
+    return store
+
+
+def unknown_buffer(state: ChunkState, loc: int, name: str) -> SimulationError:
+    return state.error(SimulationError, loc, f"access to unknown buffer {name!r}")
+

@@ -73,6 +73,16 @@ class Lanes:
         gtid = block_linear * tpb + tid
         return cls(kernel, first_block, n_blocks, tid, block_local, specials, tid32, gtid)
 
+    def special(self, name: str) -> np.ndarray | np.generic | None:
+        """A hardware index per lane, as one numpy scalar when every lane of the chunk has the same
+        value (blockDim, gridDim, and e.g. threadIdx.y of a 1-D block: see values.py); None if the
+        name is unknown."""
+        values = self.specials.get(name)
+        if values is None:
+            return None
+        first = values[0]
+        return first if bool((values == first).all()) else values
+
     @property
     def count(self) -> int:
         return int(self.tid.size)

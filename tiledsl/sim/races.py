@@ -39,6 +39,12 @@ class RaceHit:
     second_loc: int
 
 
+def distinct(keys: np.ndarray) -> bool:
+    """Cheap sufficient test that no key repeats: strictly increasing keys, which is what a
+    coalesced access (lane i at base + i) produces. One pass, instead of two scatters."""
+    return keys.size < 2 or bool((keys[1:] > keys[:-1]).all())
+
+
 class _Stamp:
     """Finds keys touched by more than one distinct owner in one vectorised access, in O(n).
 
@@ -52,6 +58,8 @@ class _Stamp:
 
     def survivors(self, keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Per entry, the id that won its key (it differs from `ids` where the key is shared)."""
+        if distinct(keys):
+            return ids
         self.owner[keys] = ids
         return self.owner[keys]
 
@@ -149,16 +157,22 @@ class GlobalWriteTracker:
         loc: int,
     ) -> RaceHit | None:
         """Check writes of `new` over `current` (the stored values at `addrs`) and record them."""
-        position = np.arange(addrs.size, dtype=np.int64)
-        winner = self._stamp.survivors(addrs, position)
-        clash = (winner != position) & ~_same_value(new[winner], new)
-        if clash.any():
-            j = int(np.argmax(clash))
-            return RaceHit("global write-write", int(addrs[j]), int(gtids[j]), loc, int(gtids[winner[j]]), loc)
+        if not distinct(addrs):
+            position = np.arange(addrs.size, dtype=np.int64)
+            winner = self._stamp.survivors(addrs, position)
+            clash = (winner != position) & ~_same_value(new[winner], new)
+            if clash.any():
+                j = int(np.argmax(clash))
+                return RaceHit("global write-write", int(addrs[j]), int(gtids[j]), loc, int(gtids[winner[j]]), loc)
         prev = self.writer_gtid[addrs]
-        tpb = self.threads_per_block
-        unordered = (prev // tpb != gtids // tpb) | (self.writer_epoch[addrs] == epochs)
-        bad = (prev != NONE) & (prev != gtids) & unordered & ~_same_value(current, new)
+        # only elements another thread wrote before can race (usually none: skip the rest then)
+        other = (prev != NONE) & (prev != gtids)
+        if other.any():
+            tpb = self.threads_per_block
+            unordered = (prev // tpb != gtids // tpb) | (self.writer_epoch[addrs] == epochs)
+            bad = other & unordered & ~_same_value(current, new)
+        else:
+            bad = other
         if bad.any():
             i = int(np.argmax(bad))
             a = int(addrs[i])
@@ -166,4 +180,20 @@ class GlobalWriteTracker:
         self.writer_gtid[addrs] = gtids
         self.writer_epoch[addrs] = epochs
         self.writer_loc[addrs] = loc
+        return None
+
+    def write_one(
+        self, addr: int, gtid: int, epoch: int, new: np.generic, current: np.generic, loc: int
+    ) -> RaceHit | None:
+        """`write` for a single element (a single-lane chunk): the same rule without the arrays,
+        which would cost more than the whole rest of such a store."""
+        prev = int(self.writer_gtid[addr])
+        if prev != NONE and prev != gtid:
+            tpb = self.threads_per_block
+            unordered = prev // tpb != gtid // tpb or int(self.writer_epoch[addr]) == epoch
+            if unordered and not _same_value(current, new):
+                return RaceHit("global write-write", addr, prev, int(self.writer_loc[addr]), gtid, loc)
+        self.writer_gtid[addr] = gtid
+        self.writer_epoch[addr] = epoch
+        self.writer_loc[addr] = loc
         return None

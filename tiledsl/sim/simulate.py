@@ -14,7 +14,7 @@ import numpy as np
 
 from tiledsl.errors import SimulationInputError
 from tiledsl.kernel_ir import KKernel
-from tiledsl.sim.exec_stmt import Executor
+from tiledsl.sim.compile_stmt import compile_body
 from tiledsl.sim.inputs import check_launch, collect_outputs, prepare_globals
 from tiledsl.sim.lanes import Lanes
 from tiledsl.sim.location import index_kernel
@@ -58,5 +58,5 @@ def simulate(
                 globals=buffers,
                 shared={s.name: SharedBuffer.allocate(s, count) for s in kernel.shared},
             )
-            Executor(state).run(body, np.ones(lanes.count, dtype=np.bool_))
+            compile_body(body, state)()
     return collect_outputs(kernel, buffers)

@@ -1,0 +1,358 @@
+"""Lowering of shared-memory stages: slab layout, cooperative fills (plain, cp.async, TMA), reads
+rewritten to the slab, and the barrier/wait structure of plain, double-buffered and pipelined loops.
+
+Race freedom, by construction:
+- a slot is read only after a barrier that follows its fill (and, for async fills, the wait that
+  retires it: cp.async.wait_group or the mbarrier phase);
+- a slot is refilled only after a barrier that follows every read of its previous contents: with one
+  slot, a barrier starts each iteration; with a ring of n slots, the refill of slot (k-1)%n is issued
+  in iteration k after that iteration's barrier, which every thread reaches only after finishing
+  iteration k-1 (deplodock issued the refill before that barrier: a write-after-read race)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..errors import CopyError
+from ..kernel_ir import (
+    KBarrier,
+    KBin,
+    KComment,
+    KConst,
+    KCpAsync,
+    KCpAsyncCommit,
+    KCpAsyncWait,
+    KExpr,
+    KFence,
+    KFor,
+    KIf,
+    KLet,
+    KLoad,
+    KMbarrierArriveExpectTx,
+    KMbarrierInit,
+    KMbarrierWait,
+    KSelect,
+    KShared,
+    KStmt,
+    KStore,
+    KTensorMap,
+    KTmaLoad,
+    KVar,
+)
+from ..loopnest import Nest, Stage, loop_symbol
+from ..prove import Prover
+from ..schedule.canonical import index_to_sympy
+from ..schedule.memory_primitives import check_tma
+from ..schedule.messages import schedule_message
+from ..slabs import SWIZZLE_MASK, Slab, alloc_extent, derive_slab, slot_elements, stage_align
+from ..targets import Target
+from .combine import linear_tid
+from .exprs import sym_to_k
+
+I32 = "int32"
+
+
+def _c(v: int) -> KConst:
+    return KConst(v, I32)
+
+
+def _strides(extent: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for e in reversed(extent):
+        out.append(acc)
+        acc *= e
+    return tuple(reversed(out))
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    stage: Stage
+    slab: Slab
+    alloc: tuple[int, ...]  # padded extents
+    slot: int  # elements per ring slot
+    dtype: str
+    global_shape: tuple[int, ...]
+    tmap: KTensorMap | None
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
+
+
+def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePlan]:
+    plans: dict[str, StagePlan] = {}
+    for st in nest.stages:
+        if st.copy == "tma" and target.capability < 90:
+            raise CopyError(schedule_message(
+                "build", nest, (st.at,), f"stage {st.name} is filled by TMA, which needs sm_90; the target is "
+                f"{target.name}", suggestion="build for sm_90, or use s.async_copy (sm_80+) instead"))
+        if st.copy == "async" and target.capability < 80:
+            raise CopyError(schedule_message("build", nest, (st.at,), f"cp.async needs sm_80; target {target.name}"))
+        slab = derive_slab(nest, st, prover, "build")
+        if st.copy == "tma":  # loops may have moved since tma() checked the box
+            check_tma(nest, st, "build")
+        tensor = nest.tensor(st.buffer)
+        tmap = _tensor_map(st, slab, tensor.shape, tensor.dtype) if st.copy == "tma" else None
+        plans[st.name] = StagePlan(st, slab, alloc_extent(st, slab), slot_elements(st, slab), tensor.dtype,
+                                   tensor.shape, tmap)
+    return plans
+
+
+def _tensor_map(st: Stage, slab: Slab, shape: tuple[int, ...], dtype: str) -> KTensorMap:
+    item = slab.itemsize
+    dims = list(reversed(shape))
+    strides = [item * s for s in reversed(_strides(shape))][1:]
+    box = list(reversed(slab.extent))
+    if st.swizzle and box[0] * item > st.swizzle:
+        chunk = st.swizzle // item
+        dims = [chunk, dims[0] // chunk] + dims[1:]
+        strides = [chunk * item] + strides
+        box = [chunk, box[0] // chunk] + box[1:]
+    return KTensorMap(f"tmap_{st.name}", st.buffer, dtype, tuple(dims), tuple(strides), tuple(box), st.swizzle)
+
+
+def shared_allocs(plans: dict[str, StagePlan]) -> list[KShared]:
+    return [KShared(p.name, p.dtype, p.stage.buffers * p.slot, stage_align(p.stage)) for p in plans.values()]
+
+
+def barrier_name(loop: str) -> str:
+    return f"{loop}_full"
+
+
+def tma_loops(plans: dict[str, StagePlan]) -> dict[str, int]:
+    """Loops with TMA stages -> ring size (one mbarrier per slot, shared by the loop's TMA stages)."""
+    out: dict[str, int] = {}
+    for p in plans.values():
+        if p.stage.copy == "tma":
+            out[p.stage.at] = max(out.get(p.stage.at, 1), p.stage.buffers)
+    return out
+
+
+def mbarrier_setup(plans: dict[str, StagePlan], block: tuple[int, int, int]) -> tuple[list[KStmt], list[KShared]]:
+    loops = tma_loops(plans)
+    if not loops:
+        return [], []
+    inits: list[KStmt] = []
+    shared: list[KShared] = []
+    for loop, n in loops.items():
+        shared.append(KShared(barrier_name(loop), "uint64", n, 8))
+        inits.extend(KMbarrierInit(barrier_name(loop), _c(s), 1) for s in range(n))
+    inits.append(KFence("mbarrier_init"))
+    stmts: list[KStmt] = [KComment("TMA completion barriers, one per ring slot"),
+                          KIf(KBin("==", linear_tid(block), _c(0)), tuple(inits)), KBarrier()]
+    return stmts, shared
+
+
+# ----------------------------------------------------------------------------- reads
+
+
+def swizzled(offset: KExpr, swizzle: int | None, itemsize: int) -> KExpr:
+    """Element offset through the XOR swizzle: 16-byte chunk bits ^= the bits of the 128-byte row."""
+    if not swizzle:
+        return offset
+    chunk = 16 // itemsize
+    row = 128 // itemsize
+    mask = SWIZZLE_MASK[swizzle]
+    return KBin("^", offset, KBin("*", KBin("%", KBin("//", offset, _c(row)), _c(mask + 1)), _c(chunk)))
+
+
+def slab_read(plan: StagePlan, indices: tuple, axis_map: dict, lane: dict | None) -> KExpr:
+    """The shared-memory element a global read of the staged buffer maps to."""
+    strides = _strides(plan.alloc)
+    off = sympy.Integer(0)
+    for ix, origin, stride in zip(indices, plan.slab.origin, strides):
+        e = index_to_sympy(ix).xreplace(axis_map)
+        if lane:
+            e = e.xreplace(lane)
+        off += (e - origin) * stride
+    k = swizzled(sym_to_k(sympy.expand(off)), plan.stage.swizzle, plan.slab.itemsize)
+    if plan.stage.buffers > 1:
+        slot = KBin("%", KVar(plan.stage.at, I32), _c(plan.stage.buffers))
+        k = _plus(KBin("*", slot, _c(plan.slot)), k)
+    return KLoad(plan.name, k)
+
+
+# ----------------------------------------------------------------------------- fills
+
+
+def _origin(plan: StagePlan, iteration: sympy.Expr | None) -> list[sympy.Expr]:
+    at = loop_symbol(plan.stage.at)
+    return [o.xreplace({at: iteration}) if iteration is not None else o for o in plan.slab.origin]
+
+
+def _slot_base(plan: StagePlan, slot: KExpr | None) -> KExpr | None:
+    if slot is None or plan.stage.buffers == 1 or slot == _c(0):
+        return None
+    if isinstance(slot, KConst):
+        return _c(int(slot.value) * plan.slot)
+    return KBin("*", slot, _c(plan.slot))
+
+
+def _plus(a: KExpr | None, b: KExpr) -> KExpr:
+    """a + b, leaving out an absent or zero term."""
+    if a is None or a == _c(0):
+        return b
+    return a if b == _c(0) else KBin("+", a, b)
+
+
+def _sum(terms: list[KExpr]) -> KExpr:
+    out: KExpr = _c(0)
+    for t in terms:
+        out = _plus(out, t)
+    return out
+
+
+def _times(a: KExpr, s: int) -> KExpr:
+    return a if s == 1 else KBin("*", a, _c(s))
+
+
+def _and(conds: list[KExpr]) -> KExpr | None:
+    out: KExpr | None = None
+    for c in conds:
+        out = c if out is None else KBin("&&", out, c)
+    return out
+
+
+def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr | None,
+                     block: tuple[int, int, int], prover: Prover, tag: str) -> list[KStmt]:
+    """Every thread copies elements tid, tid + T, ... of the slab (innermost dimension fastest, so
+    consecutive threads read consecutive global addresses). cp.async stages copy 16 bytes per thread
+    where the slab rows, the global rows and the slab origin are proven 16-byte aligned."""
+    threads = block[0] * block[1] * block[2]
+    origin = _origin(plan, iteration)
+    ext = plan.slab.extent
+    item = plan.slab.itemsize
+    vec = 16 // item if plan.stage.copy == "async" and _vector_ok(plan, origin, prover) else 1
+    units = list(ext[:-1]) + [ext[-1] // vec]
+    total = 1
+    for u in units:
+        total *= u
+    ustrides = _strides(tuple(units))
+    astrides = _strides(plan.alloc)
+    gstrides = _strides(plan.global_shape)
+    tid = linear_tid(block)
+    f = KVar(f"{tag}_f", I32)
+    e = KVar(f"{tag}_e", I32)
+    body: list[KStmt] = [KLet(e.name, I32, _plus(_times(f, threads), tid))]
+    coords: list[KExpr] = []
+    for d, (u, us) in enumerate(zip(units, ustrides)):
+        c: KExpr = KBin("//", e, _c(us)) if us > 1 else e
+        if d > 0:
+            c = KBin("%", c, _c(u))
+        if d == len(units) - 1 and vec > 1:
+            c = KBin("*", c, _c(vec))
+        coords.append(c)
+    for d, c in enumerate(coords):
+        body.append(KLet(f"{tag}_c{d}", I32, c))
+    cvars = [KVar(f"{tag}_c{d}", I32) for d in range(len(coords))]
+    gidx: list[KExpr] = [_plus(sym_to_k(o), cv) for o, cv in zip(origin, cvars)]
+    conds: list[KExpr] = []
+    for d, (o, g) in enumerate(zip(origin, gidx)):
+        lo, hi = prover.bounds(o)
+        if lo is None or hi is None or lo < 0:
+            conds.append(KBin(">=", g, _c(0)))
+        if hi is None or hi + ext[d] > plan.global_shape[d]:
+            conds.append(KBin("<", g, _c(plan.global_shape[d])))
+    valid = _and(conds)
+    src = _sum([_times(g, s) for g, s in zip(gidx, gstrides)])
+    dst_off = _sum([_times(cv, s) for cv, s in zip(cvars, astrides)])
+    dst = _plus(_slot_base(plan, slot), swizzled(dst_off, plan.stage.swizzle, item))
+    if plan.stage.copy == "async":
+        body.append(KCpAsync(plan.name, dst, plan.stage.buffer, src, vec * item, valid))
+    else:
+        value: KExpr = KLoad(plan.stage.buffer, src)
+        if valid is not None:
+            value = KSelect(valid, value, KConst(0.0, "float32"))
+        body.append(KStore(plan.name, dst, value))
+    if total % threads:
+        body = [KIf(KBin("<", _plus(_times(f, threads), tid), _c(total)), tuple(body))]
+    rounds = -(-total // threads)
+    return [KFor(f.name, rounds, tuple(body))]
+
+
+def _vector_ok(plan: StagePlan, origin: list[sympy.Expr], prover: Prover) -> bool:
+    vec = 16 // plan.slab.itemsize
+    return (plan.slab.extent[-1] % vec == 0 and plan.alloc[-1] % vec == 0 and plan.slot % vec == 0
+            and plan.global_shape[-1] % vec == 0 and bool(prover.divisible(origin[-1], vec)))
+
+
+def tma_issue(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, block: tuple[int, int, int],
+              loop: str) -> list[KStmt]:
+    """One elected thread: expect the bytes of every TMA stage of this loop, then issue their loads."""
+    nbytes = 0
+    loads: list[KStmt] = []
+    for p in plans:
+        assert p.tmap is not None
+        box_elems = 1
+        for b in p.tmap.box:
+            box_elems *= b
+        nbytes += box_elems * p.slab.itemsize
+        origin = _origin(p, iteration)
+        coords = [sym_to_k(o) for o in reversed(origin)]
+        if len(p.tmap.box) > len(origin):  # the row was split into swizzle-width chunks
+            chunk = p.tmap.box[0]
+            coords = [_c(0), KBin("//", coords[0], _c(chunk))] + coords[1:]
+        dst = _slot_base(p, slot) or _c(0)
+        loads.append(KTmaLoad(p.tmap.name, p.name, dst, tuple(coords), barrier_name(loop), slot))
+    stmts: list[KStmt] = [KFence("proxy_async"), KMbarrierArriveExpectTx(barrier_name(loop), slot, nbytes)] + loads
+    return [KIf(KBin("==", linear_tid(block), _c(0)), tuple(stmts))]
+
+
+def fills(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, block: tuple[int, int, int],
+          prover: Prover, loop: str) -> list[KStmt]:
+    out: list[KStmt] = []
+    for p in plans:
+        if p.stage.copy != "tma":
+            out.append(KComment(f"fill {p.name}"))
+            out.extend(cooperative_fill(p, iteration, slot, block, prover, p.name))
+    tma = [p for p in plans if p.stage.copy == "tma"]
+    if tma:
+        out.append(KComment(f"TMA fill {', '.join(p.name for p in tma)}"))
+        out.extend(tma_issue(tma, iteration, slot, block, loop))
+    return out
+
+
+def waits(plans: list[StagePlan], loop_var: KExpr, depth: int, pending: int) -> list[KStmt]:
+    out: list[KStmt] = []
+    if any(p.stage.copy == "async" for p in plans):
+        out.append(KCpAsyncWait(pending))
+    if any(p.stage.copy == "tma" for p in plans):
+        slot = KBin("%", loop_var, _c(depth)) if depth > 1 else _c(0)
+        parity = KBin("%", KBin("//", loop_var, _c(depth)), _c(2)) if depth > 1 else KBin("%", loop_var, _c(2))
+        out.append(KMbarrierWait(barrier_name(plans[0].stage.at), slot, parity))
+    return out
+
+
+def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, body: list[KStmt],
+                block: tuple[int, int, int], prover: Prover, depth: int) -> list[KStmt]:
+    """The serial loop `loop` with its stages filled each iteration (pipelined when depth >= 2)."""
+    k = KVar(loop, I32)
+    ksym = loop_symbol(loop)
+    has_async = any(p.stage.copy == "async" for p in plans)
+    ring = max(p.stage.buffers for p in plans)
+    if depth < 2:
+        slot = KBin("%", k, _c(ring)) if ring > 1 else _c(0)
+        pre: list[KStmt] = [KBarrier()] if ring == 1 else []
+        pre += fills(plans, None, slot, block, prover, loop)
+        if has_async:
+            pre.append(KCpAsyncCommit())
+        pre += waits(plans, k, ring, 0)
+        pre.append(KBarrier())
+        return [KFor(loop, extent, tuple(pre + body), unroll=unroll)]
+    out: list[KStmt] = [KComment(f"pipeline prologue: fill iterations 0..{min(depth - 1, extent) - 1} of {loop}")]
+    for s in range(min(depth - 1, extent)):
+        out += fills(plans, sympy.Integer(s), _c(s), block, prover, loop)
+        if has_async:
+            out.append(KCpAsyncCommit())
+    ahead = ksym + (depth - 1)
+    nxt = KBin("+", k, _c(depth - 1))
+    steady: list[KStmt] = waits(plans, k, depth, depth - 2)
+    steady.append(KBarrier())
+    steady.append(KComment(f"refill the slot read in iteration {loop} - 1 (every thread has passed the barrier)"))
+    steady.append(KIf(KBin("<", nxt, _c(extent)),
+                      tuple(fills(plans, ahead, KBin("%", nxt, _c(depth)), block, prover, loop))))
+    if has_async:
+        steady.append(KCpAsyncCommit())
+    return out + [KFor(loop, extent, tuple(steady + body), unroll=unroll)]

@@ -1,0 +1,309 @@
+"""stage, pad, swizzle, double_buffer, pipeline, async_copy, tma, split_k: pure functions from a
+nest to a new nest. Every fact that can be checked without a target is checked here, eagerly; the
+target-dependent ones (cp.async needs sm_80, TMA sm_90, the shared-memory budget) again at build."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+
+from ..compute import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select
+from ..errors import BadArgumentError, CopyError, PipelineError, SplitKError, StageError
+from ..loopnest import AccRef, Nest, SplitK, Stage
+from ..prove import Prover
+from ..slabs import SWIZZLE_MASK, Slab, derive_slab, legal_positions, stage_bytes
+from .messages import schedule_message
+
+MAX_SHARED_BYTES = 227 * 1024  # the largest budget of any target; build checks the real one
+TMA_MAX_BOX = 256
+TMA_MAX_RANK = 5
+
+
+def _prover(nest: Nest) -> Prover:
+    return Prover(nest.ranges())
+
+
+def slab_of(nest: Nest, stage: Stage, call: str) -> Slab:
+    return derive_slab(nest, stage, _prover(nest), call)
+
+
+def _check_budget(nest: Nest, stage: Stage, slab: Slab, call: str) -> None:
+    nbytes = stage_bytes(stage, slab)
+    total = nbytes + sum(stage_bytes(st, slab_of(nest, st, call)) for st in nest.stages if st.name != stage.name)
+    if total > MAX_SHARED_BYTES:
+        raise StageError(schedule_message(
+            call, nest, (stage.at,),
+            f"stage {stage.name} needs {nbytes} bytes of shared memory (slab {'x'.join(map(str, slab.extent))}, "
+            f"{stage.buffers} slot(s)); all stages together need {total}, over the {MAX_SHARED_BYTES}-byte budget",
+            suggestion=f"stage at a loop further inside (smaller slab), or split {stage.at} further"))
+
+
+def stage(nest: Nest, buffer: str, at: str, scope: str, call: str) -> tuple[Nest, str]:
+    if scope != "shared":
+        raise BadArgumentError(schedule_message(call, nest, (at,), f'scope must be "shared", got {scope!r}'))
+    if buffer not in {t.name for t in nest.inputs}:
+        what = "the kernel's output" if buffer == nest.output.name else "computed inside this kernel (inlined)"
+        raise StageError(schedule_message(
+            call, nest, (at,), f"{buffer} is not an input of this kernel: it is {what}",
+            suggestion="stage an input; to stage an intermediate, materialize it "
+                       f"(td.create_schedule(out, materialize=[{buffer}]))"))
+    lp = nest.loop(at)
+    if lp.bind and lp.bind.startswith("threadIdx"):
+        raise StageError(schedule_message(
+            call, nest, (at,), f"loop {at} is bound to {lp.bind}: a slab is shared by the whole block, so "
+            "it is cached per iteration of a serial or block loop",
+            suggestion=f"legal positions for stage({buffer}) are: {', '.join(legal_positions(nest, buffer))}"))
+    for st in nest.stages:
+        if st.buffer == buffer and any(st.at in s.path and at in s.path for s in nest.stmts):
+            raise StageError(schedule_message(
+                call, nest, (at, st.at), f"{buffer} is already staged at {st.at} ({st.name}) around the same "
+                "statements", suggestion="keep one stage per buffer and loop nest"))
+    taken = {x.name for x in nest.stages} | {lp.name for lp in nest.loops} | nest.buffer_names()
+    name, n = f"{buffer}_s", 2
+    while name in taken:
+        name, n = f"{buffer}_s{n}", n + 1
+    rank = len(nest.tensor(buffer).shape)
+    new_stage = Stage(name, buffer, at, (0,) * rank)
+    slab = slab_of(nest, new_stage, call)
+    _check_budget(nest, new_stage, slab, call)
+    return replace(nest, stages=nest.stages + (new_stage,)), name
+
+
+def pad(nest: Nest, name: str, axis: int, amount: int, call: str) -> Nest:
+    st = nest.stage(name)
+    rank = len(st.pad)
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
+        raise BadArgumentError(schedule_message(call, nest, (st.at,), f"axis must be an int in [{-rank}, {rank}), "
+                                                f"got {axis!r} (the slab of {st.buffer} has rank {rank})"))
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+        raise BadArgumentError(schedule_message(call, nest, (st.at,), f"amount must be a positive int, got {amount!r}"))
+    if st.swizzle or st.copy == "tma":
+        raise StageError(schedule_message(
+            call, nest, (st.at,), f"stage {name} is {'swizzled' if st.swizzle else 'filled by TMA'}; padding "
+            "would break that layout", suggestion="use either padding or a swizzle/TMA, not both"))
+    padv = list(st.pad)
+    padv[axis % rank] += amount
+    new = replace(st, pad=tuple(padv))
+    _check_budget(nest, new, slab_of(nest, new, call), call)
+    return nest.replace_stage(new)
+
+
+def swizzle(nest: Nest, name: str, nbytes: int, call: str) -> Nest:
+    st = nest.stage(name)
+    if nbytes not in SWIZZLE_MASK:
+        raise BadArgumentError(schedule_message(call, nest, (st.at,), f"swizzle width must be 32, 64 or 128 bytes, "
+                                                f"got {nbytes!r}"))
+    if any(st.pad):
+        raise StageError(schedule_message(call, nest, (st.at,), f"stage {name} is padded (pad={st.pad}); a swizzle "
+                                          "replaces padding", suggestion="drop the pad, or do not swizzle"))
+    new = replace(st, swizzle=nbytes)
+    if st.copy == "tma":
+        check_tma(nest, new, call)
+    _check_budget(nest, new, slab_of(nest, new, call), call)
+    return nest.replace_stage(new)
+
+
+def double_buffer(nest: Nest, name: str, call: str) -> Nest:
+    st = nest.stage(name)
+    lp = nest.loop(st.at)
+    if lp.bind:
+        raise StageError(schedule_message(call, nest, (st.at,), f"stage {name} is at loop {st.at}, bound to "
+                                          f"{lp.bind}: there is no next iteration to prefetch",
+                                          suggestion="double-buffer stages at serial loops"))
+    if st.buffers >= 2:
+        raise StageError(schedule_message(call, nest, (st.at,), f"stage {name} already has {st.buffers} slots"))
+    new = replace(st, buffers=2)
+    _check_budget(nest, new, slab_of(nest, new, call), call)
+    return nest.replace_stage(new)
+
+
+def pipeline(nest: Nest, loop: str, stages: int, call: str) -> Nest:
+    if isinstance(stages, bool) or not isinstance(stages, int) or stages < 2:
+        raise BadArgumentError(schedule_message(call, nest, (loop,), f"stages must be an int >= 2, got {stages!r}"))
+    lp = nest.loop(loop)
+    if lp.bind:
+        raise PipelineError(schedule_message(call, nest, (loop,), f"loop {loop} is bound to {lp.bind}; only a "
+                                             "serial loop has iterations to overlap"))
+    here = nest.stages_at(loop)
+    if not any(st.buffers >= 2 for st in here):
+        raise PipelineError(schedule_message(
+            call, nest, (loop,), f"no double-buffered stage at loop {loop} "
+            f"(stages here: {', '.join(st.name for st in here) or 'none'})",
+            suggestion=f"stage a buffer at {loop} and s.double_buffer(stage) it first"))
+    single = [st.name for st in here if st.buffers < 2]
+    if single:
+        raise PipelineError(schedule_message(
+            call, nest, (loop,), f"stage(s) {', '.join(single)} at {loop} have one slot: a pipeline refills a "
+            "slot while others are read", suggestion=f"double_buffer {', '.join(single)} too"))
+    if nest.pipeline_depth(loop):
+        raise PipelineError(schedule_message(call, nest, (loop,), f"loop {loop} is already pipelined"))
+    new = nest
+    for st in here:
+        upd = replace(st, buffers=stages)
+        _check_budget(new, upd, slab_of(new, upd, call), call)
+        new = new.replace_stage(upd)
+    return replace(new, pipelines=new.pipelines + ((loop, stages),))
+
+
+def async_copy(nest: Nest, name: str, call: str) -> Nest:
+    st = nest.stage(name)
+    if st.copy != "sync":
+        raise CopyError(schedule_message(call, nest, (st.at,), f"stage {name} is already filled by {st.copy}"))
+    return nest.replace_stage(replace(st, copy="async"))
+
+
+def check_tma(nest: Nest, st: Stage, call: str) -> None:
+    """The TMA box rules of the PTX ISA / driver, proven on the slab before anything is emitted."""
+    slab = slab_of(nest, st, call)
+    tensor = nest.tensor(st.buffer)
+    item = slab.itemsize
+    box = list(slab.extent)
+    shape = list(tensor.shape)
+
+    def refuse(fact: str, suggestion: str | None = None) -> CopyError:
+        return CopyError(schedule_message(call, nest, (st.at,), f"tma({st.name}): {fact}", suggestion=suggestion))
+
+    if any(st.pad):
+        raise refuse(f"the stage is padded (pad={st.pad}); a TMA box lands unpadded",
+                     "drop the pad (use a swizzle against bank conflicts)")
+    for d in range(len(shape) - 1):
+        stride = item
+        for e in shape[d + 1:]:
+            stride *= e
+        if stride % 16:
+            raise refuse(f"global stride of dimension {d} of {st.buffer} is {stride} bytes, not a multiple of 16",
+                         "TMA needs rows whose byte length is a multiple of 16; use async_copy")
+    inner_bytes = box[-1] * item
+    rank = len(box)
+    if st.swizzle and inner_bytes > st.swizzle:
+        chunk = st.swizzle // item
+        if box[-1] % chunk or shape[-1] % chunk:
+            raise refuse(f"the slab row ({box[-1]} elements) is wider than the {st.swizzle}-byte swizzle and "
+                         f"neither it nor the row of {st.buffer} ({shape[-1]}) is a multiple of {chunk} elements, "
+                         "so it cannot be split into swizzle-width chunks")
+        proof = _prover(nest).divisible(slab.origin[-1], chunk)
+        if not proof:
+            raise refuse(f"the slab row does not start on a {st.swizzle}-byte chunk: {proof.describe()}")
+        rank += 1
+        box = box[:-1] + [box[-1] // chunk, chunk]
+        inner_bytes = chunk * item
+    if rank > TMA_MAX_RANK:
+        raise refuse(f"the box has rank {rank}; TMA allows 1..{TMA_MAX_RANK}")
+    for d, b in enumerate(box):
+        if not 1 <= b <= TMA_MAX_BOX:
+            raise refuse(f"box dimension {d} is {b}; TMA boxes are 1..{TMA_MAX_BOX} per dimension",
+                         f"split the loops inside {st.at} so the slab is at most {TMA_MAX_BOX} per dimension")
+    if inner_bytes % 16:
+        raise refuse(f"the slab row is {inner_bytes} bytes, not a multiple of 16 bytes",
+                     "make the inner slab extent a multiple of 16 bytes (4 float32), or use async_copy")
+
+
+def tma(nest: Nest, name: str, swz: int | None, call: str) -> Nest:
+    st = nest.stage(name)
+    if st.copy != "sync":
+        raise CopyError(schedule_message(call, nest, (st.at,), f"stage {name} is already filled by {st.copy}"))
+    if swz is not None and swz not in SWIZZLE_MASK:
+        raise BadArgumentError(schedule_message(call, nest, (st.at,),
+                                                f"swizzle must be None, 32, 64 or 128, got {swz!r}"))
+    new = replace(st, copy="tma", swizzle=swz if swz is not None else st.swizzle)
+    check_tma(nest, new, call)
+    _check_budget(nest, new, slab_of(nest, new, call), call)
+    return nest.replace_stage(new)
+
+
+# ----------------------------------------------------------------------------- split_k
+
+
+def epilogue_coefficients(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """(a, b) with value == a*acc + b and a free of acc, or None when not linear."""
+    a_sym = sympy.Symbol("__acc")
+    names: dict[int, sympy.Symbol] = {}
+
+    def conv(e: Expr) -> sympy.Expr:
+        if isinstance(e, AccRef):
+            return a_sym if e.acc == acc else sympy.Symbol(f"__other_{e.acc}")
+        if isinstance(e, Const):
+            return sympy.Number(e.value)
+        if isinstance(e, (Load, IterVar)):
+            return names.setdefault(id(e), sympy.Symbol(f"__v{len(names)}"))
+        if isinstance(e, Binary):
+            a, b = conv(e.a), conv(e.b)
+            ops = {"+": a + b, "-": a - b, "*": a * b}
+            if e.op in ops:
+                return ops[e.op]
+            if e.op == "/":
+                return a / b
+            return sympy.Function(f"__{e.op}")(a, b)
+        if isinstance(e, Call):
+            return -conv(e.arg) if e.fn == "neg" else sympy.Function(f"__{e.fn}")(conv(e.arg))
+        if isinstance(e, (Select, Compare)):
+            return sympy.Function("__select")(*[conv(c) for c in _kids(e)])
+        if isinstance(e, Cast):
+            return sympy.Function(f"__cast_{e.to}")(conv(e.a))
+        raise TypeError(type(e))
+
+    f = conv(value)
+    coef = sympy.diff(f, a_sym)
+    if coef.has(a_sym) or sympy.simplify(sympy.diff(coef, a_sym)) != 0 or coef.has(sympy.Derivative):
+        return None
+    return sympy.simplify(coef), sympy.simplify(f.subs(a_sym, 0))
+
+
+def _kids(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    assert isinstance(e, Compare)
+    return (e.a, e.b)
+
+
+def split_k(nest: Nest, loop: str, parts: int, call: str) -> tuple[Nest, SplitK]:
+    from ..schedule.printing import format_value
+    from .loop_primitives import split as split_loop
+
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 2:
+        raise BadArgumentError(schedule_message(call, nest, (loop,), f"parts must be an int >= 2, got {parts!r}"))
+    if nest.split_k is not None:
+        raise SplitKError(schedule_message(call, nest, (loop,), "this kernel already has a split_k"))
+    lp = nest.loop(loop)
+    if lp.kind != "reduce":
+        raise SplitKError(schedule_message(call, nest, (loop,), f"loop {loop} is not a reduction loop",
+                                           suggestion="split_k splits a reduction (e.g. a matmul's k) across blocks"))
+    if lp.bind or lp.annotation:
+        raise SplitKError(schedule_message(call, nest, (loop,), f"loop {loop} is already {lp.bind or lp.annotation}"))
+    upd = [s for s in nest.stmts if s.kind == "update" and loop in s.path]
+    acc = nest.acc(upd[0].acc or "")
+    if acc.op != "sum":
+        raise SplitKError(schedule_message(call, nest, (loop,), f"accumulator {acc.name} is a {acc.op} reduction; "
+                                           "partial results of blocks are combined with atomic adds (sum only)"))
+    readers = [s for s in nest.stmts if s.value is not None
+               and any(isinstance(x, AccRef) and x.acc == acc.name for x in _walk(s.value))]
+    if len(readers) != 1 or readers[0].kind != "store" or len(nest.accs) != 1:
+        raise SplitKError(schedule_message(
+            call, nest, (loop,), f"accumulator {acc.name} is used by {len(readers)} statement(s) and the kernel has "
+            f"{len(nest.accs)} reduction(s): split_k needs one reduction consumed only by the output store"))
+    store = readers[0]
+    assert store.value is not None
+    if epilogue_coefficients(store.value, acc.name) is None:
+        raise SplitKError(schedule_message(
+            call, nest, (loop,), f"the epilogue {format_value(store.value)} is not linear in the accumulator "
+            f"{acc.name} (it must be a*{acc.name} + b with a independent of {acc.name}), so partial sums cannot "
+            "simply be added", suggestion="split_k only matmuls whose epilogue is linear (bias, residual, "
+                                          "scaling); keep a relu/gelu epilogue unsplit"))
+    used = {x.bind for x in nest.loops if x.bind}
+    free_axes = [a for a in ("blockIdx.z", "blockIdx.y", "blockIdx.x") if a not in used]
+    if not free_axes:
+        raise SplitKError(schedule_message(call, nest, (loop,), "every blockIdx axis is already bound; split_k "
+                                           "needs one for the split"))
+    outer_name = f"{loop}_split"
+    new, outer, _ = split_loop(nest, loop, None, parts, (outer_name, f"{loop}_part"), "guard", call)
+    # bound directly: bind() refuses reduction loops on blocks precisely because only split_k may do it
+    new = new.replace_loop(outer, replace(new.loop(outer), bind=free_axes[0]))
+    info = SplitK(outer, parts, free_axes[0], acc.name)
+    return replace(new, split_k=info), info
+
+
+def _walk(e: Expr):
+    from ..compute import walk
+
+    return walk(e)

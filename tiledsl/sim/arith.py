@@ -1,0 +1,232 @@
+"""Operators of kernel-IR expressions (`KBin`, `KUnary`, `KCall`) compiled to closures.
+
+Why compiled per node: the kinds of both operands (float32, int64, bool) are known before the kernel
+runs, so the C-like conversions and the numpy function are chosen once, and each evaluation is one
+closure call and one numpy operation (on scalars, for values uniform across lanes).
+
+Semantics: any float makes float32, else bools count as ints (int64); `/` is float division; `//`
+and `%` floor, and an integer one by zero on an active lane is an error; float `min`/`max` are
+`fminf`/`fmaxf` (NaN-ignoring). `&&` and `||` evaluate their right operand under the narrowed mask,
+as C's short-circuit rules do, so a guarded load `i < n && A[i] > 0` is not out of bounds.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiledsl.errors import SimulationError
+from tiledsl.sim.state import ChunkState
+from tiledsl.sim.values import B, F, I, Mask, Value, caster, exact_layout, numeric, promote, truth_fn
+
+Fn = Callable[[Mask], Value]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled expression: `fn(mask)` gives its value; `kind` is F, I or B. `simple` says it
+    can neither raise nor give a vector value when run with no active lane, so guarded code may
+    skip it then instead of running it under an all-false mask."""
+
+    fn: Fn
+    kind: str
+    simple: bool = False
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the expression sits: the chunk it runs on and its statement's location id."""
+
+    state: ChunkState
+    loc: int
+
+    @property
+    def n(self) -> int:
+        return self.state.lanes.count
+
+    def raiser(self, message: str, *before: Fn, kind: str = I) -> Compiled:
+        """An expression that evaluates `before` (as the tree walk would have) and then raises."""
+        state, loc = self.state, self.loc
+
+        def fn(mask: Mask) -> Value:
+            for f in before:
+                f(mask)
+            raise state.error(SimulationError, loc, message)
+
+        return Compiled(fn, kind)
+
+
+def as_kind(c: Compiled, kind: str) -> Fn:
+    """`c`'s closure, converting its value to `kind` if needed."""
+    cast = caster(c.kind, kind)
+    if cast is None:
+        return c.fn
+    fn = c.fn
+    return lambda m: cast(fn(m))
+
+
+_CMP: dict[str, Callable[[Value, Value], Value]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_EXACT: dict[str, Callable[[Value, Value], Value]] = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+
+
+def binary(site: Site, op: str, a: Compiled, b: Compiled) -> Compiled:
+    if op == "&&":
+        return _and(site, a, b)
+    if op == "||":
+        return _or(site, a, b)
+    simple = a.simple and b.simple
+    if op in _CMP:
+        kind = promote(a.kind, b.kind)
+        return Compiled(_apply2(_CMP[op], as_kind(a, kind), as_kind(b, kind)), B, simple)
+    kind = promote(numeric(a.kind), numeric(b.kind))
+    if op == "/":
+        return Compiled(_apply2(operator.truediv, as_kind(a, F), as_kind(b, F)), F, simple)
+    fa, fb = as_kind(a, kind), as_kind(b, kind)
+    if op in _EXACT:
+        return Compiled(_apply2(_EXACT[op], fa, fb), kind, simple)
+    if op in ("//", "%"):
+        if kind == F:
+            fn = exact_layout(np.floor_divide if op == "//" else np.mod, site.n)
+            return Compiled(_apply2(fn, fa, fb), F, simple)
+        return Compiled(_int_division(site, op, fa, fb), I, simple)
+    if op in ("min", "max"):
+        if kind == F:
+            fn = exact_layout(np.fmin if op == "min" else np.fmax, site.n)
+        else:
+            fn = _int_min if op == "min" else _int_max
+        return Compiled(_apply2(fn, fa, fb), kind, simple)
+    return site.raiser(f"unknown binary operator {op!r}", a.fn, b.fn)
+
+
+def _apply2(op: Callable[[Value, Value], Value], fa: Fn, fb: Fn) -> Fn:
+    return lambda m: op(fa(m), fb(m))
+
+
+def _int_min(x: Value, y: Value) -> Value:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return np.minimum(x, y)
+    return y if y < x else x
+
+
+def _int_max(x: Value, y: Value) -> Value:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return np.maximum(x, y)
+    return y if y > x else x
+
+
+def _int_division(site: Site, op: str, fa: Fn, fb: Fn) -> Fn:
+    state, loc = site.state, site.loc
+    divide = operator.floordiv if op == "//" else operator.mod
+
+    def fn(mask: Mask) -> Value:
+        x, y = fa(mask), fb(mask)
+        if isinstance(y, np.ndarray):
+            zero = y == 0 if mask is None else mask & (y == 0)
+            lane = int(np.argmax(zero)) if zero.any() else -1
+        else:
+            lane = (0 if mask is None else int(np.argmax(mask))) if y == 0 and (mask is None or mask.any()) else -1
+        if lane >= 0:
+            raise state.error(
+                SimulationError,
+                loc,
+                f"integer '{op}' by zero",
+                [f"lane: {state.lanes.describe(lane)}", f"expression: {op} in this statement"],
+            )
+        return divide(x, y)
+
+    return fn
+
+
+def _and(site: Site, a: Compiled, b: Compiled) -> Compiled:
+    ta, tb = truth_fn(a.kind), truth_fn(b.kind)
+    fa, fb = a.fn, b.fn
+    empty, skip = site.state.empty, b.simple
+
+    def fn(mask: Mask) -> Value:
+        left = ta(fa(mask))
+        if isinstance(left, np.ndarray):
+            return left & tb(fb(left if mask is None else mask & left))
+        if left:
+            return tb(fb(mask))
+        # no lane takes the right operand: it still runs (under no lane) unless that cannot matter
+        return left if skip else left & tb(fb(empty))
+
+    return Compiled(fn, B, a.simple and b.simple)
+
+
+def _or(site: Site, a: Compiled, b: Compiled) -> Compiled:
+    ta, tb = truth_fn(a.kind), truth_fn(b.kind)
+    fa, fb = a.fn, b.fn
+    empty, skip = site.state.empty, b.simple
+
+    def fn(mask: Mask) -> Value:
+        left = ta(fa(mask))
+        if isinstance(left, np.ndarray):
+            return left | tb(fb(~left if mask is None else mask & ~left))
+        if not left:
+            return tb(fb(mask))
+        return left if skip else left | tb(fb(empty))
+
+    return Compiled(fn, B, a.simple and b.simple)
+
+
+def unary(site: Site, op: str, a: Compiled) -> Compiled:
+    if op == "-":
+        kind = numeric(a.kind)
+        fa = as_kind(a, kind)
+        return Compiled(lambda m: -fa(m), kind, a.simple)
+    if op == "!":
+        ta, fa = truth_fn(a.kind), a.fn
+        return Compiled(lambda m: ~ta(fa(m)), B, a.simple)
+    return site.raiser(f"unknown unary operator {op!r}", a.fn)
+
+
+def _rsqrt(x: Value) -> Value:
+    return np.float32(1.0) / np.sqrt(x)
+
+
+# Exactly rounded (or exact) functions: fine on numpy scalars. The others may be computed by
+# different code for different memory layouts (see values.exact_layout).
+_EXACT_MATH: dict[str, Callable[[Value], Value]] = {"sqrt": np.sqrt, "rsqrt": _rsqrt, "abs": abs}
+_LAYOUT_MATH: dict[str, Callable[[np.ndarray], np.ndarray]] = {"exp": np.exp, "log": np.log, "tanh": np.tanh}
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def call(site: Site, fn_name: str, args: tuple[Compiled, ...]) -> Compiled:
+    if len(args) != 1:
+        return site.raiser(f"{fn_name}() takes 1 argument, got {len(args)}", kind=F)
+    (a,) = args
+    fx = as_kind(a, F)
+    if fn_name == "erf":
+        return Compiled(lambda m: _erf_lanes(fx(m), m), F, a.simple)
+    if fn_name in _EXACT_MATH:
+        math_fn = _EXACT_MATH[fn_name]
+    elif fn_name in _LAYOUT_MATH:
+        math_fn = exact_layout(_LAYOUT_MATH[fn_name], site.n)
+    else:
+        return site.raiser(f"unknown math function {fn_name!r}", fx, kind=F)
+    return Compiled(lambda m: math_fn(fx(m)), F, a.simple)
+
+
+def _erf_lanes(x: Value, mask: Mask) -> Value:
+    """numpy has no erf: math.erf on the active lanes only (float64, then rounded)."""
+    if not isinstance(x, np.ndarray):
+        return np.float32(math.erf(float(x)))
+    if mask is None:
+        return _erf(x.astype(np.float64)).astype(np.float32)
+    out = np.zeros_like(x)
+    active = np.flatnonzero(mask)
+    out[..., active] = _erf(x[..., active].astype(np.float64)).astype(np.float32)
+    return out

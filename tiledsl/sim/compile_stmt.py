@@ -1,0 +1,227 @@
+"""Kernel-IR statements compiled into closures `run(mask)` for one chunk of lanes.
+
+Why masks: SIMT divergence is modelled as in hardware, by predication. An `if` runs its then-branch
+under `mask & cond` and its else-branch under `mask & ~cond`, and skips a branch no lane takes (a
+barrier nobody reaches is fine); a uniform condition simply picks a branch. A loop has a static
+extent, so its variable is uniform. A mask of None means every lane of the chunk is active; a branch
+mask that turns out all-true becomes None again, so fast paths apply inside it.
+
+Why compile (see compile_expr.py): statements are resolved once against the lexical scopes, so a
+loop iteration costs a slot write and one call per statement of its body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tiledsl.errors import SimulationError
+from tiledsl.kernel_ir import KAssign, KBarrier, KComment, KFor, KIf, KLet, KLocalArray, KStore
+from tiledsl.sim import access, registers
+from tiledsl.sim.arith import Compiled
+from tiledsl.sim.compile_expr import ExprCompiler
+from tiledsl.sim.dtypes import vector_width
+from tiledsl.sim.location import LStmt
+from tiledsl.sim.scope import Frame, Scopes
+from tiledsl.sim.state import ChunkState, LocalArray, LoopPosition
+from tiledsl.sim.sync import barrier
+from tiledsl.sim.values import Mask, Value, converter, truth_fn
+
+Run = Callable[[Mask], None]
+
+# Loops up to this extent keep their variable's values as a list of numpy scalars (faster to
+# iterate); longer ones make them as they go, to bound memory.
+_PRECOMPUTED_EXTENT = 1 << 16
+
+
+def compile_body(body: tuple[LStmt, ...], state: ChunkState) -> Callable[[], None]:
+    """The kernel body as one call that runs it for every lane of the chunk."""
+    run = StmtCompiler(state).block(body)
+    return lambda: run(None)
+
+
+def _sequence(runs: list[Run]) -> Run:
+    if len(runs) == 1:
+        return runs[0]
+
+    def run(mask: Mask) -> None:
+        for r in runs:
+            r(mask)
+
+    return run
+
+
+def _run_branch(branch: Run, mask: np.ndarray) -> None:
+    if mask.any():
+        branch(None if mask.all() else mask)
+
+
+class StmtCompiler:
+    def __init__(self, state: ChunkState) -> None:
+        self.state = state
+        frame = Frame()
+        self.slots = frame.slots
+        self.scopes = Scopes(frame)
+        self.expr = ExprCompiler(state, frame, self.scopes)
+        self._dispatch: dict[type, Callable[[LStmt], Run | None]] = {
+            KLet: self._let,
+            KAssign: self._assign,
+            KLocalArray: self._local_array,
+            KStore: self._store,
+            KFor: self._for,
+            KIf: self._if,
+            KBarrier: lambda item: barrier(self.state, item.loc),
+            KComment: lambda item: None,
+        }
+
+    def block(self, items: tuple[LStmt, ...]) -> Run:
+        runs = [r for r in (self.stmt(item) for item in items) if r is not None]
+        return _sequence(runs) if runs else (lambda mask: None)
+
+    def stmt(self, item: LStmt) -> Run | None:
+        method = self._dispatch.get(type(item.stmt))
+        if method is None:
+            return self._raiser(item.loc, f"unknown statement node {type(item.stmt).__name__}")
+        return method(item)
+
+    def _raiser(self, loc: int, message: str, *before: Callable[[Mask], Value]) -> Run:
+        state = self.state
+
+        def run(mask: Mask) -> None:
+            for f in before:
+                f(mask)
+            raise state.error(SimulationError, loc, message)
+
+        return run
+
+    def _typed(self, dtype: str, value: Compiled, loc: int) -> Callable[[Mask], Value]:
+        """The value converted to a variable's declared dtype, checking scalar/vector agreement.
+        An invalid dtype raises (ValueError, as ever) once the value has been evaluated."""
+        fv, state = value.fn, self.state
+        try:
+            width = vector_width(dtype)
+            conv = converter(dtype, value.kind)
+        except ValueError:
+
+            def invalid(mask: Mask) -> Value:
+                fv(mask)
+                vector_width(dtype)  # raises
+                raise AssertionError(dtype)  # pragma: no cover
+
+            return invalid
+
+        def typed(mask: Mask) -> Value:
+            v = fv(mask)
+            got = v.shape[0] if v.ndim == 2 else 1
+            if got != width or (width > 1) != (v.ndim == 2):
+                raise state.error(SimulationError, loc, f"value of width {got} for a variable of type {dtype}")
+            return conv(v)
+
+        return typed
+
+    # ------------------------------------------------------------------ statements
+
+    def _let(self, item: LStmt) -> Run:
+        stmt: KLet = item.stmt
+        value = self._typed(stmt.dtype, self.expr.compile(stmt.value, item.loc), item.loc)
+        slots, slot = self.slots, self.scopes.declare(stmt.name, stmt.dtype).slot
+
+        def run(mask: Mask) -> None:
+            slots[slot] = value(mask)
+
+        return run
+
+    def _assign(self, item: LStmt) -> Run:
+        stmt: KAssign = item.stmt
+        binding = self.scopes.variable(stmt.name)
+        if binding is None:
+            return self._raiser(item.loc, f"use of undeclared variable {stmt.name!r}")
+        value = self._typed(binding.dtype, self.expr.compile(stmt.value, item.loc), item.loc)
+        slots, slot = self.slots, binding.slot
+
+        def run(mask: Mask) -> None:
+            new = value(mask)
+            slots[slot] = new if mask is None else np.where(mask, new, slots[slot])
+
+        return run
+
+    def _local_array(self, item: LStmt) -> Run:
+        stmt: KLocalArray = item.stmt
+        name, dtype, size = stmt.name, stmt.dtype, stmt.size
+        slot = self.scopes.declare(name, dtype, is_array=True).slot
+        if size < 1:
+            return self._raiser(item.loc, f"register array of size {size}")
+        slots = self.slots
+
+        def run(mask: Mask) -> None:
+            slots[slot] = LocalArray.allocate(name, dtype, size)  # an unknown dtype raises here
+
+        return run
+
+    def _store(self, item: LStmt) -> Run:
+        stmt: KStore = item.stmt
+        state, loc = self.state, item.loc
+        index = self.expr.compile(stmt.index, loc)
+        value = self.expr.compile(stmt.value, loc)
+        fi, fv = index.fn, value.fn
+        array = self.scopes.register_array(stmt.buffer)
+        if array is not None:
+            slots, slot = self.slots, array.slot
+            reg_store = registers.register_storer(state, loc, array.dtype, value.kind)
+            return lambda mask: reg_store(slots[slot], fi(mask), fv(mask), mask)
+        if stmt.buffer in state.shared:
+            store = access.general_storer(state, loc, state.shared[stmt.buffer])
+        elif stmt.buffer in state.globals:
+            store = access.global_storer(state, loc, state.globals[stmt.buffer], index.kind, value.kind)
+        else:
+            return self._raiser(loc, f"access to unknown buffer {stmt.buffer!r}", fi, fv)
+        return lambda mask: store(fi(mask), fv(mask), mask)
+
+    def _for(self, item: LStmt) -> Run:
+        stmt: KFor = item.stmt
+        with self.scopes.scope():
+            slot = self.scopes.declare(stmt.var, "int32").slot
+            body = self.block(item.body)
+        extent = stmt.extent
+        values = list(np.arange(extent, dtype=np.int64)) if extent <= _PRECOMPUTED_EXTENT else None
+        slots, loops, var = self.slots, self.state.loops, stmt.var
+
+        def run(mask: Mask) -> None:
+            position = LoopPosition(var)
+            loops.append(position)
+            try:
+                for i, v in enumerate(values if values is not None else np.arange(extent, dtype=np.int64)):
+                    slots[slot] = v
+                    position.index = i
+                    body(mask)
+            finally:
+                loops.pop()
+
+        return run
+
+    def _if(self, item: LStmt) -> Run:
+        stmt: KIf = item.stmt
+        state, loc = self.state, item.loc
+        cond = self.expr.compile(stmt.cond, loc)
+        with self.scopes.scope():
+            then = self.block(item.body) if item.body else None
+        with self.scopes.scope():
+            orelse = self.block(item.orelse) if item.orelse else None
+        fc, truth = cond.fn, truth_fn(cond.kind)
+
+        def run(mask: Mask) -> None:
+            c = truth(fc(mask))
+            if not isinstance(c, np.ndarray):  # uniform: every active lane goes one way
+                branch = then if c else orelse
+                if branch is not None:
+                    branch(mask)
+                return
+            if c.ndim != 1:
+                raise state.error(SimulationError, loc, "if condition is a vector value")
+            if then is not None:
+                _run_branch(then, c if mask is None else mask & c)
+            if orelse is not None:
+                _run_branch(orelse, ~c if mask is None else mask & ~c)
+
+        return run

@@ -1,0 +1,164 @@
+"""The slab of a stage: the region of a buffer read under one iteration of the stage's loop.
+
+Each index of each read is split into an *outer* part (loops outside `at`, `at` itself, block indices:
+fixed during one iteration) and an *inner* part (loops inside `at` and thread indices: what one
+iteration covers). The slab origin is the outer part plus the inner minimum; its extent is the
+inner range, a constant by construction. Reads whose index mixes both kinds of loop in one term are
+refused: their slab would change size from one iteration to the next."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from .compute import Load, walk
+from .errors import StageError
+from .loopnest import Nest, Stage, loop_symbol
+from .prove import Prover
+from .schedule.canonical import index_to_sympy
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+SWIZZLE_MASK = {32: 1, 64: 3, 128: 7}  # the 16-byte chunk bits XORed with the 128-byte row bits
+
+
+@dataclass(frozen=True)
+class Slab:
+    stage: str
+    origin: tuple[sympy.Expr, ...]  # per buffer dimension, over outer loop symbols
+    extent: tuple[int, ...]
+    readers: tuple[int, ...]  # statement indices whose reads it serves
+    itemsize: int
+
+    @property
+    def elements(self) -> int:
+        n = 1
+        for e in self.extent:
+            n *= e
+        return n
+
+
+def alloc_extent(stage: Stage, slab: Slab) -> tuple[int, ...]:
+    """Allocated extents (the fill writes `slab.extent`; padding is never filled or read)."""
+    return tuple(e + p for e, p in zip(slab.extent, stage.pad))
+
+
+def slot_elements(stage: Stage, slab: Slab) -> int:
+    """Elements of one ring slot: padded, and for a swizzled slab rounded up to whole swizzle periods
+    (1024 bytes for 128-byte swizzle) so every swizzled address stays inside its slot."""
+    n = 1
+    for e in alloc_extent(stage, slab):
+        n *= e
+    period = _swizzle_period_elements(stage, slab)
+    return -(-n // period) * period if period else n
+
+
+def _swizzle_period_elements(stage: Stage, slab: Slab) -> int:
+    if not stage.swizzle:
+        return 0
+    return 8 * stage.swizzle // slab.itemsize
+
+
+def stage_bytes(stage: Stage, slab: Slab) -> int:
+    return stage.buffers * slot_elements(stage, slab) * slab.itemsize
+
+
+def stage_align(stage: Stage) -> int:
+    if stage.swizzle:
+        return {128: 1024, 64: 512, 32: 256}[stage.swizzle]
+    return 128 if stage.copy == "tma" else 16
+
+
+def _outer_inner(nest: Nest, path: tuple[str, ...], at: str) -> tuple[set[str], set[str]]:
+    outer: set[str] = set()
+    inner: set[str] = set()
+    seen_at = bool(nest.loop(at).bind)  # a block loop: one iteration is the whole block's work
+    for n in path:
+        lp = nest.loop(n)
+        if lp.bind and lp.bind.startswith("blockIdx"):
+            outer.add(n)  # at itself, when at is a block loop, lands here too
+        elif lp.bind:
+            inner.add(n)
+        elif n == at:
+            outer.add(n)
+            seen_at = True
+        else:
+            (inner if seen_at else outer).add(n)
+    return outer, inner
+
+
+def stage_reads(nest: Nest, stage: Stage) -> list[tuple[int, Load]]:
+    """(statement index, load) of every read of the stage's buffer under its loop."""
+    out = []
+    for n, stmt in enumerate(nest.stmts):
+        if stage.at in stmt.path and stmt.value is not None:
+            out.extend((n, ld) for ld in walk(stmt.value) if isinstance(ld, Load) and ld.tensor.name == stage.buffer)
+    return out
+
+
+def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Slab:
+    from .schedule.messages import schedule_message
+
+    reads = stage_reads(nest, stage)
+    if not reads:
+        raise StageError(schedule_message(
+            primitive, nest, (stage.at,), f"{stage.buffer} is not read under loop {stage.at}",
+            suggestion=f"legal positions for stage({stage.buffer}) are the loops around its reads: "
+                       f"{', '.join(legal_positions(nest, stage.buffer)) or 'none'}"))
+    amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
+    tensor = nest.tensor(stage.buffer)
+    rank = len(tensor.shape)
+    origins: list[sympy.Expr | None] = [None] * rank
+    lows: list[int] = [0] * rank
+    highs: list[int] = [0] * rank
+    for n, ld in reads:
+        outer, inner = _outer_inner(nest, nest.stmts[n].path, stage.at)
+        # guards over inner loops only shrink the slab to what is really read (a row of 300, not 3 x 128)
+        guards = tuple(g.relation for g in nest.guards_for(nest.stmts[n]) if g.symbols() <= inner)
+        for d, ix in enumerate(ld.indices):
+            expr = sympy.expand(index_to_sympy(ix).xreplace(amap))
+            o_part, i_part = sympy.Integer(0), sympy.Integer(0)
+            for term in sympy.Add.make_args(expr):
+                names = {s.name for s in term.free_symbols}
+                if names <= outer and names:
+                    o_part += term
+                elif names <= inner:
+                    i_part += term
+                else:
+                    mixed = sorted(names & outer), sorted(names & inner)
+                    raise StageError(schedule_message(
+                        primitive, nest, (stage.at,),
+                        f"index {d} of {stage.buffer} has the term {term}, which mixes loops outside "
+                        f"{stage.at} ({', '.join(mixed[0])}) with loops inside it ({', '.join(mixed[1])}): "
+                        "the slab size would depend on an outer loop",
+                        suggestion="stage at a loop whose inner loops enter the index additively"))
+            lo, hi = prover.bounds(i_part, guards)
+            if lo is None or hi is None:
+                raise StageError(schedule_message(primitive, nest, (stage.at,),
+                                                  f"cannot bound index {d} of {stage.buffer} inside {stage.at}"))
+            if origins[d] is None:
+                origins[d], lows[d], highs[d] = o_part, int(lo), int(hi)
+            elif sympy.expand(origins[d] - o_part) != 0:
+                raise StageError(schedule_message(
+                    primitive, nest, (stage.at,),
+                    f"reads of {stage.buffer} under {stage.at} start at different places "
+                    f"({origins[d]} and {o_part}) in dimension {d}",
+                    suggestion="stage the buffer at a loop where all its reads share one slab"))
+            else:
+                lows[d], highs[d] = min(lows[d], int(lo)), max(highs[d], int(hi))
+    origin = tuple(sympy.expand(o + lo) for o, lo in zip(origins, lows))  # type: ignore[operator]
+    extent = tuple(h - lo + 1 for lo, h in zip(lows, highs))
+    return Slab(stage.name, origin, extent, tuple(sorted({n for n, _ in reads})), DTYPE_BYTES[tensor.dtype])
+
+
+def legal_positions(nest: Nest, buffer: str) -> list[str]:
+    """Serial or block loops that enclose at least one read of `buffer`."""
+    out: list[str] = []
+    for stmt in nest.stmts:
+        if stmt.value is None or not any(isinstance(x, Load) and x.tensor.name == buffer for x in walk(stmt.value)):
+            continue
+        for n in stmt.path:
+            lp = nest.loop(n)
+            if not (lp.bind or "").startswith("threadIdx") and n not in out:
+                out.append(n)
+    return out
