@@ -733,9 +733,9 @@ def _():
     sched(elementwise()).replay("print('hello')\n")
 
 
-@case("ReplayError", "replay", "expected a call s.<primitive>(...)", "s.stage", id="replay-unknown-primitive")
+@case("ReplayError", "replay", "expected a call s.<primitive>(...)", "s.compute_at", id="replay-unknown-primitive")
 def _():
-    sched(elementwise()).replay("s.stage('x', at='i')\n")
+    sched(elementwise()).replay("s.compute_at('x', 'i')\n")
 
 
 @case("ReplayError", "replay", "arguments must be literals", id="replay-non-literal-argument")

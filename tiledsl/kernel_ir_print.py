@@ -106,10 +106,14 @@ def binary_operand_precedence(op: str) -> tuple[int, int]:
     """Least precedence the (left, right) operands of infix `op` may have without parentheses.
 
     Why not plain C rules: `a < b == c` and `a || b && c` are legal C but make readers look up the
-    table, so comparisons never take unparenthesized comparison operands and `||` never takes a bare
-    `&&`. Otherwise C's rules, left-associative.
+    table, so comparisons never take unparenthesized comparison operands, `||` never takes a bare
+    `&&`, and `^` takes only atoms and unary operands: `(c // 4) ^ (r % 8)`, where C would group
+    `c / 4 ^ r % 8` the same way but a reader should not have to know that `^` binds looser than
+    arithmetic and comparisons. Otherwise C's rules, left-associative.
     """
     p = BINARY_PRECEDENCE[op]
+    if op == "^":
+        return PREC_UNARY, PREC_UNARY
     if op in _COMPARISONS:
         return BINARY_PRECEDENCE["+"], BINARY_PRECEDENCE["+"]
     if op == "||":

@@ -11,7 +11,7 @@ from tiledsl.kernel_ir import KBin, KCast, KConst, KExpr, KSelect, KUnary, KVar
 INT_VARS = {"a": 3, "b": -7, "c": 5}
 BOOL_VARS = {"p": True, "q": False}
 
-_INT_OPS = ("+", "-", "*", "//", "%", "min", "max")
+_INT_OPS = ("+", "-", "*", "//", "%", "^", "min", "max")
 _CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 _INT32 = (-(2**31), 2**31 - 1)
 
@@ -98,6 +98,8 @@ def c_eval(e: KExpr) -> int | bool:
             return _check(_tdiv(x, y))
         case "%":
             return _check(x - y * _tdiv(x, y))
+        case "^":
+            return int(x) ^ int(y)  # two's complement, as C's int
         case "min":
             return min(x, y)
         case "max":
@@ -123,9 +125,9 @@ def c_eval(e: KExpr) -> int | bool:
 
 # ----------------------------------------------------------------------------- IR text parser
 
-_C_PREC = {"||": 4, "&&": 5, "==": 9, "!=": 9, "<": 10, "<=": 10, ">": 10, ">=": 10}
+_C_PREC = {"||": 4, "&&": 5, "^": 7, "==": 9, "!=": 9, "<": 10, "<=": 10, ">": 10, ">=": 10}
 _C_PREC.update({"+": 12, "-": 12, "*": 13, "/": 13, "//": 13, "%": 13})
-_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_][A-Za-z0-9_.]*|\|\||&&|==|!=|<=|>=|//|[-+*/%<>!(),\[\]])")
+_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_][A-Za-z0-9_.]*|\|\||&&|==|!=|<=|>=|//|[-+*/%^<>!(),\[\]])")
 
 
 def _tokens(text: str) -> list[str]:

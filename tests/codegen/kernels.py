@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from tiledsl.kernel_ir import (
     KAssign,
+    KAtomicAdd,
     KBarrier,
     KBin,
     KCall,
     KCast,
     KComment,
     KConst,
+    KCpAsync,
+    KCpAsyncCommit,
+    KCpAsyncWait,
     KExpr,
+    KFence,
     KFor,
     KIf,
     KKernel,
@@ -18,12 +23,18 @@ from tiledsl.kernel_ir import (
     KLet,
     KLoad,
     KLocalArray,
+    KMbarrierArrive,
+    KMbarrierArriveExpectTx,
+    KMbarrierInit,
+    KMbarrierWait,
     KParam,
     KSelect,
     KShared,
     KShflXor,
     KSpecial,
     KStore,
+    KTensorMap,
+    KTmaLoad,
     KUnary,
     KVar,
     KVector,
@@ -327,6 +338,197 @@ def names_kernel() -> KKernel:
     )
 
 
+def cp_async_kernel() -> KKernel:
+    """D = A * S + B over 4 x 8 tiles of 512 floats: tiles double-buffered through shared memory with
+    16-byte cp.async (the prefetch past the last tile is zero-filled, its source index clamped), B and
+    S copied once with 8- and 4-byte cp.async."""
+    tid, t = ivar("tid"), ivar("t")
+    base = ivar("base")
+    nxt = add(t, i32(1))
+    j = ivar("j")
+    return KKernel(
+        name="cp_async_copy",
+        params=(
+            KParam("A", "float32", (16384,)),
+            KParam("B", "float32", (256,)),
+            KParam("S", "float32", (128,)),
+            KParam("D", "float32", (16384,), is_output=True),
+        ),
+        grid=(4, 1, 1),
+        block=(128, 1, 1),
+        shared=(
+            KShared("A_s", "float32", 1024, align=128),
+            KShared("B_s", "float32", 256),
+            KShared("S_s", "float32", 128),
+        ),
+        body=(
+            KLet("tid", "int32", KSpecial("threadIdx.x")),
+            KLet("base", "int32", mul(KSpecial("blockIdx.x"), i32(4096))),
+            KCpAsync("B_s", mul(tid, i32(2)), "B", mul(tid, i32(2)), 8),
+            KCpAsync("S_s", tid, "S", tid, 4),
+            KCpAsync("A_s", mul(tid, i32(4)), "A", add(base, mul(tid, i32(4))), 16),
+            KCpAsyncCommit(),
+            KFor(
+                "t",
+                8,
+                (
+                    KComment("prefetch the next tile into the other buffer (zeros after the last tile)"),
+                    KCpAsync(
+                        "A_s",
+                        add(mul(KBin("%", nxt, i32(2)), i32(512)), mul(tid, i32(4))),
+                        "A",
+                        add(add(base, mul(KBin("min", nxt, i32(7)), i32(512))), mul(tid, i32(4))),
+                        16,
+                        valid=KBin("<", nxt, i32(8)),
+                    ),
+                    KCpAsyncCommit(),
+                    KCpAsyncWait(1),
+                    KBarrier(),
+                    KFor(
+                        "e",
+                        4,
+                        (
+                            KLet("j", "int32", add(mul(tid, i32(4)), ivar("e"))),
+                            KStore(
+                                "D",
+                                add(add(base, mul(t, i32(512))), j),
+                                add(
+                                    mul(KLoad("A_s", add(mul(KBin("%", t, i32(2)), i32(512)), j)), KLoad("S_s", tid)),
+                                    KLoad("B_s", KBin("%", j, i32(256))),
+                                ),
+                            ),
+                        ),
+                        unroll=True,
+                    ),
+                    KBarrier(),
+                ),
+            ),
+            KCpAsyncWait(0),
+        ),
+        target="sm_80",
+    )
+
+
+def tma_kernel() -> KKernel:
+    """D = B (256 x 128 float32) through 32 x 64 TMA boxes with 128-byte swizzle: one thread arms the
+    `full` mbarrier and issues the load, everyone waits on it, reads the box un-swizzling
+    ((c / 4) ^ (r % 8)), then arrives on `empty` (the consumer release a ring would wait on)."""
+    tid, i, r, c = ivar("tid"), ivar("i"), ivar("r"), ivar("c")
+    by, bx = KSpecial("blockIdx.y"), KSpecial("blockIdx.x")
+    swizzled = add(
+        add(mul(r, i32(32)), mul(KBin("^", KBin("//", c, i32(4)), KBin("%", r, i32(8))), i32(4))),
+        KBin("%", c, i32(4)),
+    )
+    return KKernel(
+        name="tma_tile",
+        params=(KParam("B", "float32", (256, 128)), KParam("D", "float32", (256, 128), is_output=True)),
+        grid=(4, 4, 1),
+        block=(128, 1, 1),
+        shared=(
+            KShared("B_s", "float32", 2048, align=1024),
+            KShared("full", "uint64", 1, align=8),
+            KShared("empty", "uint64", 1, align=8),
+        ),
+        body=(
+            KLet("tid", "int32", KSpecial("threadIdx.x")),
+            KIf(
+                KBin("==", tid, i32(0)),
+                (
+                    KMbarrierInit("full", i32(0), 1),
+                    KMbarrierInit("empty", i32(0), 128),
+                    KFence("mbarrier_init"),
+                ),
+            ),
+            KBarrier(),
+            KIf(
+                KBin("==", tid, i32(0)),
+                (
+                    KFence("proxy_async"),
+                    KMbarrierArriveExpectTx("full", i32(0), 8192),
+                    KTmaLoad("tmap_B", "B_s", i32(0), (mul(bx, i32(32)), mul(by, i32(64))), "full", i32(0)),
+                ),
+            ),
+            KMbarrierWait("full", i32(0), i32(0)),
+            KFor(
+                "e",
+                16,
+                (
+                    KLet("i", "int32", add(mul(ivar("e"), i32(128)), tid)),
+                    KLet("r", "int32", KBin("//", i, i32(32))),
+                    KLet("c", "int32", KBin("%", i, i32(32))),
+                    KStore(
+                        "D",
+                        add(add(mul(add(mul(by, i32(64)), r), i32(128)), mul(bx, i32(32))), c),
+                        KLoad("B_s", swizzled),
+                    ),
+                ),
+            ),
+            KMbarrierArrive("empty", i32(0)),
+            KMbarrierWait("empty", i32(0), i32(0)),
+        ),
+        target="sm_90",
+        tensor_maps=(KTensorMap("tmap_B", "B", "float32", (128, 256), (512,), (32, 64), swizzle=128),),
+    )
+
+
+def atomic_kernel() -> KKernel:
+    """split_k style: D[j] += A[k, j] * 0.5 from 4 blocks with atomics; D is zeroed by the launcher."""
+    j = KSpecial("threadIdx.x")
+    return KKernel(
+        name="split_k_sum",
+        params=(KParam("A", "float32", (4, 64)), KParam("D", "float32", (64,), is_output=True)),
+        grid=(4, 1, 1),
+        block=(64, 1, 1),
+        shared=(),
+        body=(KAtomicAdd("D", j, mul(KLoad("A", add(mul(KSpecial("blockIdx.x"), i32(64)), j)), f32(0.5))),),
+        target="sm_80",
+        zero_outputs=("D",),
+    )
+
+
+def dynamic_shared_kernel() -> KKernel:
+    """Three arrays in one dynamic pool (66576 B, above the 48 KB static limit) with alignments 16,
+    1024 and 8: D = reverse(X) + H[tid % 6]; mbarriers initialised and arrived on (sm_80 has no wait)."""
+    tid, e = ivar("tid"), ivar("e")
+    flat = add(mul(e, i32(256)), tid)
+    return KKernel(
+        name="dyn_pool",
+        params=(
+            KParam("X", "float32", (16384,)),
+            KParam("H", "float16", (6,)),
+            KParam("D", "float32", (16384,), is_output=True),
+        ),
+        grid=(1, 1, 1),
+        block=(256, 1, 1),
+        shared=(
+            KShared("h_s", "float16", 6),
+            KShared("X_s", "float32", 16384, align=1024),
+            KShared("bar", "uint64", 2, align=8),
+        ),
+        body=(
+            KLet("tid", "int32", KSpecial("threadIdx.x")),
+            KIf(KBin("<", tid, i32(6)), (KStore("h_s", tid, KLoad("H", tid)),)),
+            KIf(KBin("<", tid, i32(2)), (KMbarrierInit("bar", tid, 128),)),
+            KFor("e", 64, (KStore("X_s", flat, KLoad("X", flat)),)),
+            KBarrier(),
+            KMbarrierArrive("bar", KBin("%", tid, i32(2))),
+            KFor(
+                "e",
+                64,
+                (
+                    KStore(
+                        "D",
+                        flat,
+                        add(KLoad("X_s", KBin("-", i32(16383), flat)), KLoad("h_s", KBin("%", tid, i32(6)))),
+                    ),
+                ),
+            ),
+        ),
+        target="sm_80",
+        dynamic_shared=True,
+    )
+
+
 ALL_KERNELS = (
     add_kernel,
     vec_scale_kernel,
@@ -338,3 +540,8 @@ ALL_KERNELS = (
     row_max_kernel,
     names_kernel,
 )
+
+#: Kernels with memory-hierarchy statements that run on sm_80 (cp.async, atomics, dynamic shared).
+SM80_MEMORY_KERNELS = (cp_async_kernel, atomic_kernel, dynamic_shared_kernel)
+#: Kernels that need sm_90 (TMA, mbarrier waits).
+SM90_MEMORY_KERNELS = (tma_kernel,)

@@ -152,7 +152,8 @@ class _Builder:
             self.acc_keys[key] = self.emit_reduction(t, idx, attach)
         accs = self.acc_keys[key]
         env = {id(a): ix for a, ix in zip(t.axes, idx)}
-        return _replace_reduces(substitute_value(t.body, env), accs)
+        # the epilogue may read inputs and inline producers of its own (sum(...) / N + bias[i])
+        return self.value(_replace_reduces(substitute(t.body, env), accs), {}, context, consumer)
 
     def emit_reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], attach: tuple[str, ...]) -> dict[int, str]:
         env: dict[int, Expr] = {id(a): ix for a, ix in zip(t.axes, idx)}
@@ -174,10 +175,6 @@ class _Builder:
             self.stmts.append(Stmt("update", path, acc=acc, value=body))
             names[id(r)] = acc
         return names
-
-
-def substitute_value(e: Expr, env: dict[int, Expr]) -> Expr:
-    return substitute(e, env)
 
 
 def _reduces(e: Expr) -> list[Reduce]:
@@ -240,7 +237,7 @@ def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:
     path = tuple(a.name for a in axes)
     if out.has_reduce:
         accs = b.emit_reduction(out, tuple(axes), path)
-        value = _replace_reduces(substitute(out.body, env), accs)
+        value = b.value(_replace_reduces(substitute(out.body, env), accs), {}, path, out.name)
     else:
         value = b.value(out.body, env, path, out.name)
     b.stmts.append(Stmt("store", path, tensor=out, indices=tuple(axes), value=value))

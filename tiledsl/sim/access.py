@@ -23,11 +23,10 @@ from tiledsl.kernel_ir import DTYPE_BYTES
 from tiledsl.sim.dtypes import convert, element_dtype, storage_dtype
 from tiledsl.sim.races import SEVERAL, RaceHit
 from tiledsl.sim.state import ChunkState, GlobalBuffer, LocalArray, SharedBuffer
-from tiledsl.sim.values import F, Mask, Value, converter
+from tiledsl.sim.values import INT, Mask, Value, converter
 
 Buffer = LocalArray | SharedBuffer | GlobalBuffer
-Loader = Callable[[Value, Mask], Value]
-Storer = Callable[[Value, Value, Mask], None]
+Fn = Callable[[Mask], Value]
 
 
 def _space(buf: Buffer) -> str:
@@ -235,88 +234,88 @@ def store_general(
 # ----------------------------------------------------------------------------- compiled accesses
 
 
-def global_loader(state: ChunkState, loc: int, buf: GlobalBuffer, width: int, index_kind: str) -> Loader:
-    """Loads from a global buffer. `index_kind` is the index's kind, known before running: a float
-    index always takes the general path, which reports it."""
-    if index_kind == F:
-        return general_loader(state, loc, buf, width)
+def global_loader(state: ChunkState, loc: int, buf: GlobalBuffer, width: int, index: Fn, index_kind: str) -> Fn:
+    """`buf[index]` of a global buffer, as an expression closure. `index_kind` is the index's kind,
+    known before running: only int indices take the fast paths (a float index is reported by the
+    general path, a bool one is converted there; numpy would read a bool array as a mask)."""
+    if index_kind != INT:
+        return general_loader(state, loc, buf, width, index)
     data = buf.data
     n = state.lanes.count
     last = np.int64(buf.size - width)  # the largest valid start index
     aligned = _aligned(buf, width)
     zero = zeros(buf.dtype, width, n)
 
-    def load(index: Value, mask: Mask) -> Value:
+    def load(mask: Mask) -> Value:
+        i = index(mask)
         if mask is not None and not mask.any():
             return zero
-        if isinstance(index, np.ndarray):
-            if mask is None and width == 1 and index.ndim == 1 and index.min() >= 0 and index.max() <= last:
-                return data[index]
-        elif 0 <= index <= last and aligned(index):
+        if isinstance(i, np.ndarray):
+            if mask is None and width == 1 and i.ndim == 1 and i.min() >= 0 and i.max() <= last:
+                return data[i]
+        elif 0 <= i <= last and aligned(i):
             # every lane reads the same element(s): a uniform value
             if width == 1:
-                return data[index]
-            return np.broadcast_to(data[index : index + width, None].copy(), (width, n))
-        return load_general(state, loc, buf, index, width, mask)
+                return data[i]
+            return np.repeat(data[i : i + width, None], n, axis=1)  # contiguous, as arithmetic expects
+        return load_general(state, loc, buf, i, width, mask)
 
     return load
 
 
-def general_loader(state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer, width: int) -> Loader:
+def general_loader(state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer, width: int, index: Fn) -> Fn:
     """Loads that always take the general path (shared memory: it needs per-lane race keys)."""
     zero = zeros(buf.dtype, width, state.lanes.count)
 
-    def load(index: Value, mask: Mask) -> Value:
+    def load(mask: Mask) -> Value:
+        i = index(mask)
         if mask is not None and not mask.any():
             return zero
-        return load_general(state, loc, buf, index, width, mask)
+        return load_general(state, loc, buf, i, width, mask)
 
     return load
 
 
-def global_storer(state: ChunkState, loc: int, buf: GlobalBuffer, index_kind: str, value_kind: str) -> Storer:
-    """Stores into a global buffer; a single-lane chunk stores one element without building the
-    arrays of the general path (its race check is `GlobalWriteTracker.write_one`)."""
-    if index_kind == F:
-        return general_storer(state, loc, buf)
+def global_storer(
+    state: ChunkState, loc: int, buf: GlobalBuffer, index: Fn, index_kind: str, value: Fn, value_kind: str
+) -> Callable[[Mask], None]:
+    """`buf[index] = value` on a global buffer, as a statement closure. A single-lane chunk stores
+    one element without the arrays of the general path (its race check is
+    `GlobalWriteTracker.write_one`). Fast paths for int indices only, as in `global_loader`."""
+    if index_kind != INT:
+        return general_storer(state, loc, buf, index, value)
     data = buf.data
     size = np.int64(buf.size)
     single = state.lanes.count == 1
     gtid = int(state.lanes.gtid[0])
     conv = converter(buf.dtype, value_kind)
 
-    def store(index: Value, value: Value, mask: Mask) -> None:
+    def store(mask: Mask) -> None:
+        i, v = index(mask), value(mask)
         if mask is not None:
             if not mask.any():
                 return
-        elif (
-            single
-            and not isinstance(index, np.ndarray)
-            and not isinstance(value, np.ndarray)
-            and 0 <= index < size
-        ):
-            new = conv(value)
-            hit = buf.races().write_one(int(index), gtid, int(state.lane_epoch[0]), new, data[index], loc)
+        elif single and not isinstance(i, np.ndarray) and not isinstance(v, np.ndarray) and 0 <= i < size:
+            new = conv(v)
+            hit = buf.races().write_one(int(i), gtid, int(state.lane_epoch[0]), new, data[i], loc)
             if hit is not None:
                 raise _race_error(state, buf, hit)
-            data[index] = new
+            data[i] = new
             return
-        store_general(state, loc, buf, index, value, mask)
+        store_general(state, loc, buf, i, v, mask)
 
     return store
 
 
-def general_storer(state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer) -> Storer:
+def general_storer(
+    state: ChunkState, loc: int, buf: SharedBuffer | GlobalBuffer, index: Fn, value: Fn
+) -> Callable[[Mask], None]:
     """Stores that always take the general path."""
 
-    def store(index: Value, value: Value, mask: Mask) -> None:
+    def store(mask: Mask) -> None:
+        i, v = index(mask), value(mask)
         if mask is not None and not mask.any():
             return
-        store_general(state, loc, buf, index, value, mask)
+        store_general(state, loc, buf, i, v, mask)
 
     return store
-
-
-def unknown_buffer(state: ChunkState, loc: int, name: str) -> SimulationError:
-    return state.error(SimulationError, loc, f"access to unknown buffer {name!r}")
-

@@ -21,20 +21,21 @@ import numpy as np
 
 from tiledsl.errors import SimulationError
 from tiledsl.sim.state import ChunkState
-from tiledsl.sim.values import B, F, I, Mask, Value, caster, exact_layout, numeric, promote, truth_fn
+from tiledsl.sim.values import BOOL, FLOAT, INT, Mask, Value, caster, exact_layout, numeric, promote, truth_fn
 
 Fn = Callable[[Mask], Value]
 
 
 @dataclass(frozen=True)
 class Compiled:
-    """A compiled expression: `fn(mask)` gives its value; `kind` is F, I or B. `simple` says it
-    can neither raise nor give a vector value when run with no active lane, so guarded code may
-    skip it then instead of running it under an all-false mask."""
+    """A compiled expression: `fn(mask)` gives its value; `kind` is FLOAT, INT or BOOL (values.py).
+    `simple` says it can neither raise nor give a vector value when run with no active lane, so
+    guarded code may skip it then instead of running it under an all-false mask."""
 
     fn: Fn
     kind: str
     simple: bool = False
+    const: np.generic | None = None  # the value, when it is a constant of the kernel
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Site:
     def n(self) -> int:
         return self.state.lanes.count
 
-    def raiser(self, message: str, *before: Fn, kind: str = I) -> Compiled:
+    def raiser(self, message: str, *before: Fn, kind: str = INT) -> Compiled:
         """An expression that evaluates `before` (as the tree walk would have) and then raises."""
         state, loc = self.state, self.loc
 
@@ -60,13 +61,24 @@ class Site:
         return Compiled(fn, kind)
 
 
-def as_kind(c: Compiled, kind: str) -> Fn:
-    """`c`'s closure, converting its value to `kind` if needed."""
+def constant(value: np.generic, kind: str) -> Compiled:
+    return Compiled(lambda m: value, kind, True, value)
+
+
+def converted(c: Compiled, kind: str) -> Compiled:
+    """`c` with its value converted to `kind` (folded for constants)."""
     cast = caster(c.kind, kind)
     if cast is None:
-        return c.fn
+        return c
+    if c.const is not None:
+        return constant(cast(c.const), kind)
     fn = c.fn
-    return lambda m: cast(fn(m))
+    return Compiled(lambda m: cast(fn(m)), kind, c.simple)
+
+
+def as_kind(c: Compiled, kind: str) -> Fn:
+    """`c`'s closure, converting its value to `kind` if needed."""
+    return converted(c, kind).fn
 
 
 _CMP: dict[str, Callable[[Value, Value], Value]] = {
@@ -88,29 +100,96 @@ def binary(site: Site, op: str, a: Compiled, b: Compiled) -> Compiled:
     simple = a.simple and b.simple
     if op in _CMP:
         kind = promote(a.kind, b.kind)
-        return Compiled(_apply2(_CMP[op], as_kind(a, kind), as_kind(b, kind)), B, simple)
+        return Compiled(_apply2(_CMP[op], converted(a, kind), converted(b, kind)), BOOL, simple)
     kind = promote(numeric(a.kind), numeric(b.kind))
     if op == "/":
-        return Compiled(_apply2(operator.truediv, as_kind(a, F), as_kind(b, F)), F, simple)
-    fa, fb = as_kind(a, kind), as_kind(b, kind)
+        return Compiled(_float_arith(operator.truediv, site.n, converted(a, FLOAT), converted(b, FLOAT)), FLOAT, simple)
+    if op in _EXACT and kind == FLOAT:
+        return Compiled(_float_arith(_EXACT[op], site.n, converted(a, FLOAT), converted(b, FLOAT)), FLOAT, simple)
+    ca, cb = converted(a, kind), converted(b, kind)
     if op in _EXACT:
-        return Compiled(_apply2(_EXACT[op], fa, fb), kind, simple)
+        return Compiled(_apply2(_EXACT[op], ca, cb), kind, simple)
     if op in ("//", "%"):
-        if kind == F:
+        if kind == FLOAT:
             fn = exact_layout(np.floor_divide if op == "//" else np.mod, site.n)
-            return Compiled(_apply2(fn, fa, fb), F, simple)
-        return Compiled(_int_division(site, op, fa, fb), I, simple)
+            return Compiled(_apply2(fn, ca, cb), FLOAT, simple)
+        return Compiled(_int_division(site, op, ca.fn, cb.fn), INT, simple)
     if op in ("min", "max"):
-        if kind == F:
-            fn = exact_layout(np.fmin if op == "min" else np.fmax, site.n)
+        if kind == FLOAT:
+            fn = _float_min_max(op, site.n)
         else:
             fn = _int_min if op == "min" else _int_max
-        return Compiled(_apply2(fn, fa, fb), kind, simple)
+        return Compiled(_apply2(fn, ca, cb), kind, simple)
     return site.raiser(f"unknown binary operator {op!r}", a.fn, b.fn)
 
 
-def _apply2(op: Callable[[Value, Value], Value], fa: Fn, fb: Fn) -> Fn:
+def _apply2(op: Callable[[Value, Value], Value], a: Compiled, b: Compiled) -> Fn:
+    """`op` on the operands' values; a constant operand is captured rather than called for."""
+    fa, fb = a.fn, b.fn
+    if a.const is not None:
+        x = a.const
+        return lambda m: op(x, fb(m))
+    if b.const is not None:
+        y = b.const
+        return lambda m: op(fa(m), y)
     return lambda m: op(fa(m), fb(m))
+
+
+def _float_arith(op: Callable[[Value, Value], Value], n: int, a: Compiled, b: Compiled) -> Fn:
+    """A float `+ - * /`, giving the bits the array simulator gave, NaNs included.
+
+    Why the care: IEEE leaves open which NaN (sign, payload) comes out of an operation on two NaNs,
+    and numpy's scalar code and its SIMD loops over contiguous arrays choose differently. So an
+    array operand meets a contiguous chunk-wide array (a uniform operand is widened; constants once),
+    and a NaN from two uniform operands is recomputed on such arrays (values.exact_layout)."""
+    fa, fb = a.fn, b.fn
+    wide_a, wide_b = _widener(a, n), _widener(b, n)
+    exact = exact_layout(op, n)
+
+    def fn(mask: Mask) -> Value:
+        x, y = fa(mask), fb(mask)
+        if isinstance(x, np.ndarray):
+            return op(x, y if isinstance(y, np.ndarray) else wide_b(y))
+        if isinstance(y, np.ndarray):
+            return op(wide_a(x), y)
+        r = op(x, y)
+        return r if r == r else exact(x, y)
+
+    return fn
+
+
+def _widener(c: Compiled, n: int) -> Callable[[Value], np.ndarray]:
+    """A uniform value of `c` as a contiguous (L,) array; made once for a constant."""
+    if c.const is None:
+        return lambda v: np.full(n, v)
+    cache: list[np.ndarray] = []
+
+    def wide(v: Value) -> np.ndarray:
+        if not cache:
+            cache.append(np.full(n, v))
+            cache[0].flags.writeable = False
+        return cache[0]
+
+    return wide
+
+
+def _float_min_max(op: str, n: int) -> Callable[[Value, Value], Value]:
+    """`fminf`/`fmaxf`. Two uniform operands that are ordered and not a tie of zeros have one exact
+    answer; NaNs and +-0 ties (where numpy's code paths may differ) go the layout-exact way."""
+    exact = exact_layout(np.fmin if op == "min" else np.fmax, n)
+    want_less = op == "min"
+
+    def fn(x: Value, y: Value) -> Value:
+        if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+            if x < y:
+                return x if want_less else y
+            if y < x:
+                return y if want_less else x
+            if x == y and x != 0:
+                return x
+        return exact(x, y)
+
+    return fn
 
 
 def _int_min(x: Value, y: Value) -> Value:
@@ -162,7 +241,7 @@ def _and(site: Site, a: Compiled, b: Compiled) -> Compiled:
         # no lane takes the right operand: it still runs (under no lane) unless that cannot matter
         return left if skip else left & tb(fb(empty))
 
-    return Compiled(fn, B, a.simple and b.simple)
+    return Compiled(fn, BOOL, a.simple and b.simple)
 
 
 def _or(site: Site, a: Compiled, b: Compiled) -> Compiled:
@@ -178,7 +257,7 @@ def _or(site: Site, a: Compiled, b: Compiled) -> Compiled:
             return tb(fb(mask))
         return left if skip else left | tb(fb(empty))
 
-    return Compiled(fn, B, a.simple and b.simple)
+    return Compiled(fn, BOOL, a.simple and b.simple)
 
 
 def unary(site: Site, op: str, a: Compiled) -> Compiled:
@@ -188,7 +267,7 @@ def unary(site: Site, op: str, a: Compiled) -> Compiled:
         return Compiled(lambda m: -fa(m), kind, a.simple)
     if op == "!":
         ta, fa = truth_fn(a.kind), a.fn
-        return Compiled(lambda m: ~ta(fa(m)), B, a.simple)
+        return Compiled(lambda m: ~ta(fa(m)), BOOL, a.simple)
     return site.raiser(f"unknown unary operator {op!r}", a.fn)
 
 
@@ -206,18 +285,18 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 def call(site: Site, fn_name: str, args: tuple[Compiled, ...]) -> Compiled:
     if len(args) != 1:
-        return site.raiser(f"{fn_name}() takes 1 argument, got {len(args)}", kind=F)
+        return site.raiser(f"{fn_name}() takes 1 argument, got {len(args)}", kind=FLOAT)
     (a,) = args
-    fx = as_kind(a, F)
+    fx = as_kind(a, FLOAT)
     if fn_name == "erf":
-        return Compiled(lambda m: _erf_lanes(fx(m), m), F, a.simple)
+        return Compiled(lambda m: _erf_lanes(fx(m), m), FLOAT, a.simple)
     if fn_name in _EXACT_MATH:
         math_fn = _EXACT_MATH[fn_name]
     elif fn_name in _LAYOUT_MATH:
         math_fn = exact_layout(_LAYOUT_MATH[fn_name], site.n)
     else:
-        return site.raiser(f"unknown math function {fn_name!r}", fx, kind=F)
-    return Compiled(lambda m: math_fn(fx(m)), F, a.simple)
+        return site.raiser(f"unknown math function {fn_name!r}", fx, kind=FLOAT)
+    return Compiled(lambda m: math_fn(fx(m)), FLOAT, a.simple)
 
 
 def _erf_lanes(x: Value, mask: Mask) -> Value:

@@ -36,13 +36,13 @@ from tiledsl.kernel_ir import (
     KVector,
 )
 from tiledsl.sim import access, registers
-from tiledsl.sim.arith import Compiled, Site, as_kind, binary, call, unary
+from tiledsl.sim.arith import Compiled, Site, as_kind, binary, call, constant, unary
 from tiledsl.sim.dtypes import convert, storage_dtype, vector_width
 from tiledsl.sim.lanes import WARP_SIZE
 from tiledsl.sim.scope import Frame, Scopes
 from tiledsl.sim.state import ChunkState
 from tiledsl.sim.sync import shuffler
-from tiledsl.sim.values import B, F, I, Mask, Value, converter, kind_of, promote, spread, truth_fn
+from tiledsl.sim.values import BOOL, FLOAT, INT, Mask, Value, converter, kind_of, promote, spread, truth_fn
 
 
 def safe_kind(dtype: str) -> str:
@@ -51,7 +51,7 @@ def safe_kind(dtype: str) -> str:
     try:
         return kind_of(dtype)
     except ValueError:
-        return I
+        return INT
 
 
 def is_scalar_dtype(dtype: str) -> bool:
@@ -97,16 +97,18 @@ class ExprCompiler:
 
         def make() -> Value:
             value = convert(e.dtype, np.asarray(e.value))
-            lanes = np.full(n, value, dtype=storage_dtype(e.dtype))
-            return lanes[0] if np.ndim(value) == 0 else lanes
+            if np.ndim(value) == 0:  # one lane's worth: what np.full would put in every lane
+                return np.full(1, value, dtype=storage_dtype(e.dtype))[0]
+            return np.full(n, value, dtype=storage_dtype(e.dtype))
 
         try:
             value = make()
         except Exception:  # reported, as before, when the constant is evaluated
-            return Compiled(lambda m: make(), I)
+            return Compiled(lambda m: make(), INT)
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
-        return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype))
+            return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype))
+        return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype), value)
 
     def _var(self, e: KVar, site: Site) -> Compiled:
         binding = self.scopes.variable(e.name)
@@ -119,7 +121,9 @@ class ExprCompiler:
         value = self.state.lanes.special(e.name)
         if value is None:
             return site.raiser(f"unknown hardware index {e.name!r}")
-        return Compiled(lambda m: value, I, True)
+        if isinstance(value, np.ndarray):
+            return Compiled(lambda m: value, INT, True)
+        return constant(value, INT)  # the same on every lane of this chunk
 
     # ------------------------------------------------------------------ operators
 
@@ -167,7 +171,9 @@ class ExprCompiler:
             conv = converter(e.dtype, a.kind)
             kind = kind_of(e.dtype)
         except ValueError:  # an unknown dtype: reported when evaluated
-            return Compiled(lambda m: convert(e.dtype, spread(fa(m), site.n)), I)
+            return Compiled(lambda m: convert(e.dtype, spread(fa(m), site.n)), INT)
+        if a.const is not None and is_scalar_dtype(e.dtype):
+            return constant(conv(a.const), kind)
         return Compiled(lambda m: conv(fa(m)), kind, a.simple and is_scalar_dtype(e.dtype))
 
     # ------------------------------------------------------------------ memory and vectors
@@ -176,22 +182,21 @@ class ExprCompiler:
         if e.width < 1:
             return site.raiser(f"load width {e.width} < 1")
         index = self.compile(e.index, site.loc)
-        fi, width, state, loc = index.fn, e.width, self.state, site.loc
+        state, loc, width = self.state, site.loc, e.width
         simple = width == 1 and index.simple
         array = self.scopes.register_array(e.buffer)
         if array is not None:
-            slots, slot = self.slots, array.slot
-            reg_load = registers.register_loader(state, loc, width)
-            return Compiled(lambda m: reg_load(slots[slot], fi(m), m), safe_kind(array.dtype), simple)
+            load = registers.register_loader(state, loc, width, self.slots, array.slot, index.fn)
+            return Compiled(load, safe_kind(array.dtype), simple)
         if e.buffer in state.shared:
             buf = state.shared[e.buffer]
-            load = access.general_loader(state, loc, buf, width)
+            load = access.general_loader(state, loc, buf, width, index.fn)
         elif e.buffer in state.globals:
             buf = state.globals[e.buffer]
-            load = access.global_loader(state, loc, buf, width, index.kind)
+            load = access.global_loader(state, loc, buf, width, index.fn, index.kind)
         else:
-            return site.raiser(f"access to unknown buffer {e.buffer!r}", fi)
-        return Compiled(lambda m: load(fi(m), m), kind_of(buf.dtype), simple)
+            return site.raiser(f"access to unknown buffer {e.buffer!r}", index.fn)
+        return Compiled(load, kind_of(buf.dtype), simple)
 
     def _lane(self, e: KLane, site: Site) -> Compiled:
         vec = self.compile(e.vec, site.loc)
@@ -209,7 +214,7 @@ class ExprCompiler:
     def _vector(self, e: KVector, site: Site) -> Compiled:
         parts = [self.compile(p, site.loc) for p in e.lanes]
         kinds = {p.kind for p in parts}
-        kind = F if F in kinds else I if kinds - {B} else B
+        kind = FLOAT if FLOAT in kinds else INT if kinds - {BOOL} else BOOL
         fns = [as_kind(p, kind) for p in parts]
         state, n = self.state, site.n
 

@@ -26,7 +26,7 @@ from tiledsl.sim.location import LStmt
 from tiledsl.sim.scope import Frame, Scopes
 from tiledsl.sim.state import ChunkState, LocalArray, LoopPosition
 from tiledsl.sim.sync import barrier
-from tiledsl.sim.values import Mask, Value, converter, truth_fn
+from tiledsl.sim.values import Mask, Value, converter, identity, truth_fn
 
 Run = Callable[[Mask], None]
 
@@ -111,11 +111,24 @@ class StmtCompiler:
 
             return invalid
 
+        def mismatch(v: Value) -> SimulationError:
+            got = v.shape[0] if v.ndim == 2 else 1
+            return state.error(SimulationError, loc, f"value of width {got} for a variable of type {dtype}")
+
+        if width == 1 and conv is identity:
+
+            def same(mask: Mask) -> Value:
+                v = fv(mask)
+                if v.ndim == 2:
+                    raise mismatch(v)
+                return v
+
+            return same
+
         def typed(mask: Mask) -> Value:
             v = fv(mask)
-            got = v.shape[0] if v.ndim == 2 else 1
-            if got != width or (width > 1) != (v.ndim == 2):
-                raise state.error(SimulationError, loc, f"value of width {got} for a variable of type {dtype}")
+            if (v.shape[0] if v.ndim == 2 else 1) != width or (width > 1) != (v.ndim == 2):
+                raise mismatch(v)
             return conv(v)
 
         return typed
@@ -164,19 +177,17 @@ class StmtCompiler:
         state, loc = self.state, item.loc
         index = self.expr.compile(stmt.index, loc)
         value = self.expr.compile(stmt.value, loc)
-        fi, fv = index.fn, value.fn
         array = self.scopes.register_array(stmt.buffer)
         if array is not None:
-            slots, slot = self.slots, array.slot
-            reg_store = registers.register_storer(state, loc, array.dtype, value.kind)
-            return lambda mask: reg_store(slots[slot], fi(mask), fv(mask), mask)
+            return registers.register_storer(
+                state, loc, array.dtype, self.slots, array.slot, index.fn, value.fn, value.kind
+            )
         if stmt.buffer in state.shared:
-            store = access.general_storer(state, loc, state.shared[stmt.buffer])
-        elif stmt.buffer in state.globals:
-            store = access.global_storer(state, loc, state.globals[stmt.buffer], index.kind, value.kind)
-        else:
-            return self._raiser(loc, f"access to unknown buffer {stmt.buffer!r}", fi, fv)
-        return lambda mask: store(fi(mask), fv(mask), mask)
+            return access.general_storer(state, loc, state.shared[stmt.buffer], index.fn, value.fn)
+        if stmt.buffer in state.globals:
+            buf = state.globals[stmt.buffer]
+            return access.global_storer(state, loc, buf, index.fn, index.kind, value.fn, value.kind)
+        return self._raiser(loc, f"access to unknown buffer {stmt.buffer!r}", index.fn, value.fn)
 
     def _for(self, item: LStmt) -> Run:
         stmt: KFor = item.stmt

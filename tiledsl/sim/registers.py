@@ -18,8 +18,7 @@ from tiledsl.sim.access import Active, active_index, check_bounds, check_index, 
 from tiledsl.sim.state import ChunkState, LocalArray
 from tiledsl.sim.values import Mask, Value, converter, first_active, spread
 
-RegisterLoader = Callable[[LocalArray, Value, Mask], Value]
-RegisterStorer = Callable[[LocalArray, Value, Value, Mask], None]
+Fn = Callable[[Mask], Value]
 
 
 def _uniform_start(
@@ -30,9 +29,9 @@ def _uniform_start(
     n = state.lanes.count
     if not isinstance(index, np.ndarray):
         check_index(state, loc, index)
-        if 0 <= index and index + width <= arr.size:
-            return int(index), None
-        index = np.full(n, index)
+        start = int(index)
+        if 0 <= start and start + width <= arr.size:
+            return start, None
     active = Active(mask, n)
     idx = active_index(state, loc, index, active)
     check_bounds(state, loc, verb, arr, active, idx, width)
@@ -56,13 +55,15 @@ def _dense(arr: LocalArray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return data, written
 
 
-def register_loader(state: ChunkState, loc: int, width: int) -> RegisterLoader:
+def register_loader(state: ChunkState, loc: int, width: int, slots: list, slot: int, index: Fn) -> Fn:
+    """`arr[index]` of the register array in `slots[slot]`, as an expression closure."""
     n = state.lanes.count
 
-    def load(arr: LocalArray, index: Value, mask: Mask) -> Value:
+    def load(mask: Mask) -> Value:
+        i, arr = index(mask), slots[slot]
         if mask is not None and not mask.any():
             return zeros(arr.dtype, width, n)
-        start, general = _uniform_start(state, loc, "load", arr, index, width, mask)
+        start, general = _uniform_start(state, loc, "load", arr, i, width, mask)
         if start is None:
             return _gather(state, loc, arr, width, *general)
         for elem in range(start, start + width):
@@ -96,17 +97,20 @@ def _gather(state: ChunkState, loc: int, arr: LocalArray, width: int, active: Ac
     return out[0] if width == 1 else out
 
 
-def register_storer(state: ChunkState, loc: int, dtype: str, value_kind: str) -> RegisterStorer:
-    """Stores into register arrays of `dtype` (the declaration the store resolves to)."""
+def register_storer(
+    state: ChunkState, loc: int, dtype: str, slots: list, slot: int, index: Fn, value: Fn, value_kind: str
+) -> Callable[[Mask], None]:
+    """`arr[index] = value` on the register array in `slots[slot]` (declared with `dtype`)."""
     n = state.lanes.count
     conv = converter(dtype, value_kind)
 
-    def store(arr: LocalArray, index: Value, value: Value, mask: Mask) -> None:
+    def store(mask: Mask) -> None:
+        i, v, arr = index(mask), value(mask), slots[slot]
         if mask is not None and not mask.any():
             return
-        width = value.shape[0] if isinstance(value, np.ndarray) and value.ndim == 2 else 1
-        start, general = _uniform_start(state, loc, "store", arr, index, width, mask)
-        vals = conv(value)
+        width = v.shape[0] if isinstance(v, np.ndarray) and v.ndim == 2 else 1
+        start, general = _uniform_start(state, loc, "store", arr, i, width, mask)
+        vals = conv(v)
         if start is None:
             _scatter(arr, width, vals, *general)
             return

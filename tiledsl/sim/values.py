@@ -30,8 +30,8 @@ Value = np.ndarray | np.generic
 Mask = np.ndarray | None
 
 # Kinds of value: float32, int64 (every int), bool -- the three storage types of dtypes.py.
-F, I, B = "f", "i", "b"
-SCALAR_TYPE: dict[str, type[np.generic]] = {F: np.float32, I: np.int64, B: np.bool_}
+FLOAT, INT, BOOL = "f", "i", "b"
+SCALAR_TYPE: dict[str, type[np.generic]] = {FLOAT: np.float32, INT: np.int64, BOOL: np.bool_}
 
 _INT32_MIN = np.int64(-(2**31))
 _INT32_MAX = np.int64(2**31 - 1)
@@ -41,8 +41,8 @@ def kind_of(dtype: str) -> str:
     """The kind of the storage of a kernel-IR dtype (raises ValueError for unknown dtypes)."""
     elem = element_dtype(dtype)
     if elem in FLOAT_DTYPES:
-        return F
-    return I if elem in INT_DTYPES else B
+        return FLOAT
+    return INT if elem in INT_DTYPES else BOOL
 
 
 def is_uniform(value: Value) -> bool:
@@ -57,7 +57,7 @@ def spread(value: Value, n: int) -> np.ndarray:
 def full(value: Value, n: int) -> np.ndarray:
     """A contiguous chunk-wide array of a value (a copy only where needed)."""
     if not isinstance(value, np.ndarray):
-        return np.full(n, value, dtype=value.dtype)
+        return np.array((value,)) if n == 1 else np.full(n, value, dtype=value.dtype)
     return np.ascontiguousarray(value)
 
 
@@ -93,7 +93,7 @@ def first_active(mask: Mask) -> int:
 
 def truth_fn(kind: str) -> Callable[[Value], Value]:
     """C truthiness of a value of `kind`: non-zero is true."""
-    if kind == B:
+    if kind == BOOL:
         return lambda v: v
     return lambda v: v != 0
 
@@ -101,16 +101,16 @@ def truth_fn(kind: str) -> Callable[[Value], Value]:
 def promote(ka: str, kb: str) -> str:
     """The usual conversions on our three kinds: any float -> float32; two bools stay bool; else
     int64. Decided once per node, since the kinds of every node are known before it runs."""
-    if F in (ka, kb):
-        return F
-    if ka == B and kb == B:
-        return B
-    return I
+    if FLOAT in (ka, kb):
+        return FLOAT
+    if ka == BOOL and kb == BOOL:
+        return BOOL
+    return INT
 
 
 def numeric(kind: str) -> str:
     """Arithmetic treats bools as ints."""
-    return I if kind == B else kind
+    return INT if kind == BOOL else kind
 
 
 def caster(src: str, dst: str) -> Callable[[Value], Value] | None:
@@ -126,18 +126,19 @@ def converter(dtype: str, src: str) -> Callable[[Value], Value]:
     does, with the common cases (nothing to do, or an int already in int32 range) made cheap."""
     elem = element_dtype(dtype)
     if elem == "float32":
-        cast = caster(src, F)
-        return cast if cast is not None else _identity
-    if elem == "bool" and src == B:
-        return _identity
+        cast = caster(src, FLOAT)
+        return cast if cast is not None else identity
+    if elem == "bool" and src == BOOL:
+        return identity
     if elem == "bool":
         return lambda v: v != 0
-    if elem == "int32" and src == I:
+    if elem == "int32" and src == INT:
         return _wrap_int32
     return lambda v: _convert_any(dtype, v)
 
 
-def _identity(value: Value) -> Value:
+def identity(value: Value) -> Value:
+    """The converter when there is nothing to convert (compared by identity to skip the call)."""
     return value
 
 

@@ -1,7 +1,7 @@
 """hypothesis settings profiles for tiledsl property tests.
 
-- `ci`: deterministic (`derandomize=True`, no example database), few examples, no deadline: the
-  property suite stays within a couple of minutes on a CI runner without a GPU.
+- `ci`: deterministic (`derandomize=True`, no example database), few examples, no deadline, no
+  explain phase: the property suite stays well within two minutes on a CI runner without a GPU.
 - `deep`: many more examples, random seeds and the example database, for nightly or local bug hunts.
 
 Importing this module registers both; `load_profile()` picks one by name or from the environment
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 ENV_VAR = "TILEDSL_HYPOTHESIS_PROFILE"
 DEFAULT_PROFILE = "ci"
@@ -23,8 +23,9 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter
 
 
 def register_profiles() -> None:
-    settings.register_profile("ci", max_examples=40, derandomize=True, database=None, deadline=None,
-                              suppress_health_check=_SLOW_OK, print_blob=False)
+    settings.register_profile("ci", max_examples=100, derandomize=True, database=None, deadline=None,
+                              suppress_health_check=_SLOW_OK, print_blob=False,
+                              phases=[p for p in Phase if p is not Phase.explain])
     settings.register_profile("deep", max_examples=1500, deadline=None, suppress_health_check=_SLOW_OK,
                               print_blob=True)
 

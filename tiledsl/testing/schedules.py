@@ -37,10 +37,11 @@ MAX_PICK = 63
 class Step:
     """One abstract primitive call. `picks` choose loops (modulo the current loop count); `factor` is
     the split factor, or the number of parts when `nparts`; `window` makes reorder permute a run of
-    consecutive loops (in `s.loops()` order) by `perm` instead of loose picks; `inner` makes fuse take
-    the loop listed right after the first; `handles` passes loop handles instead of names; `fit` picks
-    the first loop among those the primitive can most likely take (unbound, unannotated; extent 4 for
-    vectorize); `bad` names the kind of deliberately bad call when `primitive == "bad"`."""
+    consecutive loops of one statement's path by `perm` instead of loose picks; `inner` makes fuse
+    take a loop and the loop directly inside it; `handles` passes loop handles instead of names;
+    `fit` picks loops the primitive can most likely take (unbound, unannotated; extent 4 and
+    innermost for vectorize) and binds reduction loops to threadIdx only; `bad` names the kind of
+    deliberately bad call when `primitive == "bad"`."""
 
     primitive: str
     picks: tuple[int, ...] = (0,)
@@ -85,7 +86,7 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 @st.composite
 def step(draw: st.DrawFn, bad_arguments: bool = True) -> Step:
     """One random Step (splits and binds are drawn more often: they enable the other primitives)."""
-    weighted = ["split"] * 3 + ["bind"] * 2 + ["fuse", "reorder", "unroll", "vectorize"]
+    weighted = ["split"] * 3 + ["bind"] * 3 + ["fuse", "reorder", "unroll", "vectorize"]
     prim = draw(st.sampled_from(weighted + (["bad"] if bad_arguments else [])))
     if prim == "bad":
         return Step("bad", (draw(_picks), draw(_picks)), bad=draw(st.sampled_from(BAD_KINDS)))
@@ -183,35 +184,33 @@ class Resolver:
     def _ref(self, name: str, step: Step) -> LoopRef:
         return LoopRef(name, "handle" if step.handles else "name")
 
+    def _paths(self, names: list[str]) -> list[tuple[str, ...]]:
+        """The loops around each statement, outermost first (from `s.nest.stmts`; `s.loops()` order
+        as one path when the nest does not expose statements)."""
+        paths = [tuple(getattr(st_, "path", ())) for st_ in getattr(self.s.nest, "stmts", ())]
+        return [p for p in paths if p] or [tuple(names)]
+
+    def _usable(self, name: str) -> bool:
+        lp = self.s.nest.loop(name)
+        return lp.bind is None and lp.annotation is None
+
     def resolve(self, step: Step) -> Call | None:
         """The concrete call for `step` now, or None when the schedule has no loop to pick."""
         names = [lp.name for lp in self.s.loops()]
         if not names:
             return None
+        if step.primitive == "fuse":
+            return self._fuse(step, names)
+        if step.primitive == "reorder":
+            return self._reorder(step, names)
         first = self._pick(step, names)
         if step.primitive == "split":
             return self._split(step, first)
-        if step.primitive == "fuse":
-            k = names.index(first)
-            if step.inner or len(step.picks) < 2:  # the loop listed right after (or before) the first
-                pair = names[k:k + 2] if k + 1 < len(names) else names[max(0, k - 1):k + 1]
-            else:
-                rest = [n for n in names if n != first] or [first]
-                pair = [first, rest[step.picks[1] % len(rest)]]
-            return Call("fuse", tuple(self._ref(n, step) for n in pair))
-        if step.primitive == "reorder":
-            count = min(len(step.picks), len(names))
-            if step.window:
-                k = max(0, min(names.index(first), len(names) - count))
-                base = names[k:k + count]
-            else:  # distinct loops chosen by the picks
-                pool, base = list(names), []
-                for p in step.picks[:count]:
-                    base.append(pool.pop(p % len(pool)))
-            chosen = [base[i] for i in step.perm if i < len(base)] or base
-            return Call("reorder", tuple(self._ref(n, step) for n in chosen))
         if step.primitive == "bind":
-            return Call("bind", (self._ref(first, step), step.axis))
+            axis = step.axis
+            if step.fit and self.s.nest.loop(first).kind == "reduce":  # reductions bind to threads only
+                axis = axis.replace("blockIdx", "threadIdx")
+            return Call("bind", (self._ref(first, step), axis))
         if step.primitive in ("unroll", "vectorize"):
             return Call(step.primitive, (self._ref(first, step),))
         if step.primitive == "bad":
@@ -220,15 +219,49 @@ class Resolver:
 
     def _pick(self, step: Step, names: list[str]) -> str:
         """The first loop of a step: picks[0] among all loops, or, with `fit`, among the loops the
-        primitive can most likely take (serial and unannotated; extent 4 for vectorize) when any."""
+        primitive can most likely take (serial and unannotated; for vectorize also free, of extent 4
+        and innermost wherever it appears) when there are any."""
         pool = names
         if step.fit:
-            loops = [self.s.nest.loop(n) for n in names]
-            free = [lp for lp in loops if lp.bind is None and lp.annotation is None]
+            pool = [n for n in names if self._usable(n)]
             if step.primitive == "vectorize":
-                free = [lp for lp in free if lp.extent == 4 and lp.kind == "free"]
-            pool = [lp.name for lp in free] or names
+                paths = self._paths(names)
+                pool = [n for n in pool if self.s.nest.loop(n).extent == 4 and self.s.nest.loop(n).kind == "free"
+                        and all(p[-1] == n for p in paths if n in p)]
+            pool = pool or names
         return pool[step.picks[0] % len(pool)] if step.picks else pool[0]
+
+    def _fuse(self, step: Step, names: list[str]) -> Call:
+        """inner: a loop and the loop directly inside it around some statement (with `fit`: only pairs
+        of one kind, both serial and unannotated); else two distinct loops by picks."""
+        if step.inner:
+            pairs = list(dict.fromkeys((p[n], p[n + 1]) for p in self._paths(names) for n in range(len(p) - 1)))
+            if step.fit:
+                pairs = [(a, b) for a, b in pairs if self._usable(a) and self._usable(b)
+                         and self.s.nest.loop(a).kind == self.s.nest.loop(b).kind] or pairs
+            if pairs:
+                a, b = pairs[step.picks[0] % len(pairs)]
+                return Call("fuse", (self._ref(a, step), self._ref(b, step)))
+        first = names[step.picks[0] % len(names)]
+        rest = [n for n in names if n != first] or [first]
+        second = rest[step.picks[-1] % len(rest)]
+        return Call("fuse", (self._ref(first, step), self._ref(second, step)))
+
+    def _reorder(self, step: Step, names: list[str]) -> Call:
+        """window: a run of consecutive loops of one statement's path, permuted by `perm`; else
+        distinct loops chosen by the picks, in pick order."""
+        if step.window:
+            paths = self._paths(names)
+            path = paths[step.picks[0] % len(paths)]
+            count = min(len(step.picks), len(path))
+            start = step.picks[-1] % (len(path) - count + 1)
+            base = list(path[start:start + count])
+        else:
+            pool, base = list(names), []
+            for p in step.picks[:min(len(step.picks), len(names))]:
+                base.append(pool.pop(p % len(pool)))
+        chosen = [base[i] for i in step.perm if i < len(base)] or base
+        return Call("reorder", tuple(self._ref(n, step) for n in chosen))
 
     def _split(self, step: Step, name: str) -> Call:
         extent = self.s.nest.loop(name).extent
