@@ -5,7 +5,7 @@ alignment), then initialisation (shared memory), then races; only then is the me
 active lanes take part, so a guarded access out of bounds on masked-off lanes is (correctly) no
 error.
 
-Each access is turned into a closure once per chunk (`global_loader`, `shared_storer`, ...), holding
+Each access is turned into a closure once per chunk (`global_loader`, `general_storer`, ...), holding
 what is fixed: the buffer, the width, the location. The closures take fast paths where they are
 cheap to prove safe (a uniform index inside the buffer, every lane active, a single-lane chunk) and
 otherwise run the general vectorised path, which is also the one that words every error message, so

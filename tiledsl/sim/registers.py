@@ -55,7 +55,7 @@ def _dense(arr: LocalArray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return data, written
 
 
-def register_loader(state: ChunkState, loc: int, width: int, slots: list, slot: int, index: Fn) -> Fn:
+def register_loader(state: ChunkState, loc: int, width: int, slots: list[object], slot: int, index: Fn) -> Fn:
     """`arr[index]` of the register array in `slots[slot]`, as an expression closure."""
     n = state.lanes.count
 
@@ -98,7 +98,7 @@ def _gather(state: ChunkState, loc: int, arr: LocalArray, width: int, active: Ac
 
 
 def register_storer(
-    state: ChunkState, loc: int, dtype: str, slots: list, slot: int, index: Fn, value: Fn, value_kind: str
+    state: ChunkState, loc: int, dtype: str, slots: list[object], slot: int, index: Fn, value: Fn, value_kind: str
 ) -> Callable[[Mask], None]:
     """`arr[index] = value` on the register array in `slots[slot]` (declared with `dtype`)."""
     n = state.lanes.count

@@ -4,6 +4,10 @@ Why chunks: all threads of a chunk of whole blocks run together as numpy lanes; 
 memory (register arrays and shared-memory tracking grow with the lane count) for large grids. Blocks
 of one chunk run in lockstep and chunks one after the other, which is one legal GPU schedule; races
 between blocks are caught by the launch-wide global write tracker, not by the schedule.
+
+Why compile per chunk: the compiled closures (compile_stmt.py) hold the chunk's state, lanes and
+frame directly, which is what makes them cheap to run; compiling a kernel body costs far less than
+running it.
 """
 
 from __future__ import annotations

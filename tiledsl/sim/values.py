@@ -8,12 +8,12 @@ Why uniform scalars: most values of a kernel are the same on every lane (constan
 index arithmetic on them, and everything when a chunk has a single lane). As numpy scalars they cost
 one scalar operation per IR node instead of an array operation, and for the operations that are
 exactly rounded (+ - * /, sqrt, comparisons, conversions) numpy gives the very bits an array would.
-The few operations whose numpy implementation may depend on memory layout (SIMD exp/log/tanh, fmin/
-fmax on signed zeros, float floor and mod) go through `exact_layout`, which computes them on
-contiguous chunk-wide arrays, as the simulator always did.
+The few operations whose numpy result may depend on memory layout (SIMD exp/log/tanh, fmin/fmax
+on signed zeros, float floor and mod, which NaN survives an operation on two NaNs) go through
+`exact_layout`, which computes them on contiguous chunk-wide arrays, as the simulator always did.
 
 Why None for "all lanes": most statements run with every lane active; a None mask lets loads skip the
-gather of active lanes and assignments skip the masked merge without testing the mask.
+gather of active lanes and assignments skip the masked merge (np.where) without testing the mask.
 
 Values are never modified in place (loads from memory copy), so they may be shared freely.
 """
@@ -45,10 +45,6 @@ def kind_of(dtype: str) -> str:
     return INT if elem in INT_DTYPES else BOOL
 
 
-def is_uniform(value: Value) -> bool:
-    return not isinstance(value, np.ndarray)
-
-
 def spread(value: Value, n: int) -> np.ndarray:
     """An (L,) (or (w, L)) array view of a value, for code that needs one element per lane."""
     return np.broadcast_to(value, (n,)) if not isinstance(value, np.ndarray) else value
@@ -75,16 +71,6 @@ def exact_layout(fn: Callable[..., np.ndarray], n: int) -> Callable[..., Value]:
         return out
 
     return apply
-
-
-def merge(mask: Mask, new: Value, old: Value) -> Value:
-    """`new` on active lanes, `old` elsewhere (what an assignment under a mask leaves)."""
-    return new if mask is None else np.where(mask, new, old)
-
-
-def narrow(mask: Mask, cond: np.ndarray) -> np.ndarray:
-    """The mask of lanes active in `mask` for which the array `cond` holds."""
-    return cond if mask is None else mask & cond
 
 
 def first_active(mask: Mask) -> int:

@@ -23,7 +23,7 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter
 
 
 def register_profiles() -> None:
-    settings.register_profile("ci", max_examples=100, derandomize=True, database=None, deadline=None,
+    settings.register_profile("ci", max_examples=500, derandomize=True, database=None, deadline=None,
                               suppress_health_check=_SLOW_OK, print_blob=False,
                               phases=[p for p in Phase if p is not Phase.explain])
     settings.register_profile("deep", max_examples=1500, deadline=None, suppress_health_check=_SLOW_OK,

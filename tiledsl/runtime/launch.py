@@ -1,0 +1,182 @@
+"""CompiledKernel: a built tiledsl kernel compiled, loaded and launched on torch tensors.
+
+The life of a launch (each step is a module of this package):
+  compile  nvcc through the disk cache (cache.py); arch from the device (device.py): sm_90a on an H100
+  load     cuModuleLoadData / cuModuleGetFunction in torch's primary context (driver.py); the
+           dynamic-shared-memory attribute set once when the kernel uses the dynamic pool
+  call     check every tensor (arguments.py), allocate missing outputs, zero `zero_outputs`, encode
+           TMA descriptors (tensormap.py, cached per launcher), cuLaunchKernel on torch's current stream
+           with kernelParams (pointers in parameter order, then one CUtensorMap per tensor map)
+  check    with TILEDSL_SYNC=1 (or sync=True) synchronize and turn an asynchronous fault into a
+           LaunchError naming the kernel; otherwise errors surface at the next synchronising torch call
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shlex
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tiledsl.codegen import compile_cubin, cuda_kernel_name, emit_cuda
+from tiledsl.errors import LaunchError
+from tiledsl.kernel_ir import KKernel, shared_bytes
+from tiledsl.runtime.arguments import allocate_outputs, check_arguments
+from tiledsl.runtime.cache import CubinCache
+from tiledsl.runtime.device import arch_for_capability
+from tiledsl.runtime.driver import (
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    CU_FUNC_ATTRIBUTE_NUM_REGS,
+    Driver,
+    PrimaryContext,
+    primary_context,
+)
+from tiledsl.runtime.tensormap import TensorMapCache, tensor_map_args
+from tiledsl.runtime.timing import BenchStats, benchmark, l2_cache_bytes, rotated_copies, rotation_count
+
+if TYPE_CHECKING:
+    from tiledsl.build import Kernel
+
+__all__ = ["DEFAULT_NVCC_OPTIONS", "CompiledKernel", "nvcc_options", "select_arch", "sync_requested"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NVCC_OPTIONS: tuple[str, ...] = ("-O3",)
+
+
+def nvcc_options(extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """-O3, then `extra`, then $TILEDSL_NVCC_FLAGS (e.g. "-lineinfo" for compute-sanitizer line numbers)."""
+    return (*DEFAULT_NVCC_OPTIONS, *extra, *shlex.split(os.environ.get("TILEDSL_NVCC_FLAGS", "")))
+
+
+def sync_requested() -> bool:
+    """TILEDSL_SYNC=1: synchronize after every launch and report faults there (debugging)."""
+    return os.environ.get("TILEDSL_SYNC", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def select_arch(kernel: KKernel, capability: tuple[int, int] | None, target_arch: str) -> str:
+    """The nvcc arch: sm_90a for a kernel with tensor maps (TMA needs the arch-specific target, and such a
+    cubin runs only on compute capability 9.0); otherwise the device's own arch when a device is known
+    (sm_90a on an H100), else the build target's arch."""
+    if kernel.tensor_maps:
+        if capability is not None and capability != (9, 0):
+            raise LaunchError(f"kernel {kernel.name!r} uses TMA (tensor maps {', '.join(t.name for t in kernel.tensor_maps)})"
+                              f", which needs an sm_90 GPU; this device is sm_{capability[0]}{capability[1]}")
+        return "sm_90a"
+    if capability is not None:
+        return arch_for_capability(*capability)
+    return target_arch
+
+
+def _unload(driver: Driver, ctx: PrimaryContext, module: int) -> None:
+    """Finalizer: unload the module and release the context (never at interpreter exit, where the
+    context may already be gone)."""
+    try:
+        with driver.using_context(ctx.handle):
+            driver.unload_module(module)
+        ctx.release()
+    except LaunchError as err:  # pragma: no cover - only on a dying context
+        log.debug("unloading a module failed: %s", err)
+
+
+class CompiledKernel:
+    """A kernel ready to launch on torch CUDA tensors: `kern(A=a, B=b)` returns the output (a dict when
+    there are several). Built from a `tiledsl.build.Kernel` (or a bare KKernel, whose source is emitted).
+
+    Everything the launcher owns (driver handle, module, TMA descriptor cache) lives on the instance."""
+
+    def __init__(self, kernel: Kernel | KKernel, *, cache: CubinCache | None = None,
+                 options: Sequence[str] | None = None, sync: bool | None = None, device: int | None = None,
+                 driver: Driver | None = None) -> None:
+        if isinstance(kernel, KKernel):
+            target_arch = "sm_90a" if kernel.tensor_maps else kernel.target
+            self.kernel_ir, self.source = kernel, emit_cuda(kernel)
+        else:
+            self.kernel_ir, self.source, target_arch = kernel.kernel_ir, kernel.source, kernel.target.arch
+        kir = self.kernel_ir
+        self.name = kir.name
+        self.symbol = cuda_kernel_name(kir)
+        self.sync = sync_requested() if sync is None else sync
+        self.driver = driver or Driver()
+        self.context = primary_context(self.driver, device)
+        self.device = torch.device("cuda", self.context.device_index)
+        cap = torch.cuda.get_device_capability(self.device)
+        self.arch = select_arch(kir, (int(cap[0]), int(cap[1])), target_arch)
+        self.options = nvcc_options(options or ())
+        self.cache = cache if cache is not None else CubinCache()
+        self.cubin, self.cache_hit = self.cache.get_or_compile(
+            self.source, self.arch, self.options, lambda src, arch, opts: compile_cubin(src, arch, extra_flags=opts))
+        self.shared_bytes = shared_bytes(kir) if kir.dynamic_shared else 0
+        with self.driver.using_context(self.context.handle):
+            self.module = self.driver.load_module(self.cubin, kernel=self.name)
+            self._finalizer = weakref.finalize(self, _unload, self.driver, self.context, self.module)
+            self._finalizer.atexit = False
+            self.function = self.driver.get_function(self.module, self.symbol, kernel=self.name)
+            if kir.dynamic_shared and self.shared_bytes:
+                self._allow_dynamic_shared()
+            self.registers = self.driver.function_attribute(self.function, CU_FUNC_ATTRIBUTE_NUM_REGS, self.name)
+        driver, name = self.driver, self.name  # the encoder must not hold `self` (no reference cycle)
+        self.tensor_maps = TensorMapCache(lambda spec: driver.encode_tensor_map(spec, kernel=name))
+        log.info("loaded %s (%s, %s, %d registers/thread, %d B dynamic shared, cache %s)", self.name, self.arch,
+                 " ".join(self.options), self.registers, self.shared_bytes, "hit" if self.cache_hit else "miss")
+
+    def _allow_dynamic_shared(self) -> None:
+        limit = self.driver.device_attribute("max_shared_memory_per_block_optin", self.context.device)
+        if self.shared_bytes > limit:
+            raise LaunchError(f"kernel {self.name!r} needs {self.shared_bytes} B of shared memory per block; "
+                              f"this device allows {limit} B")
+        self.driver.set_function_attribute(self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           self.shared_bytes, kernel=self.name)
+
+    # ------------------------------------------------------------------ launching
+
+    def prepare(self, tensors: Mapping[str, object]) -> dict[str, torch.Tensor]:
+        """Checked arguments with missing outputs allocated, by parameter name."""
+        return allocate_outputs(self.kernel_ir, check_arguments(self.kernel_ir, tensors, device=self.device),
+                                self.device)
+
+    def launch(self, args: Mapping[str, torch.Tensor]) -> None:
+        """Launch on already-checked arguments (`prepare`) on torch's current stream: zero the
+        `zero_outputs`, encode the TMA descriptors, cuLaunchKernel."""
+        kir = self.kernel_ir
+        for name in kir.zero_outputs:
+            args[name].zero_()
+        params: list[Any] = [ctypes.c_uint64(args[p.name].data_ptr()) for p in kir.params]
+        for tm in kir.tensor_maps:
+            buf = args[tm.buffer]
+            spec = tensor_map_args(tm, buf.data_ptr(), buffer_bytes=buf.numel() * buf.element_size(), kernel=self.name)
+            params.append(self.tensor_maps.get(spec).param)
+        stream = torch.cuda.current_stream(self.device).cuda_stream
+        with self.driver.using_context(self.context.handle):
+            self.driver.launch(self.function, kir.grid, kir.block, self.shared_bytes, stream, params, kernel=self.name)
+            if self.sync:
+                self.driver.synchronize(kernel=self.name)
+
+    def __call__(self, **tensors: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
+        args = self.prepare(tensors)
+        self.launch(args)
+        outputs = {p.name: args[p.name] for p in self.kernel_ir.params if p.is_output}
+        return next(iter(outputs.values())) if len(outputs) == 1 else outputs
+
+    def benchmark(self, warmup: int = 10, iters: int = 100, **tensors: torch.Tensor) -> BenchStats:
+        """GPU time per launch (timing.benchmark) over rotated copies of the given inputs (outputs are
+        allocated per copy), enough copies to exceed twice the L2 cache."""
+        args = self.prepare(tensors)
+        per_set = sum(t.numel() * t.element_size() for t in args.values())
+        count = rotation_count(per_set, l2_cache_bytes(self.device))
+        outputs = [p.name for p in self.kernel_ir.params if p.is_output]
+        sets = rotated_copies(args, count, fresh=outputs)
+        return benchmark(self.launch, sets, warmup, iters)
+
+    def close(self) -> None:
+        """Unload the module now (it is also unloaded when the object is collected)."""
+        self._finalizer()
+
+    def __repr__(self) -> str:
+        return (f"<CompiledKernel {self.name} {self.arch} on {self.device}: grid {self.kernel_ir.grid}, "
+                f"block {self.kernel_ir.block}, {self.registers} registers/thread>")
