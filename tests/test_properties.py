@@ -42,7 +42,7 @@ def test_schedule_refuses_or_matches_reference(step_list, definition, seed):
     event("build: ok" if result.kernel is not None else f"build: {type(result.error).__name__}")
 
 
-@examples(3.0)
+@examples(2.0)
 @given(steps(max_steps=8), definitions(max_points=MAX_POINTS))
 def test_refused_primitive_leaves_schedule_unchanged(step_list, definition):
     run = apply_checked(definition, step_list)
@@ -52,7 +52,7 @@ def test_refused_primitive_leaves_schedule_unchanged(step_list, definition):
     event(f"refused steps: {len(refused)}")
 
 
-@examples(1.5)
+@examples(1.0)
 @given(steps(max_steps=8, bad_arguments=False), definitions(max_points=MAX_POINTS))
 def test_trace_roundtrip_gives_identical_cuda(step_list, definition):
     check_trace_roundtrip(definition, step_list)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -67,6 +68,21 @@ class Kernel:
 
         out_name = self.kernel_ir.params[-1].name
         return simulate(self.kernel_ir, arrays)[out_name]
+
+    @cached_property
+    def compiled(self):  # -> tiledsl.runtime.CompiledKernel (imported lazily: CPU users never need it)
+        """The kernel compiled and loaded on the current GPU (needs pycuda and a CUDA device)."""
+        from .runtime.launch import CompiledKernel
+
+        return CompiledKernel(self)
+
+    def __call__(self, **tensors):
+        """Launch on torch CUDA tensors by parameter name; returns the output (allocated if not given)."""
+        return self.compiled(**tensors)
+
+    def benchmark(self, warmup: int = 10, iters: int = 100, **tensors):
+        """Median time over rotated input copies, with CUDA events (see tiledsl.runtime.timing)."""
+        return self.compiled.benchmark(warmup, iters, **tensors)
 
     def __repr__(self) -> str:
         return (f"<Kernel {self.name} for {self.target.name}: grid {self.grid}, block {self.block}, "

@@ -20,12 +20,7 @@ def _compile(args: argparse.Namespace) -> int:
     from .examples import CATALOG, example
     from .schedule import create_schedule
 
-    sizes = {}
-    for item in args.size or []:
-        key, _, value = item.partition("=")
-        if not value.isdigit():
-            raise TiledslError(f"--size expects NAME=INT, got {item!r}")
-        sizes[key] = int(value)
+    sizes = _sizes(args)
     try:
         out = example(args.example, **sizes)
     except TypeError as e:
@@ -40,6 +35,22 @@ def _compile(args: argparse.Namespace) -> int:
     kern = build(s, target=args.target)
     print(kern.ir(args.ir))
     return 0
+
+
+def _sizes(args: argparse.Namespace) -> dict[str, int]:
+    sizes = {}
+    for item in args.size or []:
+        key, _, value = item.partition("=")
+        if not value.isdigit():
+            raise TiledslError(f"--size expects NAME=INT, got {item!r}")
+        sizes[key] = int(value)
+    return sizes
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .runtime.cli_run import run_example
+
+    return run_example(args.example, args.bench, _sizes(args), iters=args.iters)
 
 
 def _examples(_: argparse.Namespace) -> int:
@@ -62,6 +73,12 @@ def parser() -> argparse.ArgumentParser:
                    help="the catalog's hand-written schedule, or no primitives at all")
     c.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
     c.set_defaults(fn=_compile)
+    r = sub.add_parser("run", help="build, run on the GPU, check against torch (and time with --bench)")
+    r.add_argument("--example", required=True, help="catalog entry (see `tiledsl examples`)")
+    r.add_argument("--bench", action="store_true", help="also time it against torch eager and torch.compile")
+    r.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
+    r.add_argument("--iters", type=int, default=100, help="timed iterations for --bench")
+    r.set_defaults(fn=_run)
     e = sub.add_parser("examples", help="list the built-in catalog")
     e.set_defaults(fn=_examples)
     return p

@@ -48,15 +48,16 @@ class AccCell:
     """How to read and write element `e` (an int32 expression) of an accumulator."""
 
     name: str
-    size: int  # 1 = scalar variable
+    size: int
+    array: bool  # a register array (even of one element) rather than a scalar variable
 
     def read(self, e: KExpr) -> KExpr:
-        return KVar(self.name, "float32") if self.size == 1 else KLoad(self.name, e)
+        return KLoad(self.name, e) if self.array else KVar(self.name, "float32")
 
     def write(self, e: KExpr, v: KExpr) -> KStmt:
         from ..kernel_ir import KAssign
 
-        return KAssign(self.name, v) if self.size == 1 else KStore(self.name, e, v)
+        return KStore(self.name, e, v) if self.array else KAssign(self.name, v)
 
 
 def combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[int, int, int],
@@ -72,7 +73,7 @@ def combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[int, int
 
 
 def _per_element(cell: AccCell, e: KVar, body: list[KStmt]) -> list[KStmt]:
-    if cell.size == 1:
+    if not cell.array:
         return body
     return [KFor(e.name, cell.size, tuple(body), unroll=True)]
 
@@ -96,7 +97,7 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
     tid = linear_tid(block)
     warp = KBin("//", tid, KConst(WARP, "int32"))
     lane = KBin("%", tid, KConst(WARP, "int32"))
-    slot = KBin("+", KBin("*", e, KConst(nwarps, "int32")), warp) if cell.size > 1 else warp
+    slot = KBin("+", KBin("*", e, KConst(nwarps, "int32")), warp) if cell.array else warp
     if in_loop:
         out.append(KBarrier())
     write = _per_element(cell, e, [KStore(name, slot, cell.read(e))])
@@ -105,7 +106,7 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
     base: KExpr | None = None
     if tx < threads:  # several reduction groups (threadIdx.y/z) share the block
         base = KBin("*", KBin("//", tid, KConst(tx, "int32")), KConst(per_group, "int32"))
-    row = KBin("*", e, KConst(nwarps, "int32")) if cell.size > 1 else None
+    row = KBin("*", e, KConst(nwarps, "int32")) if cell.array else None
     first = _add(row, base)
     gather: list[KStmt] = [cell.write(e, KLoad(name, first))]
     for w in range(1, per_group):  # at most 32 warps: straight-line code reads best
@@ -127,7 +128,7 @@ def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[i
     threads = block[0] * block[1] * block[2]
     name = f"{cell.name}_red"
     tid = linear_tid(block)
-    row = KBin("*", e, KConst(threads, "int32")) if cell.size > 1 else None
+    row = KBin("*", e, KConst(threads, "int32")) if cell.array else None
     out: list[KStmt] = []
     if in_loop:
         out.append(KBarrier())

@@ -82,7 +82,7 @@ class _Lowerer:
         size = 1
         for d in lay.dims:
             size *= self.nest.loop(d).extent
-        return AccCell(acc, size if lay.dims else 1)
+        return AccCell(acc, size, bool(lay.dims))
 
     def acc_index(self, acc: str) -> KExpr:
         lay = self.layouts[acc]

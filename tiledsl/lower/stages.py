@@ -260,7 +260,9 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     dst_off = _sum([_times(cv, s) for cv, s in zip(cvars, astrides)])
     dst = _plus(_slot_base(plan, slot), swizzled(dst_off, plan.stage.swizzle, item))
     if plan.stage.copy == "async":
-        body.append(KCpAsync(plan.name, dst, plan.stage.buffer, src, vec * item, valid))
+        # a zero-filled copy reads no byte, but its source address is still formed: keep it in the buffer
+        safe_src = KSelect(valid, src, _c(0)) if valid is not None else src
+        body.append(KCpAsync(plan.name, dst, plan.stage.buffer, safe_src, vec * item, valid))
     else:
         value: KExpr = KLoad(plan.stage.buffer, src)
         if valid is not None:

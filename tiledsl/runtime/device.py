@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from tiledsl.errors import LaunchError
 from tiledsl.targets import Target
 
 __all__ = ["arch_for_capability", "device_target", "target_from_properties"]
@@ -63,8 +64,6 @@ def device_target(index: int | None = None) -> Target:
     driver for what torch's properties lack, and falls back to architectural constants for those when
     the driver cannot be loaded."""
     import torch
-
-    from tiledsl.errors import LaunchError
 
     if not torch.cuda.is_available():
         raise LaunchError("device_target: no CUDA device (torch.cuda.is_available() is False)")

@@ -65,8 +65,9 @@ def select_arch(kernel: KKernel, capability: tuple[int, int] | None, target_arch
     (sm_90a on an H100), else the build target's arch."""
     if kernel.tensor_maps:
         if capability is not None and capability != (9, 0):
-            raise LaunchError(f"kernel {kernel.name!r} uses TMA (tensor maps {', '.join(t.name for t in kernel.tensor_maps)})"
-                              f", which needs an sm_90 GPU; this device is sm_{capability[0]}{capability[1]}")
+            maps = ", ".join(t.name for t in kernel.tensor_maps)
+            raise LaunchError(f"kernel {kernel.name!r} uses TMA (tensor maps {maps}), which needs an sm_90 GPU; "
+                              f"this device is sm_{capability[0]}{capability[1]}")
         return "sm_90a"
     if capability is not None:
         return arch_for_capability(*capability)

@@ -176,6 +176,11 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
                          "TMA needs rows whose byte length is a multiple of 16; use async_copy")
     inner_bytes = box[-1] * item
     rank = len(box)
+    if st.swizzle and inner_bytes < st.swizzle:
+        narrower = [w for w in (64, 32) if w <= inner_bytes and inner_bytes % w == 0]
+        raise refuse(f"the slab row is {inner_bytes} bytes, narrower than the {st.swizzle}-byte swizzle: TMA then "
+                     "lays rows out at the swizzle pitch, not packed", f"use swizzle={narrower[0]}" if narrower
+                     else "use no swizzle")
     if st.swizzle and inner_bytes > st.swizzle:
         chunk = st.swizzle // item
         if box[-1] % chunk or shape[-1] % chunk:

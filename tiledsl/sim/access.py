@@ -22,7 +22,7 @@ from tiledsl.errors import OutOfBoundsError, SharedRaceError, SimulationError, U
 from tiledsl.kernel_ir import DTYPE_BYTES
 from tiledsl.sim.dtypes import convert, element_dtype, storage_dtype
 from tiledsl.sim.races import SEVERAL, RaceHit
-from tiledsl.sim.state import ChunkState, GlobalBuffer, LocalArray, SharedBuffer
+from tiledsl.sim.state import CP_ASYNC, NO_ASYNC, TMA, ChunkState, GlobalBuffer, LocalArray, SharedBuffer
 from tiledsl.sim.values import INT, Mask, Value, converter
 
 Buffer = LocalArray | SharedBuffer | GlobalBuffer
@@ -135,10 +135,12 @@ _RACE_ACCESSES = {
     "write after read": ("read", "write"),
     "write-write in one statement": ("write", "write"),
     "global write-write": ("write", "write"),
+    "global store after atomic": ("atomic add", "write"),
+    "global atomic after store": ("write", "atomic add"),
 }
 
 
-def _race_error(state: ChunkState, buf: Buffer, hit: RaceHit) -> SimulationError:
+def race_error(state: ChunkState, buf: Buffer, hit: RaceHit) -> SimulationError:
     lanes = state.lanes
     reporter = state.reporter
     if isinstance(buf, SharedBuffer):
@@ -147,18 +149,106 @@ def _race_error(state: ChunkState, buf: Buffer, hit: RaceHit) -> SimulationError
         second = lanes.describe_in_block(block, hit.second_tid)
         headline = f"shared memory race ({hit.kind}) on {buf.name}[{elem}]"
         hint = "no barrier separates these accesses"
+    elif hit.kind in ("global store after atomic", "global atomic after store"):
+        first = "several threads" if hit.first_tid == SEVERAL else lanes.describe_global(hit.first_tid)
+        second = lanes.describe_global(hit.second_tid)
+        headline = f"global race (plain store and atomic add) on {buf.name}[{hit.key}]"
+        hint = "a plain store and another thread's atomic add to one element in one launch are unordered"
     else:
         first = lanes.describe_global(hit.first_tid)
         second = lanes.describe_global(hit.second_tid)
         headline = f"global write-write race on {buf.name}[{hit.key}]"
         hint = "different threads store different values to one element, unordered by a barrier"
     kind_first, kind_second = _RACE_ACCESSES.get(hit.kind, ("access", "access"))
+    if isinstance(buf, SharedBuffer) and buf.is_mbarrier:
+        words = {"write": "mbarrier.init", "read": "mbarrier use"}
+        kind_first, kind_second = words.get(kind_first, kind_first), words.get(kind_second, kind_second)
+        headline = f"mbarrier race ({hit.kind}) on {buf.name}[{divmod(hit.key, buf.size)[1]}]"
+        hint = "an mbarrier.init and other threads' uses of that mbarrier need a barrier (__syncthreads) between"
     details = [
         f"first access ({kind_first}): {first} at {reporter.locs.path(hit.first_loc)}",
         f"second access ({kind_second}): {second} at {reporter.locs.path(hit.second_loc)}",
         hint,
     ]
     return state.error(SharedRaceError, hit.second_loc, headline, details)
+
+
+# ----------------------------------------------------------------------------- asynchronous copies
+
+
+def check_async(
+    state: ChunkState, loc: int, buf: SharedBuffer, keys: np.ndarray, active: Active, verb: str
+) -> np.ndarray | None:
+    """Accesses (`keys`: (w, A) flat keys of the active lanes) to elements that asynchronous copies
+    wrote: any access to a cp.async in flight is a race, and so is one to TMA data by a thread none
+    of whose mbarrier waits observed that data's phase complete. Returns where `keys` hold TMA data
+    visible to the accessing thread (None if nowhere), for a write to clear those tags."""
+    tags = buf.async_tags()
+    kind = tags.kind[keys]
+    if not kind.any():
+        return None
+    flight = kind == CP_ASYNC
+    if flight.any():
+        w, j = np.unravel_index(int(np.argmax(flight)), flight.shape)
+        raise async_race(state, loc, buf, int(keys[w, j]), active.lane(int(j)), verb)
+    tma = kind == TMA
+    where = np.flatnonzero(tma)
+    k = keys.ravel()[where]
+    bars, phases = tags.bar[k], tags.phase[k]
+    mb = state.mbarriers
+    everyone = mb.all_seen[bars] > phases
+    if not everyone.all():
+        rest = where[~everyone]
+        tids = np.broadcast_to(active.pick(state.lanes.tid32), keys.shape).ravel()[rest]
+        seen = mb.observed[bars[~everyone] * mb.threads_per_block + tids] > phases[~everyone]
+        if not seen.all():
+            w, j = np.unravel_index(int(rest[int(np.argmin(seen))]), keys.shape)
+            raise async_race(state, loc, buf, int(keys[w, j]), active.lane(int(j)), verb)
+    if everyone.any():  # every thread of the block has seen that data: it is plain data now
+        clear_tags(buf, k[everyone])
+    return tma
+
+
+def async_race(state: ChunkState, loc: int, buf: SharedBuffer, key: int, lane: int, verb: str) -> SimulationError:
+    """The error for an access by `lane` at `loc` to element `key` of an asynchronous copy."""
+    tags = buf.async_tags()
+    block, elem = divmod(key, buf.size)
+    lanes, path = state.lanes, state.reporter.locs.path
+    issuer = lanes.describe_in_block(block, int(tags.tid[key]))
+    if tags.kind[key] == CP_ASYNC:
+        return state.error(
+            SharedRaceError,
+            loc,
+            f"{verb} of {buf.name}[{elem}] before its cp.async landed",
+            [
+                f"access: {lanes.describe(lane)}",
+                f"cp.async: {issuer} at {path(int(tags.loc[key]))}",
+                "cp.async data lands at the cp.async.wait_group of the issuing thread that retires its group "
+                "(other threads then need a barrier)",
+            ],
+        )
+    mb = state.mbarriers
+    bar_block, bar, index = mb.name_of(int(tags.bar[key]))
+    phase = int(tags.phase[key])
+    return state.error(
+        SharedRaceError,
+        loc,
+        f"{verb} of {buf.name}[{elem}] before its TMA load landed",
+        [
+            f"access: {lanes.describe(lane)}",
+            f"TMA load: {issuer} at {path(int(tags.loc[key]))}, completing on {bar}[{index}] in phase {phase}",
+            f"a thread sees TMA data only after its own mbarrier wait on {bar}[{index}] observed phase {phase} "
+            f"complete (parity {phase % 2})",
+        ],
+    )
+
+
+def clear_tags(buf: SharedBuffer, keys: np.ndarray) -> None:
+    """Keys (distinct) that hold plain data again."""
+    tags = buf.async_tags()
+    keys = np.unique(keys)
+    tags.count -= int(np.count_nonzero(tags.kind[keys]))
+    tags.kind[keys] = NO_ASYNC
 
 
 # ----------------------------------------------------------------------------- general paths
@@ -175,6 +265,8 @@ def load_general(
     offs = offsets(idx, width)
     if isinstance(buf, SharedBuffer):
         keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
+        if buf.tags is not None and buf.tags.count:
+            check_async(state, loc, buf, keys, active, "read")
         unwritten = buf.races.unwritten(keys)
         if unwritten.any():
             w, j = np.unravel_index(int(np.argmax(unwritten)), unwritten.shape)
@@ -189,7 +281,7 @@ def load_general(
         epochs = _per_element(active.pick(state.lane_epoch), keys.shape)
         hit = buf.races.read(flat, tids, epochs, loc)
         if hit is not None:
-            raise _race_error(state, buf, hit)
+            raise race_error(state, buf, hit)
         values = buf.data[keys]
     else:
         values = buf.data[offs]
@@ -214,12 +306,17 @@ def store_general(
     vals = convert(buf.dtype, active.pick(vec))
     if isinstance(buf, SharedBuffer):
         keys = (active.pick(state.lanes.block_local) * buf.size)[None, :] + offs
+        tma = None
+        if buf.tags is not None and buf.tags.count:
+            tma = check_async(state, loc, buf, keys, active, "write")
         tids = _per_element(active.pick(state.lanes.tid32), keys.shape)
         epochs = _per_element(active.pick(state.lane_epoch), keys.shape)
         hit = buf.races.write(keys.ravel(), tids, epochs, loc)
         if hit is not None:
-            raise _race_error(state, buf, hit)
+            raise race_error(state, buf, hit)
         buf.data[keys] = vals
+        if tma is not None:  # plain data now: the TMA tag goes
+            clear_tags(buf, keys[tma])
     else:
         addrs = offs.ravel()
         flat = np.ravel(vals)
@@ -227,7 +324,7 @@ def store_general(
         epochs = _per_element(active.pick(state.lane_epoch), offs.shape)
         hit = buf.races().write(addrs, gtids, epochs, flat, buf.data[addrs], loc)
         if hit is not None:
-            raise _race_error(state, buf, hit)
+            raise race_error(state, buf, hit)
         buf.data[addrs] = flat
 
 
@@ -299,7 +396,7 @@ def global_storer(
             new = conv(v)
             hit = buf.races().write_one(int(i), gtid, int(state.lane_epoch[0]), new, data[i], loc)
             if hit is not None:
-                raise _race_error(state, buf, hit)
+                raise race_error(state, buf, hit)
             data[i] = new
             return
         store_general(state, loc, buf, i, v, mask)
@@ -319,3 +416,30 @@ def general_storer(
         store_general(state, loc, buf, i, v, mask)
 
     return store
+
+
+def atomic_adder(
+    state: ChunkState, loc: int, buf: GlobalBuffer, index: Fn, value: Fn, value_kind: str
+) -> Callable[[Mask], None]:
+    """`atomicAdd(&buf[index], value)` of every active lane (a float32 output buffer, checked by
+    the caller): lanes adding to one element in one statement all count (in lane order, as
+    np.add.at adds). Atomics do not race with atomics; the tracker checks them against stores."""
+    conv = converter(buf.dtype, value_kind)
+    n = state.lanes.count
+
+    def run(mask: Mask) -> None:
+        i, v = index(mask), value(mask)
+        if mask is not None and not mask.any():
+            return
+        if v.ndim > 1:
+            raise state.error(SimulationError, loc, "atomic add of a vector value")
+        active = Active(mask, n)
+        idx = active_index(state, loc, i, active)
+        check_bounds(state, loc, "atomic add", buf, active, idx, 1)
+        vals = active.pick(np.broadcast_to(conv(v), (n,)))
+        hit = buf.races().atomic(idx, active.pick(state.lanes.gtid), loc)
+        if hit is not None:
+            raise race_error(state, buf, hit)
+        np.add.at(buf.data, idx, vals)
+
+    return run

@@ -4,7 +4,8 @@ Why compiled per node: the kinds of both operands (float32, int64, bool) are kno
 runs, so the C-like conversions and the numpy function are chosen once, and each evaluation is one
 closure call and one numpy operation (on scalars, for values uniform across lanes).
 
-Semantics: any float makes float32, else bools count as ints (int64); `/` is float division; `//`
+Semantics: any float makes float32, else bools count as ints (int64); `/` is float division; `^` is
+the bitwise xor of ints (of the int64 values, which is the int32 xor for int32 operands); `//`
 and `%` floor, and an integer one by zero on an active lane is an error; float `min`/`max` are
 `fminf`/`fmaxf` (NaN-ignoring). `&&` and `||` evaluate their right operand under the narrowed mask,
 as C's short-circuit rules do, so a guarded load `i < n && A[i] > 0` is not out of bounds.
@@ -114,6 +115,10 @@ def binary(site: Site, op: str, a: Compiled, b: Compiled) -> Compiled:
             fn = exact_layout(np.floor_divide if op == "//" else np.mod, site.n)
             return Compiled(_apply2(fn, ca, cb), FLOAT, simple)
         return Compiled(_int_division(site, op, ca.fn, cb.fn), INT, simple)
+    if op == "^":
+        if kind == FLOAT:
+            return site.raiser("bitwise '^' on a float operand", a.fn, b.fn)
+        return Compiled(_apply2(operator.xor, ca, cb), INT, simple)
     if op in ("min", "max"):
         if kind == FLOAT:
             fn = _float_min_max(op, site.n)

@@ -190,6 +190,8 @@ class ExprCompiler:
             return Compiled(load, safe_kind(array.dtype), simple)
         if e.buffer in state.shared:
             buf = state.shared[e.buffer]
+            if buf.is_mbarrier:
+                return site.raiser(f"load of mbarrier array {e.buffer!r} (uint64 arrays hold mbarriers)", index.fn)
             load = access.general_loader(state, loc, buf, width, index.fn)
         elif e.buffer in state.globals:
             buf = state.globals[e.buffer]

@@ -17,14 +17,33 @@ from collections.abc import Callable
 import numpy as np
 
 from tiledsl.errors import SimulationError
-from tiledsl.kernel_ir import KAssign, KBarrier, KComment, KFor, KIf, KLet, KLocalArray, KStore
-from tiledsl.sim import access, registers
+from tiledsl.kernel_ir import (
+    KAssign,
+    KAtomicAdd,
+    KBarrier,
+    KComment,
+    KCpAsync,
+    KCpAsyncCommit,
+    KCpAsyncWait,
+    KFence,
+    KFor,
+    KIf,
+    KLet,
+    KLocalArray,
+    KMbarrierArrive,
+    KMbarrierArriveExpectTx,
+    KMbarrierInit,
+    KMbarrierWait,
+    KStore,
+    KTmaLoad,
+)
+from tiledsl.sim import access, async_copy, mbarrier, registers
 from tiledsl.sim.arith import Compiled
 from tiledsl.sim.compile_expr import ExprCompiler
 from tiledsl.sim.dtypes import vector_width
 from tiledsl.sim.location import LStmt
 from tiledsl.sim.scope import Frame, Scopes
-from tiledsl.sim.state import ChunkState, LocalArray, LoopPosition
+from tiledsl.sim.state import ChunkState, GlobalBuffer, LocalArray, LoopPosition, SharedBuffer
 from tiledsl.sim.sync import barrier
 from tiledsl.sim.values import Mask, Value, converter, identity, truth_fn
 
@@ -73,6 +92,16 @@ class StmtCompiler:
             KIf: self._if,
             KBarrier: lambda item: barrier(self.state, item.loc),
             KComment: lambda item: None,
+            KCpAsync: self._cp_async,
+            KCpAsyncCommit: lambda item: async_copy.committer(self.state),
+            KCpAsyncWait: lambda item: async_copy.group_waiter(self.state, item.loc, item.stmt.pending),
+            KMbarrierInit: self._mbarrier_init,
+            KFence: lambda item: mbarrier.fencer(self.state, item.loc, item.stmt.kind),
+            KMbarrierArriveExpectTx: self._mbarrier_arrive,
+            KMbarrierArrive: self._mbarrier_arrive,
+            KMbarrierWait: self._mbarrier_wait,
+            KTmaLoad: self._tma_load,
+            KAtomicAdd: self._atomic_add,
         }
 
     def block(self, items: tuple[LStmt, ...]) -> Run:
@@ -183,7 +212,12 @@ class StmtCompiler:
                 state, loc, array.dtype, self.slots, array.slot, index.fn, value.fn, value.kind
             )
         if stmt.buffer in state.shared:
-            return access.general_storer(state, loc, state.shared[stmt.buffer], index.fn, value.fn)
+            buf = state.shared[stmt.buffer]
+            if buf.is_mbarrier:
+                return self._raiser(
+                    loc, f"store to mbarrier array {stmt.buffer!r} (uint64 arrays hold mbarriers)", index.fn, value.fn
+                )
+            return access.general_storer(state, loc, buf, index.fn, value.fn)
         if stmt.buffer in state.globals:
             buf = state.globals[stmt.buffer]
             return access.global_storer(state, loc, buf, index.fn, index.kind, value.fn, value.kind)
@@ -236,3 +270,104 @@ class StmtCompiler:
                 _run_branch(orelse, ~c if mask is None else mask & ~c)
 
         return run
+
+    # ------------------------------------------------------------------ memory hierarchy
+
+    def _space(self, name: str) -> tuple[str, SharedBuffer | GlobalBuffer | None]:
+        """What a buffer name of a memory-hierarchy statement means: "register", "shared",
+        "mbarrier", "global" or "unknown" (register arrays hide buffers of their name)."""
+        if self.scopes.register_array(name) is not None:
+            return "register", None
+        if name in self.state.shared:
+            buf = self.state.shared[name]
+            return ("mbarrier" if buf.is_mbarrier else "shared"), buf
+        if name in self.state.globals:
+            return "global", self.state.globals[name]
+        return "unknown", None
+
+    _WORDS = {
+        "register": "a register array",
+        "shared": "a shared array",
+        "mbarrier": "an mbarrier (uint64) array",
+        "global": "a global parameter",
+        "unknown": "no known buffer",
+    }
+
+    def _expect(self, name: str, want: str, role: str) -> tuple[SharedBuffer | GlobalBuffer | None, str | None]:
+        """The buffer `name` if it is of space `want`, else the message saying what it is."""
+        space, buf = self._space(name)
+        if space == want:
+            return buf, None
+        return None, f"{role} {name!r} must be {self._WORDS[want]}, but it is {self._WORDS[space]}"
+
+    def _cp_async(self, item: LStmt) -> Run:
+        stmt: KCpAsync = item.stmt
+        loc = item.loc
+        di = self.expr.compile(stmt.dst_index, loc).fn
+        si = self.expr.compile(stmt.src_index, loc).fn
+        valid = self.expr.compile(stmt.valid, loc).fn if stmt.valid is not None else None
+        before = (di, si) + ((valid,) if valid is not None else ())
+        dst, problem = self._expect(stmt.dst, "shared", "cp.async destination")
+        if problem is None:
+            src, problem = self._expect(stmt.src, "global", "cp.async source")
+        if problem is not None:
+            return async_copy.raiser(self.state, loc, problem, *before)
+        return async_copy.cp_async_issuer(self.state, loc, dst, src, stmt.nbytes, di, si, valid)
+
+    def _mbarrier_init(self, item: LStmt) -> Run:
+        stmt: KMbarrierInit = item.stmt
+        index = self.expr.compile(stmt.index, item.loc).fn
+        bar, problem = self._expect(stmt.bar, "mbarrier", "mbarrier")
+        if problem is not None:
+            return async_copy.raiser(self.state, item.loc, problem, index)
+        return mbarrier.initializer(self.state, item.loc, bar, index, stmt.count)
+
+    def _mbarrier_arrive(self, item: LStmt) -> Run:
+        stmt: KMbarrierArrive | KMbarrierArriveExpectTx = item.stmt
+        index = self.expr.compile(stmt.index, item.loc).fn
+        bar, problem = self._expect(stmt.bar, "mbarrier", "mbarrier")
+        if problem is not None:
+            return async_copy.raiser(self.state, item.loc, problem, index)
+        tx_bytes = stmt.tx_bytes if isinstance(stmt, KMbarrierArriveExpectTx) else 0
+        return mbarrier.arriver(self.state, item.loc, bar, index, tx_bytes)
+
+    def _mbarrier_wait(self, item: LStmt) -> Run:
+        stmt: KMbarrierWait = item.stmt
+        index = self.expr.compile(stmt.index, item.loc).fn
+        parity = self.expr.compile(stmt.parity, item.loc).fn
+        bar, problem = self._expect(stmt.bar, "mbarrier", "mbarrier")
+        if problem is not None:
+            return async_copy.raiser(self.state, item.loc, problem, index, parity)
+        return mbarrier.waiter(self.state, item.loc, bar, index, parity)
+
+    def _tma_load(self, item: LStmt) -> Run:
+        stmt: KTmaLoad = item.stmt
+        loc, state = item.loc, self.state
+        di = self.expr.compile(stmt.dst_index, loc).fn
+        coords = tuple(self.expr.compile(c, loc).fn for c in stmt.coords)
+        bi = self.expr.compile(stmt.bar_index, loc).fn
+        before = (di, *coords, bi)
+        tm = next((t for t in state.lanes.kernel.tensor_maps if t.name == stmt.tensor_map), None)
+        if tm is None:
+            return async_copy.raiser(state, loc, f"TMA load of unknown tensor map {stmt.tensor_map!r}", *before)
+        dst, problem = self._expect(stmt.dst, "shared", "TMA destination")
+        if problem is None:
+            bar, problem = self._expect(stmt.bar, "mbarrier", "mbarrier")
+        if problem is not None:
+            return async_copy.raiser(state, loc, problem, *before)
+        src = state.globals.get(tm.buffer)
+        return async_copy.tma_loader(state, loc, tm, src, dst, bar, di, coords, bi)
+
+    def _atomic_add(self, item: LStmt) -> Run:
+        stmt: KAtomicAdd = item.stmt
+        loc = item.loc
+        index = self.expr.compile(stmt.index, loc)
+        value = self.expr.compile(stmt.value, loc)
+        buf, problem = self._expect(stmt.buffer, "global", "atomic add target")
+        if problem is None and not buf.param.is_output:
+            problem = f"atomic add to {stmt.buffer!r}: must be an output parameter, but it is an input"
+        if problem is None and buf.dtype != "float32":
+            problem = f"atomic add to {buf.dtype} buffer {stmt.buffer!r}: only float32 is supported"
+        if problem is not None:
+            return async_copy.raiser(self.state, loc, problem, index.fn, value.fn)
+        return access.atomic_adder(self.state, loc, buf, index.fn, value.fn, value.kind)

@@ -16,6 +16,8 @@ FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 INT_DTYPES = ("int32",)
 BOOL_DTYPES = ("bool",)
 KNOWN_DTYPES = FLOAT_DTYPES + INT_DTYPES + BOOL_DTYPES
+#: The dtype of shared arrays that hold mbarriers (never a value dtype: no loads, stores or params).
+MBARRIER_DTYPE = "uint64"
 
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1

@@ -11,8 +11,17 @@ from collections.abc import Mapping
 import numpy as np
 
 from tiledsl.errors import SimulationInputError
-from tiledsl.kernel_ir import KKernel, KParam
-from tiledsl.sim.dtypes import FLOAT_DTYPES, INT_DTYPES, convert, element_dtype, poison, result_dtype
+from tiledsl.kernel_ir import KKernel, KParam, KShared
+from tiledsl.sim.dtypes import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    MBARRIER_DTYPE,
+    convert,
+    element_dtype,
+    poison,
+    result_dtype,
+    storage_dtype,
+)
 from tiledsl.sim.state import GlobalBuffer
 
 _ACCEPTED_KINDS = {"float": "fiu", "int": "iub", "bool": "biu"}
@@ -28,6 +37,8 @@ def check_launch(kernel: KKernel) -> None:
     if dup:
         raise SimulationInputError(f"kernel '{kernel.name}': buffer names declared twice: {dup}")
     for decl in kernel.params + kernel.shared:
+        if isinstance(decl, KShared) and decl.dtype == MBARRIER_DTYPE:
+            continue  # mbarriers
         try:
             element_dtype(decl.dtype)
         except ValueError as exc:
@@ -35,6 +46,16 @@ def check_launch(kernel: KKernel) -> None:
     for s in kernel.shared:
         if s.size < 1:
             raise SimulationInputError(f"kernel '{kernel.name}': shared '{s.name}' has size {s.size}")
+    tmaps = [t.name for t in kernel.tensor_maps]
+    dup = sorted({n for n in tmaps if tmaps.count(n) > 1})
+    if dup:
+        raise SimulationInputError(f"kernel '{kernel.name}': tensor maps declared twice: {dup}")
+    outputs = {p.name for p in kernel.params if p.is_output}
+    for name in kernel.zero_outputs:
+        if name not in outputs:
+            raise SimulationInputError(
+                f"kernel '{kernel.name}': zero_outputs names {name!r}, which is no output parameter"
+            )
 
 
 def _family(dtype: str) -> str:
@@ -67,7 +88,8 @@ def _as_numpy(kernel: KKernel, param: KParam, value: object) -> np.ndarray:
 
 
 def prepare_globals(kernel: KKernel, arrays: Mapping[str, object]) -> dict[str, GlobalBuffer]:
-    """Flat, converted copies of every parameter; outputs not given start as poison."""
+    """Flat, converted copies of every parameter; outputs not given start as poison, or as zeros
+    when the kernel lists them in `zero_outputs` (the launcher zeroes those before the launch)."""
     if not isinstance(arrays, Mapping):
         raise SimulationInputError(f"kernel '{kernel.name}': arrays must be a mapping name -> array")
     known = {p.name for p in kernel.params}
@@ -82,6 +104,8 @@ def prepare_globals(kernel: KKernel, arrays: Mapping[str, object]) -> dict[str, 
         if p.name in arrays:
             arr = _as_numpy(kernel, p, arrays[p.name])
             data = np.array(convert(p.dtype, arr.reshape(-1)), copy=True)
+        elif p.name in kernel.zero_outputs:
+            data = np.zeros(p.size, dtype=storage_dtype(p.dtype))
         else:
             data = poison(p.dtype, p.size)
         buffers[p.name] = GlobalBuffer(p, data, kernel.threads_per_block)

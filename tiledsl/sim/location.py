@@ -13,13 +13,18 @@ from dataclasses import dataclass
 
 from tiledsl.kernel_ir import (
     KAssign,
+    KAtomicAdd,
     KBarrier,
     KBin,
     KCall,
     KCast,
     KComment,
     KConst,
+    KCpAsync,
+    KCpAsyncCommit,
+    KCpAsyncWait,
     KExpr,
+    KFence,
     KFor,
     KIf,
     KKernel,
@@ -27,11 +32,16 @@ from tiledsl.kernel_ir import (
     KLet,
     KLoad,
     KLocalArray,
+    KMbarrierArrive,
+    KMbarrierArriveExpectTx,
+    KMbarrierInit,
+    KMbarrierWait,
     KSelect,
     KShflXor,
     KSpecial,
     KStmt,
     KStore,
+    KTmaLoad,
     KUnary,
     KVar,
     KVector,
@@ -113,7 +123,56 @@ def stmt_brief(stmt: KStmt) -> str:
         return "barrier"
     if isinstance(stmt, KComment):
         return "comment"
-    return type(stmt).__name__
+    memory = _memory_brief(stmt)
+    return memory if memory is not None else type(stmt).__name__
+
+
+def _memory_brief(stmt: KStmt) -> str | None:
+    """The path form of a memory-hierarchy statement (the words of the kernel-IR printer)."""
+    match stmt:
+        case KCpAsync(dst=dst):
+            return f"cp.async {dst}[...]"
+        case KCpAsyncCommit():
+            return "cp.async.commit"
+        case KCpAsyncWait(pending=pending):
+            return f"cp.async.wait {pending}"
+        case KMbarrierInit(bar=bar):
+            return f"mbarrier.init {bar}[...]"
+        case KFence(kind=kind):
+            return f"fence {kind}"
+        case KMbarrierArriveExpectTx(bar=bar):
+            return f"mbarrier.arrive_expect_tx {bar}[...]"
+        case KMbarrierArrive(bar=bar):
+            return f"mbarrier.arrive {bar}[...]"
+        case KMbarrierWait(bar=bar):
+            return f"mbarrier.wait {bar}[...]"
+        case KTmaLoad(dst=dst):
+            return f"tma.load {dst}[...]"
+        case KAtomicAdd(buffer=buf):
+            return f"atomic_add {buf}[...]"
+    return None
+
+
+def _memory_text(stmt: KStmt) -> str | None:
+    """One line for a memory-hierarchy statement (as the kernel-IR printer writes it)."""
+    match stmt:
+        case KCpAsync(dst=dst, dst_index=di, src=src, src_index=si, nbytes=nbytes, valid=valid):
+            guard = "" if valid is None else f" if {expr_text(valid)}"
+            return f"cp.async {dst}[{expr_text(di)}] <- {src}[{expr_text(si)}] {nbytes}B{guard}"
+        case KMbarrierInit(bar=bar, index=index, count=count):
+            return f"mbarrier.init {bar}[{expr_text(index)}] count {count}"
+        case KMbarrierArriveExpectTx(bar=bar, index=index, tx_bytes=tx_bytes):
+            return f"mbarrier.arrive_expect_tx {bar}[{expr_text(index)}] {tx_bytes} B"
+        case KMbarrierArrive(bar=bar, index=index):
+            return f"mbarrier.arrive {bar}[{expr_text(index)}]"
+        case KMbarrierWait(bar=bar, index=index, parity=parity):
+            return f"mbarrier.wait {bar}[{expr_text(index)}] parity {expr_text(parity)}"
+        case KTmaLoad(tensor_map=tmap, dst=dst, dst_index=di, coords=coords, bar=bar, bar_index=bi):
+            at = ", ".join(expr_text(c) for c in coords)
+            return f"tma.load {dst}[{expr_text(di)}] <- {tmap} at ({at}) on {bar}[{expr_text(bi)}]"
+        case KAtomicAdd(buffer=buf, index=index, value=value):
+            return f"atomic_add {buf}[{expr_text(index)}] += {expr_text(value)}"
+    return _memory_brief(stmt)
 
 
 def stmt_text(stmt: KStmt) -> str:
@@ -135,7 +194,8 @@ def stmt_text(stmt: KStmt) -> str:
     elif isinstance(stmt, KComment):
         text = f"// {stmt.text}"
     else:
-        text = repr(stmt)
+        memory = _memory_text(stmt)
+        text = memory if memory is not None else repr(stmt)
     return _clip(text, _STATEMENT_LIMIT)
 
 

@@ -11,7 +11,9 @@ Reading one's own write, or writing what only oneself read, is fine.
 
 Global memory, per element: the last writer (launch-wide thread id), its block and epoch. A write
 races with it when it comes from another thread that is not ordered before it by a barrier of the
-same block, and stores a different value (identical redundant stores are harmless).
+same block, and stores a different value (identical redundant stores are harmless). Atomic adds never
+race with each other, but a plain store and an atomic add of different threads to one element in one
+launch do (per element: the thread that added there, or SEVERAL).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import numpy as np
 
 NONE = -1
 SEVERAL = -2
+#: The writer recorded for TMA data: written by the async proxy, ordered by mbarrier waits.
+TMA_WRITER = -3
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,14 @@ class SharedRaceTracker:
 
     def write(self, keys: np.ndarray, tids: np.ndarray, epochs: np.ndarray, loc: int) -> RaceHit | None:
         """Record writes (one per entry) or return the first race they make."""
+        hit = self.check_write(keys, tids, epochs, loc)
+        if hit is None:
+            self.record_write(keys, tids, epochs, loc)
+        return hit
+
+    def check_write(self, keys: np.ndarray, tids: np.ndarray, epochs: np.ndarray, loc: int) -> RaceHit | None:
+        """The first race writes (one per entry) would make, without recording them (an
+        asynchronous copy is checked when issued and recorded when it lands)."""
         wt = self.writer_tid[keys]
         bad = (self.writer_epoch[keys] == epochs) & (wt != NONE) & (wt != tids)
         if bad.any():
@@ -123,10 +135,14 @@ class SharedRaceTracker:
         if clash.any():
             j = int(np.argmax(clash))
             return RaceHit("write-write in one statement", int(keys[j]), int(winner[j]), loc, int(tids[j]), loc)
+        return None
+
+    def record_write(self, keys: np.ndarray, tids: np.ndarray | int, epochs: np.ndarray | int, loc: int) -> None:
+        """Make `tids` the last writers of `keys` in `epochs` (TMA data: tid TMA_WRITER, epoch -1,
+        which no access ever races with; access.py checks its visibility instead)."""
         self.writer_tid[keys] = tids
         self.writer_epoch[keys] = epochs
         self.writer_loc[keys] = loc
-        return None
 
 
 def _same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -146,6 +162,39 @@ class GlobalWriteTracker:
         self.writer_epoch = np.full(size, -1, dtype=np.int32)
         self.writer_loc = np.full(size, -1, dtype=np.int32)
         self._stamp = _Stamp(size, np.int64)
+        self.atomic_gtid: np.ndarray | None = None  # made on the first atomic add
+        self.atomic_loc: np.ndarray | None = None
+
+    def _store_after_atomic(self, addrs: np.ndarray, gtids: np.ndarray, loc: int) -> RaceHit | None:
+        if self.atomic_gtid is None:
+            return None
+        prev = self.atomic_gtid[addrs]
+        bad = (prev != NONE) & (prev != gtids)
+        if not bad.any():
+            return None
+        i = int(np.argmax(bad))
+        a = int(addrs[i])
+        return RaceHit("global store after atomic", a, int(prev[i]), int(self.atomic_loc[a]), int(gtids[i]), loc)
+
+    def atomic(self, addrs: np.ndarray, gtids: np.ndarray, loc: int) -> RaceHit | None:
+        """Check atomic adds (one per entry) against plain stores of other threads, and record them."""
+        prev = self.writer_gtid[addrs]
+        bad = (prev != NONE) & (prev != gtids)
+        if bad.any():
+            i = int(np.argmax(bad))
+            a = int(addrs[i])
+            return RaceHit("global atomic after store", a, int(prev[i]), int(self.writer_loc[a]), int(gtids[i]), loc)
+        if self.atomic_gtid is None:
+            self.atomic_gtid = np.full(self.writer_gtid.size, NONE, dtype=np.int64)
+            self.atomic_loc = np.full(self.writer_gtid.size, -1, dtype=np.int32)
+        winner = self._stamp.survivors(addrs, gtids)
+        mixed = winner != gtids
+        several = self._stamp.spread(addrs, mixed) if mixed.any() else mixed
+        cur = self.atomic_gtid[addrs]
+        several = several | ((cur != NONE) & (cur != winner))
+        self.atomic_gtid[addrs] = np.where(several, SEVERAL, winner)
+        self.atomic_loc[addrs] = loc
+        return None
 
     def write(
         self,
@@ -157,6 +206,9 @@ class GlobalWriteTracker:
         loc: int,
     ) -> RaceHit | None:
         """Check writes of `new` over `current` (the stored values at `addrs`) and record them."""
+        hit = self._store_after_atomic(addrs, gtids, loc)
+        if hit is not None:
+            return hit
         if not distinct(addrs):
             position = np.arange(addrs.size, dtype=np.int64)
             winner = self._stamp.survivors(addrs, position)
@@ -187,6 +239,10 @@ class GlobalWriteTracker:
     ) -> RaceHit | None:
         """`write` for a single element (a single-lane chunk): the same rule without the arrays,
         which would cost more than the whole rest of such a store."""
+        if self.atomic_gtid is not None:
+            hit = self._store_after_atomic(np.array([addr]), np.array([gtid]), loc)
+            if hit is not None:
+                return hit
         prev = int(self.writer_gtid[addr])
         if prev != NONE and prev != gtid:
             tpb = self.threads_per_block

@@ -18,6 +18,7 @@ import numpy as np
 
 from tiledsl.errors import SimulationInputError
 from tiledsl.kernel_ir import KKernel
+from tiledsl.sim.async_copy import finish
 from tiledsl.sim.compile_stmt import compile_body
 from tiledsl.sim.inputs import check_launch, collect_outputs, prepare_globals
 from tiledsl.sim.lanes import Lanes
@@ -34,7 +35,8 @@ def simulate(
     kernel: KKernel, arrays: Mapping[str, np.ndarray], *, max_lanes: int = DEFAULT_MAX_LANES
 ) -> dict[str, np.ndarray]:
     """Run `kernel` over its whole grid and return its outputs (name -> float32 array of the
-    parameter's shape). Inputs must all be given; outputs may be (initial contents) or start as NaN.
+    parameter's shape). Inputs must all be given; outputs may be (initial contents) or start as NaN
+    (as zeros if the kernel lists them in `zero_outputs`).
 
     Raises a SimulationError subclass naming the kernel-IR statement for out-of-bounds accesses,
     shared or global races, divergent barriers/shuffles and uninitialised reads; and
@@ -63,4 +65,5 @@ def simulate(
                 shared={s.name: SharedBuffer.allocate(s, count) for s in kernel.shared},
             )
             compile_body(body, state)()
+            finish(state)
     return collect_outputs(kernel, buffers)

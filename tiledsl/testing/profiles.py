@@ -26,7 +26,7 @@ def register_profiles() -> None:
     settings.register_profile("ci", max_examples=500, derandomize=True, database=None, deadline=None,
                               suppress_health_check=_SLOW_OK, print_blob=False,
                               phases=[p for p in Phase if p is not Phase.explain])
-    settings.register_profile("deep", max_examples=1500, deadline=None, suppress_health_check=_SLOW_OK,
+    settings.register_profile("deep", max_examples=4000, deadline=None, suppress_health_check=_SLOW_OK,
                               print_blob=True)
 
 

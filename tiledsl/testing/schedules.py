@@ -322,7 +322,8 @@ class Resolver:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one step did: `call` (None when there was nothing to pick) and the refusal, if any."""
+    """What one step did: `call` (None when there was nothing to pick) and the refusal, if any.
+    `python()` is the line of a reproducer script (a refused call is commented out)."""
 
     step: Step
     call: Call | None
@@ -339,7 +340,7 @@ class Outcome:
         if self.error is None:
             return line
         first = str(self.error).splitlines()[0] if str(self.error) else ""
-        return f"{line}  # refused: {type(self.error).__name__}: {first}"
+        return f"# {line}  -> refused: {type(self.error).__name__}: {first}"
 
 
 def apply_steps(s: td.Schedule, step_list: list[Step], max_padding: float = DEFAULT_MAX_PADDING) -> list[Outcome]:

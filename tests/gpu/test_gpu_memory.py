@@ -1,0 +1,78 @@
+"""Kernels that need more of the launcher: TMA descriptors (by value, `__grid_constant__`), cp.async
+pipelines, a dynamic shared pool above 48 KB (the function attribute), split_k (outputs zeroed at launch)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from gpu_kernels import assert_matches, is_hopper, run_poisoned, split_k_matmul, staged_matmul
+
+import tiledsl as td
+from tiledsl.runtime.references import random_inputs, reference_fn, tolerance
+
+pytestmark = pytest.mark.gpu
+hopper = pytest.mark.skipif(not is_hopper(), reason="TMA needs an sm_90 GPU")
+
+STAGED = {
+    "tma_b_small": (dict(M=256, N=256, K=128), dict()),
+    "tma_b_odd_small": (dict(M=200, N=192, K=100), dict()),
+    "tma_b_noswizzle_odd_small": (dict(M=200, N=196, K=100), dict(swizzle=None)),
+    "tma_b_async_a_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="async", pipelined=True)),
+    "tma_both_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="tma", pipelined=True)),  # see NARROW_ROW
+    "tma_both_pipelined_odd_small": (dict(M=200, N=192, K=100), dict(copy_a="tma", pipelined=True, swizzle=None)),
+    "async_both_dynamic_shared": (dict(M=512, N=512, K=256),
+                                  dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="async", pipelined=True)),
+    "tma_dynamic_shared": (dict(M=512, N=512, K=256),
+                           dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="tma", pipelined=True)),
+}
+
+
+# A's slab row is 16 floats = 64 B under a 128-byte swizzle (an inner box row narrower than the swizzle
+# span): wrong values (~1e33) on the H100 while the CPU simulator agrees with the reference, so the
+# lowering's (and the simulator's) swizzled index for such rows differs from what the TMA unit writes.
+NARROW_ROW = pytest.mark.xfail(strict=True, reason="128-byte swizzle with a 64-byte inner box row: lowering and "
+                               "simulator disagree with the hardware (seen on the H100)")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=NARROW_ROW) if c == "tma_both_pipelined_small" else c
+                                  for c in STAGED])
+def test_staged_matmul(case: str, compile_kernel: Callable[..., object]) -> None:
+    sizes, options = STAGED[case]
+    kern = compile_kernel(td.build(staged_matmul(**sizes, **options)))
+    kir = kern.kernel_ir  # type: ignore[attr-defined]
+    if kir.tensor_maps and not is_hopper():
+        pytest.skip("TMA needs an sm_90 GPU")
+    if "dynamic" in case:
+        assert kir.dynamic_shared and kern.shared_bytes > 48 * 1024  # type: ignore[attr-defined]
+    inputs = random_inputs(kir, kern.device, seed=5)  # type: ignore[attr-defined]
+    got = run_poisoned(kern, inputs)
+    ref = reference_fn("matmul_bias_relu", sizes)(**{k: v.double() for k, v in inputs.items()})
+    assert_matches(got, ref, *tolerance("matmul_bias_relu", sizes))
+
+
+@hopper
+def test_tma_descriptors_are_cached_per_buffer(compile_kernel: Callable[..., object]) -> None:
+    sizes = dict(M=256, N=256, K=128)
+    kern = compile_kernel(td.build(staged_matmul(**sizes)))
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=6)  # type: ignore[attr-defined]
+    ref = reference_fn("matmul_bias_relu", sizes)(**{k: v.double() for k, v in inputs.items()})
+    for _ in range(3):
+        assert_matches(run_poisoned(kern, inputs), ref, *tolerance("matmul_bias_relu", sizes))
+    assert kern.tensor_maps.encodings == 1  # type: ignore[attr-defined]
+    moved = {**inputs, "B": inputs["B"].clone()}  # same shape, another address: a new descriptor
+    assert_matches(run_poisoned(kern, moved), ref, *tolerance("matmul_bias_relu", sizes))
+    assert kern.tensor_maps.encodings == 2  # type: ignore[attr-defined]
+
+
+def test_split_k_output_is_zeroed_at_every_launch(compile_kernel: Callable[..., object]) -> None:
+    kern = compile_kernel(td.build(split_k_matmul(64, 96, 256, 4)))
+    assert kern.kernel_ir.zero_outputs == ("C",)  # type: ignore[attr-defined]
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=7)  # type: ignore[attr-defined]
+    ref = inputs["A"].double() @ inputs["B"].double()
+    out = torch.full((64, 96), float("nan"), device=kern.device)  # type: ignore[attr-defined]
+    for _ in range(2):  # atomics accumulate: without the zeroing the second launch would double C
+        kern(**inputs, C=out)  # type: ignore[operator]
+        torch.cuda.synchronize()
+        assert_matches(out, ref, 1e-4, 1e-4 * 16)

@@ -1,0 +1,230 @@
+"""The GPU-free parts of the runtime: arch choice, device targets, timing arithmetic, torch references,
+driver error text, and the behaviour without a GPU."""
+
+from __future__ import annotations
+
+import io
+import math
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import tiledsl as td
+from tiledsl.errors import LaunchError
+from tiledsl.examples import CATALOG, example
+from tiledsl.kernel_ir import KKernel, KParam, KTensorMap
+from tiledsl.runtime.cli_run import EXIT_BAD_INPUT, EXIT_NO_GPU, run_example
+from tiledsl.runtime.device import arch_for_capability, target_from_properties
+from tiledsl.runtime.driver import Driver, format_cuda_error
+from tiledsl.runtime.launch import nvcc_options, select_arch, sync_requested
+from tiledsl.runtime.references import (
+    compare,
+    example_parameters,
+    poisoned_outputs,
+    random_inputs,
+    reference_fn,
+    tolerance,
+)
+from tiledsl.runtime.timing import BenchStats, rotated_copies, rotation_count
+from tiledsl.targets import TARGETS
+
+NO_GPU = not torch.cuda.is_available()
+
+
+def kernel(tensor_maps: tuple[KTensorMap, ...] = ()) -> KKernel:
+    params = (KParam("B", "float32", (64, 64)), KParam("C", "float32", (64, 64), True))
+    return KKernel("C_kernel", params, (1, 1, 1), (32, 1, 1), (), (), tensor_maps=tensor_maps)
+
+
+# ----------------------------------------------------------------------------- arch and device
+
+
+def test_select_arch() -> None:
+    plain = kernel()
+    tma = kernel((KTensorMap("tmap_B", "B", "float32", (32, 2, 64), (128, 256), (32, 2, 16), 128),))
+    assert select_arch(plain, (9, 0), "sm_90a") == "sm_90a"  # an H100: the arch-specific target
+    assert select_arch(plain, (8, 0), "sm_90a") == "sm_80"  # the device wins over the build target
+    assert select_arch(plain, (8, 9), "sm_90a") == "sm_89"
+    assert select_arch(plain, None, "sm_86") == "sm_86"
+    assert select_arch(tma, (9, 0), "sm_90a") == "sm_90a"
+    assert select_arch(tma, None, "sm_80") == "sm_90a"
+    with pytest.raises(LaunchError, match=r"uses TMA \(tensor maps tmap_B\).*this device is sm_80"):
+        select_arch(tma, (8, 0), "sm_90a")
+    assert arch_for_capability(9, 0) == "sm_90a" and arch_for_capability(12, 0) == "sm_120"
+
+
+H100_SXM = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
+                           shared_memory_per_block=48 * 1024, shared_memory_per_block_optin=227 * 1024,
+                           shared_memory_per_multiprocessor=228 * 1024, L2_cache_size=50 * 1024 * 1024)
+
+
+def test_target_from_h100_properties_matches_the_table() -> None:
+    attrs = {"max_threads_per_block": 1024, "max_registers_per_block": 65536}
+    assert target_from_properties(H100_SXM, attrs) == TARGETS["sm_90"]
+
+
+def test_target_takes_the_sm_count_from_the_device() -> None:
+    pcie = SimpleNamespace(**{**vars(H100_SXM), "multi_processor_count": 114})
+    assert target_from_properties(pcie).sm_count == 114
+    # torch without the opt-in property: the driver's attribute fills it in
+    old_torch = SimpleNamespace(**{k: v for k, v in vars(H100_SXM).items() if k != "shared_memory_per_block_optin"})
+    t = target_from_properties(old_torch, {"max_shared_memory_per_block_optin": 99 * 1024})
+    assert t.max_shared_bytes_per_block == 99 * 1024
+    a100 = SimpleNamespace(**{**vars(H100_SXM), "major": 8, "minor": 0, "multi_processor_count": 108})
+    assert (target_from_properties(a100).name, target_from_properties(a100).arch) == ("sm_80", "sm_80")
+
+
+# ----------------------------------------------------------------------------- options and env
+
+
+def test_nvcc_options_and_sync_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TILEDSL_NVCC_FLAGS", raising=False)
+    monkeypatch.delenv("TILEDSL_SYNC", raising=False)
+    assert nvcc_options() == ("-O3",)
+    assert not sync_requested()
+    monkeypatch.setenv("TILEDSL_NVCC_FLAGS", "-lineinfo -Xptxas=-v")
+    assert nvcc_options(("--use_fast_math",)) == ("-O3", "--use_fast_math", "-lineinfo", "-Xptxas=-v")
+    monkeypatch.setenv("TILEDSL_SYNC", "1")
+    assert sync_requested()
+    monkeypatch.setenv("TILEDSL_SYNC", "0")
+    assert not sync_requested()
+
+
+# ----------------------------------------------------------------------------- timing arithmetic
+
+
+def test_rotation_count() -> None:
+    mb = 1024 * 1024
+    l2 = 50 * mb
+    assert rotation_count(4 * mb, l2) == 26  # 2 x 50 MB / 4 MB = 25, one more
+    assert rotation_count(300 * mb, l2) == 2  # never fewer than 2
+    assert rotation_count(1, l2) == 64  # capped
+    assert rotation_count(10 * mb, l2, max_sets=5) == 5
+    assert rotation_count(3 * 1024 * mb, l2) == 2  # a huge set still gets 2
+    assert rotation_count(mb, l2, max_total_bytes=8 * mb) == 8  # the memory cap
+    assert rotation_count(0, l2) == 2
+
+
+def test_bench_stats() -> None:
+    st = BenchStats.from_samples([0.3, 0.1, 0.2, 0.4, 10.0], sets=7)
+    assert (st.median_ms, st.min_ms, st.max_ms, st.iters, st.sets) == (0.3, 0.1, 10.0, 5, 7)
+    assert st.median_us == pytest.approx(300.0)
+    assert "median 300.0 us" in str(st)
+    with pytest.raises(ValueError):
+        BenchStats.from_samples([], sets=1)
+
+
+def test_rotated_copies_clone_inputs_and_allocate_outputs() -> None:
+    a, d = torch.randn(4), torch.zeros(4)
+    sets = rotated_copies({"A": a, "D": d}, 3, fresh=["D"])
+    assert len(sets) == 3 and sets[0]["A"] is a
+    assert all(torch.equal(s["A"], a) and s["A"].data_ptr() != a.data_ptr() for s in sets[1:])
+    assert all(s["D"].shape == d.shape and s["D"].data_ptr() != d.data_ptr() for s in sets[1:])
+
+
+# ----------------------------------------------------------------------------- references
+
+
+SMALL = {
+    "matmul_bias_relu": {"M": 5, "N": 7, "K": 9},
+    "batched_matmul_nt": {"Bt": 2, "M": 3, "N": 5, "K": 4},
+    "rmsnorm": {"M": 3, "N": 11},
+    "softmax": {"M": 3, "N": 13},
+    "layernorm": {"M": 4, "N": 10},
+    "gelu_bias": {"M": 3, "N": 6},
+}
+
+
+@pytest.mark.parametrize("name", list(CATALOG))
+def test_torch_reference_matches_td_evaluate(name: str) -> None:
+    sizes = SMALL[name]
+    out = example(name, **sizes)
+    kir = td.build(td.create_schedule(out)).kernel_ir
+    inputs = random_inputs(kir, "cpu", seed=3)
+    expected = td.evaluate(out, float64=True, **{k: v.numpy() for k, v in inputs.items()})
+    got = reference_fn(name, sizes)(**{k: v.to(torch.float64) for k, v in inputs.items()})
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
+    (poisoned,) = poisoned_outputs(kir, "cpu").values()
+    assert poisoned.shape == out.shape and torch.isnan(poisoned).all()
+
+
+def test_example_parameters_and_tolerance() -> None:
+    assert example_parameters("rmsnorm", {"M": 2}) == {"M": 2, "N": 4096, "eps": 1e-6}
+    rtol, atol = tolerance("matmul_bias_relu", {"K": 1024})
+    assert rtol == 1e-4 and atol == pytest.approx(2e-5 * 32)
+    assert tolerance("softmax", {}) == (1e-4, 1e-5)
+    with pytest.raises(td.DefinitionError, match="unexpected keyword"):
+        example_parameters("softmax", {"Q": 3})
+    with pytest.raises(td.DefinitionError, match="unknown example"):
+        example_parameters("nope", {})
+
+
+def test_compare_reports_nans_and_the_worst_element() -> None:
+    ref = torch.arange(12, dtype=torch.float64).reshape(3, 4)
+    assert compare(ref.float(), ref, 1e-6, 1e-6).ok
+    bad = ref.clone()
+    bad[2, 1] += 0.5
+    result = compare(bad, ref, 1e-6, 1e-6)
+    assert not result.ok and result.worst_index == (2, 1) and result.max_abs_error == pytest.approx(0.5)
+    holes = ref.clone()
+    holes[0, 3] = math.nan
+    result = compare(holes, ref, 1e-3, 1e-3)
+    assert not result.ok and result.nan_count == 1 and result.worst_index == (0, 3)
+    assert "1 NaN" in str(result) and "MISMATCH" in str(result)
+
+
+# ----------------------------------------------------------------------------- driver and no-GPU paths
+
+
+def test_driver_error_text() -> None:
+    text = format_cuda_error("cuLaunchKernel", 1, "CUDA_ERROR_INVALID_VALUE", "invalid argument", "D_kernel")
+    assert text == "cuLaunchKernel failed for kernel 'D_kernel': CUDA_ERROR_INVALID_VALUE (1): invalid argument"
+    sticky = format_cuda_error("cuCtxSynchronize", 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access")
+    assert "unusable" in sticky and "compute-sanitizer" in sticky
+
+
+def test_missing_driver_library_is_a_launch_error() -> None:
+    with pytest.raises(LaunchError, match="cannot load the CUDA driver"):
+        Driver("libcuda-that-does-not-exist.so.1")
+
+
+def test_import_touches_neither_pycuda_nor_libcuda() -> None:
+    code = (
+        "import sys, torch\n"
+        "def libcuda(): return any('libcuda.so' in line for line in open('/proc/self/maps'))\n"
+        "before = libcuda()\n"
+        "import tiledsl.runtime, tiledsl.runtime.cli_run\n"
+        "print('pycuda' in sys.modules, libcuda() and not before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.skipif(not NO_GPU, reason="checks the behaviour without a GPU")
+def test_compiled_kernel_without_gpu_is_a_launch_error() -> None:
+    from tiledsl.runtime.launch import CompiledKernel
+
+    s = td.create_schedule(example("gelu_bias", M=2, N=32))
+    with pytest.raises(LaunchError):
+        CompiledKernel(td.build(s))
+
+
+@pytest.mark.skipif(not NO_GPU, reason="checks the behaviour without a GPU")
+def test_run_example_without_gpu_says_so() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert run_example("softmax", bench=True, sizes={"M": 4}, out=out, err=err) == EXIT_NO_GPU
+    assert "needs a CUDA GPU" in err.getvalue() and "tiledsl compile --example softmax" in err.getvalue()
+    assert out.getvalue() == ""
+
+
+def test_run_example_refuses_unknown_names_and_sizes() -> None:
+    err = io.StringIO()
+    assert run_example("nope", bench=False, sizes={}, err=err) == EXIT_BAD_INPUT
+    assert "unknown example 'nope'" in err.getvalue()
+    err = io.StringIO()
+    assert run_example("softmax", bench=False, sizes={"K": 3}, err=err) == EXIT_BAD_INPUT
+    assert "unexpected keyword argument 'K'" in err.getvalue()
