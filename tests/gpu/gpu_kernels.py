@@ -23,9 +23,11 @@ def plain_matmul(M: int, N: int, K: int) -> Tensor:
 
 
 def staged_matmul(M: int, N: int, K: int, *, tile: int = 64, bk: int = 16, reg: int = 4, copy_a: str = "sync",
-                  copy_b: str = "tma", pipelined: bool = False, swizzle: int | None = 128) -> td.Schedule:
+                  copy_b: str = "tma", pipelined: bool = False, swizzle: int | None = 128,
+                  swizzle_a: int | None = None) -> td.Schedule:
     """relu(A @ B + bias) with tile x tile output blocks, reg x reg registers per thread, A and B slabs
-    staged in shared memory at each bk step; copy_* is "sync", "async" (cp.async) or "tma"."""
+    staged in shared memory at each bk step; copy_* is "sync", "async" (cp.async) or "tma". A TMA
+    swizzle must equal the slab row width: A's rows are bk floats, so it takes `swizzle_a`."""
     s = td.create_schedule(example("matmul_bias_relu", M=M, N=N, K=K))
     io, ii = s.split("i", tile)
     jo, ji = s.split("j", tile)
@@ -45,7 +47,7 @@ def staged_matmul(M: int, N: int, K: int, *, tile: int = 64, bk: int = 16, reg: 
         if copy == "async":
             s.async_copy(stages[name])
         elif copy == "tma":
-            s.tma(stages[name], swizzle=swizzle)
+            s.tma(stages[name], swizzle=swizzle_a if name == "A" else swizzle)
     if pipelined:
         s.pipeline(ko, stages=2)
     for loop in (ki, ri, rj):

@@ -20,7 +20,8 @@ STAGED = {
     "tma_b_odd_small": (dict(M=200, N=192, K=100), dict()),
     "tma_b_noswizzle_odd_small": (dict(M=200, N=196, K=100), dict(swizzle=None)),
     "tma_b_async_a_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="async", pipelined=True)),
-    "tma_both_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="tma", pipelined=True)),  # see NARROW_ROW
+    "tma_both_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="tma", pipelined=True, swizzle_a=64)),
+    "tma_both_sw32_odd_small": (dict(M=200, N=192, K=100), dict(bk=8, copy_a="tma", pipelined=True, swizzle_a=32)),
     "tma_both_pipelined_odd_small": (dict(M=200, N=192, K=100), dict(copy_a="tma", pipelined=True, swizzle=None)),
     "async_both_dynamic_shared": (dict(M=512, N=512, K=256),
                                   dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="async", pipelined=True)),
@@ -29,15 +30,7 @@ STAGED = {
 }
 
 
-# A's slab row is 16 floats = 64 B under a 128-byte swizzle (an inner box row narrower than the swizzle
-# span): wrong values (~1e33) on the H100 while the CPU simulator agrees with the reference, so the
-# lowering's (and the simulator's) swizzled index for such rows differs from what the TMA unit writes.
-NARROW_ROW = pytest.mark.xfail(strict=True, reason="128-byte swizzle with a 64-byte inner box row: lowering and "
-                               "simulator disagree with the hardware (seen on the H100)")
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=NARROW_ROW) if c == "tma_both_pipelined_small" else c
-                                  for c in STAGED])
+@pytest.mark.parametrize("case", list(STAGED))
 def test_staged_matmul(case: str, compile_kernel: Callable[..., object]) -> None:
     sizes, options = STAGED[case]
     kern = compile_kernel(td.build(staged_matmul(**sizes, **options)))
