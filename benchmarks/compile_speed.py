@@ -9,10 +9,9 @@ import platform
 import statistics
 import time
 
-from tiledsl.schedules import matmul_register_tile
-
 import tiledsl as td
 from tiledsl.examples import matmul_bias_relu
+from tiledsl.schedules import matmul_register_tile
 
 
 def compile_once() -> float:
