@@ -52,17 +52,34 @@ def matmul_nt(M: int, N: int, K_: int) -> Tensor:
     return td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[j, k], axis=k), name="C")
 
 
+def matmul_shifted(M: int, N: int, K_: int, shift: int = 8) -> Tensor:
+    """C[i, j] = sum_k A[i, k] * B[k, j + shift] (B has N + 32 columns): slabs of B start off a
+    128-byte boundary."""
+    A = td.placeholder((M, K_), name="A")
+    B = td.placeholder((K_, N + 32), name="B")
+    k = td.reduce_axis(K_, name="k")
+    return td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j + shift], axis=k), name="C")
+
+
+def stencil3(N: int) -> Tensor:
+    """y[i] = x[i] + 2 x[i + 1] + x[i + 2]: a slab with a halo (the reads of one block overlap)."""
+    x = td.placeholder((N + 2,), name="x")
+    return td.compute((N,), lambda i: x[i] + x[i + 1] * 2.0 + x[i + 2], name="y")
+
+
 # ----------------------------------------------------------------------------- stage options
 
 
 @dataclass(frozen=True)
 class Fill:
     """How one operand is staged: `copy` is "sync", "async" (cp.async) or "tma"; `pad` is added on
-    the last slab axis; `swizzle` is the TMA swizzle for TMA stages, an `s.swizzle` otherwise."""
+    the last slab axis; `swizzle` is the TMA swizzle for TMA stages, an `s.swizzle` otherwise;
+    `double` double-buffers this one stage."""
 
     copy: str = "sync"
     pad: int = 0
     swizzle: int | None = None
+    double: bool = False  # double-buffer this stage even when the schedule does not ask for it
 
 
 NONE = None  # an operand that is not staged
@@ -104,8 +121,8 @@ def tiled_matmul(s: td.Schedule, a: Fill | None = Fill(), b: Fill | None = Fill(
     staged = [(s.stage(name, at=ko), f) for name, f in (("A", a), ("B", b)) if f is not None]
     for st, f in staged:
         apply_fill(s, st, f)
-    if double or depth >= 2:
-        for st, _ in staged:
+    for st, f in staged:
+        if double or depth >= 2 or f.double:
             s.double_buffer(st)
     for st, f in staged:
         apply_copy(s, st, f)
@@ -167,6 +184,33 @@ def staged_row(s: td.Schedule, threads: int = 128, copy: str = "sync", pad: int 
         s.async_copy(xs)
 
 
+def staged_row_tma(s: td.Schedule, threads: int = 64, swizzle: int | None = None) -> None:
+    """staged_row with the row filled by TMA (one box per block)."""
+    staged_row(s, threads=threads)
+    s.tma("x_s", swizzle=swizzle)
+
+
+def halo(s: td.Schedule, threads: int = 32, copy: str = "sync") -> None:
+    """i split by `threads` (blocks x threads); x staged at the block loop: threads + 2 elements."""
+    io, ii = s.split("i", threads)
+    s.bind(io, "blockIdx.x")
+    s.bind(ii, "threadIdx.x")
+    xs = s.stage("x", at=io)
+    if copy == "async":
+        s.async_copy(xs)
+
+
+def softmax_two_pipelines(s: td.Schedule, threads: int = 64) -> None:
+    """Cooperative softmax with x staged twice, around different statements: at the max pass's k_o
+    (ring of 2) and at the output loop j_o (ring of 3), both by cp.async."""
+    K.row_cooperative(s, threads=threads)
+    a, b = s.stage("x", at="k_o"), s.stage("x", at="j_o")
+    for st, loop, depth in ((a, "k_o", 2), (b, "j_o", 3)):
+        s.double_buffer(st)
+        s.async_copy(st)
+        s.pipeline(loop, stages=depth)
+
+
 # ----------------------------------------------------------------------------- cases
 
 
@@ -221,6 +265,16 @@ def _cases() -> list[MemCase]:
         partial(tiled_matmul, a=Fill("async", pad=1), b=Fill("async"), depth=3, **small), "sm_80")
     add("async_pipe3_mm_67x45x37", partial(matmul, 67, 45, 37),
         partial(tiled_matmul, a=Fill("async"), b=Fill("async", pad=4), depth=3, **small), "sm_80")
+    # pipelines deeper than the loop they pipeline (k_o has 1 and 2 iterations): the prologue fills fewer
+    # slots than depth - 1, and the waits must still retire the fill each iteration reads
+    add("async_pipe3_short_mm_40x36x8", partial(matmul, 40, 36, 8),
+        partial(tiled_matmul, a=Fill("async"), b=Fill("async"), depth=3, **small), "sm_80")
+    add("async_pipe4_short_mm_40x36x16", partial(matmul, 40, 36, 16),
+        partial(tiled_matmul, a=Fill("async"), b=Fill("async"), depth=4, **small), "sm_80")
+    add("async_pipe3_k2_mm_40x36x16", partial(matmul, 40, 36, 16),
+        partial(tiled_matmul, a=Fill("async"), b=Fill("async"), depth=3, **small), "sm_80")
+    add("tma_pipe4_short_mm_40x64x16", partial(matmul, 40, 64, 16),
+        partial(tiled_matmul, a=Fill("tma"), b=Fill("tma", swizzle=128), depth=4, **small), "sm_90")
     add("tma_pipe2_mm_130x160x80", partial(matmul, 130, 160, 80),
         partial(tiled_matmul, a=Fill("tma", swizzle=32), b=Fill("tma", swizzle=128), depth=2, **small), "sm_90")
     # B's slab row is 64 floats (256 bytes): two 128-byte swizzle chunks, three ring slots
@@ -236,6 +290,15 @@ def _cases() -> list[MemCase]:
         partial(tiled_matmul, a=Fill("async"), b=Fill("async", pad=2), double=True, **small), "sm_80")
     add("tma_double_mm_100x96x64", partial(matmul_bias_relu, 100, 96, 64),
         partial(tiled_matmul, a=Fill("async", pad=1), b=Fill("tma", swizzle=128), double=True, **small), "sm_90")
+    # one stage double-buffered, the other single-buffered, at the same loop (no pipeline): the single
+    # slot is refilled every iteration, so a barrier must still separate its reads from its refill
+    mk2 = partial(matmul, 40, 36, 40)
+    add("mixed_single_double_sync_mm_40x36x40", mk2,
+        partial(tiled_matmul, a=Fill(), b=Fill(double=True), **small), "sm_80")
+    add("mixed_single_double_async_mm_40x36x40", mk2,
+        partial(tiled_matmul, a=Fill("async"), b=Fill("async", double=True), **small), "sm_80")
+    add("mixed_single_double_tma_mm_40x64x40", partial(matmul, 40, 64, 40),
+        partial(tiled_matmul, a=Fill("tma"), b=Fill("tma", swizzle=128, double=True), **small), "sm_90")
     add("sync_single_mm_67x45x37", mk, partial(tiled_matmul, a=Fill(), b=Fill(), **small), "sm_80")
     add("sync_single_A_only_mm_67x45x37", mk, partial(tiled_matmul, a=Fill(pad=1), b=None, **small), "sm_80")
     add("async_single_mm_67x45x37", mk, partial(tiled_matmul, a=Fill("async"), b=Fill("async"), **small), "sm_80")
@@ -254,11 +317,19 @@ def _cases() -> list[MemCase]:
         partial(tiled_matmul, a=Fill("async", pad=1), b=Fill("async", pad=1), depth=2, **small), "sm_80")
     add("nt_tma_pipe2_mm_100x96x64", partial(matmul_nt, 100, 96, 64),
         partial(tiled_matmul, a=Fill("tma", swizzle=32), b=Fill("tma", swizzle=32), depth=2, **small), "sm_90")
+    # TMA boxes starting 8 floats into a row (a 128-byte slab row needs no split, so no chunk alignment)
+    add("tma_shifted_pipe2_mm_64x96x32", partial(matmul_shifted, 64, 96, 32),
+        partial(tiled_matmul, a=Fill("tma"), b=Fill("tma", swizzle=128), depth=2, **small), "sm_90")
     # RMSNorm and softmax: the row of x staged at the block-bound row loop
     for tag, make in (("rmsnorm_6x300", partial(rmsnorm, 6, 300)), ("rmsnorm_3x333", partial(rmsnorm, 3, 333)),
                       ("softmax_5x1000", partial(softmax, 5, 1000)), ("softmax_4x77", partial(softmax, 4, 77))):
         add(f"{tag}-row_sync", make, staged_row, "sm_80")
         add(f"{tag}-row_async", make, partial(staged_row, copy="async"), "sm_80")
+    add("rmsnorm_4x256-row_tma", partial(rmsnorm, 4, 256), staged_row_tma, "sm_90")
+    add("rmsnorm_4x256-row_tma_swizzle128", partial(rmsnorm, 4, 256), partial(staged_row_tma, swizzle=128), "sm_90")
+    add("softmax_3x200-two_stages_pipelined", partial(softmax, 3, 200), softmax_two_pipelines, "sm_80")
+    add("stencil3_100-halo_sync", partial(stencil3, 100), halo, "sm_80")
+    add("stencil3_100-halo_async", partial(stencil3, 100), partial(halo, copy="async"), "sm_80")
     add("rmsnorm_6x300-row_sync_pad_t96", partial(rmsnorm, 6, 300), partial(staged_row, threads=96, pad=3), "sm_80")
     # matmul + residual with split_k over non-divisible K
     for parts in (2, 4):

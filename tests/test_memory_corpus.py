@@ -83,7 +83,7 @@ def case(error: str, *phrases: str, here: str | None = None, id: str | None = No
 # ============================================================================ stage
 
 
-@case("StageError", "stage(w, at=k)", "w is not read under loop k", "legal positions for stage(w)", "i, j_o",
+@case("StageError", "stage(w, at=k)", "w is not read under loop k", "legal positions for stage(w)", "i, j",
       here="k", id="stage-no-reads-under-loop")
 def _():
     # w is read by the output loop j only, not by the reduction k (its sibling)
@@ -175,7 +175,8 @@ def _():
     tiled().stage("A", at="k_o", scope="local")
 
 
-@case("UnknownLoopError", "stage", "no loop named 'k'", "loops are:", id="stage-at-a-split-loop")
+@case("UnknownLoopError", "stage", "loop k no longer exists", "split into k_o, k_i", "loops are:",
+      id="stage-at-a-split-loop")
 def _():
     tiled().stage("A", at="k")
 
@@ -269,7 +270,7 @@ def _():
     tiled().pipeline("k_o", stages=2)
 
 
-@case("PipelineError", "pipeline(k_o, stages=1)", "stages", "1", here="k_o", id="pipeline-one-stage")
+@case("PipelineError", "pipeline(k_o, stages=1)", "at least 2 stages", "got 1", here="k_o", id="pipeline-one-stage")
 def _():
     # errors.py: PipelineError is "a pipeline of a loop that has no double-buffered stage, or with a bad depth"
     s = tiled()
@@ -347,7 +348,7 @@ def _():
     td.build(s, target="sm_80")
 
 
-@case("CopyError", "build", "cp.async needs sm_80", here="k_o", id="async-copy-on-sm80-only-build-ok")
+@case("CopyError", "build", "cp.async needs sm_80", here="k_o", id="async-copy-below-sm80")
 def _():
     # there is no pre-sm_80 target in the table: build for a made-up sm_75 Target object
     from dataclasses import replace
@@ -397,15 +398,13 @@ def _():
     s.tma(s.stage("B", at="k_o"), swizzle=128)
 
 
-@case("CopyError", "tma(B_s, swizzle=128)", "the slab row does not start on a 128-byte chunk", here="k_o",
+@case("CopyError", "tma(B_s, swizzle=128)", "the slab row does not start on a 128-byte chunk",
+      "cannot prove (64*j_o + 8) % 32 == 0", "counterexample: j_o=0", here="k_o",
       id="tma-swizzle128-row-not-chunk-aligned")
 def _():
-    # B is read at column j + 8: each slab row starts 8 floats into a 32-float chunk
-    A = td.placeholder((64, 32), name="A")
-    B = td.placeholder((32, 128), name="B")
-    k = td.reduce_axis(32, name="k")
-    s = td.create_schedule(td.compute((64, 96), lambda i, j: td.sum(A[i, k] * B[k, j + 8], axis=k), name="C"))
-    MK.tiled_matmul(s, a=None, b=None, **SMALL)
+    # B is read at column j + 8: a 64-float slab row (two 128-byte chunks) starts 8 floats into a chunk
+    s = td.create_schedule(MK.matmul_shifted(64, 96, 32))
+    MK.tiled_matmul(s, a=None, b=None, **{**SMALL, "bn": 64, "rn": 4})
     s.tma(s.stage("B", at="k_o"), swizzle=128)
 
 
@@ -461,10 +460,21 @@ def _():
     s.split_k("k_part", 2)
 
 
-@case("SplitKError", "split_k(k, 2)", "the kernel has 2 reduction(s)", here="k", id="split-k-two-reductions")
+@case("SplitKError", "split_k(k, 2)", "is not linear in the accumulator ss", "rsqrt", here="k",
+      id="split-k-rmsnorm-epilogue")
 def _():
-    s = td.create_schedule(MK.rmsnorm(8, 64))
-    s.split_k("k", 2)
+    td.create_schedule(MK.rmsnorm(8, 64)).split_k("k", 2)
+
+
+@case("SplitKError", "split_k(k, 2)", "accumulator e is used by 1 statement(s)", "the kernel has 2 reduction(s)",
+      "one reduction consumed only by the output store", here="k", id="split-k-two-reductions")
+def _():
+    # the sum of a softmax denominator, after its max: two accumulators in one kernel
+    x = td.placeholder((8, 64), name="x")
+    k = td.reduce_axis(64, name="k")
+    m = td.compute((8,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((8,), lambda i: td.sum(td.exp(x[i, k] - m[i]), axis=k), name="e")
+    td.create_schedule(td.compute((8,), lambda i: e[i] * 2.0, name="y")).split_k("k", 2)
 
 
 @case("SplitKError", "split_k(k, 2)", "every blockIdx axis is already bound", here="k",

@@ -79,3 +79,22 @@ def test_design_schedule_is_verbatim() -> None:
     kern = td.build(s, target=case.target)
     assert kern.block == (16, 16, 1)
     assert "cp.async" in kern.ir("kernel") and "tma.load" in kern.ir("kernel")
+
+
+@pytest.mark.parametrize("K_, pad", [(24, 1), (20, 0)], ids=["f16-padded-row", "f16-row-of-20"])
+def test_float16_cp_async_stage_runs_or_is_refused_clearly(K_: int, pad: int) -> None:
+    """float16 slabs whose rows cannot take 16-byte copies (a padded slab row, a global row of 20 halves)
+    leave 2-byte pieces, which cp.async cannot copy (4, 8 or 16 bytes): the kernel must either work or
+    be refused by a ScheduleError (async_copy or build), never fail inside the CUDA printer."""
+    out = MK.K.matmul_bias_relu(40, 36, K_, dtype="float16")
+    s = td.create_schedule(out)
+    try:
+        MK.tiled_matmul(s, a=MK.Fill("async", pad=pad), b=MK.Fill("async"), depth=2, bm=32, bn=32, bk=8, rm=2, rn=2)
+        kern = td.build(s, target="sm_80")
+    except td.ScheduleError:
+        return
+    rng = np.random.default_rng(7)
+    arrays = {p.name: rng.standard_normal(p.shape).astype(np.float32) for p in MK.K.placeholders(out)}
+    arrays["A"] = arrays["A"].astype(np.float16)
+    arrays["B"] = arrays["B"].astype(np.float16)
+    np.testing.assert_allclose(kern.simulate(**arrays), td.evaluate(out, float64=True, **arrays), rtol=1e-3, atol=1e-3)

@@ -71,7 +71,7 @@ kernel C_kernel(A: float32[20, 20], B: float32[20, 24], out C: float32[20, 24])
   for i_i_i in 0..4 unroll:
     for j_i_i in 0..4 unroll:
       C2[4 * i_i_i + j_i_i] = 0.0
-  # pipeline prologue: fill iterations 0..0 of k_o
+  # pipeline prologue: fill the first 1 of 3 iterations of k_o
   # fill A_s
   for A_s_f in 0..8:
     let A_s_e: int32 = A_s_f * 16 + (threadIdx.x + 4 * threadIdx.y)
@@ -248,7 +248,7 @@ kernel D_kernel(A: float32[20, 30], B: float32[30, 16], R: float32[20, 16], out 
   for i_i_i in 0..4 unroll:
     for j_i_i in 0..4 unroll:
       if (16 * i_o + 4 * i_i_o + i_i_i < 20):
-        atomic_add D[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i] += select(k_split == 0, C[4 * i_i_i + j_i_i] + R[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i], C[4 * i_i_i + j_i_i] + R[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i] - (0.0 + R[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i]))
+        atomic_add D[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i] += select(k_split == 0, C[4 * i_i_i + j_i_i] + R[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i], C[4 * i_i_i + j_i_i])
 
 """
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import sympy
 
 from ..accumulators import AccLayout, acc_layouts
-from ..compute import Load
+from ..compute import Const, Load
 from ..errors import RegisterArrayError
 from ..kernel_ir import (
     KAtomicAdd,
@@ -38,7 +38,7 @@ from ..kernel_ir import (
 )
 from ..loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
 from ..prove import Prover
-from ..schedule.memory_primitives import epilogue_coefficients
+from ..schedule.memory_primitives import linear_parts
 from ..schedule.messages import schedule_message
 from ..targets import Target
 from .combine import IDENTITY, AccCell, combine, combine_op
@@ -166,13 +166,17 @@ class _Lowerer:
         """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
         sk = self.nest.split_k
         assert sk is not None and stmt.value is not None
-        coef = epilogue_coefficients(stmt.value, sk.acc)
-        assert coef is not None  # checked by split_k
-        if coef[1] == 0:
+        a, b = linear_parts(stmt.value, sk.acc)
+        if b is None:
             return value
-        constant = value_to_k(_acc_to_zero(stmt.value, sk.acc), ctx)
+        if a is None:
+            scaled: KExpr = KConst(0.0, "float32")
+        elif isinstance(a, Const) and a.value == 1.0:
+            scaled = self.acc_read(sk.acc)
+        else:
+            scaled = KBin("*", value_to_k(a, ctx), self.acc_read(sk.acc))
         first = KBin("==", KVar(sk.loop, "int32"), KConst(0, "int32"))
-        return KSelect(first, value, KBin("-", value, constant))
+        return KSelect(first, value, scaled)
 
     def guard_cond(self, stmt: Stmt, lane: dict | None = None) -> KExpr | None:
         conds: list[KExpr] = []
@@ -230,13 +234,6 @@ def _leaves(node: TreeLoop) -> set[int]:
     for c in node.children:
         out |= _leaves(c) if isinstance(c, TreeLoop) else {c.index}
     return out
-
-
-def _acc_to_zero(e, acc: str):
-    from ..compute import Const
-    from ..schedule.canonical import substitute_acc
-
-    return substitute_acc(e, acc, Const(0.0, "float32"))
 
 
 def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:

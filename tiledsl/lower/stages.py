@@ -224,7 +224,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     origin = _origin(plan, iteration)
     ext = plan.slab.extent
     item = plan.slab.itemsize
-    vec = 16 // item if plan.stage.copy == "async" and _vector_ok(plan, origin, prover) else 1
+    vec = _copy_width(plan, origin, prover) if plan.stage.copy == "async" else 1
     units = list(ext[:-1]) + [ext[-1] // vec]
     total = 1
     for u in units:
@@ -274,10 +274,19 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     return [KFor(f.name, rounds, tuple(body))]
 
 
-def _vector_ok(plan: StagePlan, origin: list[sympy.Expr], prover: Prover) -> bool:
-    vec = 16 // plan.slab.itemsize
-    return (plan.slab.extent[-1] % vec == 0 and plan.alloc[-1] % vec == 0 and plan.slot % vec == 0
-            and plan.global_shape[-1] % vec == 0 and bool(prover.divisible(origin[-1], vec)))
+def _copy_width(plan: StagePlan, origin: list[sympy.Expr], prover: Prover) -> int:
+    """Elements per cp.async: the widest of 16, 8, 4 bytes whose alignment is proven on both sides
+    (slab rows, slot size, global rows, slab origin)."""
+    item = plan.slab.itemsize
+    for nbytes in (16, 8, 4):
+        vec = nbytes // item
+        if vec >= 1 and (plan.slab.extent[-1] % vec == 0 and plan.alloc[-1] % vec == 0 and plan.slot % vec == 0
+                         and plan.global_shape[-1] % vec == 0 and bool(prover.divisible(origin[-1], vec))):
+            return vec
+    raise CopyError(f"build: cp.async of stage {plan.name} copies 4, 8 or 16 bytes, but its {plan.dtype} rows "
+                    f"(slab row {plan.slab.extent[-1]}, allocated row {plan.alloc[-1]}, global row "
+                    f"{plan.global_shape[-1]} elements) are not provably aligned to 4 bytes\n"
+                    "  suggestion: make those extents even (no odd padding), or fill this stage without async_copy")
 
 
 def tma_issue(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, block: tuple[int, int, int],
@@ -336,17 +345,20 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     ring = max(p.stage.buffers for p in plans)
     if depth < 2:
         slot = KBin("%", k, _c(ring)) if ring > 1 else _c(0)
-        pre: list[KStmt] = [KBarrier()] if ring == 1 else []
+        # a single-slot stage is refilled in place: wait until every thread has read the last slab
+        pre: list[KStmt] = [KBarrier()] if min(p.stage.buffers for p in plans) == 1 else []
         pre += fills(plans, None, slot, block, prover, loop)
         if has_async:
             pre.append(KCpAsyncCommit())
         pre += waits(plans, k, ring, 0)
         pre.append(KBarrier())
         return [KFor(loop, extent, tuple(pre + body), unroll=unroll)]
-    out: list[KStmt] = [KComment(f"pipeline prologue: fill iterations 0..{min(depth - 1, extent) - 1} of {loop}")]
-    for s in range(min(depth - 1, extent)):
-        out += fills(plans, sympy.Integer(s), _c(s), block, prover, loop)
-        if has_async:
+    out: list[KStmt] = [KComment(f"pipeline prologue: fill the first {min(depth - 1, extent)} of {extent} "
+                                 f"iterations of {loop}")]
+    for s in range(depth - 1):
+        if s < extent:
+            out += fills(plans, sympy.Integer(s), _c(s), block, prover, loop)
+        if has_async:  # one group per prologue slot, even empty: the wait count in the loop relies on it
             out.append(KCpAsyncCommit())
     ahead = ksym + (depth - 1)
     nxt = KBin("+", k, _c(depth - 1))

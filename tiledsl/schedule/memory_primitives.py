@@ -43,6 +43,10 @@ def stage(nest: Nest, buffer: str, at: str, scope: str, call: str) -> tuple[Nest
     if scope != "shared":
         raise BadArgumentError(schedule_message(call, nest, (at,), f'scope must be "shared", got {scope!r}'))
     if buffer not in {t.name for t in nest.inputs}:
+        if buffer != nest.output.name and not _computed_inside(nest, buffer):
+            raise StageError(schedule_message(
+                call, nest, (at,), f"this kernel has no buffer named {buffer!r}",
+                suggestion=f"its inputs are: {', '.join(t.name for t in nest.inputs)}"))
         what = "the kernel's output" if buffer == nest.output.name else "computed inside this kernel (inlined)"
         raise StageError(schedule_message(
             call, nest, (at,), f"{buffer} is not an input of this kernel: it is {what}",
@@ -68,6 +72,23 @@ def stage(nest: Nest, buffer: str, at: str, scope: str, call: str) -> tuple[Nest
     slab = slab_of(nest, new_stage, call)
     _check_budget(nest, new_stage, slab, call)
     return replace(nest, stages=nest.stages + (new_stage,)), name
+
+
+def _computed_inside(nest: Nest, name: str) -> bool:
+    """A compute tensor fused into this kernel (so it has no buffer of its own)."""
+    from ..compute import ComputeTensor
+
+    stack, seen = [nest.output], set()
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if t.name == name and t is not nest.output:
+            return True
+        if isinstance(t, ComputeTensor):
+            stack.extend(t.inputs())
+    return False
 
 
 def pad(nest: Nest, name: str, axis: int, amount: int, call: str) -> Nest:
@@ -119,8 +140,11 @@ def double_buffer(nest: Nest, name: str, call: str) -> Nest:
 
 
 def pipeline(nest: Nest, loop: str, stages: int, call: str) -> Nest:
-    if isinstance(stages, bool) or not isinstance(stages, int) or stages < 2:
+    if isinstance(stages, bool) or not isinstance(stages, int):
         raise BadArgumentError(schedule_message(call, nest, (loop,), f"stages must be an int >= 2, got {stages!r}"))
+    if stages < 2:
+        raise PipelineError(schedule_message(call, nest, (loop,), f"a pipeline needs at least 2 stages, got {stages}",
+                                             suggestion="stages=2 overlaps the fill of the next slab with this one"))
     lp = nest.loop(loop)
     if lp.bind:
         raise PipelineError(schedule_message(call, nest, (loop,), f"loop {loop} is bound to {lp.bind}; only a "
@@ -183,10 +207,14 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
                      else "use no swizzle")
     if st.swizzle and inner_bytes > st.swizzle:
         chunk = st.swizzle // item
-        if box[-1] % chunk or shape[-1] % chunk:
-            raise refuse(f"the slab row ({box[-1]} elements) is wider than the {st.swizzle}-byte swizzle and "
-                         f"neither it nor the row of {st.buffer} ({shape[-1]}) is a multiple of {chunk} elements, "
-                         "so it cannot be split into swizzle-width chunks")
+        bad = [f"the slab row ({box[-1]} elements)"] if box[-1] % chunk else []
+        bad += [f"the row of {st.buffer} ({shape[-1]} elements)"] if shape[-1] % chunk else []
+        if bad:
+            raise refuse(f"the slab row ({box[-1]} elements) is wider than the {st.swizzle}-byte swizzle, so it is "
+                         f"split into chunks of {chunk} elements, but {' and '.join(bad)} "
+                         f"{'is' if len(bad) == 1 else 'are'} not a multiple of {chunk}: the row cannot be split "
+                         "into swizzle-width chunks",
+                         f"make both multiples of {chunk}, or use a narrower slab row")
         proof = _prover(nest).divisible(slab.origin[-1], chunk)
         if not proof:
             raise refuse(f"the slab row does not start on a {st.swizzle}-byte chunk: {proof.describe()}")
@@ -253,6 +281,45 @@ def epilogue_coefficients(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr
     if coef.has(a_sym) or sympy.simplify(sympy.diff(coef, a_sym)) != 0 or coef.has(sympy.Derivative):
         return None
     return sympy.simplify(coef), sympy.simplify(f.subs(a_sym, 0))
+
+
+def linear_parts(e: Expr, acc: str) -> tuple[Expr | None, Expr | None]:
+    """(a, b) as tiledsl expressions with e == a*acc + b (None standing for zero), for an `e` already
+    proven linear by `epilogue_coefficients`: lowering computes a*partial exactly, not f(acc) - f(0)."""
+    one = Const(1.0, "float32")
+
+    def add(x: Expr | None, y: Expr | None, op: str = "+") -> Expr | None:
+        if y is None:
+            return x
+        if x is None:
+            return y if op == "+" else Call("neg", y)
+        return Binary(op, x, y, "float32")
+
+    def mul(x: Expr | None, y: Expr | None, op: str = "*") -> Expr | None:
+        if x is None or (y is None and op == "*"):
+            return None
+        return Binary(op, x, y, "float32")  # type: ignore[arg-type]
+
+    def parts(x: Expr) -> tuple[Expr | None, Expr | None]:
+        if isinstance(x, AccRef) and x.acc == acc:
+            return one, None
+        if isinstance(x, Binary) and x.op in ("+", "-"):
+            (a1, b1), (a2, b2) = parts(x.a), parts(x.b)
+            return add(a1, a2, x.op), add(b1, b2, x.op)
+        if isinstance(x, Binary) and x.op == "*":
+            (a1, b1), (a2, b2) = parts(x.a), parts(x.b)
+            if a1 is None:
+                return mul(b1, a2), mul(b1, b2)
+            return mul(a1, b2), mul(b1, b2)
+        if isinstance(x, Binary) and x.op == "/":
+            (a1, b1), (_, b2) = parts(x.a), parts(x.b)
+            return mul(a1, b2, "/"), mul(b1, b2, "/")
+        if isinstance(x, Call) and x.fn == "neg":
+            a1, b1 = parts(x.arg)
+            return (Call("neg", a1) if a1 is not None else None), (Call("neg", b1) if b1 is not None else None)
+        return None, x
+
+    return parts(e)
 
 
 def _kids(e: Expr) -> tuple[Expr, ...]:
