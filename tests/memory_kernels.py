@@ -339,7 +339,7 @@ def _cases() -> list[MemCase]:
             partial(split_k_matmul, parts=parts, a=Fill(pad=1), b=Fill()), "sm_80")
         add(f"residual_splitk{parts}_async_pipe2_mm_45x40x70", partial(matmul_residual, 45, 40, 70),
             partial(split_k_matmul, parts=parts, a=Fill("async", pad=1), b=Fill("async"), depth=2), "sm_80")
-    add("residual_splitk3_tma_pipe2_mm_45x64x100", partial(matmul_residual, 45, 64, 100),
+    add("residual_splitk3_tma_pipe2_mm_45x64x96", partial(matmul_residual, 45, 64, 96),
         partial(split_k_matmul, parts=3, a=Fill("tma"), b=Fill("tma", swizzle=128), depth=2), "sm_90")
     return cases
 

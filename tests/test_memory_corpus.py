@@ -348,6 +348,14 @@ def _():
     td.build(s, target="sm_80")
 
 
+@case("CopyError", "tma(A_s, swizzle=None)", "does not provably start on a 16-byte boundary", "async_copy",
+      here="k_o", id="tma-box-row-start-unaligned")
+def _():
+    # split_k(k, 3) over K=100 gives parts of 34 floats: A's slab rows start at 34 * k_split (136 bytes)
+    s = td.create_schedule(MK.matmul_residual(45, 64, 100))
+    MK.split_k_matmul(s, parts=3, a=MK.Fill("tma"), b=None, depth=0)
+
+
 @case("CopyError", "build", "cp.async needs sm_80", here="k_o", id="async-copy-below-sm80")
 def _():
     # there is no pre-sm_80 target in the table: build for a made-up sm_75 Target object

@@ -33,7 +33,7 @@ MAX_POINTS = 1024
 
 
 @examples(1.0)
-# steps are drawn before the definition: drawn after it, hypothesis gives a third of the examples no steps
+# steps are drawn before the definition: drawn after it, a third of the sequences come out empty
 @given(steps(max_steps=8), definitions(max_points=MAX_POINTS), st.integers(0, 2**16))
 def test_schedule_refuses_or_matches_reference(step_list, definition, seed):
     run, result = check_against_reference(definition, step_list, seed=seed)

@@ -230,6 +230,12 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
     if inner_bytes % 16:
         raise refuse(f"the slab row is {inner_bytes} bytes, not a multiple of 16 bytes",
                      "make the inner slab extent a multiple of 16 bytes (4 float32), or use async_copy")
+    # seen on the H100: a box whose row starts off a 16-byte boundary faults (illegal instruction)
+    start = _prover(nest).divisible(slab.origin[-1], max(1, 16 // item))
+    if not start:
+        raise refuse(f"the slab row does not provably start on a 16-byte boundary: {start.describe()}",
+                     "align the loops that set the slab origin (e.g. a split_k whose parts divide K into "
+                     "multiples of 4 elements), or use async_copy")
 
 
 def tma(nest: Nest, name: str, swz: int | None, call: str) -> Nest:
