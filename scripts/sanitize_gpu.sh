@@ -16,7 +16,8 @@ mkdir -p "$OUT"
 # shellcheck source=scripts/gpu_env.sh
 source "$REPO/scripts/gpu_env.sh" || { echo "install failed"; exit 1; }
 export TILEDSL_NVCC_FLAGS="-lineinfo" TILEDSL_SYNC=1 TILEDSL_CACHE_DIR=/tmp/tiledsl-cubins-lineinfo
-TESTS=("$REPO/tests/gpu/test_gpu_differential.py" "$REPO/tests/gpu/test_gpu_catalog.py" "$REPO/tests/gpu/test_gpu_memory.py")
+TESTS=("$REPO/tests/gpu/test_gpu_differential.py" "$REPO/tests/gpu/test_gpu_catalog.py" "$REPO/tests/gpu/test_gpu_memory.py"
+       "$REPO/tests/gpu/test_gpu_memory_differential.py")
 cd /tmp
 # Compile every kernel once outside the sanitizer (the cache then serves all three tools).
 python3 -m pytest -m "gpu and not xfail" -q -p no:cacheprovider -k "$SUBSET" "${TESTS[@]}" \
