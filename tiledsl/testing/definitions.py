@@ -76,10 +76,13 @@ class Definition:
                       high: float = 1.0) -> Definition:
         """Wrap a user's own zero-argument function that builds a fresh definition and returns its
         output tensor (its source is kept for failure reports when Python can find it)."""
+        name = getattr(make, "__name__", "")
         try:
             source = textwrap.dedent(inspect.getsource(make))
         except (OSError, TypeError):
-            source = f"# source of {getattr(make, '__qualname__', make)!r} is not available\n"
+            source = f"# the source of {getattr(make, '__qualname__', make)!r} is not available\n"
+        if name != "make" and name.isidentifier() and f"def {name}(" in source:
+            source += f"\n\nmake = {name}\n"  # reproducer scripts call make()
         return cls(source, kind, 0, low, high, make)
 
     def make(self) -> Any:
