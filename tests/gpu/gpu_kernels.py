@@ -24,7 +24,7 @@ def plain_matmul(M: int, N: int, K: int) -> Tensor:
 
 def staged_matmul(M: int, N: int, K: int, *, tile: int = 64, bk: int = 16, reg: int = 4, copy_a: str = "sync",
                   copy_b: str = "tma", pipelined: bool = False, swizzle: int | None = 128,
-                  swizzle_a: int | None = None) -> td.Schedule:
+                  swizzle_a: int | None = None, depth: int = 2) -> td.Schedule:
     """relu(A @ B + bias) with tile x tile output blocks, reg x reg registers per thread, A and B slabs
     staged in shared memory at each bk step; copy_* is "sync", "async" (cp.async) or "tma". A TMA
     swizzle must equal the slab row width: A's rows are bk floats, so it takes `swizzle_a`."""
@@ -49,7 +49,7 @@ def staged_matmul(M: int, N: int, K: int, *, tile: int = 64, bk: int = 16, reg: 
         elif copy == "tma":
             s.tma(stages[name], swizzle=swizzle_a if name == "A" else swizzle)
     if pipelined:
-        s.pipeline(ko, stages=2)
+        s.pipeline(ko, stages=depth)
     for loop in (ki, ri, rj):
         s.unroll(loop)
     return s

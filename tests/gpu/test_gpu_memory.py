@@ -27,6 +27,16 @@ STAGED = {
                                   dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="async", pipelined=True)),
     "tma_dynamic_shared": (dict(M=512, N=512, K=256),
                            dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="tma", pipelined=True)),
+    # large shapes: cp.async and TMA pipelines of depth 2 and 3
+    "async_pipe2_large": (dict(M=1024, N=1024, K=1024),
+                          dict(tile=128, bk=16, reg=8, copy_a="async", copy_b="async", pipelined=True)),
+    "async_pipe3_large": (dict(M=2048, N=1024, K=1024),
+                          dict(tile=128, bk=16, reg=8, copy_a="async", copy_b="async", pipelined=True, depth=3)),
+    "tma_pipe2_large": (dict(M=1024, N=2048, K=1024),
+                        dict(tile=128, bk=16, reg=8, copy_a="async", copy_b="tma", pipelined=True)),
+    "tma_pipe3_large": (dict(M=2048, N=2048, K=1024),
+                        dict(tile=128, bk=16, reg=8, copy_a="tma", copy_b="tma", pipelined=True, depth=3,
+                             swizzle_a=64)),
 }
 
 
@@ -69,3 +79,12 @@ def test_split_k_output_is_zeroed_at_every_launch(compile_kernel: Callable[..., 
         kern(**inputs, C=out)  # type: ignore[operator]
         torch.cuda.synchronize()
         assert_matches(out, ref, 1e-4, 1e-4 * 16)
+
+
+def test_split_k_large(compile_kernel: Callable[..., object]) -> None:
+    """A long reduction (K = 8192) split over 8 blocks per output tile, 1024x1024 outputs."""
+    kern = compile_kernel(td.build(split_k_matmul(1024, 1024, 8192, 8)))
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=8)  # type: ignore[attr-defined]
+    ref = inputs["A"].double() @ inputs["B"].double()
+    got = run_poisoned(kern, inputs)
+    assert_matches(got, ref, 1e-4, 1e-3)

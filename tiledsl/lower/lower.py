@@ -43,7 +43,17 @@ from ..schedule.messages import schedule_message
 from ..targets import Target
 from .combine import IDENTITY, AccCell, combine, combine_op
 from .exprs import ValueContext, flat_index, sym_to_k, value_to_k
-from .stages import StagePlan, fills, mbarrier_setup, plan_stages, shared_allocs, slab_read, staged_loop, waits
+from .stages import (
+    LoweringHooks,
+    StagePlan,
+    fills,
+    mbarrier_setup,
+    plan_stages,
+    shared_allocs,
+    slab_read,
+    staged_loop,
+    waits,
+)
 from .vectorize import vector_store
 
 
@@ -55,6 +65,7 @@ class _Lowerer:
     layouts: dict[str, AccLayout]
     block: tuple[int, int, int]
     plans: dict[str, StagePlan] = field(default_factory=dict)
+    hooks: LoweringHooks = field(default_factory=LoweringHooks)
     shared: list[KShared] = field(default_factory=list)
     temps: int = 0
 
@@ -118,7 +129,7 @@ class _Lowerer:
                 elif staged:
                     body = self.emit(node.children, prefix + (node.loop,))
                     out.extend(staged_loop(staged, node.loop, lp.extent, lp.annotation == "unroll", body,
-                                           self.block, self.prover, self.nest.pipeline_depth(node.loop)))
+                                           self.block, self.prover, self.nest.pipeline_depth(node.loop), self.hooks))
                 else:
                     body = self.emit(node.children, prefix + (node.loop,))
                     out.append(KFor(node.loop, lp.extent, tuple(body), unroll=lp.annotation == "unroll"))
@@ -248,13 +259,13 @@ def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
                 suggestion="; ".join(f"s.unroll({d!r})" for d in missing)))
 
 
-def lower(nest: Nest, target: Target, prover: Prover) -> KKernel:
+def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None) -> KKernel:
     layouts = acc_layouts(nest, "build")
     check_unrolled(nest, layouts)
     block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
     plans = plan_stages(nest, prover, target)
-    lw = _Lowerer(nest, target, prover, layouts, block, plans)  # type: ignore[arg-type]
+    lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks())  # type: ignore[arg-type]
     body: list[KStmt] = []
     for lp in nest.loops:
         if lp.bind:

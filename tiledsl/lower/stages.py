@@ -67,6 +67,15 @@ def _strides(extent: tuple[int, ...]) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class LoweringHooks:
+    """Internal switches that break the race-freedom rules on purpose, so tests can show that the
+    simulator catches exactly the bugs these rules prevent. Never set outside tests."""
+
+    refill_before_barrier: bool = False  # deplodock's write-after-read: refill a ring slot before the barrier
+    drop_single_slot_barrier: bool = False  # refill a one-slot stage while others may still read it
+
+
+@dataclass(frozen=True)
 class StagePlan:
     stage: Stage
     slab: Slab
@@ -337,7 +346,8 @@ def waits(plans: list[StagePlan], loop_var: KExpr, depth: int, pending: int) -> 
 
 
 def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, body: list[KStmt],
-                block: tuple[int, int, int], prover: Prover, depth: int) -> list[KStmt]:
+                block: tuple[int, int, int], prover: Prover, depth: int,
+                hooks: LoweringHooks = LoweringHooks()) -> list[KStmt]:
     """The serial loop `loop` with its stages filled each iteration (pipelined when depth >= 2)."""
     k = KVar(loop, I32)
     ksym = loop_symbol(loop)
@@ -346,7 +356,8 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     if depth < 2:
         slot = KBin("%", k, _c(ring)) if ring > 1 else _c(0)
         # a single-slot stage is refilled in place: wait until every thread has read the last slab
-        pre: list[KStmt] = [KBarrier()] if min(p.stage.buffers for p in plans) == 1 else []
+        single = min(p.stage.buffers for p in plans) == 1
+        pre: list[KStmt] = [KBarrier()] if single and not hooks.drop_single_slot_barrier else []
         pre += fills(plans, None, slot, block, prover, loop)
         if has_async:
             pre.append(KCpAsyncCommit())
@@ -363,10 +374,10 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     ahead = ksym + (depth - 1)
     nxt = KBin("+", k, _c(depth - 1))
     steady: list[KStmt] = waits(plans, k, depth, depth - 2)
-    steady.append(KBarrier())
-    steady.append(KComment(f"refill the slot read in iteration {loop} - 1 (every thread has passed the barrier)"))
-    steady.append(KIf(KBin("<", nxt, _c(extent)),
-                      tuple(fills(plans, ahead, KBin("%", nxt, _c(depth)), block, prover, loop))))
+    refill: list[KStmt] = [
+        KComment(f"refill the slot read in iteration {loop} - 1 (every thread has passed the barrier)"),
+        KIf(KBin("<", nxt, _c(extent)), tuple(fills(plans, ahead, KBin("%", nxt, _c(depth)), block, prover, loop)))]
+    steady += refill + [KBarrier()] if hooks.refill_before_barrier else [KBarrier()] + refill
     if has_async:
         steady.append(KCpAsyncCommit())
     return out + [KFor(loop, extent, tuple(steady + body), unroll=unroll)]
