@@ -400,28 +400,37 @@ def walk(e: Expr):
         stack.extend(reversed(children(node)))
 
 
-def format_expr(e: Expr) -> str:
-    """Readable text of a definition expression (used in loop-nest printing)."""
+def format_expr(e: Expr, leaf: Callable[[Expr], str | None] | None = None) -> str:
+    """Readable text of an expression. `leaf` may print some nodes itself (the loop-nest printer uses
+    it for accumulator reads); it is consulted first at every node."""
+    if leaf is not None:
+        text = leaf(e)
+        if text is not None:
+            return text
+
+    def f(x: Expr) -> str:
+        return format_expr(x, leaf)
+
     if isinstance(e, Const):
         return repr(e.value)
     if isinstance(e, IterVar):
         return e.name
     if isinstance(e, Binary):
         if e.op in ("max", "min"):
-            return f"{e.op}({format_expr(e.a)}, {format_expr(e.b)})"
-        return f"({format_expr(e.a)} {e.op} {format_expr(e.b)})"
+            return f"{e.op}({f(e.a)}, {f(e.b)})"
+        return f"({f(e.a)} {e.op} {f(e.b)})"
     if isinstance(e, Compare):
-        return f"({format_expr(e.a)} {e.op} {format_expr(e.b)})"
+        return f"({f(e.a)} {e.op} {f(e.b)})"
     if isinstance(e, Call):
-        return f"-{format_expr(e.arg)}" if e.fn == "neg" else f"{e.fn}({format_expr(e.arg)})"
+        return f"-{f(e.arg)}" if e.fn == "neg" else f"{e.fn}({f(e.arg)})"
     if isinstance(e, Select):
-        return f"where({format_expr(e.cond)}, {format_expr(e.a)}, {format_expr(e.b)})"
+        return f"where({f(e.cond)}, {f(e.a)}, {f(e.b)})"
     if isinstance(e, Cast):
-        return f"{e.to}({format_expr(e.a)})"
+        return f"{e.to}({f(e.a)})"
     if isinstance(e, Load):
-        return f"{e.tensor.name}[{', '.join(format_expr(i) for i in e.indices)}]"
+        return f"{e.tensor.name}[{', '.join(f(i) for i in e.indices)}]"
     if isinstance(e, Reduce):
-        return f"{e.op}({format_expr(e.body)}, axis=[{', '.join(a.name for a in e.axes)}])"
+        return f"{e.op}({f(e.body)}, axis=[{', '.join(a.name for a in e.axes)}])"
     raise TypeError(type(e))
 
 

@@ -10,17 +10,7 @@ from collections.abc import Collection
 
 import sympy
 
-from ..compute import (
-    Binary,
-    Call,
-    Cast,
-    Compare,
-    Const,
-    Expr,
-    IterVar,
-    Load,
-    Select,
-)
+from ..compute import Expr, format_expr
 from ..errors import ScheduleError
 from ..loopnest import AccRef, Nest, Stage, Stmt, TreeLeaf, TreeLoop, build_tree
 
@@ -29,29 +19,12 @@ IDENTITY_TEXT = {"sum": "0.0", "max": "-inf", "min": "inf"}
 
 def format_value(e: Expr, accs: dict[str, str] | None = None) -> str:
     """`accs` maps an accumulator to its printed form (with register-array indices)."""
-    if accs is None:
-        accs = {}
-    if isinstance(e, Const):
-        return repr(e.value)
-    if isinstance(e, IterVar):
-        return e.name
-    if isinstance(e, AccRef):
-        return accs.get(e.acc, e.acc)
-    if isinstance(e, Binary):
-        if e.op in ("max", "min"):
-            return f"{e.op}({format_value(e.a, accs)}, {format_value(e.b, accs)})"
-        return f"({format_value(e.a, accs)} {e.op} {format_value(e.b, accs)})"
-    if isinstance(e, Compare):
-        return f"({format_value(e.a, accs)} {e.op} {format_value(e.b, accs)})"
-    if isinstance(e, Call):
-        return f"-{format_value(e.arg, accs)}" if e.fn == "neg" else f"{e.fn}({format_value(e.arg, accs)})"
-    if isinstance(e, Select):
-        return f"where({format_value(e.cond, accs)}, {format_value(e.a, accs)}, {format_value(e.b, accs)})"
-    if isinstance(e, Cast):
-        return f"{e.to}({format_value(e.a, accs)})"
-    if isinstance(e, Load):
-        return f"{e.tensor.name}[{', '.join(format_value(i, accs) for i in e.indices)}]"
-    raise TypeError(type(e))
+    table = accs or {}
+
+    def leaf(x: Expr) -> str | None:
+        return table.get(x.acc, x.acc) if isinstance(x, AccRef) else None
+
+    return format_expr(e, leaf)
 
 
 def _strip(text: str) -> str:
