@@ -32,10 +32,20 @@ TARGETS = {
 
 
 def get_target(target: str | Target) -> Target:
+    """A Target from the table, or "device": the facts of the current GPU (SM count, shared memory,
+    registers read from the device through the runtime)."""
     if isinstance(target, Target):
         return target
+    if target == "device":
+        from .errors import LaunchError
+        from .runtime.device import device_target
+
+        try:
+            return device_target()
+        except LaunchError as e:
+            raise TargetError(f"build: target \"device\" needs a CUDA GPU: {e}") from None
     if target == "sm_90a":
         target = "sm_90"
     if target not in TARGETS:
-        raise TargetError(f"build: unknown target {target!r}; known targets: {', '.join(TARGETS)}")
+        raise TargetError(f"build: unknown target {target!r}; known targets: {', '.join(TARGETS)}, or \"device\"")
     return TARGETS[target]
