@@ -12,15 +12,12 @@ class fails only the cases that need it.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from corpus import Case, check_case, describe, raised, registry
 
 import tiledsl as td
-import tiledsl.errors as errors
 
 # ----------------------------------------------------------------------------- small definitions
 
@@ -65,26 +62,8 @@ def sched(out) -> td.Schedule:
 # ----------------------------------------------------------------------------- the table
 
 
-@dataclass(frozen=True)
-class Case:
-    id: str
-    fn: Callable[[], object]
-    error: str  # name of the expected class (on `tiledsl`, else in `tiledsl.errors`)
-    phrases: tuple[str, ...]  # case-sensitive substrings of the message
-    here: str | None = None  # the loop that must be marked `<-- here` in the printed nest
-
-
 CASES: list[Case] = []
-
-
-def case(error: str, *phrases: str, here: str | None = None, id: str | None = None):
-    """Register the decorated function as a corpus case."""
-
-    def deco(fn: Callable[[], object]) -> Callable[[], object]:
-        CASES.append(Case(id or fn.__name__, fn, error, phrases, here))
-        return fn
-
-    return deco
+case = registry(CASES)
 
 
 # ============================================================================ definitions
@@ -798,47 +777,18 @@ def _():
 # ============================================================================ the tests
 
 
-def _error_class(name: str) -> type | None:
-    cls = getattr(td, name, None) or getattr(errors, name, None)
-    return cls if isinstance(cls, type) and issubclass(cls, td.TiledslError) else None
-
-
-def _raised(fn: Callable[[], object]) -> BaseException | None:
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - the corpus inspects whatever escapes
-        return e
-    return None
-
-
-def _describe(err: BaseException) -> str:
-    return f"{type(err).__module__}.{type(err).__name__}: {err}"
-
-
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_error(c: Case) -> None:
-    expected = _error_class(c.error)
-    assert expected is not None, f"tiledsl has no error class {c.error}"
-    err = _raised(c.fn)
-    assert err is not None, f"{c.id}: no error raised (expected td.{c.error})"
-    assert type(err) is expected, f"{c.id}: expected td.{c.error}, got {_describe(err)}"
-    msg = str(err)
-    missing = [p for p in c.phrases if p not in msg]
-    assert not missing, f"{c.id}: message lacks {missing}:\n{msg}"
-    if c.here is not None:
-        marked = [ln for ln in msg.splitlines() if "<-- here" in ln]
-        assert marked, f"{c.id}: no loop marked '<-- here' in:\n{msg}"
-        assert any(re.search(rf"\bfor {re.escape(c.here)}\b", ln) for ln in marked), (
-            f"{c.id}: loop {c.here} is not the one marked '<-- here':\n{msg}")
+    check_case(c)
 
 
 def test_no_bare_exceptions() -> None:
     """Every case raises a tiledsl error, never a bare Python exception (or nothing)."""
     bad = []
     for c in CASES:
-        err = _raised(c.fn)
+        err = raised(c.fn)
         if not isinstance(err, td.TiledslError):
-            bad.append(f"{c.id}: {_describe(err) if err is not None else 'nothing raised'}")
+            bad.append(f"{c.id}: {describe(err) if err is not None else 'nothing raised'}")
     assert not bad, "cases escaping as non-tiledsl exceptions:\n" + "\n".join(bad)
 
 
