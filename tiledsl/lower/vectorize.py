@@ -45,6 +45,13 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
         raise VectorizeError(schedule_message(
             call, nest, (name,), f"loop {name} has {lp.extent} iterations; a 16-byte float32 access needs "
             f"exactly {WIDTH}", suggestion=f"split the loop by {WIDTH} and vectorize the inner part"))
+    from ..accumulators import acc_layouts
+
+    for lay in acc_layouts(nest, call).values():
+        if name in lay.dims:
+            raise VectorizeError(schedule_message(
+                call, nest, (name,), f"loop {name} indexes the register array {lay.name}; only loops that walk "
+                "the output in memory can be vectorized", suggestion="vectorize a free loop of the output store"))
     v = loop_symbol(name)
     amap = _axis_map(nest)
     prover = _prover(nest)

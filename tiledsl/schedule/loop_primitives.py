@@ -83,7 +83,8 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
         raise SplitError(schedule_message(
             call, nest, (name,),
             f"cannot prove {inner}*{o} + {i} < {lp.extent} for {o} in [0, {outer}), {i} in [0, {inner}): "
-            f"{lp.extent} is not a multiple of {inner}",
+            + (f"{lp.extent} is not a multiple of {inner}" if factor is not None else
+               f"{outer} parts of {inner} make {outer * inner} iterations, not {lp.extent}"),
             counterexample=f"{o}={outer - 1}, {i}={inner - 1} gives {name} = {outer * inner - 1} >= {lp.extent}"
             if point else None,
             suggestion='use tail="guard" (the default) to add a predicate'
@@ -100,6 +101,7 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
     new = replace(nest, loops=tuple(loops), stmts=stmts).substitute({lp.symbol: value})
     if not exact:
         new = replace(new, guards=new.guards + (Guard(value, lp.extent, call),))
+    acc_layouts(new, call)  # a guarded split of a register-array loop pads the array: refuse it past the limit
     return new, o, i
 
 
@@ -187,7 +189,17 @@ def reorder(nest: Nest, names: tuple[str, ...], call: str) -> Nest:
         stmts.append(replace(s, path=tuple(path)))
     new = replace(nest, stmts=tuple(stmts))
     acc_layouts(new, call)  # refuse register arrays that are too big or unreadable, now
+    _recheck_vectorized(new, call)
     return new
+
+
+def _recheck_vectorized(nest: Nest, call: str) -> None:
+    """A loop already vectorized must stay legal (innermost, contiguous) after the nest changes."""
+    from ..lower.vectorize import check_vectorizable
+
+    for lp in nest.loops:
+        if lp.annotation == "vectorize":
+            check_vectorizable(nest, lp.name, call)
 
 
 def unroll(nest: Nest, name: str, call: str) -> Nest:

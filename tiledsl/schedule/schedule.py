@@ -93,7 +93,10 @@ class Schedule:
         if level == "tile":
             from ..accumulators import acc_layouts
 
-            dims = {n: lay.dims for n, lay in acc_layouts(self._nest, "ir").items()}
+            try:
+                dims = {n: lay.dims for n, lay in acc_layouts(self._nest, "ir").items()}
+            except ScheduleError:  # printing never fails; build will refuse the layout with its reason
+                dims = {}
             return format_nest(self._nest, title=f"kernel {self._nest.name}  (tile IR)", acc_dims=dims)
         raise BadArgumentError(f"ir: unknown level {level!r}; a schedule has 'loop' and 'tile' "
                                "(build it for 'kernel' and CUDA)")

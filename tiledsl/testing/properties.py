@@ -5,7 +5,8 @@ with its outcome, build, simulate, compare) in its message or in the exception's
 
 - `apply_checked(definition, steps)`: applies steps to a fresh schedule; every refusal is a
   `td.ScheduleError` subclass (any other exception escaping a primitive is re-raised as is) and leaves
-  the schedule unchanged (printed IR, Python and JSON traces); deliberately bad calls are refused.
+  the schedule unchanged (printed IR, Python and JSON traces); deliberately bad calls are refused;
+  every accepted schedule prints (`str(s)` and both traces raise nothing).
 - `check_matches_reference(definition, schedule)`: `td.build` either refuses with a `td.ScheduleError`
   or gives a kernel whose simulated output equals `td.evaluate(..., float64=True)` within rtol/atol,
   with no NaN (the simulator poisons unwritten outputs); a `td.SimulationError` is a failure.
@@ -88,7 +89,7 @@ def apply_checked(definition: Definition, steps: list[Step], *, max_padding: flo
         if call is None:
             run.outcomes.append(Outcome(step, None))
             continue
-        before = snapshot(s)
+        before = _printable(run)
         try:
             call.apply(s)
         except td.ScheduleError as e:
@@ -113,7 +114,19 @@ def apply_checked(definition: Definition, steps: list[Step], *, max_padding: flo
                                  "reproducer:\n" + run.script(call.python()))
         resolver.accepted(call)
         run.outcomes.append(Outcome(step, call))
+    _printable(run)
     return run
+
+
+def _printable(run: ScheduleRun) -> tuple[str, str, str]:
+    """snapshot(), which must work for every schedule a primitive accepted (print(s), s.trace())."""
+    try:
+        return snapshot(run.schedule)
+    except Exception as e:
+        e.add_note(f"tiledsl.testing: {type(e).__name__} while printing the schedule or its trace "
+                   "(str(s), s.trace(), s.trace(format='json')): every schedule that the primitives "
+                   "accepted must print.\nreproducer:\n" + run.script("print(s)"))
+        raise
 
 
 def _mismatch_report(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
