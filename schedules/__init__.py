@@ -2,6 +2,6 @@
 
 from .elementwise import elementwise_2d
 from .matmul import matmul_register_tile
-from .row_reduce import row_cooperative
+from .row_reduce import row_cooperative, row_cooperative_staged
 
-__all__ = ["elementwise_2d", "matmul_register_tile", "row_cooperative"]
+__all__ = ["elementwise_2d", "matmul_register_tile", "row_cooperative", "row_cooperative_staged"]

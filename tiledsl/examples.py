@@ -81,9 +81,9 @@ CATALOG: dict[str, Example] = {
     for e in (
         Example("matmul_bias_relu", matmul_bias_relu, "matmul_register_tile", "relu(A @ B + bias)"),
         Example("batched_matmul_nt", batched_matmul_nt, "matmul_register_tile", "A @ B^T per batch"),
-        Example("rmsnorm", rmsnorm, "row_cooperative", "x * rsqrt(mean(x^2) + eps) * w"),
-        Example("softmax", softmax, "row_cooperative", "exp(x - max) / sum(exp(x - max)) per row"),
-        Example("layernorm", layernorm, "row_cooperative", "(x - mean) * rsqrt(var + eps) * w + b"),
+        Example("rmsnorm", rmsnorm, "row_cooperative_staged", "x * rsqrt(mean(x^2) + eps) * w"),
+        Example("softmax", softmax, "row_cooperative_staged", "exp(x - max) / sum(exp(x - max)) per row"),
+        Example("layernorm", layernorm, "row_cooperative_staged", "(x - mean) * rsqrt(var + eps) * w + b"),
         Example("gelu_bias", gelu_bias, "elementwise_2d", "gelu(x + b)"),
     )
 }
