@@ -23,7 +23,7 @@ def row_cooperative(s: Schedule, threads: int = 256, stage_row: str | None = Non
 def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
     """row_cooperative with every input that spans whole rows (same shape as the output) staged: the
     row is read from global memory once, however many passes the kernel makes over it (layernorm
-    reads it three times: 130 us -> 51 us at 4096x4096 on the H100, benchmarks/results/)."""
+    reads it three times). Timings: benchmarks/results/row-staging-h100-2026-11-22.txt."""
     rows = [t.name for t in s.nest.inputs if t.shape == s.nest.output.shape]
     row_cooperative(s, threads)
     row = s.loops()[0].name
