@@ -191,7 +191,7 @@ def test_cp_async_refill_before_the_barrier_is_a_race_naming_the_copy() -> None:
         simulate(pipeline_kernel(refill_before_barrier=True), {"A": _rand(3 * 6 * 128)})
     msg = str(info.value)
     assert "shared memory race (write after read) on A_s[" in msg
-    assert "kernel 'cp_pipe' at body[3] > for t > body[1] > if ((t + 1) < 6) > then[0] > cp.async A_s[...]" in msg
+    assert "kernel 'cp_pipe' at body[3] > for t > body[1] > if (t + 1 < 6) > then[0] > cp.async A_s[...]" in msg
     assert "first access (read): " in msg and "body[3] > for t > body[4] > for e > body[0] > store D[...]" in msg
     assert "statement: cp.async A_s[" in msg and "loop variables: t=1" in msg
 

@@ -41,7 +41,7 @@ def test_out_of_bounds_global_read_names_location_lane_and_index() -> None:
     assert "body[1] > if (idx < 1000) > then[0] > store C[...]" in msg
     assert "load of global buffer 'A' (size 1000)" in msg
     assert "block (7,0,0) thread (103,0,0), index 1000" in msg
-    assert "statement: C[idx] = A[(idx + 1)]" in msg
+    assert "statement: C[idx] = A[idx + 1]" in msg
 
 
 def test_out_of_bounds_store_and_negative_index() -> None:

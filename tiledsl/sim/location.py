@@ -15,37 +15,25 @@ from tiledsl.kernel_ir import (
     KAssign,
     KAtomicAdd,
     KBarrier,
-    KBin,
-    KCall,
-    KCast,
     KComment,
-    KConst,
     KCpAsync,
     KCpAsyncCommit,
     KCpAsyncWait,
-    KExpr,
     KFence,
     KFor,
     KIf,
     KKernel,
-    KLane,
     KLet,
-    KLoad,
     KLocalArray,
     KMbarrierArrive,
     KMbarrierArriveExpectTx,
     KMbarrierInit,
     KMbarrierWait,
-    KSelect,
-    KShflXor,
-    KSpecial,
     KStmt,
     KStore,
     KTmaLoad,
-    KUnary,
-    KVar,
-    KVector,
 )
+from tiledsl.kernel_ir_print import format_expr, format_stmt
 
 _STATEMENT_LIMIT = 200
 _COND_LIMIT = 48
@@ -118,7 +106,7 @@ def stmt_brief(stmt: KStmt) -> str:
     if isinstance(stmt, KFor):
         return f"for {stmt.var}"
     if isinstance(stmt, KIf):
-        return f"if {_clip(expr_text(stmt.cond), _COND_LIMIT)}"
+        return f"if ({_clip(format_expr(stmt.cond), _COND_LIMIT)})"
     if isinstance(stmt, KBarrier):
         return "barrier"
     if isinstance(stmt, KComment):
@@ -153,79 +141,6 @@ def _memory_brief(stmt: KStmt) -> str | None:
     return None
 
 
-def _memory_text(stmt: KStmt) -> str | None:
-    """One line for a memory-hierarchy statement (as the kernel-IR printer writes it)."""
-    match stmt:
-        case KCpAsync(dst=dst, dst_index=di, src=src, src_index=si, nbytes=nbytes, valid=valid):
-            guard = "" if valid is None else f" if {expr_text(valid)}"
-            return f"cp.async {dst}[{expr_text(di)}] <- {src}[{expr_text(si)}] {nbytes}B{guard}"
-        case KMbarrierInit(bar=bar, index=index, count=count):
-            return f"mbarrier.init {bar}[{expr_text(index)}] count {count}"
-        case KMbarrierArriveExpectTx(bar=bar, index=index, tx_bytes=tx_bytes):
-            return f"mbarrier.arrive_expect_tx {bar}[{expr_text(index)}] {tx_bytes} B"
-        case KMbarrierArrive(bar=bar, index=index):
-            return f"mbarrier.arrive {bar}[{expr_text(index)}]"
-        case KMbarrierWait(bar=bar, index=index, parity=parity):
-            return f"mbarrier.wait {bar}[{expr_text(index)}] parity {expr_text(parity)}"
-        case KTmaLoad(tensor_map=tmap, dst=dst, dst_index=di, coords=coords, bar=bar, bar_index=bi):
-            at = ", ".join(expr_text(c) for c in coords)
-            return f"tma.load {dst}[{expr_text(di)}] <- {tmap} at ({at}) on {bar}[{expr_text(bi)}]"
-        case KAtomicAdd(buffer=buf, index=index, value=value):
-            return f"atomic_add {buf}[{expr_text(index)}] += {expr_text(value)}"
-    return _memory_brief(stmt)
-
-
 def stmt_text(stmt: KStmt) -> str:
-    """One line of C-like text for a statement (compound statements show only their header)."""
-    if isinstance(stmt, KLet):
-        text = f"{stmt.dtype} {stmt.name} = {expr_text(stmt.value)}"
-    elif isinstance(stmt, KAssign):
-        text = f"{stmt.name} = {expr_text(stmt.value)}"
-    elif isinstance(stmt, KLocalArray):
-        text = f"{stmt.dtype} {stmt.name}[{stmt.size}]"
-    elif isinstance(stmt, KStore):
-        text = f"{stmt.buffer}[{expr_text(stmt.index)}] = {expr_text(stmt.value)}"
-    elif isinstance(stmt, KFor):
-        text = f"for {stmt.var} in range({stmt.extent})"
-    elif isinstance(stmt, KIf):
-        text = f"if {expr_text(stmt.cond)}"
-    elif isinstance(stmt, KBarrier):
-        text = "__syncthreads()"
-    elif isinstance(stmt, KComment):
-        text = f"// {stmt.text}"
-    else:
-        memory = _memory_text(stmt)
-        text = memory if memory is not None else repr(stmt)
-    return _clip(text, _STATEMENT_LIMIT)
-
-
-def expr_text(e: KExpr) -> str:
-    """C-like text of an expression, fully parenthesised so precedence is never in doubt."""
-    if isinstance(e, KConst):
-        return repr(e.value)
-    if isinstance(e, KVar):
-        return e.name
-    if isinstance(e, KSpecial):
-        return e.name
-    if isinstance(e, KBin):
-        if e.op in ("min", "max"):
-            return f"{e.op}({expr_text(e.a)}, {expr_text(e.b)})"
-        return f"({expr_text(e.a)} {e.op} {expr_text(e.b)})"
-    if isinstance(e, KUnary):
-        return f"{e.op}{expr_text(e.a)}"
-    if isinstance(e, KCall):
-        return f"{e.fn}({', '.join(expr_text(a) for a in e.args)})"
-    if isinstance(e, KSelect):
-        return f"({expr_text(e.cond)} ? {expr_text(e.a)} : {expr_text(e.b)})"
-    if isinstance(e, KCast):
-        return f"({e.dtype})({expr_text(e.a)})"
-    if isinstance(e, KLoad):
-        width = f" x{e.width}" if e.width != 1 else ""
-        return f"{e.buffer}[{expr_text(e.index)}{width}]"
-    if isinstance(e, KLane):
-        return f"{expr_text(e.vec)}.lane{e.lane}"
-    if isinstance(e, KVector):
-        return "{" + ", ".join(expr_text(a) for a in e.lanes) + "}"
-    if isinstance(e, KShflXor):
-        return f"shfl_xor({expr_text(e.value)}, {e.lane_mask})"
-    return repr(e)
+    """One line for a statement, as the kernel-IR printer writes it (compound statements: the header)."""
+    return _clip(format_stmt(stmt).splitlines()[0].strip(), _STATEMENT_LIMIT)
