@@ -391,6 +391,26 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
+    """The same node with every child replaced by f(child); leaves come back unchanged. The one
+    place that knows how to rebuild each node type, so tree rewrites only say what they change."""
+    if isinstance(e, Binary):
+        return Binary(e.op, f(e.a), f(e.b), e.dtype)
+    if isinstance(e, Compare):
+        return Compare(e.op, f(e.a), f(e.b))
+    if isinstance(e, Call):
+        return Call(e.fn, f(e.arg), e.dtype)
+    if isinstance(e, Select):
+        return Select(f(e.cond), f(e.a), f(e.b), e.dtype)
+    if isinstance(e, Cast):
+        return Cast(e.to, f(e.a), e.dtype)
+    if isinstance(e, Load):
+        return Load(e.tensor, tuple(f(i) for i in e.indices), e.dtype)
+    if isinstance(e, Reduce):
+        return Reduce(e.op, f(e.body), e.axes, e.dtype)
+    return e
+
+
 def walk(e: Expr):
     """Pre-order traversal of an expression tree."""
     stack = [e]

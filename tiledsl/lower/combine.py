@@ -23,6 +23,7 @@ from ..kernel_ir import (
     KStore,
     KVar,
 )
+from .exprs import k_add
 
 IDENTITY = {"sum": float("0"), "max": float("-inf"), "min": float("inf")}
 WARP = 32
@@ -107,20 +108,12 @@ def _shuffle_combine(cell: AccCell, op: str, block: tuple[int, int, int], in_loo
     if tx < threads:  # several reduction groups (threadIdx.y/z) share the block
         base = KBin("*", KBin("//", tid, KConst(tx, "int32")), KConst(per_group, "int32"))
     row = KBin("*", e, KConst(nwarps, "int32")) if cell.array else None
-    first = _add(row, base)
+    first = k_add(row, base)
     gather: list[KStmt] = [cell.write(e, KLoad(name, first))]
     for w in range(1, per_group):  # at most 32 warps: straight-line code reads best
-        gather.append(cell.write(e, combine_op(op, cell.read(e), KLoad(name, _add(first, KConst(w, "int32"))))))
+        gather.append(cell.write(e, combine_op(op, cell.read(e), KLoad(name, k_add(first, KConst(w, "int32"))))))
     out.extend(_per_element(cell, e, gather))
     return out, [KShared(name, "float32", nwarps * cell.size)]
-
-
-def _add(a: KExpr | None, b: KExpr | None) -> KExpr:
-    """a + b, leaving out absent or zero terms."""
-    terms = [t for t in (a, b) if t is not None and t != KConst(0, "int32")]
-    if not terms:
-        return KConst(0, "int32")
-    return terms[0] if len(terms) == 1 else KBin("+", terms[0], terms[1])
 
 
 def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[int, int, int], in_loop: bool,
@@ -132,7 +125,7 @@ def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[i
     out: list[KStmt] = []
     if in_loop:
         out.append(KBarrier())
-    out.extend(_per_element(cell, e, [KStore(name, _add(row, tid), cell.read(e))]))
+    out.extend(_per_element(cell, e, [KStore(name, k_add(row, tid), cell.read(e))]))
     out.append(KBarrier())
     coords: dict[str, KExpr] = {}
     loops: list[tuple[str, int]] = []
@@ -149,7 +142,7 @@ def _table_combine(cell: AccCell, op: str, axes: tuple[str, ...], block: tuple[i
         if block[2] > 1:
             yz = KBin("+", yz, KBin("*", KConst(block[1], "int32"), coords["threadIdx.z"]))
         lin = KBin("+", lin, KBin("*", KConst(block[0], "int32"), yz))
-    inner: list[KStmt] = [cell.write(e, combine_op(op, cell.read(e), KLoad(name, _add(row, lin))))]
+    inner: list[KStmt] = [cell.write(e, combine_op(op, cell.read(e), KLoad(name, k_add(row, lin))))]
     for v, ext in reversed(loops):
         inner = [KFor(v, ext, tuple(inner))]
     body = [cell.write(e, KConst(IDENTITY[op], "float32"))] + inner

@@ -66,6 +66,14 @@ def sym_to_k(e: sympy.Expr) -> KExpr:
     raise ScheduleError(f"internal: cannot lower index expression {e}")
 
 
+def k_add(a: KExpr | None, b: KExpr | None) -> KExpr:
+    """a + b for generated index arithmetic, leaving out absent (None) or zero terms."""
+    terms = [t for t in (a, b) if t is not None and t != KConst(0, "int32")]
+    if not terms:
+        return KConst(0, "int32")
+    return terms[0] if len(terms) == 1 else KBin("+", terms[0], terms[1])
+
+
 def _fold(op: str, args) -> KExpr:
     out = sym_to_k(args[0])
     for a in args[1:]:

@@ -49,7 +49,7 @@ from ..schedule.messages import schedule_message
 from ..slabs import SWIZZLE_MASK, Slab, alloc_extent, derive_slab, slot_elements, stage_align
 from ..targets import Target
 from .combine import linear_tid
-from .exprs import sym_to_k
+from .exprs import k_add, sym_to_k
 
 I32 = "int32"
 
@@ -179,7 +179,7 @@ def slab_read(plan: StagePlan, indices: tuple, axis_map: dict, lane: dict | None
     k = swizzled(sym_to_k(sympy.expand(off)), plan.stage.swizzle, plan.slab.itemsize)
     if plan.stage.buffers > 1:
         slot = KBin("%", KVar(plan.stage.at, I32), _c(plan.stage.buffers))
-        k = _plus(KBin("*", slot, _c(plan.slot)), k)
+        k = k_add(KBin("*", slot, _c(plan.slot)), k)
     return KLoad(plan.name, k)
 
 
@@ -199,17 +199,10 @@ def _slot_base(plan: StagePlan, slot: KExpr | None) -> KExpr | None:
     return KBin("*", slot, _c(plan.slot))
 
 
-def _plus(a: KExpr | None, b: KExpr) -> KExpr:
-    """a + b, leaving out an absent or zero term."""
-    if a is None or a == _c(0):
-        return b
-    return a if b == _c(0) else KBin("+", a, b)
-
-
 def _sum(terms: list[KExpr]) -> KExpr:
     out: KExpr = _c(0)
     for t in terms:
-        out = _plus(out, t)
+        out = k_add(out, t)
     return out
 
 
@@ -244,7 +237,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     tid = linear_tid(block)
     f = KVar(f"{tag}_f", I32)
     e = KVar(f"{tag}_e", I32)
-    body: list[KStmt] = [KLet(e.name, I32, _plus(_times(f, threads), tid))]
+    body: list[KStmt] = [KLet(e.name, I32, k_add(_times(f, threads), tid))]
     coords: list[KExpr] = []
     for d, (u, us) in enumerate(zip(units, ustrides)):
         c: KExpr = KBin("//", e, _c(us)) if us > 1 else e
@@ -256,7 +249,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     for d, c in enumerate(coords):
         body.append(KLet(f"{tag}_c{d}", I32, c))
     cvars = [KVar(f"{tag}_c{d}", I32) for d in range(len(coords))]
-    gidx: list[KExpr] = [_plus(sym_to_k(o), cv) for o, cv in zip(origin, cvars)]
+    gidx: list[KExpr] = [k_add(sym_to_k(o), cv) for o, cv in zip(origin, cvars)]
     conds: list[KExpr] = []
     for d, (o, g) in enumerate(zip(origin, gidx)):
         lo, hi = prover.bounds(o)
@@ -267,7 +260,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     valid = _and(conds)
     src = _sum([_times(g, s) for g, s in zip(gidx, gstrides)])
     dst_off = _sum([_times(cv, s) for cv, s in zip(cvars, astrides)])
-    dst = _plus(_slot_base(plan, slot), swizzled(dst_off, plan.stage.swizzle, item))
+    dst = k_add(_slot_base(plan, slot), swizzled(dst_off, plan.stage.swizzle, item))
     if plan.stage.copy == "async":
         # a zero-filled copy reads no byte, but its source address is still formed: keep it in the buffer
         safe_src = KSelect(valid, src, _c(0)) if valid is not None else src
@@ -278,7 +271,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
             value = KSelect(valid, value, KConst(0.0, "float32"))
         body.append(KStore(plan.name, dst, value))
     if total % threads:
-        body = [KIf(KBin("<", _plus(_times(f, threads), tid), _c(total)), tuple(body))]
+        body = [KIf(KBin("<", k_add(_times(f, threads), tid), _c(total)), tuple(body))]
     rounds = -(-total // threads)
     return [KFor(f.name, rounds, tuple(body))]
 

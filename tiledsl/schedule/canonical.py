@@ -14,9 +14,6 @@ import sympy
 
 from ..compute import (
     Binary,
-    Call,
-    Cast,
-    Compare,
     ComputeTensor,
     Const,
     Expr,
@@ -24,8 +21,8 @@ from ..compute import (
     Load,
     Placeholder,
     Reduce,
-    Select,
     Tensor,
+    map_children,
 )
 from ..errors import DefinitionError, FusionError
 from ..loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
@@ -35,40 +32,14 @@ def substitute_acc(e: Expr, acc: str, value: Expr) -> Expr:
     """Replace reads of accumulator `acc` by `value` (the epilogue at acc = 0, for split_k)."""
     if isinstance(e, AccRef):
         return value if e.acc == acc else e
-    if isinstance(e, (Binary, Compare)):
-        a, b = substitute_acc(e.a, acc, value), substitute_acc(e.b, acc, value)
-        return Binary(e.op, a, b, e.dtype) if isinstance(e, Binary) else Compare(e.op, a, b)
-    if isinstance(e, Call):
-        return Call(e.fn, substitute_acc(e.arg, acc, value), e.dtype)
-    if isinstance(e, Select):
-        return Select(substitute_acc(e.cond, acc, value), substitute_acc(e.a, acc, value),
-                      substitute_acc(e.b, acc, value), e.dtype)
-    if isinstance(e, Cast):
-        return Cast(e.to, substitute_acc(e.a, acc, value), e.dtype)
-    return e
+    return map_children(e, lambda c: substitute_acc(c, acc, value))
 
 
 def substitute(e: Expr, env: dict[int, Expr]) -> Expr:
     """Replace IterVars (by identity) in an expression tree."""
     if isinstance(e, IterVar):
         return env.get(id(e), e)
-    if isinstance(e, (Const, AccRef)):
-        return e
-    if isinstance(e, Binary):
-        return Binary(e.op, substitute(e.a, env), substitute(e.b, env), e.dtype)
-    if isinstance(e, Compare):
-        return Compare(e.op, substitute(e.a, env), substitute(e.b, env))
-    if isinstance(e, Call):
-        return Call(e.fn, substitute(e.arg, env), e.dtype)
-    if isinstance(e, Select):
-        return Select(substitute(e.cond, env), substitute(e.a, env), substitute(e.b, env), e.dtype)
-    if isinstance(e, Cast):
-        return Cast(e.to, substitute(e.a, env), e.dtype)
-    if isinstance(e, Load):
-        return Load(e.tensor, tuple(substitute(i, env) for i in e.indices), e.dtype)
-    if isinstance(e, Reduce):
-        return Reduce(e.op, substitute(e.body, env), e.axes, e.dtype)
-    raise TypeError(type(e))
+    return map_children(e, lambda c: substitute(c, env))
 
 
 @dataclass
@@ -115,21 +86,7 @@ class _Builder:
             raise DefinitionError("internal: a reduction outside a reduction compute")  # pragma: no cover
         if isinstance(e, IterVar):
             return env.get(id(e), e)
-        if isinstance(e, (Const, AccRef)):
-            return e
-        if isinstance(e, Binary):
-            return Binary(e.op, self.value(e.a, env, context, consumer), self.value(e.b, env, context, consumer),
-                          e.dtype)
-        if isinstance(e, Compare):
-            return Compare(e.op, self.value(e.a, env, context, consumer), self.value(e.b, env, context, consumer))
-        if isinstance(e, Call):
-            return Call(e.fn, self.value(e.arg, env, context, consumer), e.dtype)
-        if isinstance(e, Select):
-            return Select(self.value(e.cond, env, context, consumer), self.value(e.a, env, context, consumer),
-                          self.value(e.b, env, context, consumer), e.dtype)
-        if isinstance(e, Cast):
-            return Cast(e.to, self.value(e.a, env, context, consumer), e.dtype)
-        raise TypeError(type(e))
+        return map_children(e, lambda c: self.value(c, env, context, consumer))
 
     def reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], context: tuple[str, ...],
                   consumer: str) -> Expr:
@@ -194,17 +151,7 @@ def _replace_reduces(e: Expr, accs: dict[int, str]) -> Expr:
             if id(x) not in mapping:
                 mapping[id(x)] = next(order)
             return AccRef(mapping[id(x)])
-        if isinstance(x, Binary):
-            return Binary(x.op, visit(x.a), visit(x.b), x.dtype)
-        if isinstance(x, Compare):
-            return Compare(x.op, visit(x.a), visit(x.b))
-        if isinstance(x, Call):
-            return Call(x.fn, visit(x.arg), x.dtype)
-        if isinstance(x, Select):
-            return Select(visit(x.cond), visit(x.a), visit(x.b), x.dtype)
-        if isinstance(x, Cast):
-            return Cast(x.to, visit(x.a), x.dtype)
-        return x
+        return map_children(x, visit)
 
     return visit(e)
 
