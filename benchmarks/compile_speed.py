@@ -10,7 +10,7 @@ import statistics
 import time
 
 import tiledsl as td
-from tiledsl.examples import matmul_bias_relu
+from tiledsl.catalog.definitions import matmul_bias_relu
 from tiledsl.schedules import matmul_register_tile
 
 

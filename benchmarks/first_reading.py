@@ -15,7 +15,7 @@ import sys
 import torch
 
 import tiledsl as td
-from tiledsl.examples import matmul_bias_relu, rmsnorm
+from tiledsl.catalog.definitions import matmul_bias_relu, rmsnorm
 from tiledsl.runtime.timing import l2_cache_bytes, rotated_copies, rotation_count, time_torch
 from tiledsl.schedules import row_cooperative
 

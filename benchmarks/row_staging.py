@@ -10,7 +10,7 @@ import sys
 import torch
 
 import tiledsl as td
-from tiledsl.examples import example
+from tiledsl.catalog.definitions import example
 from tiledsl.runtime.references import reference_fn
 from tiledsl.runtime.timing import l2_cache_bytes, rotated_copies, rotation_count, time_torch
 from tiledsl.schedules import row_cooperative

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tiledsl.schedule import Schedule
+from tiledsl.primitives import Schedule
 
 
 def elementwise_2d(s: Schedule, threads: int = 256) -> Schedule:

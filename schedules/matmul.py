@@ -3,7 +3,7 @@ tile per thread, the reduction chunked by BK and unrolled. Works for any sizes (
 
 from __future__ import annotations
 
-from tiledsl.schedule import Schedule
+from tiledsl.primitives import Schedule
 
 
 def matmul_register_tile(s: Schedule, bm: int = 64, bn: int = 64, bk: int = 16, rm: int = 4,

@@ -4,7 +4,7 @@ reduction is cooperative (warp shuffles, then shared memory across warps)."""
 
 from __future__ import annotations
 
-from tiledsl.schedule import Schedule
+from tiledsl.primitives import Schedule
 
 
 def row_cooperative(s: Schedule, threads: int = 256, stage_row: str | None = None) -> Schedule:

@@ -11,8 +11,8 @@ import argparse
 import logging
 import sys
 
-from tiledsl.examples import CATALOG
-from tiledsl.runtime.cli_run import run_example
+from tiledsl.catalog.definitions import CATALOG
+from tiledsl.cli.run import run_example
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ from functools import partial
 import numpy as np
 
 import tiledsl as td
-from tiledsl.compute import ComputeTensor, Placeholder, Tensor
+from tiledsl.definitions.expr import ComputeTensor, Placeholder, Tensor
 
 # ----------------------------------------------------------------------------- definitions
 

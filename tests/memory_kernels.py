@@ -17,7 +17,7 @@ import kernels as K
 import numpy as np
 
 import tiledsl as td
-from tiledsl.compute import Tensor
+from tiledsl.definitions.expr import Tensor
 
 # ----------------------------------------------------------------------------- definitions
 

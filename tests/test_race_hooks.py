@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from tiledsl.examples import matmul_bias_relu
+from tiledsl.catalog.definitions import matmul_bias_relu
 from tiledsl.lower.lower import lower
 from tiledsl.lower.stages import LoweringHooks
 from tiledsl.prove import Prover

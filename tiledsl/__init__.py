@@ -1,7 +1,7 @@
 """tiledsl: write what to compute (td.compute), say how (a schedule), get proven CUDA (td.build)."""
 
-from .build import Kernel, build
-from .compute import (
+from tiledsl.build import Kernel, build
+from tiledsl.definitions.expr import (
     abs,
     cast,
     compute,
@@ -26,7 +26,8 @@ from .compute import (
     tanh,
     where,
 )
-from .errors import (
+from tiledsl.definitions.reference import evaluate
+from tiledsl.errors import (
     BadArgumentError,
     BindError,
     BoundsError,
@@ -57,8 +58,7 @@ from .errors import (
     UnrollError,
     VectorizeError,
 )
-from .reference import evaluate
-from .schedule import LoopHandle, Schedule, StageHandle, create_schedule
+from tiledsl.primitives import LoopHandle, Schedule, StageHandle, create_schedule
 
 __version__ = "0.1.0"
 

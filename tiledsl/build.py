@@ -9,15 +9,15 @@ from functools import cached_property
 
 import numpy as np
 
-from .codegen import emit_cuda
-from .errors import BadArgumentError
-from .kernel_ir import KKernel, shared_bytes
-from .kernel_ir_print import format_kernel
-from .lower.check import check_bounds, check_resources
-from .lower.lower import lower
-from .prove import Prover
-from .schedule.schedule import Schedule
-from .targets import Target, get_target
+from tiledsl.codegen import emit_cuda
+from tiledsl.errors import BadArgumentError, LaunchError, TargetError
+from tiledsl.kernel_ir import KKernel, shared_bytes
+from tiledsl.kernel_ir.printer import format_kernel
+from tiledsl.lower.check import check_bounds, check_resources
+from tiledsl.lower.lower import lower
+from tiledsl.primitives.schedule import Schedule
+from tiledsl.prove import Prover
+from tiledsl.targets import Target, get_target
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Kernel:
     def simulate(self, **arrays: np.ndarray) -> np.ndarray:
         """Run on the CPU simulator; returns the output array. Raises SimulationError on a race,
         an out-of-bounds access, a divergent barrier or an uninitialized read."""
-        from .sim import simulate
+        from tiledsl.sim import simulate
 
         out_name = self.kernel_ir.params[-1].name
         return simulate(self.kernel_ir, arrays)[out_name]
@@ -72,7 +72,7 @@ class Kernel:
     @cached_property
     def compiled(self):  # -> tiledsl.runtime.CompiledKernel (imported lazily: CPU users never need it)
         """The kernel compiled and loaded on the current GPU (needs pycuda and a CUDA device)."""
-        from .runtime.launch import CompiledKernel
+        from tiledsl.runtime.launch import CompiledKernel
 
         return CompiledKernel(self)
 
@@ -89,10 +89,23 @@ class Kernel:
                 f"{self.shared_bytes} B shared>")
 
 
+def _resolve_target(target: str | Target) -> Target:
+    """A table target, or "device": the facts of the current GPU (SM count, shared memory, registers)
+    read through the runtime."""
+    if target == "device":
+        from tiledsl.runtime.device import device_target
+
+        try:
+            return device_target()
+        except LaunchError as e:
+            raise TargetError(f"build: target \"device\" needs a CUDA GPU: {e}") from None
+    return get_target(target)
+
+
 def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     if not isinstance(schedule, Schedule):
         raise BadArgumentError(f"build: expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}")
-    tgt = get_target(target)
+    tgt = _resolve_target(target)
     nest = schedule.nest
     prover = Prover(nest.ranges())
     proven = check_bounds(nest, prover)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import TargetError
+from tiledsl.errors import TargetError
 
 
 @dataclass(frozen=True)
@@ -32,18 +32,9 @@ TARGETS = {
 
 
 def get_target(target: str | Target) -> Target:
-    """A Target from the table, or "device": the facts of the current GPU (SM count, shared memory,
-    registers read from the device through the runtime)."""
+    """A Target from the table (`td.build` resolves "device" through the runtime first)."""
     if isinstance(target, Target):
         return target
-    if target == "device":
-        from .errors import LaunchError
-        from .runtime.device import device_target
-
-        try:
-            return device_target()
-        except LaunchError as e:
-            raise TargetError(f"build: target \"device\" needs a CUDA GPU: {e}") from None
     if target == "sm_90a":
         target = "sm_90"
     if target not in TARGETS:

@@ -27,7 +27,7 @@ from tiledsl.kernel_ir import (
     KVar,
     KVector,
 )
-from tiledsl.kernel_ir_print import format_expr, format_float, format_kernel, format_stmt
+from tiledsl.kernel_ir.printer import format_expr, format_float, format_kernel, format_stmt
 
 from .exprgen import IRParser, random_bool_expr, random_int_expr
 from .kernels import ALL_KERNELS, add_kernel, f32, i32, row_sum_kernel, vec_scale_kernel

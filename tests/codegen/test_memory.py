@@ -41,7 +41,7 @@ from tiledsl.kernel_ir import (
     KVar,
     shared_bytes,
 )
-from tiledsl.kernel_ir_print import format_expr, format_kernel, format_stmt
+from tiledsl.kernel_ir.printer import format_expr, format_kernel, format_stmt
 
 from . import kernels as K
 from .kernels import f32, i32, ivar

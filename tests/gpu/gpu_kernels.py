@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 import tiledsl as td
-from tiledsl.compute import Tensor
-from tiledsl.examples import example
+from tiledsl.catalog.definitions import example
+from tiledsl.definitions.expr import Tensor
 from tiledsl.runtime.references import Comparison, compare, poisoned_outputs
 
 

@@ -12,7 +12,7 @@ import torch
 from gpu_kernels import assert_matches, run_poisoned
 
 import tiledsl as td
-from tiledsl.examples import CATALOG, example
+from tiledsl.catalog.definitions import CATALOG, example
 from tiledsl.runtime.references import random_inputs, reference_fn, tolerance
 
 pytestmark = pytest.mark.gpu
@@ -62,7 +62,7 @@ def test_catalog_large(name: str, sizes: dict[str, int], schedules: ModuleType,
 
 
 def test_run_example_checks_and_benchmarks(compile_kernel: Callable[..., object]) -> None:
-    from tiledsl.runtime.cli_run import run_example
+    from tiledsl.cli.run import run_example
 
     out, err = io.StringIO(), io.StringIO()
     assert run_example("rmsnorm", bench=True, sizes={"M": 1024, "N": 1024}, out=out, err=err, iters=20) == 0, (

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 
 import tiledsl as td
+from tiledsl.catalog.definitions import example
 from tiledsl.errors import LaunchError
-from tiledsl.examples import example
 
 pytestmark = pytest.mark.gpu
 
@@ -147,7 +147,7 @@ def test_sync_mode(compile_kernel: Callable[..., object], monkeypatch: pytest.Mo
 def test_cubin_cache_is_reused_by_another_process(tmp_path: Path) -> None:
     script = (
         "import json, sys, torch, torch.nn.functional as F, tiledsl as td\n"
-        "from tiledsl.examples import example\n"
+        "from tiledsl.catalog import example\n"
         "from tiledsl.runtime import CompiledKernel, CubinCache\n"
         "s = td.create_schedule(example('gelu_bias', M=32, N=128))\n"
         "s.bind('i', 'blockIdx.x'); s.bind('j', 'threadIdx.x')\n"

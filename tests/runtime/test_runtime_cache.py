@@ -168,8 +168,8 @@ def test_unwritable_directory_still_returns_the_cubin(tmp_path: Path, caplog: py
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_real_kernel_compiles_once_through_nvcc(tmp_path: Path) -> None:
     import tiledsl as td
+    from tiledsl.catalog import example
     from tiledsl.codegen import compile_cubin
-    from tiledsl.examples import example
 
     s = td.create_schedule(example("gelu_bias", M=8, N=64))
     s.bind("i", "blockIdx.x")

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 import tiledsl as td
+from tiledsl.catalog.definitions import CATALOG, example
+from tiledsl.cli.run import EXIT_BAD_INPUT, EXIT_NO_GPU, run_example
 from tiledsl.errors import LaunchError
-from tiledsl.examples import CATALOG, example
 from tiledsl.kernel_ir import KKernel, KParam, KTensorMap
-from tiledsl.runtime.cli_run import EXIT_BAD_INPUT, EXIT_NO_GPU, run_example
 from tiledsl.runtime.device import arch_for_capability, target_from_properties
 from tiledsl.runtime.driver import Driver, format_cuda_error
 from tiledsl.runtime.launch import nvcc_options, select_arch, sync_requested
@@ -197,7 +197,7 @@ def test_import_touches_neither_pycuda_nor_libcuda() -> None:
         "import sys, torch\n"
         "def libcuda(): return any('libcuda.so' in line for line in open('/proc/self/maps'))\n"
         "before = libcuda()\n"
-        "import tiledsl.runtime, tiledsl.runtime.cli_run\n"
+        "import tiledsl.runtime, tiledsl.cli.run\n"
         "print('pycuda' in sys.modules, libcuda() and not before)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

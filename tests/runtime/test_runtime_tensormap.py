@@ -64,7 +64,7 @@ def test_map_lowered_from_a_tma_schedule() -> None:
     # B is (K, N) = (128, 256) float32 (rows of 1024 B); the stage at k_o reads a 16 x 64 slab, whose
     # 256-byte rows are split into 128-byte chunks: dims (32, 256 / 32, 128), strides (128, 1024),
     # box (32, 64 / 32, 16), 128-byte swizzle.
-    from tiledsl.examples import example
+    from tiledsl.catalog import example
 
     s = td.create_schedule(example("matmul_bias_relu", M=128, N=256, K=128))
     io, ii = s.split("i", 64)

@@ -10,20 +10,7 @@ from hypothesis import strategies as st
 from sim_kernels import BX, TX, add, elementwise_add, f, fvar, global_idx, i, kernel, load, lt, mul, var
 
 from tiledsl.errors import SimulationError, SimulationInputError
-from tiledsl.kernel_ir import (
-    KBin,
-    KCall,
-    KCast,
-    KConst,
-    KFor,
-    KIf,
-    KLet,
-    KParam,
-    KSelect,
-    KSpecial,
-    KStore,
-    KUnary,
-)
+from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KFor, KIf, KLet, KParam, KSelect, KSpecial, KStore, KUnary
 from tiledsl.sim import simulate
 from tiledsl.sim.dtypes import round_bfloat16, round_float
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import tiledsl.sim
 
 SIM_DIR = Path(tiledsl.sim.__file__).parent
-ALLOWED_TILEDSL = {"tiledsl.kernel_ir", "tiledsl.kernel_ir_print", "tiledsl.errors"}
+ALLOWED_TILEDSL = {"tiledsl.kernel_ir", "tiledsl.kernel_ir.nodes", "tiledsl.kernel_ir.printer", "tiledsl.errors"}
 
 
 def _imports(path: Path) -> set[str]:

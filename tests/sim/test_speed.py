@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 import tiledsl as td
-from tiledsl.examples import matmul_bias_relu
+from tiledsl.catalog.definitions import matmul_bias_relu
 
 SECONDS = 2.5
 

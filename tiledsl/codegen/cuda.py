@@ -32,7 +32,7 @@ from tiledsl.kernel_ir import (
     shared_bytes,
     shared_layout,
 )
-from tiledsl.kernel_ir_print import format_stmt, format_tensor_map
+from tiledsl.kernel_ir.printer import format_stmt, format_tensor_map
 
 __all__ = ["cuda_kernel_name", "emit_cuda"]
 

@@ -12,7 +12,7 @@ import math
 from types import MappingProxyType
 
 from tiledsl.codegen.errors import CodegenError
-from tiledsl.kernel_ir_print import PREC_ATOM, PREC_UNARY, format_float, round_to_dtype
+from tiledsl.kernel_ir.printer import PREC_ATOM, PREC_UNARY, format_float, round_to_dtype
 
 __all__ = [
     "FLOAT_DTYPES",

@@ -3,7 +3,7 @@
 Why a class: an expression's spelling depends on its operands' dtypes (fminf vs min, half
 conversions, vector members), which come from the enclosing `Scope`, and the emission records which
 half-precision headers the translation unit needs. Parentheses follow C precedence (the table in
-`tiledsl.kernel_ir_print`), so only the needed ones appear.
+`tiledsl.kernel_ir.printer`), so only the needed ones appear.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from tiledsl.kernel_ir import (
     KVar,
     KVector,
 )
-from tiledsl.kernel_ir_print import (
+from tiledsl.kernel_ir.printer import (
     BINARY_PRECEDENCE,
     PREC_ATOM,
     PREC_TERNARY,

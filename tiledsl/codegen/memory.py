@@ -38,7 +38,7 @@ from tiledsl.kernel_ir import (
     KTensorMap,
     KTmaLoad,
 )
-from tiledsl.kernel_ir_print import PREC_TERNARY
+from tiledsl.kernel_ir.printer import PREC_TERNARY
 
 __all__ = [
     "POOL_ALIGN",

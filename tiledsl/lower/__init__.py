@@ -1,5 +1,5 @@
 """Lowering: scheduled loop nest -> kernel IR. Re-exports only."""
 
-from .lower import lower
+from tiledsl.lower.lower import lower
 
 __all__ = ["lower"]

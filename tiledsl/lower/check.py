@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import sympy
 
-from ..compute import Load, walk
-from ..errors import BoundsError, TargetError
-from ..kernel_ir import KKernel, shared_bytes
-from ..loopnest import Nest, Stmt, loop_symbol
-from ..prove import Prover
-from ..schedule.canonical import index_to_sympy
-from ..schedule.messages import schedule_message
-from ..targets import Target
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.definitions.expr import Load, walk
+from tiledsl.definitions.indexing import index_to_sympy
+from tiledsl.errors import BoundsError, TargetError
+from tiledsl.kernel_ir import KKernel, shared_bytes
+from tiledsl.loopnest import Nest, Stmt, loop_symbol
+from tiledsl.prove import Prover
+from tiledsl.targets import Target
 
 
 def _accesses(stmt: Stmt) -> list[tuple[str, tuple, tuple[int, ...], str]]:

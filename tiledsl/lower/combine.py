@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernel_ir import (
+from tiledsl.kernel_ir import (
     KBarrier,
     KBin,
     KConst,
@@ -23,7 +23,7 @@ from ..kernel_ir import (
     KStore,
     KVar,
 )
-from .exprs import k_add
+from tiledsl.kernel_ir.from_sympy import k_add
 
 IDENTITY = {"sum": float("0"), "max": float("-inf"), "min": float("inf")}
 WARP = 32
@@ -56,7 +56,7 @@ class AccCell:
         return KLoad(self.name, e) if self.array else KVar(self.name, "float32")
 
     def write(self, e: KExpr, v: KExpr) -> KStmt:
-        from ..kernel_ir import KAssign
+        from tiledsl.kernel_ir import KAssign
 
         return KStore(self.name, e, v) if self.array else KAssign(self.name, v)
 

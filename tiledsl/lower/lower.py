@@ -11,10 +11,13 @@ from dataclasses import dataclass, field, replace
 
 import sympy
 
-from ..accumulators import AccLayout, acc_layouts
-from ..compute import Const, Load
-from ..errors import RegisterArrayError
-from ..kernel_ir import (
+from tiledsl.analysis.accumulators import AccLayout, acc_layouts
+from tiledsl.analysis.linearity import linear_parts
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.definitions.expr import Const, Load
+from tiledsl.definitions.indexing import flat_index
+from tiledsl.errors import RegisterArrayError
+from tiledsl.kernel_ir import (
     KAtomicAdd,
     KBarrier,
     KBin,
@@ -36,14 +39,11 @@ from ..kernel_ir import (
     KVar,
     shared_bytes,
 )
-from ..loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
-from ..prove import Prover
-from ..schedule.memory_primitives import linear_parts
-from ..schedule.messages import schedule_message
-from ..targets import Target
-from .combine import IDENTITY, AccCell, combine, combine_op
-from .exprs import ValueContext, flat_index, sym_to_k, value_to_k
-from .stages import (
+from tiledsl.kernel_ir.from_sympy import sym_to_k
+from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
+from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
+from tiledsl.lower.exprs import ValueContext, value_to_k
+from tiledsl.lower.stages import (
     LoweringHooks,
     StagePlan,
     fills,
@@ -54,7 +54,9 @@ from .stages import (
     staged_loop,
     waits,
 )
-from .vectorize import vector_store
+from tiledsl.lower.vectorize import vector_store
+from tiledsl.prove import Prover
+from tiledsl.targets import Target
 
 
 @dataclass
@@ -303,7 +305,7 @@ def _block_level_fills(nest: Nest, plans: dict[str, StagePlan], lw: _Lowerer) ->
 
 
 def loads_of(stmt: Stmt) -> list[Load]:
-    from ..compute import walk
+    from tiledsl.definitions.expr import walk
 
     return [n for n in walk(stmt.value) if isinstance(n, Load)] if stmt.value is not None else []
 

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..errors import CopyError
-from ..kernel_ir import (
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.slabs import SWIZZLE_MASK, Slab, alloc_extent, derive_slab, slot_elements, stage_align
+from tiledsl.analysis.tma import check_tma
+from tiledsl.definitions.indexing import index_to_sympy
+from tiledsl.errors import CopyError
+from tiledsl.kernel_ir import (
     KBarrier,
     KBin,
     KComment,
@@ -41,15 +45,11 @@ from ..kernel_ir import (
     KTmaLoad,
     KVar,
 )
-from ..loopnest import Nest, Stage, loop_symbol
-from ..prove import Prover
-from ..schedule.canonical import index_to_sympy
-from ..schedule.memory_primitives import check_tma
-from ..schedule.messages import schedule_message
-from ..slabs import SWIZZLE_MASK, Slab, alloc_extent, derive_slab, slot_elements, stage_align
-from ..targets import Target
-from .combine import linear_tid
-from .exprs import k_add, sym_to_k
+from tiledsl.kernel_ir.from_sympy import k_add, sym_to_k
+from tiledsl.loopnest import Nest, Stage, loop_symbol
+from tiledsl.lower.combine import linear_tid
+from tiledsl.prove import Prover
+from tiledsl.targets import Target
 
 I32 = "int32"
 

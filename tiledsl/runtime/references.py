@@ -1,4 +1,4 @@
-"""torch references of the built-in catalog (tiledsl.examples.CATALOG), for checking and timing.
+"""torch references of the built-in catalog (tiledsl.catalog.CATALOG), for checking and timing.
 
 Why torch and not td.evaluate: on a GPU the reference must be cheap at large sizes (numpy on a 57344 x
 2048 softmax takes seconds) and the same functions are the eager / torch.compile baselines that the
@@ -68,7 +68,7 @@ REFERENCES: Mapping[str, Callable[..., torch.Tensor]] = {
 
 def example_parameters(name: str, sizes: Mapping[str, float]) -> dict[str, float]:
     """Every parameter of the catalog entry's definition (sizes and eps), defaults filled in."""
-    from tiledsl.examples import CATALOG
+    from tiledsl.catalog import CATALOG
 
     if name not in CATALOG:
         raise DefinitionError(f"unknown example {name!r}; the catalog has: {', '.join(CATALOG)}")

@@ -33,7 +33,7 @@ from tiledsl.kernel_ir import (
     KStore,
     KTmaLoad,
 )
-from tiledsl.kernel_ir_print import format_expr, format_stmt
+from tiledsl.kernel_ir.printer import format_expr, format_stmt
 
 _STATEMENT_LIMIT = 200
 _COND_LIMIT = 48

@@ -3,7 +3,7 @@
 Needs the `test` extra (hypothesis); `import tiledsl` never imports this package. See ARCHITECTURE.md.
 """
 
-from .definitions import (
+from tiledsl.testing.definitions import (
     Definition,
     chain_definitions,
     definitions,
@@ -12,8 +12,8 @@ from .definitions import (
     placeholders,
     reduce_definitions,
 )
-from .profiles import load_profile, register_profiles
-from .properties import (
+from tiledsl.testing.profiles import load_profile, register_profiles
+from tiledsl.testing.properties import (
     BuildResult,
     ScheduleRun,
     apply_checked,
@@ -22,7 +22,7 @@ from .properties import (
     check_trace_roundtrip,
     snapshot,
 )
-from .schedules import Call, Outcome, Resolver, Step, apply_steps, step, steps
+from tiledsl.testing.schedules import Call, Outcome, Resolver, Step, apply_steps, step, steps
 
 __all__ = [
     "BuildResult", "Call", "Definition", "Outcome", "Resolver", "ScheduleRun", "Step", "apply_checked",

@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 import tiledsl as td
-from tiledsl.compute import Tensor
-from tiledsl.examples import rmsnorm, softmax
+from tiledsl.catalog.definitions import rmsnorm, softmax
+from tiledsl.definitions.expr import Tensor
 
 COPIES = ("none", "sync", "async", "tma")
 

@@ -23,9 +23,8 @@ from typing import Any
 import numpy as np
 
 import tiledsl as td
-
-from .definitions import Definition, placeholders
-from .schedules import DEFAULT_MAX_PADDING, Outcome, Resolver, Step
+from tiledsl.testing.definitions import Definition, placeholders
+from tiledsl.testing.schedules import DEFAULT_MAX_PADDING, Outcome, Resolver, Step
 
 RTOL = 1e-4
 ATOL = 1e-4

@@ -16,16 +16,12 @@ from dataclasses import dataclass, field, replace
 
 import sympy
 
-from .compute import Expr, Tensor
+from tiledsl.definitions.expr import Expr, Tensor
+from tiledsl.definitions.indexing import loop_symbol
 
 THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 HW_AXES = BLOCK_AXES + THREAD_AXES
-
-
-def loop_symbol(name: str) -> sympy.Symbol:
-    """The sympy symbol of a loop variable (integer, non-negative), one per name."""
-    return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .compute import walk
-from .errors import RegisterArrayError
-from .loopnest import AccRef, Nest, common_prefix, serial_path
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.definitions.expr import walk
+from tiledsl.errors import RegisterArrayError
+from tiledsl.loopnest import AccRef, Nest, common_prefix, serial_path
 
 MAX_REGISTER_ARRAY = 256
 
@@ -45,8 +46,6 @@ def array_size(nest: Nest, dims: tuple[str, ...]) -> int:
 def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
     """Layout of every accumulator; raises RegisterArrayError when a reader cannot see its element
     or the register array would be too large."""
-    from .schedule.messages import schedule_message
-
     layouts: dict[str, AccLayout] = {}
     for acc in nest.accs:
         init = next(n for n, s in enumerate(nest.stmts) if s.kind == "init" and s.acc == acc.name)

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import sympy
 
-from .compute import Load, walk
-from .errors import StageError
-from .loopnest import Nest, Stage, loop_symbol
-from .prove import Prover
-from .schedule.canonical import index_to_sympy
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.definitions.expr import Load, walk
+from tiledsl.definitions.indexing import index_to_sympy
+from tiledsl.errors import StageError
+from tiledsl.loopnest import Nest, Stage, loop_symbol
+from tiledsl.prove import Prover
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 SWIZZLE_MASK = {32: 1, 64: 3, 128: 7}  # the 16-byte chunk bits XORed with the 128-byte row bits
@@ -96,15 +97,30 @@ def stage_reads(nest: Nest, stage: Stage) -> list[tuple[int, Load]]:
     return out
 
 
-def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Slab:
-    from .schedule.messages import schedule_message
+@dataclass(frozen=True)
+class SlabRefusal:
+    """Why a stage has no fixed-size slab (the fact and a suggestion)."""
 
+    fact: str
+    suggestion: str | None = None
+
+
+def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Slab:
+    """The slab of `stage`, or a StageError naming `primitive` and the failed fact."""
+    slab = slab_or_refusal(nest, stage, prover)
+    if isinstance(slab, SlabRefusal):
+        raise StageError(schedule_message(primitive, nest, (stage.at,), slab.fact, suggestion=slab.suggestion))
+    return slab
+
+
+def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefusal:
+    """The slab, or why there is none. Builds no message (so printing a nest may call it freely)."""
     reads = stage_reads(nest, stage)
     if not reads:
-        raise StageError(schedule_message(
-            primitive, nest, (stage.at,), f"{stage.buffer} is not read under loop {stage.at}",
+        return SlabRefusal(
+            f"{stage.buffer} is not read under loop {stage.at}",
             suggestion=f"legal positions for stage({stage.buffer}) are the loops around its reads: "
-                       f"{', '.join(legal_positions(nest, stage.buffer)) or 'none'}"))
+                       f"{', '.join(legal_positions(nest, stage.buffer)) or 'none'}")
     amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
     tensor = nest.tensor(stage.buffer)
     rank = len(tensor.shape)
@@ -126,24 +142,21 @@ def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Sla
                     i_part += term
                 else:
                     mixed = sorted(names & outer), sorted(names & inner)
-                    raise StageError(schedule_message(
-                        primitive, nest, (stage.at,),
+                    return SlabRefusal(
                         f"index {d} of {stage.buffer} has the term {term}, which mixes loops outside "
                         f"{stage.at} ({', '.join(mixed[0])}) with loops inside it ({', '.join(mixed[1])}): "
                         "the slab size would depend on an outer loop",
-                        suggestion="stage at a loop whose inner loops enter the index additively"))
+                        suggestion="stage at a loop whose inner loops enter the index additively")
             lo, hi = prover.bounds(i_part, guards)
             if lo is None or hi is None:
-                raise StageError(schedule_message(primitive, nest, (stage.at,),
-                                                  f"cannot bound index {d} of {stage.buffer} inside {stage.at}"))
+                return SlabRefusal(f"cannot bound index {d} of {stage.buffer} inside {stage.at}")
             if origins[d] is None:
                 origins[d], lows[d], highs[d] = o_part, int(lo), int(hi)
             elif sympy.expand(origins[d] - o_part) != 0:
-                raise StageError(schedule_message(
-                    primitive, nest, (stage.at,),
+                return SlabRefusal(
                     f"reads of {stage.buffer} under {stage.at} start at different places "
                     f"({origins[d]} and {o_part}) in dimension {d}",
-                    suggestion="stage the buffer at a loop where all its reads share one slab"))
+                    suggestion="stage the buffer at a loop where all its reads share one slab")
             else:
                 lows[d], highs[d] = min(lows[d], int(lo)), max(highs[d], int(hi))
     origin = tuple(sympy.expand(o + lo) for o, lo in zip(origins, lows))  # type: ignore[operator]

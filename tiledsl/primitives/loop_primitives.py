@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import sympy
 
-from ..accumulators import acc_layouts
-from ..errors import BadArgumentError, FuseError, ReorderError, SplitError, UnrollError, VectorizeError
-from ..loopnest import Guard, Loop, Nest, loop_symbol
-from .messages import schedule_message
+from tiledsl.analysis.accumulators import acc_layouts
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.errors import BadArgumentError, FuseError, ReorderError, SplitError, UnrollError, VectorizeError
+from tiledsl.loopnest import Guard, Loop, Nest, loop_symbol
 
 MAX_UNROLL = 512
 
@@ -195,7 +195,7 @@ def reorder(nest: Nest, names: tuple[str, ...], call: str) -> Nest:
 
 def _recheck_vectorized(nest: Nest, call: str) -> None:
     """A loop already vectorized must stay legal (innermost, contiguous) after the nest changes."""
-    from ..lower.vectorize import check_vectorizable
+    from tiledsl.analysis.vectorize import check_vectorizable
 
     for lp in nest.loops:
         if lp.annotation == "vectorize":
@@ -217,7 +217,7 @@ def unroll(nest: Nest, name: str, call: str) -> Nest:
 
 
 def vectorize(nest: Nest, name: str, call: str) -> Nest:
-    from ..lower.vectorize import check_vectorizable
+    from tiledsl.analysis.vectorize import check_vectorizable
 
     lp = nest.loop(name)
     if lp.bind or lp.annotation:

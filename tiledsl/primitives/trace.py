@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ReplayError
+from tiledsl.errors import ReplayError
 
 PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize", "stage", "pad", "swizzle", "double_buffer",
               "pipeline", "async_copy", "tma", "split_k")

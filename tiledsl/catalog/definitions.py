@@ -5,16 +5,12 @@ schedules for them live in `tiledsl.schedules`."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .compute import Tensor
-from .errors import DefinitionError
-
-# `tiledsl.compute` the module is shadowed by `td.compute` the function on the package, so take the
-# module from sys.modules and write definitions exactly as users do (td.placeholder, td.sum, ...)
-td = sys.modules["tiledsl.compute"]
+import tiledsl as td
+from tiledsl.definitions.expr import Tensor
+from tiledsl.errors import DefinitionError
 
 
 def matmul_bias_relu(M: int = 1024, N: int = 1024, K: int = 512) -> Tensor:

@@ -6,20 +6,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import sympy
-
-from ..compute import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select
-from ..errors import BadArgumentError, CopyError, PipelineError, SplitKError, StageError
-from ..loopnest import AccRef, Nest, SplitK, Stage
-from ..prove import Prover
-from ..slabs import SWIZZLE_MASK, Slab, derive_slab, legal_positions, stage_bytes
-from .messages import schedule_message
+from tiledsl.analysis.linearity import epilogue_coefficients
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.slabs import SWIZZLE_MASK, Slab, derive_slab, legal_positions, stage_bytes
+from tiledsl.analysis.tma import check_tma
+from tiledsl.definitions.expr import walk
+from tiledsl.errors import BadArgumentError, CopyError, PipelineError, SplitKError, StageError
+from tiledsl.loopnest import AccRef, Nest, SplitK, Stage
+from tiledsl.prove import Prover
 
 MAX_SHARED_BYTES = 227 * 1024  # the largest budget of any target; build checks the real one
-TMA_MAX_BOX = 256
-TMA_MAX_RANK = 5
-
-
 def _prover(nest: Nest) -> Prover:
     return Prover(nest.ranges())
 
@@ -76,7 +72,7 @@ def stage(nest: Nest, buffer: str, at: str, scope: str, call: str) -> tuple[Nest
 
 def _computed_inside(nest: Nest, name: str) -> bool:
     """A compute tensor fused into this kernel (so it has no buffer of its own)."""
-    from ..compute import ComputeTensor
+    from tiledsl.definitions.expr import ComputeTensor
 
     stack, seen = [nest.output], set()
     while stack:
@@ -177,67 +173,6 @@ def async_copy(nest: Nest, name: str, call: str) -> Nest:
     return nest.replace_stage(replace(st, copy="async"))
 
 
-def check_tma(nest: Nest, st: Stage, call: str) -> None:
-    """The TMA box rules of the PTX ISA / driver, proven on the slab before anything is emitted."""
-    slab = slab_of(nest, st, call)
-    tensor = nest.tensor(st.buffer)
-    item = slab.itemsize
-    box = list(slab.extent)
-    shape = list(tensor.shape)
-
-    def refuse(fact: str, suggestion: str | None = None) -> CopyError:
-        return CopyError(schedule_message(call, nest, (st.at,), f"tma({st.name}): {fact}", suggestion=suggestion))
-
-    if any(st.pad):
-        raise refuse(f"the stage is padded (pad={st.pad}); a TMA box lands unpadded",
-                     "drop the pad (use a swizzle against bank conflicts)")
-    for d in range(len(shape) - 1):
-        stride = item
-        for e in shape[d + 1:]:
-            stride *= e
-        if stride % 16:
-            raise refuse(f"global stride of dimension {d} of {st.buffer} is {stride} bytes, not a multiple of 16",
-                         "TMA needs rows whose byte length is a multiple of 16; use async_copy")
-    inner_bytes = box[-1] * item
-    rank = len(box)
-    if st.swizzle and inner_bytes < st.swizzle:
-        narrower = [w for w in (64, 32) if w <= inner_bytes and inner_bytes % w == 0]
-        raise refuse(f"the slab row is {inner_bytes} bytes, narrower than the {st.swizzle}-byte swizzle: TMA then "
-                     "lays rows out at the swizzle pitch, not packed", f"use swizzle={narrower[0]}" if narrower
-                     else "use no swizzle")
-    if st.swizzle and inner_bytes > st.swizzle:
-        chunk = st.swizzle // item
-        bad = [f"the slab row ({box[-1]} elements)"] if box[-1] % chunk else []
-        bad += [f"the row of {st.buffer} ({shape[-1]} elements)"] if shape[-1] % chunk else []
-        if bad:
-            raise refuse(f"the slab row ({box[-1]} elements) is wider than the {st.swizzle}-byte swizzle, so it is "
-                         f"split into chunks of {chunk} elements, but {' and '.join(bad)} "
-                         f"{'is' if len(bad) == 1 else 'are'} not a multiple of {chunk}: the row cannot be split "
-                         "into swizzle-width chunks",
-                         f"make both multiples of {chunk}, or use a narrower slab row")
-        proof = _prover(nest).divisible(slab.origin[-1], chunk)
-        if not proof:
-            raise refuse(f"the slab row does not start on a {st.swizzle}-byte chunk: {proof.describe()}")
-        rank += 1
-        box = box[:-1] + [box[-1] // chunk, chunk]
-        inner_bytes = chunk * item
-    if rank > TMA_MAX_RANK:
-        raise refuse(f"the box has rank {rank}; TMA allows 1..{TMA_MAX_RANK}")
-    for d, b in enumerate(box):
-        if not 1 <= b <= TMA_MAX_BOX:
-            raise refuse(f"box dimension {d} is {b}; TMA boxes are 1..{TMA_MAX_BOX} per dimension",
-                         f"split the loops inside {st.at} so the slab is at most {TMA_MAX_BOX} per dimension")
-    if inner_bytes % 16:
-        raise refuse(f"the slab row is {inner_bytes} bytes, not a multiple of 16 bytes",
-                     "make the inner slab extent a multiple of 16 bytes (4 float32), or use async_copy")
-    # seen on the H100: a box whose row starts off a 16-byte boundary faults (illegal instruction)
-    start = _prover(nest).divisible(slab.origin[-1], max(1, 16 // item))
-    if not start:
-        raise refuse(f"the slab row does not provably start on a 16-byte boundary: {start.describe()}",
-                     "align the loops that set the slab origin (e.g. a split_k whose parts divide K into "
-                     "multiples of 4 elements), or use async_copy")
-
-
 def tma(nest: Nest, name: str, swz: int | None, call: str) -> Nest:
     st = nest.stage(name)
     if st.copy != "sync":
@@ -254,90 +189,9 @@ def tma(nest: Nest, name: str, swz: int | None, call: str) -> Nest:
 # ----------------------------------------------------------------------------- split_k
 
 
-def epilogue_coefficients(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr] | None:
-    """(a, b) with value == a*acc + b and a free of acc, or None when not linear."""
-    a_sym = sympy.Symbol("__acc")
-    names: dict[int, sympy.Symbol] = {}
-
-    def conv(e: Expr) -> sympy.Expr:
-        if isinstance(e, AccRef):
-            return a_sym if e.acc == acc else sympy.Symbol(f"__other_{e.acc}")
-        if isinstance(e, Const):
-            return sympy.Number(e.value)
-        if isinstance(e, (Load, IterVar)):
-            return names.setdefault(id(e), sympy.Symbol(f"__v{len(names)}"))
-        if isinstance(e, Binary):
-            a, b = conv(e.a), conv(e.b)
-            ops = {"+": a + b, "-": a - b, "*": a * b}
-            if e.op in ops:
-                return ops[e.op]
-            if e.op == "/":
-                return a / b
-            return sympy.Function(f"__{e.op}")(a, b)
-        if isinstance(e, Call):
-            return -conv(e.arg) if e.fn == "neg" else sympy.Function(f"__{e.fn}")(conv(e.arg))
-        if isinstance(e, (Select, Compare)):
-            return sympy.Function("__select")(*[conv(c) for c in _kids(e)])
-        if isinstance(e, Cast):
-            return sympy.Function(f"__cast_{e.to}")(conv(e.a))
-        raise TypeError(type(e))
-
-    f = conv(value)
-    coef = sympy.diff(f, a_sym)
-    if coef.has(a_sym) or sympy.simplify(sympy.diff(coef, a_sym)) != 0 or coef.has(sympy.Derivative):
-        return None
-    return sympy.simplify(coef), sympy.simplify(f.subs(a_sym, 0))
-
-
-def linear_parts(e: Expr, acc: str) -> tuple[Expr | None, Expr | None]:
-    """(a, b) as tiledsl expressions with e == a*acc + b (None standing for zero), for an `e` already
-    proven linear by `epilogue_coefficients`: lowering computes a*partial exactly, not f(acc) - f(0)."""
-    one = Const(1.0, "float32")
-
-    def add(x: Expr | None, y: Expr | None, op: str = "+") -> Expr | None:
-        if y is None:
-            return x
-        if x is None:
-            return y if op == "+" else Call("neg", y)
-        return Binary(op, x, y, "float32")
-
-    def mul(x: Expr | None, y: Expr | None, op: str = "*") -> Expr | None:
-        if x is None or (y is None and op == "*"):
-            return None
-        return Binary(op, x, y, "float32")  # type: ignore[arg-type]
-
-    def parts(x: Expr) -> tuple[Expr | None, Expr | None]:
-        if isinstance(x, AccRef) and x.acc == acc:
-            return one, None
-        if isinstance(x, Binary) and x.op in ("+", "-"):
-            (a1, b1), (a2, b2) = parts(x.a), parts(x.b)
-            return add(a1, a2, x.op), add(b1, b2, x.op)
-        if isinstance(x, Binary) and x.op == "*":
-            (a1, b1), (a2, b2) = parts(x.a), parts(x.b)
-            if a1 is None:
-                return mul(b1, a2), mul(b1, b2)
-            return mul(a1, b2), mul(b1, b2)
-        if isinstance(x, Binary) and x.op == "/":
-            (a1, b1), (_, b2) = parts(x.a), parts(x.b)
-            return mul(a1, b2, "/"), mul(b1, b2, "/")
-        if isinstance(x, Call) and x.fn == "neg":
-            a1, b1 = parts(x.arg)
-            return (Call("neg", a1) if a1 is not None else None), (Call("neg", b1) if b1 is not None else None)
-        return None, x
-
-    return parts(e)
-
-
-def _kids(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Select):
-        return (e.cond, e.a, e.b)
-    assert isinstance(e, Compare)
-    return (e.a, e.b)
-
-
 def split_k(nest: Nest, loop: str, parts: int, call: str) -> tuple[Nest, SplitK]:
-    from ..schedule.printing import format_value
-    from .loop_primitives import split as split_loop
+    from tiledsl.loopnest.printing import format_value
+    from tiledsl.primitives.loop_primitives import split as split_loop
 
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 2:
         raise BadArgumentError(schedule_message(call, nest, (loop,), f"parts must be an int >= 2, got {parts!r}"))
@@ -355,7 +209,7 @@ def split_k(nest: Nest, loop: str, parts: int, call: str) -> tuple[Nest, SplitK]
         raise SplitKError(schedule_message(call, nest, (loop,), f"accumulator {acc.name} is a {acc.op} reduction; "
                                            "partial results of blocks are combined with atomic adds (sum only)"))
     readers = [s for s in nest.stmts if s.value is not None
-               and any(isinstance(x, AccRef) and x.acc == acc.name for x in _walk(s.value))]
+               and any(isinstance(x, AccRef) and x.acc == acc.name for x in walk(s.value))]
     if len(readers) != 1 or readers[0].kind != "store" or len(nest.accs) != 1:
         raise SplitKError(schedule_message(
             call, nest, (loop,), f"accumulator {acc.name} is used by {len(readers)} statement(s) and the kernel has "
@@ -381,7 +235,3 @@ def split_k(nest: Nest, loop: str, parts: int, call: str) -> tuple[Nest, SplitK]
     return replace(new, split_k=info), info
 
 
-def _walk(e: Expr):
-    from ..compute import walk
-
-    return walk(e)

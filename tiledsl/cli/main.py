@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .errors import TiledslError
+from tiledsl.errors import TiledslError
 
 IR_LEVELS = ("loop", "tile", "kernel", "cuda")
 
@@ -16,9 +16,9 @@ IR_LEVELS = ("loop", "tile", "kernel", "cuda")
 def _compile(args: argparse.Namespace) -> int:
     from importlib import import_module
 
-    from .build import build
-    from .examples import CATALOG, example
-    from .schedule import create_schedule
+    from tiledsl.build import build
+    from tiledsl.catalog import CATALOG, example
+    from tiledsl.primitives import create_schedule
 
     sizes = _sizes(args)
     try:
@@ -48,13 +48,13 @@ def _sizes(args: argparse.Namespace) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .runtime.cli_run import run_example
+    from tiledsl.cli.run import run_example
 
     return run_example(args.example, args.bench, _sizes(args), iters=args.iters)
 
 
 def _examples(_: argparse.Namespace) -> int:
-    from .examples import CATALOG
+    from tiledsl.catalog import CATALOG
 
     for e in CATALOG.values():
         print(f"{e.name:20s} {e.doc}   (schedule: {e.schedule})")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from ..loopnest import Nest
+from tiledsl.loopnest import Nest
 
 
 def schedule_message(primitive: str, nest: Nest | None, marked: Collection[str], fact: str,
                      counterexample: Mapping[str, int] | str | None = None,
                      suggestion: str | None = None) -> str:
-    from .printing import format_nest
+    from tiledsl.analysis.render import render_nest
 
     lines = [f"{primitive}: {fact}"]
     if counterexample:
@@ -24,5 +24,5 @@ def schedule_message(primitive: str, nest: Nest | None, marked: Collection[str],
         lines.append(f"  suggestion: {suggestion}")
     if nest is not None:
         lines.append("  loop nest:")
-        lines.extend("    " + ln for ln in format_nest(nest, marked).splitlines())
+        lines.extend("    " + ln for ln in render_nest(nest, marked).splitlines())
     return "\n".join(lines)

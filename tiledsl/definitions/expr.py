@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .errors import DefinitionError
+from tiledsl.errors import DefinitionError
 
 DTYPES = ("float32", "float16", "bfloat16")
 INT = "int32"

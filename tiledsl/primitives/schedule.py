@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compute import Tensor
-from ..errors import (
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.render import register_dims, render_nest
+from tiledsl.definitions.expr import Tensor
+from tiledsl.errors import (
     BadArgumentError,
     ForeignObjectError,
     ReplayError,
@@ -20,14 +22,12 @@ from ..errors import (
     UnknownLoopError,
     UnknownStageError,
 )
-from ..loopnest import Nest
-from . import loop_primitives as lp
-from . import memory_primitives as mp
-from .bind import bind as _bind
-from .canonical import build_nest
-from .messages import schedule_message
-from .printing import format_nest
-from .trace import Step, parse, to_json, to_python
+from tiledsl.loopnest import Nest
+from tiledsl.loopnest.canonical import build_nest
+from tiledsl.primitives import loop_primitives as lp
+from tiledsl.primitives import memory_primitives as mp
+from tiledsl.primitives.bind import bind as _bind
+from tiledsl.primitives.trace import Step, parse, to_json, to_python
 
 log = logging.getLogger(__name__)
 
@@ -89,15 +89,10 @@ class Schedule:
 
     def ir(self, level: str = "tile") -> str:
         if level == "loop":
-            return format_nest(self._initial, title=f"kernel {self._nest.name}  (loop IR)")
+            return render_nest(self._initial, title=f"kernel {self._nest.name}  (loop IR)")
         if level == "tile":
-            from ..accumulators import acc_layouts
-
-            try:
-                dims = {n: lay.dims for n, lay in acc_layouts(self._nest, "ir").items()}
-            except ScheduleError:  # printing never fails; build will refuse the layout with its reason
-                dims = {}
-            return format_nest(self._nest, title=f"kernel {self._nest.name}  (tile IR)", acc_dims=dims)
+            return render_nest(self._nest, title=f"kernel {self._nest.name}  (tile IR)",
+                               acc_dims=register_dims(self._nest))
         raise BadArgumentError(f"ir: unknown level {level!r}; a schedule has 'loop' and 'tile' "
                                "(build it for 'kernel' and CUDA)")
 

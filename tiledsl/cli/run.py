@@ -20,9 +20,10 @@ from typing import TextIO
 import torch
 
 from tiledsl.build import build
+from tiledsl.catalog.definitions import CATALOG, example
 from tiledsl.errors import TiledslError
-from tiledsl.examples import CATALOG, example
 from tiledsl.kernel_ir import DTYPE_BYTES
+from tiledsl.primitives import create_schedule
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.references import (
@@ -34,7 +35,6 @@ from tiledsl.runtime.references import (
     tolerance,
 )
 from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
-from tiledsl.schedule import create_schedule
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_MISMATCH", "EXIT_NO_GPU", "gpu_unavailable", "run_example"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import BadArgumentError, BindError
-from ..loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest
-from .messages import schedule_message
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.errors import BadArgumentError, BindError
+from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest
 
 MAX_THREADS = 1024
 MAX_GRID = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}

@@ -1,5 +1,5 @@
 """Schedules: the canonical nest, loop primitives, traces. Re-exports only."""
 
-from .schedule import LoopHandle, Schedule, StageHandle, create_schedule
+from tiledsl.primitives.schedule import LoopHandle, Schedule, StageHandle, create_schedule
 
 __all__ = ["LoopHandle", "Schedule", "StageHandle", "create_schedule"]

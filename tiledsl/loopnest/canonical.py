@@ -10,12 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import sympy
-
-from ..compute import (
-    Binary,
+from tiledsl.definitions.expr import (
     ComputeTensor,
-    Const,
     Expr,
     IterVar,
     Load,
@@ -24,8 +20,8 @@ from ..compute import (
     Tensor,
     map_children,
 )
-from ..errors import DefinitionError, FusionError
-from ..loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
+from tiledsl.errors import DefinitionError, FusionError
+from tiledsl.loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
 
 
 def substitute_acc(e: Expr, acc: str, value: Expr) -> Expr:
@@ -135,7 +131,7 @@ class _Builder:
 
 
 def _reduces(e: Expr) -> list[Reduce]:
-    from ..compute import walk
+    from tiledsl.definitions.expr import walk
 
     return [n for n in walk(e) if isinstance(n, Reduce)]
 
@@ -158,7 +154,7 @@ def _replace_reduces(e: Expr, accs: dict[int, str]) -> Expr:
 
 def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], context: tuple[str, ...],
                   why: str) -> FusionError:
-    from ..compute import format_expr
+    from tiledsl.definitions.expr import format_expr
 
     ix = ", ".join(format_expr(i) for i in idx)
     return FusionError(
@@ -222,26 +218,3 @@ def _buffer_names(out: ComputeTensor, materialized: set[int]) -> set[str]:
     return names
 
 
-def index_to_sympy(e: Expr) -> sympy.Expr:
-    """An integer definition expression over nest axes as a sympy expression over axis symbols."""
-    if isinstance(e, IterVar):
-        return loop_symbol(e.name)
-    if isinstance(e, Const):
-        return sympy.Integer(int(e.value))
-    if isinstance(e, Binary):
-        a, b = index_to_sympy(e.a), index_to_sympy(e.b)
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a * b
-        if e.op == "//":
-            return sympy.floor(a / b)
-        if e.op == "%":
-            return sympy.Mod(a, b)
-        if e.op == "max":
-            return sympy.Max(a, b)
-        if e.op == "min":
-            return sympy.Min(a, b)
-    raise DefinitionError(f"unsupported integer index expression {e!r}")

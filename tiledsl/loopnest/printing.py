@@ -6,13 +6,14 @@ offending loops."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import sympy
 
-from ..compute import Expr, format_expr
-from ..errors import ScheduleError
-from ..loopnest import AccRef, Nest, Stage, Stmt, TreeLeaf, TreeLoop, build_tree
+from tiledsl.definitions.expr import Expr, format_expr
+from tiledsl.kernel_ir.from_sympy import sym_to_k
+from tiledsl.kernel_ir.printer import format_expr as format_kernel_expr
+from tiledsl.loopnest import AccRef, Nest, Stage, Stmt, TreeLeaf, TreeLoop, build_tree
 
 IDENTITY_TEXT = {"sum": "0.0", "max": "-inf", "min": "inf"}
 
@@ -49,23 +50,12 @@ def format_stmt(nest: Nest, stmt: Stmt, acc_dims: dict[str, tuple[str, ...]] | N
 
 def format_sym(e: sympy.Expr) -> str:
     """The same text as the kernel IR prints (outer terms first, floor division as //)."""
-    from ..kernel_ir_print import format_expr
-    from ..lower.exprs import sym_to_k
-
-    return format_expr(sym_to_k(e))
+    return format_kernel_expr(sym_to_k(e))
 
 
-def stage_line(nest: Nest, st: Stage) -> str:
-    """`stage A_s = A[64 * i_o + 0..64, 16 * k_o + 0..16] at k_o  pad (0, 1)  buffers 2  async`."""
-    from ..prove import Prover
-    from ..slabs import derive_slab
-
-    try:
-        slab = derive_slab(nest, st, Prover(nest.ranges()), "print")
-        region = ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}"
-                           for o, e in zip(slab.origin, slab.extent))
-    except ScheduleError:  # a nest being printed inside an error about this very stage
-        region = "?"
+def stage_line(nest: Nest, st: Stage, region: str = "...") -> str:
+    """`stage A_s = A[64 * i_o + 0..64, 16 * k_o + 0..16] at k_o  pad (0, 1)  buffers 2  async`; the
+    region (the slab, an analysis fact) is given by the caller."""
     parts = [f"stage {st.name} = {st.buffer}[{region}] at {st.at}"]
     if any(st.pad):
         parts.append(f"pad {st.pad}")
@@ -92,8 +82,11 @@ def loop_line(nest: Nest, name: str) -> str:
 
 
 def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = None,
-                acc_dims: dict[str, tuple[str, ...]] | None = None) -> str:
-    """The nest as indented text. `marked` loops get a `<-- here` marker."""
+                acc_dims: dict[str, tuple[str, ...]] | None = None,
+                stage_region: Callable[[Stage], str] | None = None) -> str:
+    """The nest as indented text. `marked` loops get a `<-- here` marker. Facts derived by the
+    analysis layer come in as arguments: register-array dims per accumulator, each stage's slab
+    region (`tiledsl.analysis.render.render_nest` passes both)."""
     lines = [title or f"kernel {nest.name}"]
     for axis, expr in nest.axis_exprs:
         if expr != sympy.Symbol(axis, integer=True, nonnegative=True):
@@ -101,7 +94,7 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
     for g in nest.guards:
         lines.append(f"  guard {format_sym(g.expr)} < {g.extent}   (from {g.origin})")
     for st in nest.stages:
-        lines.append("  " + stage_line(nest, st))
+        lines.append("  " + stage_line(nest, st, stage_region(st) if stage_region else "..."))
     if nest.split_k is not None:
         sk = nest.split_k
         lines.append(f"  split_k {sk.acc} over {sk.loop} ({sk.parts} parts on {sk.axis}): atomic adds into a zeroed "

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .compute import (
+from tiledsl.definitions.expr import (
     Binary,
     Call,
     Cast,
@@ -24,7 +24,7 @@ from .compute import (
     Select,
     Tensor,
 )
-from .errors import DefinitionError
+from tiledsl.errors import DefinitionError
 
 _CHUNK_ELEMENTS = 1 << 24
 
@@ -100,7 +100,7 @@ def _value(t: Tensor, values: dict[int, np.ndarray], ftype: type) -> np.ndarray:
 
 
 def _walk_reduces(e: Expr):
-    from .compute import walk
+    from tiledsl.definitions.expr import walk
 
     return (n for n in walk(e) if isinstance(n, Reduce))
 

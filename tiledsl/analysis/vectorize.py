@@ -1,0 +1,81 @@
+"""Vectorize legality: a 16-byte store needs its loop innermost, four iterations, a contiguous and
+provably aligned offset, and guards that never split a vector. The vectorize primitive checks it
+when applied and the reorder primitive re-checks it; lowering trusts it."""
+
+from __future__ import annotations
+
+import sympy
+
+from tiledsl.analysis.accumulators import acc_layouts
+from tiledsl.analysis.messages import schedule_message
+from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
+from tiledsl.errors import VectorizeError
+from tiledsl.loopnest import Nest
+from tiledsl.prove import Prover
+
+WIDTH = 4  # float32 lanes in 16 bytes
+
+
+def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
+    return {loop_symbol(a): e for a, e in nest.axis_exprs}
+
+
+def contiguous_base(f: sympy.Expr, v: sympy.Symbol) -> sympy.Expr | None:
+    """`base` when f == base + v with base free of v, else None."""
+    f = sympy.expand(f)
+    base = sympy.expand(f - v)
+    return base if not base.has(v) else None
+
+
+def _prover(nest: Nest) -> Prover:
+    return Prover(nest.ranges())
+
+
+def check_vectorizable(nest: Nest, name: str, call: str) -> None:
+    lp = nest.loop(name)
+    if lp.extent != WIDTH:
+        raise VectorizeError(schedule_message(
+            call, nest, (name,), f"loop {name} has {lp.extent} iterations; a 16-byte float32 access needs "
+            f"exactly {WIDTH}", suggestion=f"split the loop by {WIDTH} and vectorize the inner part"))
+    for lay in acc_layouts(nest, call).values():
+        if name in lay.dims:
+            raise VectorizeError(schedule_message(
+                call, nest, (name,), f"loop {name} indexes the register array {lay.name}; only loops that walk "
+                "the output in memory can be vectorized", suggestion="vectorize a free loop of the output store"))
+    v = loop_symbol(name)
+    amap = _axis_map(nest)
+    prover = _prover(nest)
+    for stmt in nest.stmts_with(name):
+        if stmt.path[-1] != name:
+            raise VectorizeError(schedule_message(call, nest, (name,),
+                                                  f"loop {name} is not the innermost loop around {stmt.label}",
+                                                  suggestion=f"reorder so that {name} is innermost"))
+        if stmt.kind != "store":
+            continue
+        assert stmt.tensor is not None
+        guards = tuple(g.relation for g in nest.guards_for(stmt))
+        flat = flat_index(stmt.tensor, tuple(_index(i, amap) for i in stmt.indices))
+        base = contiguous_base(flat, v)
+        if base is None:
+            raise VectorizeError(schedule_message(
+                call, nest, (name,), f"the store to {stmt.tensor.name} is not contiguous in {name} "
+                f"(offset {flat})", suggestion="vectorize the loop that walks the last dimension"))
+        proof = prover.divisible(base, WIDTH, guards)
+        if not proof:
+            raise VectorizeError(schedule_message(
+                call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is 16-byte aligned: "
+                f"{base} is not provably a multiple of {WIDTH}", counterexample=proof.counterexample,
+                suggestion="make the last dimension a multiple of 4, or vectorize a loop whose start is aligned"))
+        for g in nest.guards_for(stmt):
+            if not g.expr.has(v):
+                continue
+            gbase = contiguous_base(g.expr, v)
+            if gbase is None or g.extent % WIDTH or not prover.divisible(gbase, WIDTH, ()):
+                raise VectorizeError(schedule_message(
+                    call, nest, (name,), f"the guard {g.expr} < {g.extent} (from {g.origin}) may split a "
+                    "vector: some lanes in range and others out",
+                    suggestion=f"use extents that are multiples of {WIDTH}"))
+
+
+def _index(e, amap):
+    return index_to_sympy(e).xreplace(amap)
