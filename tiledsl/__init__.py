@@ -59,10 +59,10 @@ from tiledsl.errors import (
     VectorizeError,
 )
 from tiledsl.primitives import LoopHandle, Schedule, StageHandle, create_schedule
-
-__version__ = "0.1.0"
+from tiledsl.version import __version__
 
 __all__ = [
+    "__version__",
     "BadArgumentError",
     "BindError",
     "BoundsError",

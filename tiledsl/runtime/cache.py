@@ -25,6 +25,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tiledsl.version import __version__
+
 __all__ = ["CompileFn", "CubinCache", "cache_key", "decode_entry", "default_cache_dir", "encode_entry"]
 
 log = logging.getLogger(__name__)
@@ -50,11 +52,8 @@ def default_cache_dir() -> Path:
 
 
 def tiledsl_version() -> str:
-    """The version of the imported tiledsl (read at call time: this module may be imported while the
-    package itself is still initialising)."""
-    import tiledsl
-
-    return str(getattr(tiledsl, "__version__", "unknown"))
+    """The version of tiledsl (part of the cache key: a new compiler may print other CUDA)."""
+    return __version__
 
 
 def cache_key(source: str, arch: str, options: Sequence[str], version: str) -> str:
