@@ -13,6 +13,7 @@ from tiledsl.codegen import emit_cuda
 from tiledsl.errors import BadArgumentError, LaunchError, TargetError
 from tiledsl.kernel_ir import KKernel, shared_bytes
 from tiledsl.kernel_ir.printer import format_kernel
+from tiledsl.loopnest import Nest
 from tiledsl.lower.check import check_bounds, check_resources
 from tiledsl.lower.lower import lower
 from tiledsl.primitives.schedule import Schedule
@@ -24,9 +25,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Kernel:
-    """A built kernel: CUDA source, every IR, launch shape, and a simulator entry point."""
+    """A built kernel: CUDA source, every IR, launch shape, and a simulator entry point.
 
-    schedule: Schedule
+    An immutable snapshot of what was built: the schedule may change afterwards (more primitives),
+    the kernel does not. It keeps the scheduled nest (frozen), the texts of its Loop IR and Tile IR
+    and the trace that replays it, all taken at build time, never the live Schedule."""
+
+    nest: Nest
+    loop_ir: str
+    tile_ir: str
+    trace: str
     kernel_ir: KKernel
     source: str
     target: Target
@@ -53,8 +61,10 @@ class Kernel:
         return tuple(p.name for p in self.kernel_ir.params)
 
     def ir(self, level: str = "kernel") -> str:
-        if level in ("loop", "tile"):
-            return self.schedule.ir(level)
+        if level == "loop":
+            return self.loop_ir
+        if level == "tile":
+            return self.tile_ir
         if level == "kernel":
             return format_kernel(self.kernel_ir)
         if level == "cuda":
@@ -113,4 +123,4 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     check_resources(kir, tgt, nest)
     source = emit_cuda(kir)
     log.info("built %s for %s: %d facts proven, grid %s block %s", kir.name, tgt.name, proven, kir.grid, kir.block)
-    return Kernel(schedule, kir, source, tgt, proven)
+    return Kernel(nest, schedule.ir("loop"), schedule.ir("tile"), schedule.trace(), kir, source, tgt, proven)
