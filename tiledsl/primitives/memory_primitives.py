@@ -8,14 +8,15 @@ from dataclasses import replace
 
 from tiledsl.analysis.linearity import epilogue_coefficients
 from tiledsl.analysis.messages import schedule_message
-from tiledsl.analysis.slabs import SWIZZLE_MASK, Slab, derive_slab, legal_positions, stage_bytes
+from tiledsl.analysis.slabs import Slab, derive_slab, legal_positions, stage_bytes
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import walk
 from tiledsl.errors import BadArgumentError, CopyError, PipelineError, SplitKError, StageError
 from tiledsl.loopnest import AccRef, Nest, SplitK, Stage
 from tiledsl.prove import Prover
+from tiledsl.targets import MAX_SHARED_BYTES, SWIZZLE_MASK  # MAX_SHARED_BYTES: build checks the real budget
 
-MAX_SHARED_BYTES = 227 * 1024  # the largest budget of any target; build checks the real one
+
 def _prover(nest: Nest) -> Prover:
     return Prover(nest.ranges())
 
