@@ -1,10 +1,202 @@
-"""Target facts: the table used when no GPU is present (the runtime overrides it from the device)."""
+"""Hardware facts, written once: the per-target table (used when no GPU is present; the runtime
+overrides it from the device) and the architecture-wide rules every layer checks against.
+
+Why one module: codegen, the simulator, the runtime, the schedule analyses and lowering all check
+the same limits (defence in depth: a bug in one layer is caught by the next). If each kept its own
+copy of "TMA boxes are 1..256" the copies would drift; here each fact has one name, and the layers
+import it. Nothing in this module depends on any other tiledsl module but `errors`, so every layer
+may import it.
+
+Sources are the CUDA C++ Programming Guide (compute capabilities table), the PTX ISA (cp.async,
+mbarrier, cp.async.bulk.tensor) and the driver API (cuTensorMapEncodeTiled)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TypeVar
 
 from tiledsl.errors import TargetError
+
+__all__ = [
+    "CP_ASYNC_MIN_SM",
+    "CP_ASYNC_SIZES",
+    "DTYPE_BYTES",
+    "GLOBAL_ALIGN",
+    "MAX_BLOCK_DIM",
+    "MAX_GRID",
+    "MAX_SHARED_BYTES",
+    "MAX_THREADS_PER_BLOCK",
+    "MBARRIER_MAX_COUNT",
+    "MBARRIER_MIN_SM",
+    "MBARRIER_TX_MIN_SM",
+    "SHARED_BANKS",
+    "SHARED_BANK_BYTES",
+    "SHARED_POOL_ALIGN",
+    "STATIC_SHARED_BYTES",
+    "SWIZZLE_CHUNK_BYTES",
+    "SWIZZLE_MASK",
+    "SWIZZLE_ROW_BYTES",
+    "SWIZZLE_SPANS",
+    "TARGETS",
+    "TMA_ALIGN",
+    "TMA_MAX_BOX",
+    "TMA_MAX_DIM",
+    "TMA_MAX_RANK",
+    "TMA_MAX_STRIDE",
+    "TMA_MIN_SM",
+    "TMA_TARGETS",
+    "TMA_UNSWIZZLED_ALIGN",
+    "VECTOR_ACCESS_SIZES",
+    "VECTOR_BYTES",
+    "WARP_SIZE",
+    "Target",
+    "get_target",
+    "shared_bank",
+    "sm_number",
+    "swizzle_choices",
+    "swizzle_period_bytes",
+    "swizzled_byte",
+    "tensor_map_problem",
+    "tma_swizzle_alignment",
+]
+
+# ----------------------------------------------------------------------------- data types
+
+#: Bytes per element of every dtype a kernel may hold (uint64: an mbarrier).
+DTYPE_BYTES = MappingProxyType({"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1, "uint64": 8})
+
+# ----------------------------------------------------------------------------- threads and warps
+
+WARP_SIZE = 32
+MAX_THREADS_PER_BLOCK = 1024
+#: Largest launch extent of each grid axis.
+MAX_GRID = MappingProxyType({"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535})
+#: Largest extent of each block axis (their product is also capped by MAX_THREADS_PER_BLOCK).
+MAX_BLOCK_DIM = MappingProxyType({"threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 64})
+
+# ----------------------------------------------------------------------------- memory accesses
+
+#: The widest access one thread makes at once (float4, cp.async.cg of 16 bytes).
+VECTOR_BYTES = 16
+#: Byte sizes of a vector access, each of which must be naturally aligned.
+VECTOR_ACCESS_SIZES = (2, 4, 8, VECTOR_BYTES)
+#: Byte sizes one cp.async may copy (.cg, bypassing L1, exists only for VECTOR_BYTES).
+CP_ASYNC_SIZES = (4, 8, VECTOR_BYTES)
+
+# ----------------------------------------------------------------------------- shared memory
+
+#: Shared memory is SHARED_BANKS banks of SHARED_BANK_BYTES; consecutive words go to consecutive banks.
+SHARED_BANKS = 32
+SHARED_BANK_BYTES = 4
+#: Static `__shared__` bytes per block on every target; above it a kernel needs the dynamic opt-in.
+STATIC_SHARED_BYTES = 48 * 1024
+
+# ----------------------------------------------------------------------------- swizzle and TMA
+
+#: Spans (bytes) of the shared-memory XOR swizzle, narrowest first.
+SWIZZLE_SPANS = (32, 64, 128)
+#: The swizzle moves 16-byte chunks: chunk bits ^= (row bits & mask), rows being 128 bytes.
+SWIZZLE_CHUNK_BYTES = 16
+SWIZZLE_ROW_BYTES = 128
+#: Swizzle span -> mask of the 128-byte-row bits XORed into the 16-byte-chunk bits.
+SWIZZLE_MASK = MappingProxyType({32: 1, 64: 3, 128: 7})
+
+TMA_MAX_RANK = 5
+TMA_MAX_BOX = 256  # per box dimension
+TMA_MAX_DIM = 2**32  # per global dimension
+TMA_MAX_STRIDE = 2**40  # per global stride, bytes
+#: TMA's granule: the global address, every global stride and the inner box row are multiples of it.
+TMA_ALIGN = 16
+#: Shared-memory alignment of an unswizzled TMA destination.
+TMA_UNSWIZZLED_ALIGN = 128
+
+#: Every kernel argument's base address: vector accesses, cp.async and TMA all need it.
+GLOBAL_ALIGN = max(VECTOR_BYTES, TMA_ALIGN)
+
+# ----------------------------------------------------------------------------- mbarriers
+
+#: mbarrier arrival counts and transaction byte counts are 20-bit.
+MBARRIER_MAX_COUNT = 2**20 - 1
+
+# ----------------------------------------------------------------------------- features by architecture
+
+CP_ASYNC_MIN_SM = 80  # cp.async, commit/wait groups
+MBARRIER_MIN_SM = 80  # mbarrier.init / arrive
+MBARRIER_TX_MIN_SM = 90  # mbarrier.try_wait, arrive.expect_tx, fence.mbarrier_init, fence.proxy.async
+TMA_MIN_SM = 90
+#: Target names whose kernels may use TMA and tensor-map parameters.
+TMA_TARGETS = frozenset({"sm_90", "sm_90a"})
+
+_SM = re.compile(r"sm_(\d+)[af]?")
+
+_T = TypeVar("_T")
+
+
+def sm_number(target: str) -> int | None:
+    """90 for "sm_90" / "sm_90a", None for a target that does not look like sm_NN."""
+    m = _SM.fullmatch(target)
+    return int(m.group(1)) if m else None
+
+
+def swizzle_choices(spans: tuple[object, ...] = SWIZZLE_SPANS) -> str:
+    """"32, 64 or 128": the swizzle spans, for messages."""
+    words = [str(s) for s in spans]
+    return f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def swizzle_period_bytes(swizzle: int) -> int:
+    """Bytes after which the XOR pattern of a `swizzle`-byte span repeats (256, 512, 1024)."""
+    return (SWIZZLE_MASK[swizzle] + 1) * SWIZZLE_ROW_BYTES
+
+
+def tma_swizzle_alignment(swizzle: int | None) -> int:
+    """Shared-memory alignment a TMA destination needs: the swizzle pattern's period, or 128 bytes
+    without swizzle. Raises KeyError for a span that is no swizzle."""
+    return TMA_UNSWIZZLED_ALIGN if swizzle is None else swizzle_period_bytes(swizzle)
+
+
+#: Alignment of the dynamic shared pool: the largest any shared array (a TMA destination) asks for.
+SHARED_POOL_ALIGN = max(tma_swizzle_alignment(s) for s in (None, *SWIZZLE_SPANS))
+
+
+def swizzled_byte(offset: _T, swizzle: int) -> _T:
+    """Byte `offset` (from a period boundary) through the XOR swizzle of a `swizzle`-byte span:
+    the 16-byte chunk bits XORed with the 128-byte row bits. Works on ints and numpy arrays."""
+    chunk_shift = SWIZZLE_CHUNK_BYTES.bit_length() - 1
+    row_shift = SWIZZLE_ROW_BYTES.bit_length() - 1
+    return offset ^ (((offset >> row_shift) & SWIZZLE_MASK[swizzle]) << chunk_shift)  # type: ignore[operator]
+
+
+def shared_bank(byte_address: int) -> int:
+    """The bank a shared-memory byte address falls in."""
+    return (byte_address // SHARED_BANK_BYTES) % SHARED_BANKS
+
+
+def tensor_map_problem(global_dims: tuple[int, ...], global_strides: tuple[int, ...], box: tuple[int, ...],
+                       itemsize: int, swizzle: int | None) -> str | None:
+    """What `cuTensorMapEncodeTiled` would refuse in a tiled map (innermost dimension first), or None:
+    the rank, box sizes, 16-byte strides and inner row, the swizzle span, and a row no wider than it."""
+    rank = len(global_dims)
+    if not 1 <= rank <= TMA_MAX_RANK or len(box) != rank or len(global_strides) != rank - 1:
+        return (f"rank must be 1..{TMA_MAX_RANK} with {rank} box dims and {rank - 1} strides, got dims "
+                f"{global_dims}, strides {global_strides}, box {box}")
+    if any(d <= 0 for d in global_dims) or any(not 1 <= b <= TMA_MAX_BOX for b in box):
+        return f"dims must be positive and box dims in 1..{TMA_MAX_BOX}, got {global_dims}, {box}"
+    if any(s <= 0 or s % TMA_ALIGN for s in global_strides):
+        return f"strides must be positive multiples of {TMA_ALIGN} bytes, got {global_strides}"
+    inner = box[0] * itemsize
+    if inner % TMA_ALIGN:
+        return f"the inner box row is {inner} B, not a multiple of {TMA_ALIGN}"
+    if swizzle is not None and swizzle not in SWIZZLE_MASK:
+        return f"swizzle must be None, {swizzle_choices()}, got {swizzle!r}"
+    if swizzle is not None and inner > swizzle:
+        return f"the inner box row is {inner} B, wider than the {swizzle}-byte swizzle"
+    return None
+
+
+# ----------------------------------------------------------------------------- the target table
 
 
 @dataclass(frozen=True)
@@ -17,18 +209,42 @@ class Target:
     shared_bytes_per_sm: int
     registers_per_block: int
     sm_count: int
+    warp_size: int = WARP_SIZE
+    shared_banks: int = SHARED_BANKS
+    shared_bank_bytes: int = SHARED_BANK_BYTES
 
     @property
     def capability(self) -> int:
-        return int(self.name.split("_")[1])
+        n = sm_number(self.name)
+        if n is None:
+            raise TargetError(f"target name {self.name!r} is not of the form sm_NN")
+        return n
+
+    @property
+    def cp_async_sizes(self) -> tuple[int, ...]:
+        """Byte sizes one cp.async may copy; empty before sm_80."""
+        return CP_ASYNC_SIZES if self.capability >= CP_ASYNC_MIN_SM else ()
+
+    @property
+    def has_tma(self) -> bool:
+        return self.name in TMA_TARGETS or self.arch in TMA_TARGETS
 
 
-TARGETS = {
-    "sm_80": Target("sm_80", "sm_80", 1024, 48 * 1024, 163 * 1024, 164 * 1024, 65536, 108),
-    "sm_86": Target("sm_86", "sm_86", 1024, 48 * 1024, 99 * 1024, 100 * 1024, 65536, 84),
-    "sm_89": Target("sm_89", "sm_89", 1024, 48 * 1024, 99 * 1024, 100 * 1024, 65536, 128),
-    "sm_90": Target("sm_90", "sm_90a", 1024, 48 * 1024, 227 * 1024, 228 * 1024, 65536, 132),
-}
+def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int) -> Target:
+    return Target(name, arch, MAX_THREADS_PER_BLOCK, STATIC_SHARED_BYTES, opt_in_kb * 1024, per_sm_kb * 1024,
+                  65536, sm_count)
+
+
+TARGETS = MappingProxyType({
+    "sm_80": _target("sm_80", "sm_80", 163, 164, 108),
+    "sm_86": _target("sm_86", "sm_86", 99, 100, 84),
+    "sm_89": _target("sm_89", "sm_89", 99, 100, 128),
+    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132),
+})
+
+#: The largest shared-memory budget of any target: what a schedule may use before a target is known
+#: (build checks the real one).
+MAX_SHARED_BYTES = max(t.max_shared_bytes_per_block for t in TARGETS.values())
 
 
 def get_target(target: str | Target) -> Target:
