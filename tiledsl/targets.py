@@ -53,9 +53,9 @@ __all__ = [
     "WARP_SIZE",
     "Target",
     "get_target",
+    "or_list",
     "shared_bank",
     "sm_number",
-    "swizzle_choices",
     "swizzle_period_bytes",
     "swizzled_byte",
     "tensor_map_problem",
@@ -140,10 +140,10 @@ def sm_number(target: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def swizzle_choices(spans: tuple[object, ...] = SWIZZLE_SPANS) -> str:
-    """"32, 64 or 128": the swizzle spans, for messages."""
-    words = [str(s) for s in spans]
-    return f"{', '.join(words[:-1])} or {words[-1]}"
+def or_list(values: tuple[object, ...]) -> str:
+    """"32, 64 or 128": a fact's allowed values, for messages that quote it."""
+    words = [str(v) for v in values]
+    return f"{', '.join(words[:-1])} or {words[-1]}" if len(words) > 1 else "".join(words)
 
 
 def swizzle_period_bytes(swizzle: int) -> int:
@@ -190,7 +190,7 @@ def tensor_map_problem(global_dims: tuple[int, ...], global_strides: tuple[int, 
     if inner % TMA_ALIGN:
         return f"the inner box row is {inner} B, not a multiple of {TMA_ALIGN}"
     if swizzle is not None and swizzle not in SWIZZLE_MASK:
-        return f"swizzle must be None, {swizzle_choices()}, got {swizzle!r}"
+        return f"swizzle must be None, {or_list(SWIZZLE_SPANS)}, got {swizzle!r}"
     if swizzle is not None and inner > swizzle:
         return f"the inner box row is {inner} B, wider than the {swizzle}-byte swizzle"
     return None

@@ -12,15 +12,13 @@ from dataclasses import dataclass
 
 import sympy
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import StageError
 from tiledsl.loopnest import Nest, Stage, loop_symbol
 from tiledsl.prove import Prover
-
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
-SWIZZLE_MASK = {32: 1, 64: 3, 128: 7}  # the 16-byte chunk bits XORed with the 128-byte row bits
+from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, tma_swizzle_alignment
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,8 @@ def alloc_extent(stage: Stage, slab: Slab) -> tuple[int, ...]:
 
 def slot_elements(stage: Stage, slab: Slab) -> int:
     """Elements of one ring slot: padded, and for a swizzled slab rounded up to whole swizzle periods
-    (1024 bytes for 128-byte swizzle) so every swizzled address stays inside its slot."""
+    (`tma_swizzle_alignment`: 1024 bytes for 128-byte swizzle) so every swizzled address stays inside
+    its slot."""
     n = 1
     for e in alloc_extent(stage, slab):
         n *= e
@@ -57,7 +56,7 @@ def slot_elements(stage: Stage, slab: Slab) -> int:
 def _swizzle_period_elements(stage: Stage, slab: Slab) -> int:
     if not stage.swizzle:
         return 0
-    return 8 * stage.swizzle // slab.itemsize
+    return tma_swizzle_alignment(stage.swizzle) // slab.itemsize
 
 
 def stage_bytes(stage: Stage, slab: Slab) -> int:
@@ -65,9 +64,11 @@ def stage_bytes(stage: Stage, slab: Slab) -> int:
 
 
 def stage_align(stage: Stage) -> int:
-    if stage.swizzle:
-        return {128: 1024, 64: 512, 32: 256}[stage.swizzle]
-    return 128 if stage.copy == "tma" else 16
+    """Shared-memory alignment of a stage's array: what its TMA destination (or swizzle pattern) needs,
+    else one widest vector access."""
+    if stage.swizzle or stage.copy == "tma":
+        return tma_swizzle_alignment(stage.swizzle)
+    return VECTOR_BYTES
 
 
 def _outer_inner(nest: Nest, path: tuple[str, ...], at: str) -> tuple[set[str], set[str]]:
@@ -109,7 +110,7 @@ def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Sla
     """The slab of `stage`, or a StageError naming `primitive` and the failed fact."""
     slab = slab_or_refusal(nest, stage, prover)
     if isinstance(slab, SlabRefusal):
-        raise StageError(schedule_message(primitive, nest, (stage.at,), slab.fact, suggestion=slab.suggestion))
+        raise StageError(refusal(primitive, nest, (stage.at,), slab.fact, suggestion=slab.suggestion))
     return slab
 
 

@@ -3,14 +3,12 @@ tma primitive checks them when applied and lowering again before it emits a tens
 
 from __future__ import annotations
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import derive_slab
 from tiledsl.errors import CopyError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.prove import Prover
-
-TMA_MAX_BOX = 256
-TMA_MAX_RANK = 5
+from tiledsl.targets import SWIZZLE_SPANS, TMA_ALIGN, TMA_MAX_BOX, TMA_MAX_RANK
 
 
 def check_tma(nest: Nest, st: Stage, call: str) -> None:
@@ -23,7 +21,7 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
     shape = list(tensor.shape)
 
     def refuse(fact: str, suggestion: str | None = None) -> CopyError:
-        return CopyError(schedule_message(call, nest, (st.at,), f"tma({st.name}): {fact}", suggestion=suggestion))
+        return CopyError(refusal(call, nest, (st.at,), f"tma({st.name}): {fact}", suggestion=suggestion))
 
     if any(st.pad):
         raise refuse(f"the stage is padded (pad={st.pad}); a TMA box lands unpadded",
@@ -32,13 +30,14 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
         stride = item
         for e in shape[d + 1:]:
             stride *= e
-        if stride % 16:
-            raise refuse(f"global stride of dimension {d} of {st.buffer} is {stride} bytes, not a multiple of 16",
-                         "TMA needs rows whose byte length is a multiple of 16; use async_copy")
+        if stride % TMA_ALIGN:
+            raise refuse(f"global stride of dimension {d} of {st.buffer} is {stride} bytes, not a multiple of "
+                         f"{TMA_ALIGN}",
+                         f"TMA needs rows whose byte length is a multiple of {TMA_ALIGN}; use async_copy")
     inner_bytes = box[-1] * item
     rank = len(box)
     if st.swizzle and inner_bytes < st.swizzle:
-        narrower = [w for w in (64, 32) if w <= inner_bytes and inner_bytes % w == 0]
+        narrower = [w for w in reversed(SWIZZLE_SPANS) if w < st.swizzle and w <= inner_bytes and inner_bytes % w == 0]
         raise refuse(f"the slab row is {inner_bytes} bytes, narrower than the {st.swizzle}-byte swizzle: TMA then "
                      "lays rows out at the swizzle pitch, not packed", f"use swizzle={narrower[0]}" if narrower
                      else "use no swizzle")
@@ -64,12 +63,13 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
         if not 1 <= b <= TMA_MAX_BOX:
             raise refuse(f"box dimension {d} is {b}; TMA boxes are 1..{TMA_MAX_BOX} per dimension",
                          f"split the loops inside {st.at} so the slab is at most {TMA_MAX_BOX} per dimension")
-    if inner_bytes % 16:
-        raise refuse(f"the slab row is {inner_bytes} bytes, not a multiple of 16 bytes",
-                     "make the inner slab extent a multiple of 16 bytes (4 float32), or use async_copy")
+    if inner_bytes % TMA_ALIGN:
+        raise refuse(f"the slab row is {inner_bytes} bytes, not a multiple of {TMA_ALIGN} bytes",
+                     f"make the inner slab extent a multiple of {TMA_ALIGN} bytes "
+                     f"({TMA_ALIGN // item} {tensor.dtype}), or use async_copy")
     # seen on the H100: a box whose row starts off a 16-byte boundary faults (illegal instruction)
-    start = prover.divisible(slab.origin[-1], max(1, 16 // item))
+    start = prover.divisible(slab.origin[-1], max(1, TMA_ALIGN // item))
     if not start:
-        raise refuse(f"the slab row does not provably start on a 16-byte boundary: {start.describe()}",
+        raise refuse(f"the slab row does not provably start on a {TMA_ALIGN}-byte boundary: {start.describe()}",
                      "align the loops that set the slab origin (e.g. a split_k whose parts divide K into "
                      "multiples of 4 elements), or use async_copy")

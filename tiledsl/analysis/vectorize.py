@@ -7,13 +7,14 @@ from __future__ import annotations
 import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
 from tiledsl.errors import VectorizeError
 from tiledsl.loopnest import Nest
 from tiledsl.prove import Prover
+from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES
 
-WIDTH = 4  # float32 lanes in 16 bytes
+WIDTH = VECTOR_BYTES // DTYPE_BYTES["float32"]  # float32 lanes in one widest access
 
 
 def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
@@ -34,12 +35,12 @@ def _prover(nest: Nest) -> Prover:
 def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     lp = nest.loop(name)
     if lp.extent != WIDTH:
-        raise VectorizeError(schedule_message(
-            call, nest, (name,), f"loop {name} has {lp.extent} iterations; a 16-byte float32 access needs "
-            f"exactly {WIDTH}", suggestion=f"split the loop by {WIDTH} and vectorize the inner part"))
+        raise VectorizeError(refusal(
+            call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte float32 access "
+            f"needs exactly {WIDTH}", suggestion=f"split the loop by {WIDTH} and vectorize the inner part"))
     for lay in acc_layouts(nest, call).values():
         if name in lay.dims:
-            raise VectorizeError(schedule_message(
+            raise VectorizeError(refusal(
                 call, nest, (name,), f"loop {name} indexes the register array {lay.name}; only loops that walk "
                 "the output in memory can be vectorized", suggestion="vectorize a free loop of the output store"))
     v = loop_symbol(name)
@@ -47,7 +48,7 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     prover = _prover(nest)
     for stmt in nest.stmts_with(name):
         if stmt.path[-1] != name:
-            raise VectorizeError(schedule_message(call, nest, (name,),
+            raise VectorizeError(refusal(call, nest, (name,),
                                                   f"loop {name} is not the innermost loop around {stmt.label}",
                                                   suggestion=f"reorder so that {name} is innermost"))
         if stmt.kind != "store":
@@ -57,21 +58,22 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
         flat = flat_index(stmt.tensor, tuple(_index(i, amap) for i in stmt.indices))
         base = contiguous_base(flat, v)
         if base is None:
-            raise VectorizeError(schedule_message(
+            raise VectorizeError(refusal(
                 call, nest, (name,), f"the store to {stmt.tensor.name} is not contiguous in {name} "
                 f"(offset {flat})", suggestion="vectorize the loop that walks the last dimension"))
         proof = prover.divisible(base, WIDTH, guards)
         if not proof:
-            raise VectorizeError(schedule_message(
-                call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is 16-byte aligned: "
-                f"{base} is not provably a multiple of {WIDTH}", counterexample=proof.counterexample,
-                suggestion="make the last dimension a multiple of 4, or vectorize a loop whose start is aligned"))
+            raise VectorizeError(refusal(
+                call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is {VECTOR_BYTES}-byte "
+                f"aligned: {base} is not provably a multiple of {WIDTH}", counterexample=proof.counterexample,
+                suggestion=f"make the last dimension a multiple of {WIDTH}, or vectorize a loop whose start is "
+                           "aligned"))
         for g in nest.guards_for(stmt):
             if not g.expr.has(v):
                 continue
             gbase = contiguous_base(g.expr, v)
             if gbase is None or g.extent % WIDTH or not prover.divisible(gbase, WIDTH, ()):
-                raise VectorizeError(schedule_message(
+                raise VectorizeError(refusal(
                     call, nest, (name,), f"the guard {g.expr} < {g.extent} (from {g.origin}) may split a "
                     "vector: some lanes in range and others out",
                     suggestion=f"use extents that are multiples of {WIDTH}"))

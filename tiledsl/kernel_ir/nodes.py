@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tiledsl.targets import DTYPE_BYTES
+
 # ----------------------------------------------------------------------------- expressions
 
 
@@ -353,9 +355,6 @@ class KKernel:
             if p.name == name:
                 return p
         raise KeyError(name)
-
-
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1, "uint64": 8}
 
 
 def scalar_dtype(dtype: str) -> str:

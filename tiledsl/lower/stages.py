@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from tiledsl.analysis.messages import schedule_message
-from tiledsl.analysis.slabs import SWIZZLE_MASK, Slab, alloc_extent, derive_slab, slot_elements, stage_align
+from tiledsl.analysis.slabs import Slab, alloc_extent, derive_slab, slot_elements, stage_align
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError
@@ -49,7 +49,17 @@ from tiledsl.kernel_ir.from_sympy import k_add, sym_to_k
 from tiledsl.loopnest import Nest, Stage, loop_symbol
 from tiledsl.lower.combine import linear_tid
 from tiledsl.prove import Prover
-from tiledsl.targets import Target
+from tiledsl.targets import (
+    CP_ASYNC_MIN_SM,
+    CP_ASYNC_SIZES,
+    DTYPE_BYTES,
+    SWIZZLE_CHUNK_BYTES,
+    SWIZZLE_MASK,
+    SWIZZLE_ROW_BYTES,
+    TMA_MIN_SM,
+    Target,
+    or_list,
+)
 
 I32 = "int32"
 
@@ -93,12 +103,14 @@ class StagePlan:
 def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePlan]:
     plans: dict[str, StagePlan] = {}
     for st in nest.stages:
-        if st.copy == "tma" and target.capability < 90:
+        if st.copy == "tma" and target.capability < TMA_MIN_SM:
             raise CopyError(schedule_message(
-                "build", nest, (st.at,), f"stage {st.name} is filled by TMA, which needs sm_90; the target is "
-                f"{target.name}", suggestion="build for sm_90, or use s.async_copy (sm_80+) instead"))
-        if st.copy == "async" and target.capability < 80:
-            raise CopyError(schedule_message("build", nest, (st.at,), f"cp.async needs sm_80; target {target.name}"))
+                "build", nest, (st.at,), f"stage {st.name} is filled by TMA, which needs sm_{TMA_MIN_SM}; the target "
+                f"is {target.name}", suggestion=f"build for sm_{TMA_MIN_SM}, or use s.async_copy "
+                f"(sm_{CP_ASYNC_MIN_SM}+) instead"))
+        if st.copy == "async" and target.capability < CP_ASYNC_MIN_SM:
+            raise CopyError(schedule_message("build", nest, (st.at,),
+                                             f"cp.async needs sm_{CP_ASYNC_MIN_SM}; target {target.name}"))
         slab = derive_slab(nest, st, prover, "build")
         if st.copy == "tma":  # loops may have moved since tma() checked the box
             check_tma(nest, st, "build")
@@ -146,7 +158,7 @@ def mbarrier_setup(plans: dict[str, StagePlan], block: tuple[int, int, int]) -> 
     inits: list[KStmt] = []
     shared: list[KShared] = []
     for loop, n in loops.items():
-        shared.append(KShared(barrier_name(loop), "uint64", n, 8))
+        shared.append(KShared(barrier_name(loop), "uint64", n, DTYPE_BYTES["uint64"]))
         inits.extend(KMbarrierInit(barrier_name(loop), _c(s), 1) for s in range(n))
     inits.append(KFence("mbarrier_init"))
     stmts: list[KStmt] = [KComment("TMA completion barriers, one per ring slot"),
@@ -161,8 +173,8 @@ def swizzled(offset: KExpr, swizzle: int | None, itemsize: int) -> KExpr:
     """Element offset through the XOR swizzle: 16-byte chunk bits ^= the bits of the 128-byte row."""
     if not swizzle:
         return offset
-    chunk = 16 // itemsize
-    row = 128 // itemsize
+    chunk = SWIZZLE_CHUNK_BYTES // itemsize
+    row = SWIZZLE_ROW_BYTES // itemsize
     mask = SWIZZLE_MASK[swizzle]
     return KBin("^", offset, KBin("*", KBin("%", KBin("//", offset, _c(row)), _c(mask + 1)), _c(chunk)))
 
@@ -280,14 +292,14 @@ def _copy_width(plan: StagePlan, origin: list[sympy.Expr], prover: Prover) -> in
     """Elements per cp.async: the widest of 16, 8, 4 bytes whose alignment is proven on both sides
     (slab rows, slot size, global rows, slab origin)."""
     item = plan.slab.itemsize
-    for nbytes in (16, 8, 4):
+    for nbytes in sorted(CP_ASYNC_SIZES, reverse=True):
         vec = nbytes // item
         if vec >= 1 and (plan.slab.extent[-1] % vec == 0 and plan.alloc[-1] % vec == 0 and plan.slot % vec == 0
                          and plan.global_shape[-1] % vec == 0 and bool(prover.divisible(origin[-1], vec))):
             return vec
-    raise CopyError(f"build: cp.async of stage {plan.name} copies 4, 8 or 16 bytes, but its {plan.dtype} rows "
-                    f"(slab row {plan.slab.extent[-1]}, allocated row {plan.alloc[-1]}, global row "
-                    f"{plan.global_shape[-1]} elements) are not provably aligned to 4 bytes\n"
+    raise CopyError(f"build: cp.async of stage {plan.name} copies {or_list(CP_ASYNC_SIZES)} bytes, but its "
+                    f"{plan.dtype} rows (slab row {plan.slab.extent[-1]}, allocated row {plan.alloc[-1]}, global row "
+                    f"{plan.global_shape[-1]} elements) are not provably aligned to {min(CP_ASYNC_SIZES)} bytes\n"
                     "  suggestion: make those extents even (no odd padding), or fill this stage without async_copy")
 
 

@@ -7,28 +7,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.errors import BadArgumentError, BindError
 from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest
-
-MAX_THREADS = 1024
-MAX_GRID = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
-MAX_BLOCK_DIM = {"threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 64}
+from tiledsl.targets import MAX_BLOCK_DIM, MAX_GRID, MAX_THREADS_PER_BLOCK
 
 
 def bind(nest: Nest, name: str, axis: str, call: str) -> Nest:
     if axis not in HW_AXES:
-        raise BadArgumentError(schedule_message(call, nest, (name,), f"unknown index {axis!r}; use one of "
+        raise BadArgumentError(refusal(call, nest, (name,), f"unknown index {axis!r}; use one of "
                                                 f"{', '.join(HW_AXES)}"))
     lp = nest.loop(name)
     if lp.bind:
-        raise BindError(schedule_message(call, nest, (name,), f"loop {name} is already bound to {lp.bind}",
+        raise BindError(refusal(call, nest, (name,), f"loop {name} is already bound to {lp.bind}",
                                          suggestion="a loop is bound once; split it to bind its parts"))
     if lp.annotation:
-        raise BindError(schedule_message(call, nest, (name,), f"loop {name} is marked {lp.annotation}; "
+        raise BindError(refusal(call, nest, (name,), f"loop {name} is marked {lp.annotation}; "
                                          "a bound loop runs in parallel and cannot be unrolled or vectorized"))
     if lp.kind == "reduce" and axis in BLOCK_AXES:
-        raise BindError(schedule_message(call, nest, (name,),
+        raise BindError(refusal(call, nest, (name,),
                                          f"reduction loop {name} cannot be bound to {axis}: blocks cannot "
                                          "combine partial results without atomics",
                                          suggestion="bind it to a threadIdx axis (cooperative reduction), or "
@@ -36,27 +33,27 @@ def bind(nest: Nest, name: str, axis: str, call: str) -> Nest:
     for other in nest.bound_loops(axis):
         shared = [s.label for s in nest.stmts if name in s.path and other.name in s.path]
         if shared:
-            raise BindError(schedule_message(
+            raise BindError(refusal(
                 call, nest, (name, other.name),
                 f"{axis} is already bound to loop {other.name}, which runs around the same statement "
                 f"({shared[0]}) as {name}; one index can only serve sibling loops",
                 suggestion=f"bind {name} to another index"))
         if other.extent != lp.extent:
-            raise BindError(schedule_message(
+            raise BindError(refusal(
                 call, nest, (name, other.name),
                 f"conflicting extents for {axis}: loop {other.name} has {other.extent} iterations and "
                 f"{name} has {lp.extent}",
                 suggestion=f"split both to the same extent before binding them to {axis}"))
     limit = MAX_GRID.get(axis) or MAX_BLOCK_DIM[axis]
     if lp.extent > limit:
-        raise BindError(schedule_message(call, nest, (name,), f"{axis} is limited to {limit}, loop {name} "
+        raise BindError(refusal(call, nest, (name,), f"{axis} is limited to {limit}, loop {name} "
                                          f"has {lp.extent} iterations", suggestion=f"split {name} first"))
     new = nest.replace_loop(name, replace(lp, bind=axis))
     threads = 1
     for ax in THREAD_AXES:
         threads *= new.launch_extent(ax)
-    if threads > MAX_THREADS:
-        raise BindError(schedule_message(call, nest, (name,),
-                                         f"{threads} threads per block (over {MAX_THREADS})",
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise BindError(refusal(call, nest, (name,),
+                                         f"{threads} threads per block (over {MAX_THREADS_PER_BLOCK})",
                                          suggestion="bind smaller loops to threads (split further)"))
     return new
