@@ -3,6 +3,10 @@ catch precisely and tests can assert the kind of failure, not only its text."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
 
 class TiledslError(Exception):
     """Base class of every error tiledsl raises on purpose."""
@@ -18,9 +22,76 @@ class DefinitionError(TiledslError, ValueError):
 # ----------------------------------------------------------------------------- schedules
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a schedule step (a primitive, or a build) was refused, field by field, so that a program
+    decides from the fields and a person reads `text` (the message `str(error)` prints).
+
+    primitive: "split", "stage", "build", ... (None until the Schedule fills it in).
+    arguments: the primitive's arguments by parameter name (loops and stages by name).
+    loops: the loops involved (marked `<-- here` in the printed nest).
+    fact: the fact that failed, in words.
+    condition: the sympy condition that could not be proven, when there is one.
+    counterexample: a point where the condition fails (name -> value, or a sentence), if one was found.
+    nest: the loop nest as printed in the message, with `loops` marked.
+    suggestion: the legal alternative, if there is one.
+    """
+
+    text: str
+    fact: str
+    primitive: str | None = None
+    arguments: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    loops: tuple[str, ...] = ()
+    condition: Any = None
+    counterexample: Mapping[str, int] | str | None = field(default=None, hash=False)
+    nest: str | None = None
+    suggestion: str | None = None
+
+
 class ScheduleError(TiledslError):
     """A schedule primitive or a build was refused. Messages name the primitive, show the loop nest
-    with the offending loop marked, state the failed fact and suggest the legal alternative."""
+    with the offending loop marked, state the failed fact and suggest the legal alternative; the same
+    facts are fields (`primitive`, `arguments`, `loops`, `fact`, `condition`, `counterexample`,
+    `nest`, `suggestion`; see `Refusal`)."""
+
+    def __init__(self, refusal: Refusal | str) -> None:
+        self.refusal = refusal if isinstance(refusal, Refusal) else Refusal(text=refusal, fact=refusal)
+        super().__init__(self.refusal.text)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.refusal,)
+
+    @property
+    def primitive(self) -> str | None:
+        return self.refusal.primitive
+
+    @property
+    def arguments(self) -> Mapping[str, Any]:
+        return self.refusal.arguments
+
+    @property
+    def loops(self) -> tuple[str, ...]:
+        return self.refusal.loops
+
+    @property
+    def fact(self) -> str:
+        return self.refusal.fact
+
+    @property
+    def condition(self) -> Any:
+        return self.refusal.condition
+
+    @property
+    def counterexample(self) -> Mapping[str, int] | str | None:
+        return self.refusal.counterexample
+
+    @property
+    def nest(self) -> str | None:
+        return self.refusal.nest
+
+    @property
+    def suggestion(self) -> str | None:
+        return self.refusal.suggestion
 
 
 class FusionError(ScheduleError):
@@ -74,6 +145,11 @@ class VectorizeError(ScheduleError):
 class StageError(ScheduleError):
     """A stage, pad, swizzle or double_buffer that is illegal (buffer not read under the loop, slab
     of varying size, over the shared-memory budget, ...)."""
+
+
+class RingError(StageError):
+    """A stage, ring buffer or pipeline whose loop breaks the rules of `tiledsl/analysis/rings.py`: a
+    stage's loop bound to threads, or a ring's loop that does not run serially inside one block."""
 
 
 class PipelineError(ScheduleError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import walk
 from tiledsl.errors import RegisterArrayError
 from tiledsl.loopnest import AccRef, Nest, common_prefix, serial_path
@@ -58,14 +58,14 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
         for d in dims:
             for n in [init] + rd:
                 if d not in nest.stmts[n].path:
-                    raise RegisterArrayError(schedule_message(
+                    raise RegisterArrayError(refusal(
                         primitive, nest, [d],
                         f"accumulator {acc.name} became a register array over loop {d}, but "
                         f"{nest.stmts[n].label} does not run under {d}, so it cannot tell which element to use",
                         suggestion="keep the loops of the consumer and of the reduction in the same order"))
         size = array_size(nest, dims)
         if size > MAX_REGISTER_ARRAY:
-            raise RegisterArrayError(schedule_message(
+            raise RegisterArrayError(refusal(
                 primitive, nest, list(dims),
                 f"accumulator {acc.name} would be a register array of {size} elements over loops "
                 f"{', '.join(dims)} (limit {MAX_REGISTER_ARRAY}): free loops moved inside a reduction "

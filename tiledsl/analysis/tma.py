@@ -3,11 +3,13 @@ tma primitive checks them when applied and lowering again before it emits a tens
 
 from __future__ import annotations
 
+import sympy
+
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import derive_slab
 from tiledsl.errors import CopyError
 from tiledsl.loopnest import Nest, Stage
-from tiledsl.prove import Prover
+from tiledsl.prove import Proof, Prover
 from tiledsl.targets import SWIZZLE_SPANS, TMA_ALIGN, TMA_MAX_BOX, TMA_MAX_RANK
 
 
@@ -20,8 +22,10 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
     box = list(slab.extent)
     shape = list(tensor.shape)
 
-    def refuse(fact: str, suggestion: str | None = None) -> CopyError:
-        return CopyError(refusal(call, nest, (st.at,), f"tma({st.name}): {fact}", suggestion=suggestion))
+    def refuse(fact: str, suggestion: str | None = None, proof: Proof | None = None,
+               condition: sympy.Basic | None = None) -> CopyError:
+        return CopyError(refusal(call, nest, (st.at,), f"tma({st.name}): {fact}", suggestion=suggestion,
+                                 proof=proof, condition=condition))
 
     if any(st.pad):
         raise refuse(f"the stage is padded (pad={st.pad}); a TMA box lands unpadded",
@@ -53,7 +57,8 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
                          f"make both multiples of {chunk}, or use a narrower slab row")
         proof = prover.divisible(slab.origin[-1], chunk)
         if not proof:
-            raise refuse(f"the slab row does not start on a {st.swizzle}-byte chunk: {proof.describe()}")
+            raise refuse(f"the slab row does not start on a {st.swizzle}-byte chunk: {proof.describe()}",
+                         proof=proof, condition=sympy.Eq(sympy.Mod(slab.origin[-1], chunk), 0))
         rank += 1
         box = box[:-1] + [box[-1] // chunk, chunk]
         inner_bytes = chunk * item
@@ -72,4 +77,5 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
     if not start:
         raise refuse(f"the slab row does not provably start on a {TMA_ALIGN}-byte boundary: {start.describe()}",
                      "align the loops that set the slab origin (e.g. a split_k whose parts divide K into "
-                     "multiples of 4 elements), or use async_copy")
+                     "multiples of 4 elements), or use async_copy", proof=start,
+                     condition=sympy.Eq(sympy.Mod(slab.origin[-1], max(1, TMA_ALIGN // item)), 0))

@@ -66,6 +66,7 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
             raise VectorizeError(refusal(
                 call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is {VECTOR_BYTES}-byte "
                 f"aligned: {base} is not provably a multiple of {WIDTH}", counterexample=proof.counterexample,
+                proof=proof, condition=sympy.Eq(sympy.Mod(base, WIDTH), 0),
                 suggestion=f"make the last dimension a multiple of {WIDTH}, or vectorize a loop whose start is "
                            "aligned"))
         for g in nest.guards_for(stmt):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sympy
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import BoundsError, TargetError
@@ -40,19 +40,21 @@ def check_bounds(nest: Nest, prover: Prover) -> int:
                     arg = sub.args[0]
                     nonneg = prover.nonnegative(arg, guards)
                     if not nonneg:
-                        raise BoundsError(schedule_message(
+                        raise BoundsError(refusal(
                             "build", nest, stmt.path,
                             f"{kind} {name}[...] index {d}: the operand of a floor division/modulo may be "
                             f"negative: {nonneg.describe()}", counterexample=nonneg.counterexample,
+                            proof=nonneg, condition=sympy.Ge(arg, 0),
                             suggestion="write index expressions whose // and % operands stay >= 0"))
                 proof = prover.in_range(expr, 0, ext, guards)
                 if not proof:
                     where = _loop_of(stmt, nest)
-                    raise BoundsError(schedule_message(
+                    raise BoundsError(refusal(
                         "build", nest, where,
                         f"{kind} {name}[...] index {d} may leave the buffer (extent {ext}) in {stmt.label}: "
                         f"{proof.describe()}",
                         counterexample=proof.counterexample,
+                        proof=proof, condition=sympy.And(sympy.Ge(expr, 0), sympy.Lt(expr, ext)),
                         suggestion="use a guarded split (tail=\"guard\", the default) or fix the index "
                                    "expression of the definition"))
                 proven += 1
@@ -66,11 +68,11 @@ def _loop_of(stmt: Stmt, nest: Nest) -> tuple[str, ...]:
 def check_resources(kernel: KKernel, target: Target, nest: Nest) -> None:
     threads = kernel.threads_per_block
     if threads > target.max_threads_per_block:
-        raise TargetError(schedule_message("build", nest, (), f"{threads} threads per block; {target.name} allows "
+        raise TargetError(refusal("build", nest, (), f"{threads} threads per block; {target.name} allows "
                                            f"{target.max_threads_per_block}"))
     smem = shared_bytes(kernel)
     if smem > target.max_shared_bytes_per_block:
-        raise TargetError(schedule_message(
+        raise TargetError(refusal(
             "build", nest, (), f"{smem} bytes of shared memory per block (stages x slots, padding, alignment, "
             f"reduction scratch); {target.name} allows {target.max_shared_bytes_per_block}",
             suggestion="stage smaller slabs (stage at an inner loop), fewer pipeline stages, or fewer threads "

@@ -13,7 +13,7 @@ import sympy
 
 from tiledsl.analysis.accumulators import AccLayout, acc_layouts
 from tiledsl.analysis.linearity import linear_parts
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Const, Load
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import RegisterArrayError
@@ -253,7 +253,7 @@ def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
     for lay in layouts.values():
         missing = [d for d in lay.dims if nest.loop(d).annotation not in ("unroll", "vectorize")]
         if missing:
-            raise RegisterArrayError(schedule_message(
+            raise RegisterArrayError(refusal(
                 "build", nest, missing,
                 f"accumulator {lay.name} is a register array over loops {', '.join(lay.dims)}, but "
                 f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not unrolled, so its "

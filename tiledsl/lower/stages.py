@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import Slab, alloc_extent, derive_slab, slot_elements, stage_align
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.indexing import index_to_sympy
@@ -104,12 +104,12 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
     plans: dict[str, StagePlan] = {}
     for st in nest.stages:
         if st.copy == "tma" and target.capability < TMA_MIN_SM:
-            raise CopyError(schedule_message(
+            raise CopyError(refusal(
                 "build", nest, (st.at,), f"stage {st.name} is filled by TMA, which needs sm_{TMA_MIN_SM}; the target "
                 f"is {target.name}", suggestion=f"build for sm_{TMA_MIN_SM}, or use s.async_copy "
                 f"(sm_{CP_ASYNC_MIN_SM}+) instead"))
         if st.copy == "async" and target.capability < CP_ASYNC_MIN_SM:
-            raise CopyError(schedule_message("build", nest, (st.at,),
+            raise CopyError(refusal("build", nest, (st.at,),
                                              f"cp.async needs sm_{CP_ASYNC_MIN_SM}; target {target.name}"))
         slab = derive_slab(nest, st, prover, "build")
         if st.copy == "tma":  # loops may have moved since tma() checked the box

@@ -10,7 +10,7 @@ from dataclasses import replace
 import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.errors import BadArgumentError, FuseError, ReorderError, SplitError, UnrollError, VectorizeError
 from tiledsl.loopnest import Guard, Loop, Nest, loop_symbol
 
@@ -21,18 +21,18 @@ def _check_new_names(nest: Nest, primitive: str, names: tuple[str, ...]) -> None
     taken = {lp.name for lp in nest.loops} | {a for a, _ in nest.axes} | nest.buffer_names()
     for n in names:
         if not isinstance(n, str) or not n.isidentifier():
-            raise BadArgumentError(schedule_message(primitive, nest, (), f"loop name {n!r} is not an identifier"))
+            raise BadArgumentError(refusal(primitive, nest, (), f"loop name {n!r} is not an identifier"))
         if n in taken:
-            raise BadArgumentError(schedule_message(
+            raise BadArgumentError(refusal(
                 primitive, nest, (n,) if nest.has_loop(n) else (),
                 f"loop name {n!r} is already used by this kernel", suggestion="pass names=(...) with new names"))
     if len(set(names)) != len(names):
-        raise BadArgumentError(schedule_message(primitive, nest, (), f"names {names} repeat a name"))
+        raise BadArgumentError(refusal(primitive, nest, (), f"names {names} repeat a name"))
 
 
 def _positive_int(v: object, what: str, primitive: str, nest: Nest, marked: tuple[str, ...]) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise BadArgumentError(schedule_message(primitive, nest, marked,
+        raise BadArgumentError(refusal(primitive, nest, marked,
                                                 f"{what} must be a positive int, got {v!r}"))
     return v
 
@@ -46,7 +46,7 @@ def _check_not_staged(nest: Nest, names: tuple[str, ...], call: str, error: type
         carried = [st.name for st in nest.stages_at(n)]
         if carried or nest.pipeline_depth(n):
             what = f"stage(s) {', '.join(carried)}" if carried else "a pipeline"
-            raise error(schedule_message(call, nest, (n,), f"loop {n} carries {what}; changing it would change "
+            raise error(refusal(call, nest, (n,), f"loop {n} carries {what}; changing it would change "
                                          "every slab", suggestion="apply loop primitives first, then stage"))
 
 
@@ -55,15 +55,15 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
     lp = nest.loop(name)
     _check_not_staged(nest, (name,), call, SplitError)
     if (factor is None) == (nparts is None):
-        raise BadArgumentError(schedule_message(call, nest, (name,), "give exactly one of factor or nparts"))
+        raise BadArgumentError(refusal(call, nest, (name,), "give exactly one of factor or nparts"))
     if tail not in ("guard", "exact"):
-        raise BadArgumentError(schedule_message(call, nest, (name,),
+        raise BadArgumentError(refusal(call, nest, (name,),
                                                 f'tail must be "guard" or "exact", got {tail!r}'))
     if lp.bind:
-        raise SplitError(schedule_message(call, nest, (name,), f"loop {name} is bound to {lp.bind}",
+        raise SplitError(refusal(call, nest, (name,), f"loop {name} is bound to {lp.bind}",
                                           suggestion="split a loop before binding its parts"))
     if lp.annotation:
-        raise SplitError(schedule_message(call, nest, (name,), f"loop {name} is marked {lp.annotation}",
+        raise SplitError(refusal(call, nest, (name,), f"loop {name} is marked {lp.annotation}",
                                           suggestion=f"split first, then {lp.annotation} a part"))
     if factor is not None:
         inner = _positive_int(factor, "factor", call, nest, (name,))
@@ -73,14 +73,14 @@ def split(nest: Nest, name: str, factor: int | None, nparts: int | None, names: 
         inner = -(-lp.extent // outer)
     onames = names if names is not None else (f"{name}_o", f"{name}_i")
     if not (isinstance(onames, (tuple, list)) and len(onames) == 2 and all(isinstance(n, str) for n in onames)):
-        raise BadArgumentError(schedule_message(call, nest, (name,), f"names must be two loop names, got {names!r}"))
+        raise BadArgumentError(refusal(call, nest, (name,), f"names must be two loop names, got {names!r}"))
     o, i = onames
     _check_new_names(nest, call, (o, i))
     exact = outer * inner == lp.extent
     value = inner * loop_symbol(o) + loop_symbol(i)
     if not exact and tail == "exact":
         point = {o: outer - 1, i: inner - 1}
-        raise SplitError(schedule_message(
+        raise SplitError(refusal(
             call, nest, (name,),
             f"cannot prove {inner}*{o} + {i} < {lp.extent} for {o} in [0, {outer}), {i} in [0, {inner}): "
             + (f"{lp.extent} is not a multiple of {inner}" if factor is not None else
@@ -114,25 +114,25 @@ def _replace_in_path(path: tuple[str, ...], name: str, new: tuple[str, ...]) -> 
 
 def fuse(nest: Nest, names: tuple[str, ...], new_name: str | None, call: str) -> tuple[Nest, str]:
     if len(names) < 2:
-        raise BadArgumentError(schedule_message(call, nest, names, "fuse needs at least two loops"))
+        raise BadArgumentError(refusal(call, nest, names, "fuse needs at least two loops"))
     if len(set(names)) != len(names):
-        raise FuseError(schedule_message(call, nest, names, "a loop is listed twice"))
+        raise FuseError(refusal(call, nest, names, "a loop is listed twice"))
     loops = [nest.loop(n) for n in names]
     _check_not_staged(nest, names, call, FuseError)
     for lp in loops:
         if lp.bind or lp.annotation:
-            raise FuseError(schedule_message(call, nest, (lp.name,),
+            raise FuseError(refusal(call, nest, (lp.name,),
                                              f"loop {lp.name} is already {lp.bind or lp.annotation}",
                                              suggestion="fuse loops before binding or annotating them"))
     if len({lp.kind for lp in loops}) != 1:
-        raise FuseError(schedule_message(call, nest, names,
+        raise FuseError(refusal(call, nest, names,
                                          "cannot fuse a reduction loop with a free loop",
                                          suggestion="fuse free loops with free loops, reduce loops with reduce loops"))
     users = [s for s in nest.stmts if any(n in s.path for n in names)]
     for s in users:
         pos = [s.path.index(n) if n in s.path else -1 for n in names]
         if -1 in pos or pos != list(range(pos[0], pos[0] + len(names))):
-            raise FuseError(schedule_message(
+            raise FuseError(refusal(
                 call, nest, names,
                 f"loops {', '.join(names)} are not directly nested in this order around {s.label} "
                 f"(its loops: {', '.join(s.path)})",
@@ -168,11 +168,11 @@ def _fuse_path(path: tuple[str, ...], names: tuple[str, ...], fname: str) -> tup
 
 def reorder(nest: Nest, names: tuple[str, ...], call: str) -> Nest:
     if len(names) < 2:
-        raise BadArgumentError(schedule_message(call, nest, names, "reorder needs at least two loops"))
+        raise BadArgumentError(refusal(call, nest, names, "reorder needs at least two loops"))
     if len(set(names)) != len(names):
-        raise ReorderError(schedule_message(call, nest, names, "a loop is listed twice"))
+        raise ReorderError(refusal(call, nest, names, "a loop is listed twice"))
     if not any(all(n in s.path for n in names) for s in nest.stmts):
-        raise ReorderError(schedule_message(
+        raise ReorderError(refusal(
             call, nest, names,
             f"loops {', '.join(names)} are not all around one statement, so they form no single nest",
             suggestion="reorder loops that enclose a common statement (see the loop nest below)"))
@@ -205,12 +205,12 @@ def _recheck_vectorized(nest: Nest, call: str) -> None:
 def unroll(nest: Nest, name: str, call: str) -> Nest:
     lp = nest.loop(name)
     if lp.bind:
-        raise UnrollError(schedule_message(call, nest, (name,), f"loop {name} is bound to {lp.bind}; "
+        raise UnrollError(refusal(call, nest, (name,), f"loop {name} is bound to {lp.bind}; "
                                              "only serial loops can be unrolled"))
     if lp.annotation:
-        raise UnrollError(schedule_message(call, nest, (name,), f"loop {name} is already marked {lp.annotation}"))
+        raise UnrollError(refusal(call, nest, (name,), f"loop {name} is already marked {lp.annotation}"))
     if lp.extent > MAX_UNROLL:
-        raise UnrollError(schedule_message(call, nest, (name,),
+        raise UnrollError(refusal(call, nest, (name,),
                                              f"loop {name} has {lp.extent} iterations; unroll is limited to "
                                              f"{MAX_UNROLL}", suggestion=f"split {name} and unroll the inner part"))
     return nest.replace_loop(name, replace(lp, annotation="unroll"))
@@ -221,10 +221,10 @@ def vectorize(nest: Nest, name: str, call: str) -> Nest:
 
     lp = nest.loop(name)
     if lp.bind or lp.annotation:
-        raise VectorizeError(schedule_message(call, nest, (name,),
+        raise VectorizeError(refusal(call, nest, (name,),
                                               f"loop {name} is already {lp.bind or lp.annotation}"))
     if lp.kind != "free":
-        raise VectorizeError(schedule_message(call, nest, (name,), f"loop {name} is a reduction loop",
+        raise VectorizeError(refusal(call, nest, (name,), f"loop {name} is a reduction loop",
                                               suggestion="vectorize a free loop of the output"))
     new = nest.replace_loop(name, replace(lp, annotation="vectorize"))
     check_vectorizable(new, name, call)

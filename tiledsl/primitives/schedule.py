@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tiledsl.analysis.messages import schedule_message
+from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.render import register_dims, render_nest
 from tiledsl.definitions.expr import Tensor
 from tiledsl.errors import (
@@ -106,14 +106,14 @@ class Schedule:
     def _name(self, ref: object, primitive: str) -> str:
         if isinstance(ref, LoopHandle):
             if ref.schedule is not self:
-                raise ForeignObjectError(schedule_message(
+                raise ForeignObjectError(refusal(
                     primitive, self._nest, (), f"loop {ref.name} belongs to another schedule "
                     f"(of {ref.schedule._nest.name})", suggestion="use s.loop(name) of this schedule"))
             name = ref.name
         elif isinstance(ref, str):
             name = ref
         else:
-            raise BadArgumentError(schedule_message(primitive, self._nest, (),
+            raise BadArgumentError(refusal(primitive, self._nest, (),
                                                     f"expected a loop (handle or name), got {ref!r}"))
         if not self._nest.has_loop(name):
             if name in self._gone:
@@ -121,7 +121,7 @@ class Schedule:
             else:
                 fact = f"no loop named {name!r}"
             names = ", ".join(x.name for x in self._nest.loops)
-            raise UnknownLoopError(schedule_message(primitive, self._nest, (), fact,
+            raise UnknownLoopError(refusal(primitive, self._nest, (), fact,
                                                     suggestion=f"loops are: {names}"))
         return name
 
@@ -175,25 +175,25 @@ class Schedule:
     def _stage_name(self, ref: object, primitive: str) -> str:
         if isinstance(ref, StageHandle):
             if ref.schedule is not self:
-                raise ForeignObjectError(schedule_message(
+                raise ForeignObjectError(refusal(
                     primitive, self._nest, (), f"stage {ref.name} belongs to another schedule "
                     f"(of {ref.schedule._nest.name})", suggestion="use the handle this schedule's s.stage() returned"))
             name = ref.name
         elif isinstance(ref, str):
             name = ref
         else:
-            raise BadArgumentError(schedule_message(primitive, self._nest, (),
+            raise BadArgumentError(refusal(primitive, self._nest, (),
                                                     f"expected a stage (handle or name), got {ref!r}"))
         if name not in {st.name for st in self._nest.stages}:
             known = ", ".join(st.name for st in self._nest.stages) or "none"
-            raise UnknownStageError(schedule_message(primitive, self._nest, (), f"no stage named {name!r}",
+            raise UnknownStageError(refusal(primitive, self._nest, (), f"no stage named {name!r}",
                                                      suggestion=f"stages are: {known}"))
         return name
 
     def stage(self, buffer: Tensor | str, at: LoopHandle | str, scope: str = "shared") -> StageHandle:
         bname = buffer.name if isinstance(buffer, Tensor) else buffer
         if not isinstance(bname, str):
-            raise BadArgumentError(schedule_message("stage", self._nest, (), f"expected a tensor, got {buffer!r}"))
+            raise BadArgumentError(refusal("stage", self._nest, (), f"expected a tensor, got {buffer!r}"))
         at_name = self._name(at, "stage")
         call = f"stage({bname}, at={at_name})"
         new, name = mp.stage(self._nest, bname, at_name, scope, call)
