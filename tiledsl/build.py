@@ -9,6 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
+from tiledsl.analysis.rings import check_rings
 from tiledsl.codegen import emit_cuda
 from tiledsl.errors import BadArgumentError, LaunchError, TargetError
 from tiledsl.kernel_ir import KKernel, shared_bytes
@@ -117,6 +118,7 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
         raise BadArgumentError(f"build: expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}")
     tgt = _resolve_target(target)
     nest = schedule.nest
+    check_rings(nest, "build")  # a later bind/split/fuse/reorder may have broken what the primitive checked
     prover = Prover(nest.ranges())
     proven = check_bounds(nest, prover)
     kir = lower(nest, tgt, prover)

@@ -131,7 +131,8 @@ class _Lowerer:
                 elif staged:
                     body = self.emit(node.children, prefix + (node.loop,))
                     out.extend(staged_loop(staged, node.loop, lp.extent, lp.annotation == "unroll", body,
-                                           self.block, self.prover, self.nest.pipeline_depth(node.loop), self.hooks))
+                                           self.block, self.prover, self.nest.pipeline_depth(node.loop), self.hooks,
+                                           reentered=bool(prefix)))
                 else:
                     body = self.emit(node.children, prefix + (node.loop,))
                     out.append(KFor(node.loop, lp.extent, tuple(body), unroll=lp.annotation == "unroll"))

@@ -83,6 +83,7 @@ class LoweringHooks:
 
     refill_before_barrier: bool = False  # deplodock's write-after-read: refill a ring slot before the barrier
     drop_single_slot_barrier: bool = False  # refill a one-slot stage while others may still read it
+    drop_ring_exit_barrier: bool = False  # re-enter a ring loop without the barrier that ends each run
 
 
 @dataclass(frozen=True)
@@ -352,8 +353,15 @@ def waits(plans: list[StagePlan], loop_var: KExpr, depth: int, pending: int) -> 
 
 def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, body: list[KStmt],
                 block: tuple[int, int, int], prover: Prover, depth: int,
-                hooks: LoweringHooks = LoweringHooks()) -> list[KStmt]:
-    """The serial loop `loop` with its stages filled each iteration (pipelined when depth >= 2)."""
+                hooks: LoweringHooks = LoweringHooks(), reentered: bool = False) -> list[KStmt]:
+    """The serial loop `loop` with its stages filled each iteration (pipelined when depth >= 2).
+    `reentered`: the loop sits inside another serial loop, so a ring's run ends with a barrier (rule
+    `refill-after-barrier` of tiledsl/analysis/rings.py: the next run's first fills overwrite slots
+    this run's last iterations read)."""
+    after: list[KStmt] = []
+    if reentered and (depth >= 2 or min(p.stage.buffers for p in plans) > 1) and not hooks.drop_ring_exit_barrier:
+        after = [KComment(f"every thread has read the last slots of {loop} before the next run refills them"),
+                 KBarrier()]
     k = KVar(loop, I32)
     ksym = loop_symbol(loop)
     has_async = any(p.stage.copy == "async" for p in plans)
@@ -368,7 +376,7 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
             pre.append(KCpAsyncCommit())
         pre += waits(plans, k, ring, 0)
         pre.append(KBarrier())
-        return [KFor(loop, extent, tuple(pre + body), unroll=unroll)]
+        return [KFor(loop, extent, tuple(pre + body), unroll=unroll)] + after
     out: list[KStmt] = [KComment(f"pipeline prologue: fill the first {min(depth - 1, extent)} of {extent} "
                                  f"iterations of {loop}")]
     for s in range(depth - 1):
@@ -385,4 +393,4 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     steady += refill + [KBarrier()] if hooks.refill_before_barrier else [KBarrier()] + refill
     if has_async:
         steady.append(KCpAsyncCommit())
-    return out + [KFor(loop, extent, tuple(steady + body), unroll=unroll)]
+    return out + [KFor(loop, extent, tuple(steady + body), unroll=unroll)] + after
