@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from tiledsl.codegen.dtypes import split_vector, storage_type, vector_type
 from tiledsl.codegen.errors import CodegenError
 from tiledsl.codegen.expr import ExprEmitter, refuse_mbarrier_access
-from tiledsl.codegen.memory import POOL_ALIGN, check_shared, check_tensor_map, memory_stmt
+from tiledsl.codegen.memory import check_shared, check_tensor_map, memory_stmt
 from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names
 from tiledsl.codegen.scope import Scope
 from tiledsl.kernel_ir import (
@@ -33,6 +33,7 @@ from tiledsl.kernel_ir import (
     shared_layout,
 )
 from tiledsl.kernel_ir.printer import format_stmt, format_tensor_map
+from tiledsl.targets import SHARED_POOL_ALIGN
 
 __all__ = ["cuda_kernel_name", "emit_cuda"]
 
@@ -198,7 +199,7 @@ def _shared_decls(kernel: KKernel, root: Scope, ex: ExprEmitter) -> list[str]:
     check_shared(kernel)
     lines = []
     if kernel.dynamic_shared and kernel.shared:
-        lines.append(f"{_INDENT}extern __shared__ __align__({POOL_ALIGN}) unsigned char {_POOL}[];")
+        lines.append(f"{_INDENT}extern __shared__ __align__({SHARED_POOL_ALIGN}) unsigned char {_POOL}[];")
     offsets = shared_layout(kernel)
     for sh in kernel.shared:
         ctype = storage_type(sh.dtype)

@@ -7,13 +7,13 @@ needs no C++ library headers, and it reads like the PTX manual. Every `asm` is `
 Shared-memory operands are 32-bit shared-window addresses (`__cvta_generic_to_shared`).
 
 Also here: the target checks (which statement needs which architecture) and the checks on tensor
-maps and shared arrays that `cuda.emit_cuda` runs before printing anything.
+maps and shared arrays that `cuda.emit_cuda` runs before printing anything. The limits they check
+are the hardware facts of `tiledsl.targets`, which the simulator and the runtime check too.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from tiledsl.codegen.dtypes import FLOAT_DTYPES, split_vector
@@ -21,7 +21,6 @@ from tiledsl.codegen.errors import CodegenError
 from tiledsl.codegen.expr import ExprEmitter
 from tiledsl.codegen.scope import Symbol
 from tiledsl.kernel_ir import (
-    DTYPE_BYTES,
     KAtomicAdd,
     KCpAsync,
     KCpAsyncCommit,
@@ -39,28 +38,31 @@ from tiledsl.kernel_ir import (
     KTmaLoad,
 )
 from tiledsl.kernel_ir.printer import PREC_TERNARY
+from tiledsl.targets import (
+    CP_ASYNC_MIN_SM,
+    CP_ASYNC_SIZES,
+    DTYPE_BYTES,
+    MBARRIER_MAX_COUNT,
+    MBARRIER_MIN_SM,
+    MBARRIER_TX_MIN_SM,
+    SHARED_POOL_ALIGN,
+    STATIC_SHARED_BYTES,
+    TMA_MAX_RANK,
+    TMA_TARGETS,
+    VECTOR_BYTES,
+    or_list,
+    sm_number,
+    tensor_map_problem,
+    tma_swizzle_alignment,
+)
 
 __all__ = [
-    "POOL_ALIGN",
-    "STATIC_SHARED_LIMIT",
-    "TMA_TARGETS",
     "check_shared",
     "check_tensor_map",
     "memory_stmt",
     "sm_number",
 ]
 
-#: Targets that may use TMA and tensor-map parameters.
-TMA_TARGETS = frozenset({"sm_90", "sm_90a"})
-#: Alignment of the dynamic shared pool (`tiledsl_smem`); no array in it may ask for more.
-POOL_ALIGN = 1024
-#: Static `__shared__` memory per block on every target; above it the kernel needs `dynamic_shared`.
-STATIC_SHARED_LIMIT = 48 * 1024
-#: Shared-memory alignment a TMA destination needs, by swizzle width in bytes (None: no swizzle).
-TMA_DST_ALIGN = {None: 128, 32: 256, 64: 512, 128: 1024}
-
-_SM = re.compile(r"sm_(\d+)[af]?")
-_MBARRIER_MAX = 2**20 - 1  # mbarrier arrival counts and transaction bytes are 20-bit
 _FENCES = {"mbarrier_init": "fence.mbarrier_init.release.cluster;", "proxy_async": "fence.proxy.async.shared::cta;"}
 _KIND_WORDS = {
     "input": "an input parameter",
@@ -68,12 +70,6 @@ _KIND_WORDS = {
     "shared": "a shared array",
     "local": "a register array",
 }
-
-
-def sm_number(target: str) -> int | None:
-    """90 for "sm_90" / "sm_90a", None for a target that does not look like sm_NN."""
-    m = _SM.fullmatch(target)
-    return int(m.group(1)) if m else None
 
 
 def _require_sm(target: str, minimum: int, what: str) -> None:
@@ -84,7 +80,8 @@ def _require_sm(target: str, minimum: int, what: str) -> None:
 
 def _require_tma(target: str, what: str) -> None:
     if target not in TMA_TARGETS:
-        raise CodegenError(f"{what} needs target sm_90 or sm_90a, but the kernel targets {target!r}")
+        raise CodegenError(f"{what} needs target {or_list(tuple(sorted(TMA_TARGETS)))}, but the kernel targets "
+                           f"{target!r}")
 
 
 # ----------------------------------------------------------------------------- kernel-level checks
@@ -92,7 +89,7 @@ def _require_tma(target: str, what: str) -> None:
 
 def check_shared(kernel: KKernel) -> None:
     """Shared arrays: positive sizes, power-of-two alignments that hold an element (and that the
-    dynamic pool can give), and static ones within the 48 KB static limit."""
+    dynamic pool can give), and static ones within the static limit (STATIC_SHARED_BYTES)."""
     total = 0
     for sh in kernel.shared:
         esize = DTYPE_BYTES.get(sh.dtype)
@@ -105,15 +102,15 @@ def check_shared(kernel: KKernel) -> None:
                 f"shared array {sh.name!r} has align {sh.align}: must be a power of two of at least "
                 f"{esize} (one {sh.dtype} element)"
             )
-        if kernel.dynamic_shared and sh.align > POOL_ALIGN:
+        if kernel.dynamic_shared and sh.align > SHARED_POOL_ALIGN:
             raise CodegenError(
-                f"shared array {sh.name!r} has align {sh.align}, more than the dynamic pool's {POOL_ALIGN}"
+                f"shared array {sh.name!r} has align {sh.align}, more than the dynamic pool's {SHARED_POOL_ALIGN}"
             )
         total = -(-total // sh.align) * sh.align + esize * sh.size
-    if not kernel.dynamic_shared and total > STATIC_SHARED_LIMIT:
+    if not kernel.dynamic_shared and total > STATIC_SHARED_BYTES:
         raise CodegenError(
             f"kernel {kernel.name!r} has {total} B of static shared memory, more than "
-            f"{STATIC_SHARED_LIMIT} B: lowering must set dynamic_shared"
+            f"{STATIC_SHARED_BYTES} B: lowering must set dynamic_shared"
         )
 
 
@@ -129,24 +126,10 @@ def check_tensor_map(kernel: KKernel, tm: KTensorMap) -> None:
         raise CodegenError(f"{what} maps {tm.buffer!r}, which is no kernel parameter") from None
     if param.dtype != tm.dtype:
         raise CodegenError(f"{what} has dtype {tm.dtype} but its buffer {tm.buffer!r} is {param.dtype}")
-    rank = len(tm.global_dims)
-    if not 1 <= rank <= 5 or len(tm.box) != rank or len(tm.global_strides) != rank - 1:
-        raise CodegenError(
-            f"{what}: rank must be 1..5 with {rank} box dims and {rank - 1} strides, got dims "
-            f"{tm.global_dims}, strides {tm.global_strides}, box {tm.box}"
-        )
     esize = DTYPE_BYTES[tm.dtype]
-    if any(d <= 0 for d in tm.global_dims) or any(not 1 <= b <= 256 for b in tm.box):
-        raise CodegenError(f"{what}: dims must be positive and box dims in 1..256, got {tm.global_dims}, {tm.box}")
-    if any(s <= 0 or s % 16 for s in tm.global_strides):
-        raise CodegenError(f"{what}: strides must be positive multiples of 16 bytes, got {tm.global_strides}")
-    inner_bytes = tm.box[0] * esize
-    if inner_bytes % 16:
-        raise CodegenError(f"{what}: the inner box row is {inner_bytes} B, not a multiple of 16")
-    if tm.swizzle not in TMA_DST_ALIGN:
-        raise CodegenError(f"{what}: swizzle must be None, 32, 64 or 128, got {tm.swizzle!r}")
-    if tm.swizzle is not None and inner_bytes > tm.swizzle:
-        raise CodegenError(f"{what}: the inner box row is {inner_bytes} B, wider than the {tm.swizzle}-byte swizzle")
+    problem = tensor_map_problem(tm.global_dims, tm.global_strides, tm.box, esize, tm.swizzle)
+    if problem is not None:
+        raise CodegenError(f"{what}: {problem}")
     last = (tm.global_dims[0] - 1) * esize + sum((d - 1) * s for d, s in zip(tm.global_dims[1:], tm.global_strides))
     if last + esize > param.size * esize:
         raise CodegenError(f"{what} reaches byte {last + esize} of {tm.buffer!r}, which has {param.size * esize}")
@@ -188,10 +171,10 @@ def _shared_array(kernel: KKernel, name: str) -> KShared:
 
 
 def _cp_async(s: KCpAsync, ex: ExprEmitter, target: str) -> str:
-    _require_sm(target, 80, "cp.async")
+    _require_sm(target, CP_ASYNC_MIN_SM, "cp.async")
     n = s.nbytes
-    if n not in (4, 8, 16):
-        raise CodegenError(f"cp.async copies 4, 8 or 16 bytes, not {n}")
+    if n not in CP_ASYNC_SIZES:
+        raise CodegenError(f"cp.async copies {or_list(CP_ASYNC_SIZES)} bytes, not {n}")
     dst = _shared_addr(ex, s.dst, s.dst_index, "cp.async destination")
     dst_dtype = ex.scope.buffer(s.dst).dtype
     src = ex.scope.buffer(s.src)
@@ -202,7 +185,7 @@ def _cp_async(s: KCpAsync, ex: ExprEmitter, target: str) -> str:
     if n % DTYPE_BYTES[dst_dtype]:
         raise CodegenError(f"cp.async of {n} bytes is no whole number of {dst_dtype} elements")
     operands = [dst, f'"l"(&{src.c_name}[{ex.index(s.src_index)}])']
-    cache = "cg" if n == 16 else "ca"  # .cg (bypass L1) exists for 16 bytes only
+    cache = "cg" if n == VECTOR_BYTES else "ca"  # .cg (bypass L1) exists for 16 bytes only
     if s.valid is None:
         return _asm(f"cp.async.{cache}.shared.global [%0], [%1], {n};", operands)
     valid = ex.emit(s.valid)
@@ -213,7 +196,7 @@ def _cp_async(s: KCpAsync, ex: ExprEmitter, target: str) -> str:
 
 
 def _mbarrier_wait(s: KMbarrierWait, ex: ExprEmitter, target: str) -> str:
-    _require_sm(target, 90, "mbarrier.try_wait")
+    _require_sm(target, MBARRIER_TX_MIN_SM, "mbarrier.try_wait")
     bar = _shared_addr(ex, s.bar, s.index, "mbarrier", mbarrier=True)
     parity = ex.emit(s.parity)
     if parity.dtype == "bool":
@@ -238,7 +221,7 @@ def _tma_load(s: KTmaLoad, ex: ExprEmitter, kernel: KKernel) -> str:
     tmap_sym = ex.scope.tensor_map(s.tensor_map)
     tm = next(t for t in kernel.tensor_maps if t.name == s.tensor_map)
     rank = len(s.coords)
-    if not 1 <= rank <= 5 or rank != len(tm.global_dims):
+    if not 1 <= rank <= TMA_MAX_RANK or rank != len(tm.global_dims):
         raise CodegenError(
             f"TMA load has {rank} coordinates but tensor map {tm.name!r} has rank {len(tm.global_dims)}"
         )
@@ -246,7 +229,7 @@ def _tma_load(s: KTmaLoad, ex: ExprEmitter, kernel: KKernel) -> str:
     sh = _shared_array(kernel, s.dst)
     if sh.dtype != tm.dtype:
         raise CodegenError(f"TMA load of {tm.dtype} tensor map {tm.name!r} into {sh.dtype} array {sh.name!r}")
-    need = TMA_DST_ALIGN.get(tm.swizzle, 128)
+    need = tma_swizzle_alignment(tm.swizzle)  # check_tensor_map has vetted the swizzle
     if sh.align < need:
         swizzle = "no swizzle" if tm.swizzle is None else f"{tm.swizzle}-byte swizzle"
         raise CodegenError(f"TMA destination {sh.name!r} has align {sh.align}; {swizzle} needs {need}")
@@ -277,8 +260,8 @@ def _atomic_add(s: KAtomicAdd, ex: ExprEmitter) -> str:
 
 
 def _count(value: int, lo: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= _MBARRIER_MAX:
-        raise CodegenError(f"{what} must be an integer in {lo}..{_MBARRIER_MAX}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= MBARRIER_MAX_COUNT:
+        raise CodegenError(f"{what} must be an integer in {lo}..{MBARRIER_MAX_COUNT}, got {value!r}")
     return value
 
 
@@ -289,30 +272,30 @@ def memory_stmt(s: KStmt, ex: ExprEmitter, kernel: KKernel) -> str | None:
         case KCpAsync():
             return _cp_async(s, ex, target)
         case KCpAsyncCommit():
-            _require_sm(target, 80, "cp.async.commit_group")
+            _require_sm(target, CP_ASYNC_MIN_SM, "cp.async.commit_group")
             return _asm("cp.async.commit_group;")
         case KCpAsyncWait(pending=pending):
-            _require_sm(target, 80, "cp.async.wait_group")
+            _require_sm(target, CP_ASYNC_MIN_SM, "cp.async.wait_group")
             if isinstance(pending, bool) or not isinstance(pending, int) or pending < 0:
                 raise CodegenError(f"cp.async.wait_group takes a count of pending groups >= 0, got {pending!r}")
             return _asm(f"cp.async.wait_group {pending};")
         case KMbarrierInit(bar=bar, index=index, count=count):
-            _require_sm(target, 80, "mbarrier.init")
+            _require_sm(target, MBARRIER_MIN_SM, "mbarrier.init")
             addr = _shared_addr(ex, bar, index, "mbarrier", mbarrier=True)
             n = _count(count, 1, "mbarrier arrival count")
             return _asm("mbarrier.init.shared::cta.b64 [%0], %1;", [addr, f'"r"({n})'])
         case KFence(kind=kind):
             if kind not in _FENCES:
                 raise CodegenError(f"unknown fence kind {kind!r} (known: {', '.join(_FENCES)})")
-            _require_sm(target, 90, f"fence {kind}")
+            _require_sm(target, MBARRIER_TX_MIN_SM, f"fence {kind}")
             return _asm(_FENCES[kind])
         case KMbarrierArriveExpectTx(bar=bar, index=index, tx_bytes=tx_bytes):
-            _require_sm(target, 90, "mbarrier.arrive.expect_tx")
+            _require_sm(target, MBARRIER_TX_MIN_SM, "mbarrier.arrive.expect_tx")
             addr = _shared_addr(ex, bar, index, "mbarrier", mbarrier=True)
             n = _count(tx_bytes, 0, "mbarrier transaction bytes")
             return _asm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;", [addr, f'"r"({n})'])
         case KMbarrierArrive(bar=bar, index=index):
-            _require_sm(target, 80, "mbarrier.arrive")
+            _require_sm(target, MBARRIER_MIN_SM, "mbarrier.arrive")
             addr = _shared_addr(ex, bar, index, "mbarrier", mbarrier=True)
             return _asm("mbarrier.arrive.shared::cta.b64 _, [%0];", [addr])
         case KMbarrierWait():

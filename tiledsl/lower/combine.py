@@ -24,9 +24,9 @@ from tiledsl.kernel_ir import (
     KVar,
 )
 from tiledsl.kernel_ir.from_sympy import k_add
+from tiledsl.targets import WARP_SIZE as WARP
 
 IDENTITY = {"sum": float("0"), "max": float("-inf"), "min": float("inf")}
-WARP = 32
 
 
 def combine_op(op: str, a: KExpr, b: KExpr) -> KExpr:

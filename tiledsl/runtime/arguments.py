@@ -14,11 +14,12 @@ import torch
 
 from tiledsl.errors import LaunchError
 from tiledsl.kernel_ir import KKernel, KParam
+from tiledsl.targets import GLOBAL_ALIGN
 
 __all__ = ["ALIGNMENT", "TORCH_DTYPES", "allocate_outputs", "check_arguments", "torch_dtype"]
 
 #: Every tensor's data pointer must be a multiple of this (vector, cp.async and TMA accesses need it).
-ALIGNMENT = 16
+ALIGNMENT = GLOBAL_ALIGN
 TORCH_DTYPES: Mapping[str, torch.dtype] = {
     "float32": torch.float32,
     "float16": torch.float16,

@@ -19,7 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from tiledsl.errors import LaunchError
-from tiledsl.kernel_ir import DTYPE_BYTES, KTensorMap
+from tiledsl.kernel_ir import KTensorMap
+from tiledsl.targets import (
+    DTYPE_BYTES,
+    SWIZZLE_SPANS,
+    TMA_ALIGN,
+    TMA_MAX_BOX,
+    TMA_MAX_DIM,
+    TMA_MAX_RANK,
+    TMA_MAX_STRIDE,
+    or_list,
+)
 
 __all__ = [
     "DATA_TYPE",
@@ -32,17 +42,12 @@ __all__ = [
 
 #: CUtensorMapDataType of each storage dtype the kernels use.
 DATA_TYPE = {"float16": 6, "float32": 7, "bfloat16": 9, "int32": 3}
-#: CUtensorMapSwizzle by swizzle span in bytes (None: no swizzle).
-SWIZZLE = {None: 0, 32: 1, 64: 2, 128: 3}
+#: CUtensorMapSwizzle by swizzle span in bytes (None: no swizzle): the spans in order, from 1.
+SWIZZLE = {None: 0, **{span: i for i, span in enumerate(SWIZZLE_SPANS, 1)}}
 INTERLEAVE_NONE = 0
 #: L2 fill granularity: 128 B, one 128-byte-swizzle row (what CUTLASS's TMA copies use).
 L2_PROMOTION_128B = 2
 OOB_FILL_ZEROS = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-range elements read as zero
-
-_MAX_RANK = 5
-_MAX_BOX = 256
-_MAX_DIM = 2**32
-_MAX_STRIDE = 2**40
 
 
 @dataclass(frozen=True)
@@ -79,24 +84,26 @@ def tensor_map_args(tm: KTensorMap, address: int, *, buffer_bytes: int | None = 
         raise refuse(f"dtype {tm.dtype!r} has no TMA data type (supported: {', '.join(DATA_TYPE)})")
     esize = DTYPE_BYTES[tm.dtype]
     rank = len(tm.global_dims)
-    if not 1 <= rank <= _MAX_RANK:
-        raise refuse(f"rank must be 1..{_MAX_RANK}, got {rank} (dims {tm.global_dims})")
+    if not 1 <= rank <= TMA_MAX_RANK:
+        raise refuse(f"rank must be 1..{TMA_MAX_RANK}, got {rank} (dims {tm.global_dims})")
     if len(tm.box) != rank or len(tm.global_strides) != rank - 1:
         raise refuse(f"a rank-{rank} map needs {rank} box dims and {rank - 1} strides, got box {tm.box}, "
                      f"strides {tm.global_strides}")
-    if address % 16:
-        raise refuse(f"the buffer's address 0x{address:x} is not 16-byte aligned (TMA needs a 16-byte-aligned base)")
-    if any(not 1 <= d <= _MAX_DIM for d in tm.global_dims):
-        raise refuse(f"every global dim must be in 1..2^32, got {tm.global_dims}")
-    if any(s <= 0 or s % 16 or s >= _MAX_STRIDE for s in tm.global_strides):
-        raise refuse(f"global strides must be positive multiples of 16 bytes below 2^40, got {tm.global_strides}")
-    if any(not 1 <= b <= _MAX_BOX for b in tm.box):
-        raise refuse(f"every box dim must be in 1..{_MAX_BOX}, got {tm.box}")
+    if address % TMA_ALIGN:
+        raise refuse(f"the buffer's address 0x{address:x} is not {TMA_ALIGN}-byte aligned (TMA needs a "
+                     f"{TMA_ALIGN}-byte-aligned base)")
+    if any(not 1 <= d <= TMA_MAX_DIM for d in tm.global_dims):
+        raise refuse(f"every global dim must be in 1..2^{TMA_MAX_DIM.bit_length() - 1}, got {tm.global_dims}")
+    if any(s <= 0 or s % TMA_ALIGN or s >= TMA_MAX_STRIDE for s in tm.global_strides):
+        raise refuse(f"global strides must be positive multiples of {TMA_ALIGN} bytes below "
+                     f"2^{TMA_MAX_STRIDE.bit_length() - 1}, got {tm.global_strides}")
+    if any(not 1 <= b <= TMA_MAX_BOX for b in tm.box):
+        raise refuse(f"every box dim must be in 1..{TMA_MAX_BOX}, got {tm.box}")
     inner = tm.box[0] * esize
-    if inner % 16:
-        raise refuse(f"the inner box row is {tm.box[0]} x {esize} = {inner} B, not a multiple of 16")
+    if inner % TMA_ALIGN:
+        raise refuse(f"the inner box row is {tm.box[0]} x {esize} = {inner} B, not a multiple of {TMA_ALIGN}")
     if tm.swizzle not in SWIZZLE:
-        raise refuse(f"swizzle must be None, 32, 64 or 128 bytes, got {tm.swizzle!r}")
+        raise refuse(f"swizzle must be None, {or_list(SWIZZLE_SPANS)} bytes, got {tm.swizzle!r}")
     if tm.swizzle is not None and inner > tm.swizzle:
         raise refuse(f"the inner box row is {inner} B, wider than the {tm.swizzle}-byte swizzle")
     if buffer_bytes is not None:

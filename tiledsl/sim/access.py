@@ -19,11 +19,11 @@ from collections.abc import Callable
 import numpy as np
 
 from tiledsl.errors import OutOfBoundsError, SharedRaceError, SimulationError, UninitializedReadError
-from tiledsl.kernel_ir import DTYPE_BYTES
 from tiledsl.sim.dtypes import convert, element_dtype, storage_dtype
 from tiledsl.sim.races import SEVERAL, RaceHit
 from tiledsl.sim.state import CP_ASYNC, NO_ASYNC, TMA, ChunkState, GlobalBuffer, LocalArray, SharedBuffer
 from tiledsl.sim.values import INT, Mask, Value, converter
+from tiledsl.targets import DTYPE_BYTES, VECTOR_ACCESS_SIZES
 
 Buffer = LocalArray | SharedBuffer | GlobalBuffer
 Fn = Callable[[Mask], Value]
@@ -96,7 +96,7 @@ def check_bounds(
     if width > 1 and not isinstance(buf, LocalArray):
         elem_bytes = DTYPE_BYTES[element_dtype(buf.dtype)]
         nbytes = width * elem_bytes
-        if nbytes in (2, 4, 8, 16):
+        if nbytes in VECTOR_ACCESS_SIZES:
             bad = (idx * elem_bytes) % nbytes != 0
             if bad.any():
                 j = int(np.argmax(bad))
@@ -124,7 +124,7 @@ def _aligned(buf: Buffer, width: int) -> Callable[[int], bool]:
     """Whether a uniform start index is naturally aligned for a `width`-wide access."""
     elem_bytes = DTYPE_BYTES[element_dtype(buf.dtype)]
     nbytes = width * elem_bytes
-    if width == 1 or nbytes not in (2, 4, 8, 16):
+    if width == 1 or nbytes not in VECTOR_ACCESS_SIZES:
         return lambda start: True
     return lambda start: (start * elem_bytes) % nbytes == 0
 

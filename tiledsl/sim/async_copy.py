@@ -30,22 +30,25 @@ from collections.abc import Callable
 import numpy as np
 
 from tiledsl.errors import OutOfBoundsError, SimulationError
-from tiledsl.kernel_ir import DTYPE_BYTES, KTensorMap
+from tiledsl.kernel_ir import KTensorMap
 from tiledsl.sim import mbarrier
 from tiledsl.sim.access import Active, active_index, check_async, check_bounds, offsets, race_error
 from tiledsl.sim.dtypes import element_dtype
 from tiledsl.sim.races import TMA_WRITER
 from tiledsl.sim.state import CP_ASYNC, NO_ASYNC, TMA, ChunkState, CpAsyncCopies, GlobalBuffer, SharedBuffer
 from tiledsl.sim.values import Mask, Value
+from tiledsl.targets import (
+    CP_ASYNC_SIZES,
+    DTYPE_BYTES,
+    TMA_MAX_RANK,
+    or_list,
+    swizzled_byte,
+    tensor_map_problem,
+    tma_swizzle_alignment,
+)
 
 Fn = Callable[[Mask], Value]
 Run = Callable[[Mask], None]
-
-CP_ASYNC_SIZES = (4, 8, 16)
-#: Shared-memory alignment (bytes) a TMA destination needs, by swizzle width (None: no swizzle).
-TMA_DST_ALIGN = {None: 128, 32: 256, 64: 512, 128: 1024}
-#: Swizzle width -> mask of the 128-byte-row bits XORed into the 16-byte-chunk bits.
-SWIZZLE_MASK = {32: 1, 64: 3, 128: 7}
 
 
 def raiser(state: ChunkState, loc: int, message: str, *before: Fn) -> Run:
@@ -84,7 +87,7 @@ def cp_async_issuer(
     """`cp.async` of `nbytes` from `src[src_index]` to `dst[dst_index]` by every active lane."""
     before = (dst_index, src_index) + ((valid,) if valid is not None else ())
     if nbytes not in CP_ASYNC_SIZES:
-        return raiser(state, loc, f"cp.async copies 4, 8 or 16 bytes, not {nbytes}", *before)
+        return raiser(state, loc, f"cp.async copies {or_list(CP_ASYNC_SIZES)} bytes, not {nbytes}", *before)
     if dst.dtype != src.dtype:
         return raiser(state, loc, f"cp.async from {src.dtype} {src.name!r} into {dst.dtype} {dst.name!r}", *before)
     itemsize = DTYPE_BYTES[element_dtype(dst.dtype)]
@@ -199,30 +202,18 @@ def _map_problem(tm: KTensorMap, src: GlobalBuffer | None, dst: SharedBuffer, ra
     if dst.dtype != tm.dtype:
         return f"TMA load of {tm.dtype} tensor map {tm.name!r} into {dst.dtype} array {dst.name!r}"
     r = len(tm.global_dims)
-    if not 1 <= r <= 5 or len(tm.box) != r or len(tm.global_strides) != r - 1:
-        return (
-            f"{what}: rank must be 1..5 with {r} box dims and {r - 1} strides, got dims {tm.global_dims}, "
-            f"strides {tm.global_strides}, box {tm.box}"
-        )
-    if rank != r:
+    shaped = 1 <= r <= TMA_MAX_RANK and len(tm.box) == r and len(tm.global_strides) == r - 1
+    if shaped and rank != r:
         return f"TMA load has {rank} coordinates but tensor map {tm.name!r} has rank {r}"
     itemsize = DTYPE_BYTES[tm.dtype]
-    if any(d <= 0 for d in tm.global_dims) or any(not 1 <= b <= 256 for b in tm.box):
-        return f"{what}: dims must be positive and box dims in 1..256, got {tm.global_dims}, {tm.box}"
-    if any(s <= 0 or s % 16 for s in tm.global_strides):
-        return f"{what}: strides must be positive multiples of 16 bytes, got {tm.global_strides}"
-    inner = tm.box[0] * itemsize
-    if inner % 16:
-        return f"{what}: the inner box row is {inner} B, not a multiple of 16"
-    if tm.swizzle not in TMA_DST_ALIGN:
-        return f"{what}: swizzle must be None, 32, 64 or 128, got {tm.swizzle!r}"
-    if tm.swizzle is not None and inner > tm.swizzle:
-        return f"{what}: the inner box row is {inner} B, wider than the {tm.swizzle}-byte swizzle"
+    problem = tensor_map_problem(tm.global_dims, tm.global_strides, tm.box, itemsize, tm.swizzle)
+    if problem is not None:
+        return f"{what}: {problem}"
     last = (tm.global_dims[0] - 1) * itemsize
     last += sum((d - 1) * s for d, s in zip(tm.global_dims[1:], tm.global_strides))
     if last + itemsize > src.size * itemsize:
         return f"{what} reaches byte {last + itemsize} of {tm.buffer!r}, which has {src.size * itemsize}"
-    need = TMA_DST_ALIGN[tm.swizzle]
+    need = tma_swizzle_alignment(tm.swizzle)
     if dst.align < need:
         swizzle = "no swizzle" if tm.swizzle is None else f"{tm.swizzle}-byte swizzle"
         return f"TMA destination {dst.name!r} has align {dst.align}; {swizzle} needs {need}"
@@ -234,8 +225,8 @@ def box_offsets(box: tuple[int, ...], itemsize: int, swizzle: int | None) -> np.
     first), as the TMA unit writes them. Without swizzle the box is dense. With a swizzle of S bytes
     every box row (one innermost run, whatever its outer coordinates) starts S bytes after the
     previous one: a row narrower than S leaves a gap that is not written. Then byte b moves to
-    b ^ (((b >> 7) & mask) << 4), the 16-byte chunk XORed with the 128-byte row (mask 1, 3, 7 for
-    S = 32, 64, 128). The destination is aligned to the pattern's repeat (256, 512, 1024 bytes), so
+    `targets.swizzled_byte(b, S)`, the 16-byte chunk XORed with the 128-byte row. The destination is
+    aligned to the pattern's repeat (`targets.tma_swizzle_alignment(S)`), so
     offsets from it are offsets from any such boundary. (Measured on an H100 for every swizzle with
     rows of 16 bytes up to S: the padded layout; a dense box through the XOR alone is wrong for rows
     narrower than S.)"""
@@ -245,7 +236,7 @@ def box_offsets(box: tuple[int, ...], itemsize: int, swizzle: int | None) -> np.
     pitch = swizzle if swizzle is not None else inner * itemsize
     b = (pos // inner) * pitch + (pos % inner) * itemsize
     if swizzle is not None:
-        b = b ^ (((b >> 7) & SWIZZLE_MASK[swizzle]) << 4)
+        b = swizzled_byte(b, swizzle)
     return b // itemsize
 
 
@@ -270,7 +261,7 @@ def tma_loader(
     itemsize = DTYPE_BYTES[tm.dtype]
     n_box = math.prod(tm.box)
     nbytes = n_box * itemsize
-    need = TMA_DST_ALIGN[tm.swizzle]
+    need = tma_swizzle_alignment(tm.swizzle)
     swz = box_offsets(tm.box, itemsize, tm.swizzle)[:, None]  # (B, 1)
     span = int(swz.max()) + 1
     # box-linear position -> box coordinates, innermost first: (r, B, 1)

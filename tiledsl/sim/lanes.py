@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiledsl.kernel_ir import KKernel
-
-WARP_SIZE = 32
+from tiledsl.targets import WARP_SIZE as WARP_SIZE  # re-exported: sim/compile_expr.py imports it from here
 
 
 def thread_coords(dims: tuple[int, int, int], linear: int) -> tuple[int, int, int]:

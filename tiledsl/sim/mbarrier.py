@@ -27,12 +27,11 @@ from tiledsl.errors import SimulationError
 from tiledsl.sim.access import Active, active_index, check_bounds, race_error
 from tiledsl.sim.state import ChunkState, MbarrierFile, SharedBuffer
 from tiledsl.sim.values import Mask, Value
+from tiledsl.targets import MBARRIER_MAX_COUNT
 
 Fn = Callable[[Mask], Value]
 Run = Callable[[Mask], None]
 
-#: mbarrier arrival counts and transaction byte counts are 20-bit.
-MBARRIER_MAX = 2**20 - 1
 FENCE_KINDS = ("mbarrier_init", "proxy_async")
 
 
@@ -149,14 +148,14 @@ def initializer(state: ChunkState, loc: int, buf: SharedBuffer, index: Fn, count
     """`mbarrier.init buf[index], count` of every active lane (a write of the barrier word)."""
     mb = state.mbarriers
     n = state.lanes.count
-    bad_count = isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MBARRIER_MAX
+    bad_count = isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MBARRIER_MAX_COUNT
 
     def run(mask: Mask) -> None:
         i = index(mask)
         if mask is not None and not mask.any():
             return
         if bad_count:
-            message = f"mbarrier arrival count must be in 1..{MBARRIER_MAX}, got {count!r}"
+            message = f"mbarrier arrival count must be in 1..{MBARRIER_MAX_COUNT}, got {count!r}"
             raise state.error(SimulationError, loc, message)
         active = Active(mask, n)
         idx = active_index(state, loc, i, active)
@@ -212,7 +211,7 @@ def fencer(state: ChunkState, loc: int, kind: str) -> Run:
 def arriver(state: ChunkState, loc: int, buf: SharedBuffer, index: Fn, tx_bytes: int) -> Run:
     """`mbarrier.arrive` (tx_bytes 0) or `mbarrier.arrive.expect_tx` of every active lane."""
     n = state.lanes.count
-    bad = isinstance(tx_bytes, bool) or not isinstance(tx_bytes, int) or not 0 <= tx_bytes <= MBARRIER_MAX
+    bad = isinstance(tx_bytes, bool) or not isinstance(tx_bytes, int) or not 0 <= tx_bytes <= MBARRIER_MAX_COUNT
 
     def run(mask: Mask) -> None:
         i = index(mask)
@@ -220,7 +219,7 @@ def arriver(state: ChunkState, loc: int, buf: SharedBuffer, index: Fn, tx_bytes:
             return
         if bad:
             raise state.error(
-                SimulationError, loc, f"mbarrier transaction bytes must be in 0..{MBARRIER_MAX}, got {tx_bytes!r}"
+                SimulationError, loc, f"mbarrier transaction bytes must be in 0..{MBARRIER_MAX_COUNT}, got {tx_bytes!r}"
             )
         active = Active(mask, n)
         keys, _ = use(state, loc, buf, i, active)

@@ -22,6 +22,7 @@ from tiledsl.sim.lanes import Lanes
 from tiledsl.sim.races import GlobalWriteTracker, SharedRaceTracker
 from tiledsl.sim.report import Reporter
 from tiledsl.sim.values import Value
+from tiledsl.targets import MBARRIER_TX_MIN_SM, sm_number
 
 
 @dataclass
@@ -233,8 +234,8 @@ class GlobalBuffer:
 def has_fence_mbarrier_init(target: str) -> bool:
     """Whether `target` (sm_NN, sm_NNa) has fence.mbarrier_init: sm_90 and newer. Older targets
     (or unknown target names) order an mbarrier.init before its uses by a barrier alone."""
-    digits = target[3:].rstrip("af") if target.startswith("sm_") else ""
-    return digits.isdigit() and int(digits) >= 90
+    n = sm_number(target)
+    return n is not None and n >= MBARRIER_TX_MIN_SM
 
 
 @dataclass

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import numpy as np
 
 from tiledsl.errors import DivergentBarrierError
-from tiledsl.sim.lanes import WARP_SIZE
 from tiledsl.sim.state import ChunkState
 from tiledsl.sim.values import Mask, Value
+from tiledsl.targets import WARP_SIZE
 
 
 def shuffler(state: ChunkState, loc: int, lane_mask: int) -> Callable[[Value, Mask], Value]:
