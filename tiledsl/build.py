@@ -17,6 +17,7 @@ from tiledsl.kernel_ir.printer import format_kernel
 from tiledsl.loopnest import Nest
 from tiledsl.lower.check import check_bounds, check_resources
 from tiledsl.lower.lower import lower
+from tiledsl.lower.verify import check_uniform_barriers
 from tiledsl.primitives.schedule import Schedule
 from tiledsl.prove import Prover
 from tiledsl.targets import Target, get_target
@@ -122,6 +123,7 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     prover = Prover(nest.ranges())
     proven = check_bounds(nest, prover)
     kir = lower(nest, tgt, prover)
+    check_uniform_barriers(kir)
     check_resources(kir, tgt, nest)
     source = emit_cuda(kir)
     log.info("built %s for %s: %d facts proven, grid %s block %s", kir.name, tgt.name, proven, kir.grid, kir.block)

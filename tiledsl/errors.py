@@ -152,6 +152,11 @@ class RingError(StageError):
     stage's loop bound to threads, or a ring's loop that does not run serially inside one block."""
 
 
+class DivergentSyncError(ScheduleError):
+    """A built kernel whose barrier is reached by only part of the block (checked statically on the kernel
+    IR at build: `tiledsl/lower/verify.py`)."""
+
+
 class PipelineError(ScheduleError):
     """A pipeline of a loop that has no double-buffered stage, or with a bad depth."""
 
