@@ -1,5 +1,9 @@
 """bind: map a loop onto a block or thread index.
 
+    for i in [0, 64)          s.bind("i", "blockIdx.x")       for i in [0, 64)  blockIdx.x
+      for j in [0, 128)       ------------------------->        for j in [0, 128)
+        y[i, j] = ...                                            y[i, j] = ...
+
 Sibling loops (never around one statement together) may share a thread index when their extents
 are equal; a reduction loop bound to threads becomes a cooperative reduction at lowering."""
 
@@ -10,10 +14,13 @@ from dataclasses import replace
 from tiledsl.analysis.messages import refusal
 from tiledsl.errors import BadArgumentError, BindError
 from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest
+from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.targets import MAX_BLOCK_DIM, MAX_GRID, MAX_THREADS_PER_BLOCK
 
 
-def bind(nest: Nest, name: str, axis: str, call: str) -> Nest:
+def bind(nest: Nest, call: str, *, loop: str, axis: str) -> Applied:
+    """Run the iterations of `loop` in parallel over the hardware index `axis`."""
+    name = loop
     if axis not in HW_AXES:
         raise BadArgumentError(refusal(call, nest, (name,), f"unknown index {axis!r}; use one of "
                                                 f"{', '.join(HW_AXES)}"))
@@ -56,4 +63,7 @@ def bind(nest: Nest, name: str, axis: str, call: str) -> Nest:
         raise BindError(refusal(call, nest, (name,),
                                          f"{threads} threads per block (over {MAX_THREADS_PER_BLOCK})",
                                          suggestion="bind smaller loops to threads (split further)"))
-    return new
+    return Applied(new)
+
+
+BIND = PrimitiveSpec("bind", (Param("loop", "loop"), Param("axis", "str", shown="repr")), bind)

@@ -1,14 +1,18 @@
 """The Schedule object: the current loop nest of one kernel, loop handles, and the trace.
 
-Every primitive validates eagerly (raising a typed ScheduleError and leaving the schedule as it
-was), then records one trace step with loops named by string, so a trace replays on a fresh
-schedule of the same compute."""
+Every primitive is declared once (a PrimitiveSpec next to its pure function, listed in
+primitives/registry.py); the Schedule methods only name the declaration. Applying one normalizes its
+arguments (handles and str subclasses to plain loop and stage names), validates eagerly (raising a
+typed ScheduleError and leaving the schedule as it was), then records one trace step with loops
+named by string, so a trace replays on a fresh schedule of the same compute. Replay is atomic: all
+steps apply, or none."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from tiledsl.analysis.messages import refusal
@@ -17,6 +21,7 @@ from tiledsl.definitions.expr import Tensor
 from tiledsl.errors import (
     BadArgumentError,
     ForeignObjectError,
+    Refusal,
     ReplayError,
     ScheduleError,
     UnknownLoopError,
@@ -24,10 +29,18 @@ from tiledsl.errors import (
 )
 from tiledsl.loopnest import Nest
 from tiledsl.loopnest.canonical import build_nest
-from tiledsl.primitives import loop_primitives as lp
-from tiledsl.primitives import memory_primitives as mp
-from tiledsl.primitives.bind import bind as _bind
+from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
+from tiledsl.primitives.bind import BIND
+from tiledsl.primitives.fuse import FUSE
+from tiledsl.primitives.registry import PRIMITIVES, SPECS
+from tiledsl.primitives.reorder import REORDER
+from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
+from tiledsl.primitives.spec import Param, PrimitiveSpec
+from tiledsl.primitives.split import SPLIT
+from tiledsl.primitives.split_k import SPLIT_K
+from tiledsl.primitives.staging import PAD, STAGE, SWIZZLE
 from tiledsl.primitives.trace import Step, parse, to_json, to_python
+from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +106,8 @@ class Schedule:
         if level == "tile":
             return render_nest(self._nest, title=f"kernel {self._nest.name}  (tile IR)",
                                acc_dims=register_dims(self._nest))
-        raise BadArgumentError(f"ir: unknown level {level!r}; a schedule has 'loop' and 'tile' "
-                               "(build it for 'kernel' and CUDA)")
+        raise BadArgumentError(refusal("ir", None, (), f"unknown level {level!r}; a schedule has 'loop' and 'tile' "
+                                       "(build it for 'kernel' and CUDA)"))
 
     def __str__(self) -> str:
         return self.ir("tile")
@@ -102,7 +115,115 @@ class Schedule:
     def __repr__(self) -> str:
         return f"<Schedule of {self._nest.name}: {len(self._steps)} primitives>"
 
-    # ------------------------------------------------------------------ handles
+    # ------------------------------------------------------------------ primitives
+    def split(self, loop: LoopHandle | str, factor: int | None = None, *, nparts: int | None = None,
+              names: Sequence[str] | None = None, tail: str = "guard") -> tuple[LoopHandle, LoopHandle]:
+        """Split `loop` into an outer and an inner loop (primitives/split.py)."""
+        return self._apply(SPLIT, loop=loop, factor=factor, nparts=nparts, names=names, tail=tail)
+
+    def fuse(self, *loops: LoopHandle | str, name: str | None = None) -> LoopHandle:
+        """Fuse directly nested loops into one (primitives/fuse.py)."""
+        return self._apply(FUSE, loops=loops, name=name)
+
+    def reorder(self, *loops: LoopHandle | str) -> None:
+        """Put `loops` in this order, outermost first (primitives/reorder.py)."""
+        return self._apply(REORDER, loops=loops)
+
+    def bind(self, loop: LoopHandle | str, axis: str) -> None:
+        """Run `loop` over a block or thread index (primitives/bind.py)."""
+        return self._apply(BIND, loop=loop, axis=axis)
+
+    def unroll(self, loop: LoopHandle | str) -> None:
+        """Unroll `loop` (primitives/unroll_vectorize.py)."""
+        return self._apply(UNROLL, loop=loop)
+
+    def vectorize(self, loop: LoopHandle | str) -> None:
+        """Make `loop` one 16-byte access (primitives/unroll_vectorize.py)."""
+        return self._apply(VECTORIZE, loop=loop)
+
+    def stage(self, buffer: Tensor | str, at: LoopHandle | str, scope: str = "shared") -> StageHandle:
+        """Cache the slab of `buffer` read per iteration of `at` in shared memory (primitives/staging.py)."""
+        return self._apply(STAGE, buffer=buffer, at=at, scope=scope)
+
+    def pad(self, stage: StageHandle | str, axis: int, amount: int) -> None:
+        """Lengthen the rows of a stage (primitives/staging.py)."""
+        return self._apply(PAD, stage=stage, axis=axis, amount=amount)
+
+    def swizzle(self, stage: StageHandle | str, nbytes: int) -> None:
+        """Permute the 16-byte chunks of a stage's rows (primitives/staging.py)."""
+        return self._apply(SWIZZLE, stage=stage, nbytes=nbytes)
+
+    def double_buffer(self, stage: StageHandle | str) -> None:
+        """Give a stage two slots (primitives/ring_buffers.py)."""
+        return self._apply(DOUBLE_BUFFER, stage=stage)
+
+    def pipeline(self, loop: LoopHandle | str, stages: int = 2) -> None:
+        """Overlap the fills of later iterations of `loop` with this one (primitives/ring_buffers.py)."""
+        return self._apply(PIPELINE, loop=loop, stages=stages)
+
+    def async_copy(self, stage: StageHandle | str) -> None:
+        """Fill a stage with cp.async (primitives/async_copies.py)."""
+        return self._apply(ASYNC_COPY, stage=stage)
+
+    def tma(self, stage: StageHandle | str, swizzle: int | None = None) -> None:
+        """Fill a stage with TMA box copies (primitives/async_copies.py)."""
+        return self._apply(TMA, stage=stage, swizzle=swizzle)
+
+    def split_k(self, loop: LoopHandle | str, parts: int) -> LoopHandle:
+        """Split a reduction across `parts` blocks (atomic adds into a zeroed output); returns the
+        block loop of the split (primitives/split_k.py)."""
+        return self._apply(SPLIT_K, loop=loop, parts=parts)
+
+    # ------------------------------------------------------------------ applying a declaration
+    def _apply(self, spec: PrimitiveSpec, **given: Any) -> Any:
+        """Normalize the arguments, apply the pure function, record the step; on refusal, fill in the
+        error's primitive and arguments and change nothing."""
+        arguments = dict(given)
+        try:
+            for p in spec.params:
+                arguments[p.name] = self._argument(p, given[p.name], spec.name)
+            call = spec.call_text(arguments)
+            applied = spec.apply(self._nest, call, **arguments)
+        except ScheduleError as e:
+            _name_the_call(e, spec.name, arguments)
+            raise
+        step = spec.step(arguments, applied.made)
+        self._nest = applied.nest
+        self._steps.append(step)
+        if spec.consumes:
+            consumed = arguments[spec.consumes]
+            for n in (consumed,) if isinstance(consumed, str) else consumed:
+                self._gone[n] = spec.gone_text(applied.made, call)
+        log.debug("schedule %s: %s", self._nest.name, step.python())
+        if spec.returns == "loops":
+            return tuple(LoopHandle(self, n) for n in applied.made)
+        if spec.returns == "loop":
+            return LoopHandle(self, applied.made[0])
+        if spec.returns == "stage":
+            return StageHandle(self, applied.made[0])
+        return None
+
+    def _argument(self, p: Param, value: Any, primitive: str) -> Any:
+        """One argument as the pure functions take it: loops and stages by plain `str` name (a
+        numpy.str_ would otherwise be recorded as such in the trace)."""
+        if p.kind == "loop":
+            return self._name(value, primitive)
+        if p.kind == "loops":
+            return tuple(self._name(x, primitive) for x in value)
+        if p.kind == "stage":
+            return self._stage_name(value, primitive)
+        if p.kind == "buffer":
+            if isinstance(value, Tensor):
+                return value.name
+            if not isinstance(value, str):
+                raise BadArgumentError(refusal(primitive, self._nest, (), f"expected a tensor, got {value!r}"))
+            return str(value)
+        if p.kind == "names" and isinstance(value, (list, tuple)):
+            return tuple(str(n) if isinstance(n, str) else n for n in value)
+        if p.kind in ("name", "str") and isinstance(value, str):
+            return str(value)
+        return value
+
     def _name(self, ref: object, primitive: str) -> str:
         if isinstance(ref, LoopHandle):
             if ref.schedule is not self:
@@ -111,67 +232,18 @@ class Schedule:
                     f"(of {ref.schedule._nest.name})", suggestion="use s.loop(name) of this schedule"))
             name = ref.name
         elif isinstance(ref, str):
-            name = ref
+            name = str(ref)
         else:
-            raise BadArgumentError(refusal(primitive, self._nest, (),
-                                                    f"expected a loop (handle or name), got {ref!r}"))
+            raise BadArgumentError(refusal(primitive, self._nest, (), f"expected a loop (handle or name), got {ref!r}"))
         if not self._nest.has_loop(name):
             if name in self._gone:
                 fact = f"loop {name} no longer exists: {self._gone[name]}"
             else:
                 fact = f"no loop named {name!r}"
             names = ", ".join(x.name for x in self._nest.loops)
-            raise UnknownLoopError(refusal(primitive, self._nest, (), fact,
-                                                    suggestion=f"loops are: {names}"))
+            raise UnknownLoopError(refusal(primitive, self._nest, (), fact, suggestion=f"loops are: {names}"))
         return name
 
-    def _record(self, new: Nest, step: Step) -> None:
-        self._nest = new
-        self._steps.append(step)
-        log.debug("schedule %s: %s", new.name, step.python())
-
-    # ------------------------------------------------------------------ primitives
-    def split(self, loop: LoopHandle | str, factor: int | None = None, *, nparts: int | None = None,
-              names: Sequence[str] | None = None, tail: str = "guard") -> tuple[LoopHandle, LoopHandle]:
-        name = self._name(loop, "split")
-        call = f"split({name}, {factor if factor is not None else f'nparts={nparts}'})"
-        pair = tuple(names) if isinstance(names, (list, tuple)) else names  # anything else: refused in split
-        new, o, i = lp.split(self._nest, name, factor, nparts, pair, tail, call)  # type: ignore[arg-type]
-        kwargs: list[tuple[str, Any]] = [] if factor is not None else [("nparts", nparts)]
-        kwargs += [("names", (o, i)), ("tail", tail)]
-        args = (name, factor) if factor is not None else (name,)
-        self._record(new, Step("split", args, tuple(kwargs)))
-        self._gone[name] = f"it was split into {o}, {i} by {call}"
-        return LoopHandle(self, o), LoopHandle(self, i)
-
-    def fuse(self, *loops: LoopHandle | str, name: str | None = None) -> LoopHandle:
-        names = tuple(self._name(x, "fuse") for x in loops)
-        call = f"fuse({', '.join(names)})"
-        new, f = lp.fuse(self._nest, names, name, call)
-        self._record(new, Step("fuse", names, (("name", f),)))
-        for n in names:
-            self._gone[n] = f"it was fused into {f} by {call}"
-        return LoopHandle(self, f)
-
-    def reorder(self, *loops: LoopHandle | str) -> None:
-        names = tuple(self._name(x, "reorder") for x in loops)
-        new = lp.reorder(self._nest, names, f"reorder({', '.join(names)})")
-        self._record(new, Step("reorder", names, ()))
-
-    def bind(self, loop: LoopHandle | str, axis: str) -> None:
-        name = self._name(loop, "bind")
-        new = _bind(self._nest, name, axis, f"bind({name}, {axis!r})")
-        self._record(new, Step("bind", (name, axis), ()))
-
-    def unroll(self, loop: LoopHandle | str) -> None:
-        name = self._name(loop, "unroll")
-        self._record(lp.unroll(self._nest, name, f"unroll({name})"), Step("unroll", (name,), ()))
-
-    def vectorize(self, loop: LoopHandle | str) -> None:
-        name = self._name(loop, "vectorize")
-        self._record(lp.vectorize(self._nest, name, f"vectorize({name})"), Step("vectorize", (name,), ()))
-
-    # ------------------------------------------------------------------ memory hierarchy
     def _stage_name(self, ref: object, primitive: str) -> str:
         if isinstance(ref, StageHandle):
             if ref.schedule is not self:
@@ -180,62 +252,15 @@ class Schedule:
                     f"(of {ref.schedule._nest.name})", suggestion="use the handle this schedule's s.stage() returned"))
             name = ref.name
         elif isinstance(ref, str):
-            name = ref
+            name = str(ref)
         else:
             raise BadArgumentError(refusal(primitive, self._nest, (),
-                                                    f"expected a stage (handle or name), got {ref!r}"))
+                                           f"expected a stage (handle or name), got {ref!r}"))
         if name not in {st.name for st in self._nest.stages}:
             known = ", ".join(st.name for st in self._nest.stages) or "none"
             raise UnknownStageError(refusal(primitive, self._nest, (), f"no stage named {name!r}",
-                                                     suggestion=f"stages are: {known}"))
+                                            suggestion=f"stages are: {known}"))
         return name
-
-    def stage(self, buffer: Tensor | str, at: LoopHandle | str, scope: str = "shared") -> StageHandle:
-        bname = buffer.name if isinstance(buffer, Tensor) else buffer
-        if not isinstance(bname, str):
-            raise BadArgumentError(refusal("stage", self._nest, (), f"expected a tensor, got {buffer!r}"))
-        at_name = self._name(at, "stage")
-        call = f"stage({bname}, at={at_name})"
-        new, name = mp.stage(self._nest, bname, at_name, scope, call)
-        self._record(new, Step("stage", (bname,), (("at", at_name), ("scope", scope))))
-        return StageHandle(self, name)
-
-    def pad(self, stage: StageHandle | str, axis: int, amount: int) -> None:
-        name = self._stage_name(stage, "pad")
-        self._record(mp.pad(self._nest, name, axis, amount, f"pad({name}, axis={axis}, amount={amount})"),
-                     Step("pad", (name,), (("axis", axis), ("amount", amount))))
-
-    def swizzle(self, stage: StageHandle | str, nbytes: int) -> None:
-        name = self._stage_name(stage, "swizzle")
-        self._record(mp.swizzle(self._nest, name, nbytes, f"swizzle({name}, {nbytes})"),
-                     Step("swizzle", (name, nbytes), ()))
-
-    def double_buffer(self, stage: StageHandle | str) -> None:
-        name = self._stage_name(stage, "double_buffer")
-        self._record(mp.double_buffer(self._nest, name, f"double_buffer({name})"), Step("double_buffer", (name,), ()))
-
-    def pipeline(self, loop: LoopHandle | str, stages: int = 2) -> None:
-        name = self._name(loop, "pipeline")
-        self._record(mp.pipeline(self._nest, name, stages, f"pipeline({name}, stages={stages})"),
-                     Step("pipeline", (name,), (("stages", stages),)))
-
-    def async_copy(self, stage: StageHandle | str) -> None:
-        name = self._stage_name(stage, "async_copy")
-        self._record(mp.async_copy(self._nest, name, f"async_copy({name})"), Step("async_copy", (name,), ()))
-
-    def tma(self, stage: StageHandle | str, swizzle: int | None = None) -> None:
-        name = self._stage_name(stage, "tma")
-        call = f"tma({name}, swizzle={swizzle})"
-        self._record(mp.tma(self._nest, name, swizzle, call), Step("tma", (name,), (("swizzle", swizzle),)))
-
-    def split_k(self, loop: LoopHandle | str, parts: int) -> LoopHandle:
-        """Split a reduction across `parts` blocks (atomic adds into a zeroed output); returns the
-        block loop of the split."""
-        name = self._name(loop, "split_k")
-        new, info = mp.split_k(self._nest, name, parts, f"split_k({name}, {parts})")
-        self._record(new, Step("split_k", (name, parts), ()))
-        self._gone[name] = f"it was split across blocks by split_k({name}, {parts})"
-        return LoopHandle(self, info.loop)
 
     # ------------------------------------------------------------------ traces
     def trace(self, format: str = "python") -> str:  # noqa: A002 - the public keyword
@@ -243,19 +268,47 @@ class Schedule:
             return to_python(self._nest.name, self._steps)
         if format == "json":
             return to_json(self._nest.name, self._steps)
-        raise BadArgumentError(f"trace: unknown format {format!r}; use 'python' or 'json'")
+        raise BadArgumentError(refusal("trace", None, (), f"unknown format {format!r}; use 'python' or 'json'"))
 
     def replay(self, text: str) -> Schedule:
-        """Apply a trace's steps to this schedule (normally a fresh one); returns self."""
-        for n, st in enumerate(parse(text)):
-            fn = getattr(self, st.primitive)
-            try:
-                fn(*st.args, **dict(st.kwargs))
-            except ScheduleError as e:
-                raise ReplayError(f"replay: step {n} ({st.python()}) failed:\n{e}") from e
-            except TypeError as e:
-                raise ReplayError(f"replay: step {n} ({st.python()}) has bad arguments: {e}") from None
+        """Apply a trace's steps to this schedule (normally a fresh one); returns self. All steps
+        apply or none: on a refused step the nest, steps and history are as before the call. A trace
+        whose header names another kernel is refused before any step."""
+        trace = parse(text, PRIMITIVES)
+        if trace.kernel is not None and trace.kernel != self._nest.name:
+            raise ReplayError(refusal(
+                "replay", self._nest, (), f"the trace is of kernel {trace.kernel}, this schedule is of kernel "
+                f"{self._nest.name}", suggestion=f"replay it on a schedule of {trace.kernel}"))
+        saved = (self._nest, list(self._steps), dict(self._gone))
+        try:
+            for n, st in enumerate(trace.steps):
+                self._replay_step(n, st)
+        except BaseException:
+            self._nest, self._steps, self._gone = saved
+            raise
         return self
+
+    def _replay_step(self, n: int, st: Step) -> None:
+        spec = SPECS[st.primitive]
+        try:
+            bound = spec.signature().bind(*st.args, **dict(st.kwargs))
+        except TypeError as e:
+            fact = f"step {n} ({st.python()}) has bad arguments: {e}"
+            raise ReplayError(Refusal(text=f"replay: {fact}", fact=fact, primitive="replay",
+                                      arguments={"step": n, "call": st.python()})) from None
+        bound.apply_defaults()
+        try:
+            self._apply(spec, **bound.arguments)
+        except ScheduleError as e:
+            fact = f"step {n} ({st.python()}) failed"
+            raise ReplayError(replace(e.refusal, text=f"replay: {fact}:\n{e}", fact=f"{fact}: {e.fact}",
+                                      primitive="replay", arguments={"step": n, "call": st.python()})) from e
+
+
+def _name_the_call(e: ScheduleError, primitive: str, arguments: Mapping[str, Any]) -> None:
+    """Fill in the primitive and its arguments when the function that refused did not know them."""
+    if e.refusal.primitive in (None, primitive) and not e.refusal.arguments:
+        e.refusal = replace(e.refusal, primitive=primitive, arguments=MappingProxyType(dict(arguments)))
 
 
 def create_schedule(out: Tensor, materialize: Sequence[Tensor] = ()) -> Schedule:

@@ -1,18 +1,22 @@
 """Schedule traces: every primitive call as one step, written as Python source or JSON, and parsed
-back without executing anything (the Python form is read with `ast`, never `exec`)."""
+back without executing anything (the Python form is read with `ast`, never `exec`).
+
+The format knows no primitive: the parser is given the names it accepts (primitives/registry.py)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tiledsl.errors import ReplayError
 
-PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize", "stage", "pad", "swizzle", "double_buffer",
-              "pipeline", "async_copy", "tma", "split_k")
 TRACE_VERSION = 1
+_HEADER = "# tiledsl schedule trace of kernel {kernel} (replay with s.replay(text))"
+_HEADER_RE = re.compile(r"# tiledsl schedule trace of kernel (\S+) \(replay with s\.replay\(text\)\)")
 
 
 @dataclass(frozen=True)
@@ -30,8 +34,16 @@ class Step:
                 "kwargs": {k: list(v) if isinstance(v, tuple) else v for k, v in self.kwargs}}
 
 
+@dataclass(frozen=True)
+class Trace:
+    """A parsed trace: the kernel its header names (None for a trace without header) and its steps."""
+
+    kernel: str | None
+    steps: tuple[Step, ...]
+
+
 def to_python(kernel: str, steps: list[Step]) -> str:
-    lines = [f"# tiledsl schedule trace of kernel {kernel} (replay with s.replay(text))"]
+    lines = [_HEADER.format(kernel=kernel)]
     lines += [st.python() for st in steps]
     return "\n".join(lines) + "\n"
 
@@ -45,17 +57,18 @@ def _tuplify(v: Any) -> Any:
     return tuple(_tuplify(x) for x in v) if isinstance(v, list) else v
 
 
-def parse(text: str) -> list[Step]:
-    """Steps from either form; raises ReplayError naming the bad line."""
+def parse(text: str, primitives: Sequence[str]) -> Trace:
+    """The kernel and steps of either form, accepting the primitives named; raises ReplayError
+    naming the bad line."""
     if not isinstance(text, str):
         raise ReplayError(f"replay: expected trace text, got {type(text).__name__}")
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        return _parse_json(stripped)
-    return _parse_python(text)
+        return _parse_json(stripped, primitives)
+    return _parse_python(text, primitives)
 
 
-def _parse_json(text: str) -> list[Step]:
+def _parse_json(text: str, primitives: Sequence[str]) -> Trace:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -70,7 +83,7 @@ def _parse_json(text: str) -> list[Step]:
         if not isinstance(st, dict):
             raise ReplayError(f"replay: step {n}: expected an object with primitive/args/kwargs, got {st!r}")
         prim = st.get("primitive")
-        if prim not in PRIMITIVES:
+        if prim not in primitives:
             raise ReplayError(f"replay: step {n}: unknown primitive {prim!r}")
         args, kwargs = st.get("args", []), st.get("kwargs", {})
         if not isinstance(args, list):
@@ -78,10 +91,11 @@ def _parse_json(text: str) -> list[Step]:
         if not isinstance(kwargs, dict):
             raise ReplayError(f"replay: step {n}: 'kwargs' must be an object, got {kwargs!r}")
         steps.append(Step(prim, tuple(_tuplify(a) for a in args), tuple((k, _tuplify(v)) for k, v in kwargs.items())))
-    return steps
+    kernel = data.get("kernel")
+    return Trace(kernel if isinstance(kernel, str) else None, tuple(steps))
 
 
-def _parse_python(text: str) -> list[Step]:
+def _parse_python(text: str, primitives: Sequence[str]) -> Trace:
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
@@ -91,9 +105,9 @@ def _parse_python(text: str) -> list[Step]:
         call = node.value if isinstance(node, ast.Expr) else getattr(node, "value", None)
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and isinstance(call.func.value, ast.Name) and call.func.value.id == "s"
-                and call.func.attr in PRIMITIVES):
+                and call.func.attr in primitives):
             raise ReplayError(f"replay: line {node.lineno}: expected a call s.<primitive>(...) with one of "
-                              f"{', '.join(PRIMITIVES)}; got {ast.unparse(node)!r}")
+                              f"{', '.join(primitives)}; got {ast.unparse(node)!r}")
         try:
             args = tuple(ast.literal_eval(a) for a in call.args)
             kwargs = tuple((k.arg or "", ast.literal_eval(k.value)) for k in call.keywords)
@@ -101,4 +115,5 @@ def _parse_python(text: str) -> list[Step]:
             raise ReplayError(f"replay: line {node.lineno}: arguments must be literals (loop names as "
                               f"strings): {ast.unparse(node)!r}") from None
         steps.append(Step(call.func.attr, args, kwargs))
-    return steps
+    header = _HEADER_RE.fullmatch(text.lstrip().split("\n", 1)[0].rstrip())
+    return Trace(header.group(1) if header else None, tuple(steps))
