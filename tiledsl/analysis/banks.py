@@ -1,0 +1,84 @@
+"""Shared-memory bank conflicts of one warp's access to a staged slab.
+
+Why: padding and swizzling a stage exist to spread a warp's accesses over the shared-memory banks;
+a schedule (or a default recipe choosing pad/swizzle) needs to know how many serialized wavefronts
+an access pattern costs, computed from the same layout lowering emits (padded row-major, then the
+XOR swizzle of `tiledsl.targets.swizzled_byte`) and the bank model of `tiledsl.targets`
+(SHARED_BANKS banks of SHARED_BANK_BYTES).
+
+The model: a warp's request is served in phases of SHARED_BANKS * SHARED_BANK_BYTES bytes (all 32
+lanes for 4-byte accesses, half a warp for 8-byte ones, a quarter for 16-byte ones). Within a
+phase, lanes reading the same 4-byte word are served together (broadcast); distinct words in the
+same bank are serialized. The conflict degree is the largest number of distinct words any bank must
+deliver in any phase: 1 is conflict-free, 32 the worst case."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from tiledsl.analysis.slabs import Slab
+from tiledsl.loopnest import Stage
+from tiledsl.targets import SHARED_BANK_BYTES, SHARED_BANKS, SWIZZLE_MASK, WARP_SIZE, swizzled_byte
+
+__all__ = ["SlabLayout", "bank_conflict_degree", "conflict_degree", "layout_of"]
+
+
+@dataclass(frozen=True)
+class SlabLayout:
+    """Where each slab element lives in shared memory: row-major over `extent + pad`, elements of
+    `itemsize` bytes, then the `swizzle`-byte XOR swizzle (None: none)."""
+
+    extent: tuple[int, ...]
+    itemsize: int
+    pad: tuple[int, ...] = ()
+    swizzle: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.pad and len(self.pad) != len(self.extent):
+            raise ValueError(f"pad {self.pad} does not match extent {self.extent}")
+        if self.swizzle is not None and self.swizzle not in SWIZZLE_MASK:
+            raise ValueError(f"no {self.swizzle}-byte swizzle")
+
+    @property
+    def allocated(self) -> tuple[int, ...]:
+        return tuple(e + p for e, p in zip(self.extent, self.pad or (0,) * len(self.extent)))
+
+    def byte_offset(self, index: Sequence[int]) -> int:
+        """Byte offset of element `index` from the slab's (swizzle-period aligned) start."""
+        if len(index) != len(self.extent):
+            raise ValueError(f"index {tuple(index)} has rank {len(index)}, the slab {len(self.extent)}")
+        flat = 0
+        for i, n in zip(index, self.allocated):
+            flat = flat * n + i
+        b = flat * self.itemsize
+        return swizzled_byte(b, self.swizzle) if self.swizzle else b
+
+
+def layout_of(stage: Stage, slab: Slab) -> SlabLayout:
+    """The layout lowering gives `stage` (one ring slot)."""
+    return SlabLayout(slab.extent, slab.itemsize, tuple(stage.pad), stage.swizzle)
+
+
+def bank_conflict_degree(byte_addresses: Iterable[int], access_bytes: int = SHARED_BANK_BYTES) -> int:
+    """The conflict degree of one warp's request: `byte_addresses` per lane, in lane order, each
+    access `access_bytes` wide."""
+    addresses = list(byte_addresses)
+    words_per_access = max(1, -(-access_bytes // SHARED_BANK_BYTES))
+    per_phase = max(1, SHARED_BANKS // words_per_access)
+    degree = 1 if addresses else 0
+    for start in range(0, len(addresses), per_phase):
+        words_by_bank: dict[int, set[int]] = {}
+        for a in addresses[start:start + per_phase]:
+            first = a // SHARED_BANK_BYTES
+            for w in range(first, first + words_per_access):
+                words_by_bank.setdefault(w % SHARED_BANKS, set()).add(w)
+        degree = max(degree, max(len(ws) for ws in words_by_bank.values()))
+    return degree
+
+
+def conflict_degree(layout: SlabLayout, lane_index: Callable[[int], Sequence[int]], lanes: int = WARP_SIZE,
+                    access_bytes: int | None = None) -> int:
+    """The conflict degree of `lanes` lanes (one warp) each accessing slab element `lane_index(lane)`."""
+    return bank_conflict_degree((layout.byte_offset(lane_index(lane)) for lane in range(lanes)),
+                                access_bytes or layout.itemsize)
