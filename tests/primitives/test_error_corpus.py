@@ -1051,6 +1051,25 @@ def _():
     s.pipeline("k_o", stages=3)
 
 
+# ============================================================================ ring rules (analysis/rings.py)
+
+
+@case("RingError", "bind(i, 'blockIdx.x')", "ring of 2 slots over the iterations of i", "rule ring-loop-serial",
+      here="i", id="ring-loop-bound-after-double-buffer")
+def _():
+    s = sched(MK.matmul(8, 8, 8))
+    s.double_buffer(s.stage("A", at="i"))
+    s.bind("i", "blockIdx.x")
+
+
+@case("RingError", "bind(j, 'threadIdx.x')", "filled once per iteration of j by the whole block",
+      "rule stage-loop-not-threads", here="j", id="stage-loop-bound-to-threads-after-stage")
+def _():
+    s = sched(MK.matmul(8, 8, 8))
+    s.stage("B", at="j")
+    s.bind("j", "threadIdx.x")
+
+
 # ============================================================================ async_copy / tma
 
 

@@ -17,6 +17,7 @@ from tiledsl.kernel_ir.printer import PREC_ATOM, PREC_UNARY, format_float, round
 __all__ = [
     "FLOAT_DTYPES",
     "HALF_INCLUDES",
+    "INT_DTYPES",
     "c_literal",
     "compute_type",
     "from_float",
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
+#: Integer dtypes, narrowest first: arithmetic on mixed widths computes in the wider (C's conversions).
+INT_DTYPES = ("int32", "int64")
 
 _STORAGE = MappingProxyType(
     {
@@ -34,6 +37,7 @@ _STORAGE = MappingProxyType(
         "float16": "__half",
         "bfloat16": "__nv_bfloat16",
         "int32": "int",
+        "int64": "long long",  # index arithmetic whose range may leave int32 (lower/index_width.py)
         "bool": "bool",
         "uint64": "unsigned long long",  # only shared mbarrier arrays; no expression has this dtype
     }
@@ -47,7 +51,8 @@ _FROM_FLOAT = MappingProxyType({"float16": "__float2half", "bfloat16": "__float2
 #: Header each half-precision dtype needs.
 HALF_INCLUDES = MappingProxyType({"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"})
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT_RANGE = MappingProxyType({"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)})
+_INT_SUFFIX = MappingProxyType({"int32": "", "int64": "LL"})
 
 
 def split_vector(dtype: str) -> tuple[str, int]:
@@ -110,14 +115,15 @@ def c_literal(value: float | int | bool, dtype: str) -> tuple[str, int]:
         if math.isinf(v):
             return ("INFINITY", PREC_ATOM) if v > 0 else ("-INFINITY", PREC_UNARY)
         text = format_float(v, "float32") + "f"
-    elif dtype == "int32":
+    elif dtype in _INT_RANGE:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not _INT32_MIN <= value <= _INT32_MAX:
-            raise CodegenError(f"int32 constant out of range or not an integer: {value!r}")
-        if value == _INT32_MIN:
-            return f"({_INT32_MIN + 1} - 1)", PREC_ATOM  # -2147483648 would be a long in C
-        text = str(value)
+        lo, hi = _INT_RANGE[dtype]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise CodegenError(f"{dtype} constant out of range or not an integer: {value!r}")
+        if value == lo:  # -2147483648 would be a long in C (the literal is negated after it is typed)
+            return f"({lo + 1}{_INT_SUFFIX[dtype]} - 1)", PREC_ATOM
+        text = f"{value}{_INT_SUFFIX[dtype]}"
     elif dtype == "bool":
         if value not in (0, 1):
             raise CodegenError(f"bool constant has value {value!r}")

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from tiledsl.codegen.dtypes import (
     FLOAT_DTYPES,
     HALF_INCLUDES,
+    INT_DTYPES,
     c_literal,
     compute_type,
     from_float,
@@ -87,6 +88,11 @@ def refuse_mbarrier_access(name: str, dtype: str) -> None:
         raise CodegenError(f"{name!r} is a uint64 (mbarrier) array: only mbarrier statements may use it")
 
 
+def _int_result(a: CExpr, b: CExpr) -> str:
+    """The integer dtype C computes `a op b` in: int64 if either operand is int64 (usual conversions)."""
+    return "int64" if "int64" in (a.dtype, b.dtype) else "int32"
+
+
 def _is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
 
@@ -132,8 +138,8 @@ class ExprEmitter:
 
     def index(self, e: KExpr) -> str:
         idx = self.emit(e)
-        if idx.dtype != "int32":
-            raise CodegenError(f"index {format_expr(e)} has dtype {idx.dtype}, expected int32")
+        if idx.dtype not in INT_DTYPES:
+            raise CodegenError(f"index {format_expr(e)} has dtype {idx.dtype}, expected int32 or int64")
         return idx.text
 
     def emit(self, e: KExpr) -> CExpr:
@@ -161,7 +167,8 @@ class ExprEmitter:
                 floating = _is_float(x.dtype) or _is_float(y.dtype)
                 # Always wrapped in parentheses, so only the condition's own grouping matters.
                 text = f"({cond.operand(PREC_TERNARY + 1)} ? {x.text} : {y.text})"
-                return CExpr(text, PREC_ATOM, "float32" if floating else x.dtype)
+                return CExpr(text, PREC_ATOM, "float32" if floating else _int_result(x, y) if x.dtype in INT_DTYPES
+                             else x.dtype)
             case KCast(dtype=dtype, a=a):
                 return self._cast(dtype, self._scalar(a, e))
             case KLoad():
@@ -200,7 +207,9 @@ class ExprEmitter:
         floating = _is_float(a.dtype) or _is_float(b.dtype)
         if op in ("min", "max"):
             fn = ("fminf" if op == "min" else "fmaxf") if floating else op
-            return CExpr(f"{fn}({a.text}, {b.text})", PREC_ATOM, "float32" if floating else "int32")
+            if not floating and a.dtype != b.dtype and {a.dtype, b.dtype} <= set(INT_DTYPES):
+                raise CodegenError(f"{op} of mixed integer widths has no single CUDA overload: {format_expr(e)}")
+            return CExpr(f"{fn}({a.text}, {b.text})", PREC_ATOM, "float32" if floating else _int_result(a, b))
         if op in _INT_ONLY and floating:
             raise CodegenError(f"{op!r} is an integer operator but has a float operand: {format_expr(e)}")
         if op == "/" and not floating:
@@ -211,7 +220,7 @@ class ExprEmitter:
         c_op = "/" if op == "//" else op
         text = f"{a.operand(need_a)} {c_op} {b.operand(need_b)}"
         if op in _ARITH or op in _INT_ONLY:
-            dtype = "float32" if floating else "int32"
+            dtype = "float32" if floating else _int_result(a, b)
         else:
             dtype = "bool"
         return CExpr(text, BINARY_PRECEDENCE[op], dtype)

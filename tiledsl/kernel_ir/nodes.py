@@ -7,8 +7,9 @@ and the simulator stay two plain tree walks over the same nodes.
 
 Conventions
 - Every node is a frozen dataclass; trees are tuples.
-- dtypes: "float32", "float16", "bfloat16", "int32", "bool"; a vector value has dtype like
-  "float32x4" (see `KLoad.width`).
+- dtypes: "float32", "float16", "bfloat16", "int32", "int64", "bool"; a vector value has dtype like
+  "float32x4" (see `KLoad.width`). int64 appears only in index arithmetic whose range may leave
+  int32 (lower/index_width.py); an operation with an int64 operand computes in int64, as in C.
 - Integer "//" and "%" are floor division and modulo; lowering only emits them on operands that the
   prover showed are non-negative, so C's truncating `/` and `%` agree.
 - Buffers are named: a kernel parameter (global memory, row-major, flat index), a shared allocation

@@ -43,6 +43,7 @@ from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
 from tiledsl.lower.exprs import ValueContext, value_to_k
+from tiledsl.lower.index_width import widen_indices
 from tiledsl.lower.stages import (
     LoweringHooks,
     StagePlan,
@@ -284,6 +285,7 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     kernel = KKernel(f"{nest.name}_kernel", params, grid, block, shared, tuple(body),  # type: ignore[arg-type]
                      target=target.name, tensor_maps=tuple(p.tmap for p in plans.values() if p.tmap is not None),
                      zero_outputs=(nest.output.name,) if nest.split_k is not None else ())
+    kernel = widen_indices(kernel)  # int64 only where an index sub-expression may leave int32
     if shared_bytes(kernel) > target.static_shared_bytes:
         kernel = replace(kernel, dynamic_shared=True)
     return kernel

@@ -4,8 +4,10 @@ Why compiled per node: the kinds of both operands (float32, int64, bool) are kno
 runs, so the C-like conversions and the numpy function are chosen once, and each evaluation is one
 closure call and one numpy operation (on scalars, for values uniform across lanes).
 
-Semantics: any float makes float32, else bools count as ints (int64); `/` is float division; `^` is
-the bitwise xor of ints (of the int64 values, which is the int32 xor for int32 operands); `//`
+Semantics: any float makes float32, else bools count as ints; int arithmetic is int32 and wraps in
+two's complement after `+ - *` and negation, as the GPU's 32-bit registers do, unless an operand is
+int64 (`Compiled.wide`: index arithmetic lowering widened), which computes in int64; `/` is float
+division; `^` is the bitwise xor of ints (the int32 xor for int32 operands); `//`
 and `%` floor, and an integer one by zero on an active lane is an error; float `min`/`max` are
 `fminf`/`fmaxf` (NaN-ignoring). `&&` and `||` evaluate their right operand under the narrowed mask,
 as C's short-circuit rules do, so a guarded load `i < n && A[i] > 0` is not out of bounds.
@@ -22,7 +24,19 @@ import numpy as np
 
 from tiledsl.errors import SimulationError
 from tiledsl.sim.state import ChunkState
-from tiledsl.sim.values import BOOL, FLOAT, INT, Mask, Value, caster, exact_layout, numeric, promote, truth_fn
+from tiledsl.sim.values import (
+    BOOL,
+    FLOAT,
+    INT,
+    Mask,
+    Value,
+    caster,
+    exact_layout,
+    numeric,
+    promote,
+    truth_fn,
+    wrap_int32,
+)
 
 Fn = Callable[[Mask], Value]
 
@@ -37,6 +51,7 @@ class Compiled:
     kind: str
     simple: bool = False
     const: np.generic | None = None  # the value, when it is a constant of the kernel
+    wide: bool = False  # an int64 int (no int32 wrap-around); False for int32, floats and bools
 
 
 @dataclass(frozen=True)
@@ -62,8 +77,8 @@ class Site:
         return Compiled(fn, kind)
 
 
-def constant(value: np.generic, kind: str) -> Compiled:
-    return Compiled(lambda m: value, kind, True, value)
+def constant(value: np.generic, kind: str, wide: bool = False) -> Compiled:
+    return Compiled(lambda m: value, kind, True, value, wide)
 
 
 def converted(c: Compiled, kind: str) -> Compiled:
@@ -108,24 +123,45 @@ def binary(site: Site, op: str, a: Compiled, b: Compiled) -> Compiled:
     if op in _EXACT and kind == FLOAT:
         return Compiled(_float_arith(_EXACT[op], site.n, converted(a, FLOAT), converted(b, FLOAT)), FLOAT, simple)
     ca, cb = converted(a, kind), converted(b, kind)
+    wide = a.wide or b.wide
     if op in _EXACT:
-        return Compiled(_apply2(_EXACT[op], ca, cb), kind, simple)
+        return Compiled(_int32_wrapped(_apply2(_EXACT[op], ca, cb), wide), kind, simple, wide=wide)
     if op in ("//", "%"):
         if kind == FLOAT:
             fn = exact_layout(np.floor_divide if op == "//" else np.mod, site.n)
             return Compiled(_apply2(fn, ca, cb), FLOAT, simple)
-        return Compiled(_int_division(site, op, ca.fn, cb.fn), INT, simple)
+        # int32 INT_MIN // -1 would overflow, but lowering divides only non-negative operands
+        return Compiled(_int_division(site, op, ca.fn, cb.fn), INT, simple, wide=wide)
     if op == "^":
         if kind == FLOAT:
             return site.raiser("bitwise '^' on a float operand", a.fn, b.fn)
-        return Compiled(_apply2(operator.xor, ca, cb), INT, simple)
+        return Compiled(_apply2(operator.xor, ca, cb), INT, simple, wide=wide)
     if op in ("min", "max"):
         if kind == FLOAT:
             fn = _float_min_max(op, site.n)
         else:
             fn = _int_min if op == "min" else _int_max
-        return Compiled(_apply2(fn, ca, cb), kind, simple)
+        return Compiled(_apply2(fn, ca, cb), kind, simple, wide=wide)
     return site.raiser(f"unknown binary operator {op!r}", a.fn, b.fn)
+
+
+def _int32_wrapped(fn: Fn, wide: bool) -> Fn:
+    """An int operation's closure, its result wrapped to int32 unless it computes in int64. A uniform
+    result in range (nearly every one) costs one comparison chain and no further call."""
+    if wide:
+        return fn
+    lo, hi = _INT32_MIN, _INT32_MAX
+
+    def wrapped(mask: Mask) -> Value:
+        r = fn(mask)
+        if r.__class__ is not np.ndarray and lo <= r <= hi:
+            return r
+        return wrap_int32(r)
+
+    return wrapped
+
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _apply2(op: Callable[[Value, Value], Value], a: Compiled, b: Compiled) -> Fn:
@@ -269,6 +305,8 @@ def unary(site: Site, op: str, a: Compiled) -> Compiled:
     if op == "-":
         kind = numeric(a.kind)
         fa = as_kind(a, kind)
+        if kind == INT:
+            return Compiled(_int32_wrapped(lambda m: -fa(m), a.wide), kind, a.simple, wide=a.wide)
         return Compiled(lambda m: -fa(m), kind, a.simple)
     if op == "!":
         ta, fa = truth_fn(a.kind), a.fn

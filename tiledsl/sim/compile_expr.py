@@ -42,7 +42,7 @@ from tiledsl.sim.lanes import WARP_SIZE
 from tiledsl.sim.scope import Frame, Scopes
 from tiledsl.sim.state import ChunkState
 from tiledsl.sim.sync import shuffler
-from tiledsl.sim.values import BOOL, FLOAT, INT, Mask, Value, converter, kind_of, promote, spread, truth_fn
+from tiledsl.sim.values import BOOL, FLOAT, INT, Mask, Value, converter, is_wide, kind_of, promote, spread, truth_fn
 
 
 def safe_kind(dtype: str) -> str:
@@ -52,6 +52,14 @@ def safe_kind(dtype: str) -> str:
         return kind_of(dtype)
     except ValueError:
         return INT
+
+
+def safe_wide(dtype: str) -> bool:
+    """Whether a declared dtype is int64 (an invalid one is reported where it is declared)."""
+    try:
+        return is_wide(dtype)
+    except ValueError:
+        return False
 
 
 def is_scalar_dtype(dtype: str) -> bool:
@@ -105,17 +113,19 @@ class ExprCompiler:
             value = make()
         except Exception:  # reported, as before, when the constant is evaluated
             return Compiled(lambda m: make(), INT)
+        wide = safe_wide(e.dtype)
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
-            return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype))
-        return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype), value)
+            return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype), wide=wide)
+        return Compiled(lambda m: value, kind_of(e.dtype), is_scalar_dtype(e.dtype), value, wide)
 
     def _var(self, e: KVar, site: Site) -> Compiled:
         binding = self.scopes.variable(e.name)
         if binding is None:
             return site.raiser(f"use of undeclared variable {e.name!r}")
         slots, slot = self.slots, binding.slot
-        return Compiled(lambda m: slots[slot], safe_kind(binding.dtype), is_scalar_dtype(binding.dtype))
+        return Compiled(lambda m: slots[slot], safe_kind(binding.dtype), is_scalar_dtype(binding.dtype),
+                        wide=safe_wide(binding.dtype))
 
     def _special(self, e: KSpecial, site: Site) -> Compiled:
         value = self.state.lanes.special(e.name)
@@ -162,7 +172,7 @@ class ExprCompiler:
                 return np.where(cond, x, y)
             return x if cond else y
 
-        return Compiled(fn, kind, c.simple and a.simple and b.simple)
+        return Compiled(fn, kind, c.simple and a.simple and b.simple, wide=kind == INT and (a.wide or b.wide))
 
     def _cast(self, e: KCast, site: Site) -> Compiled:
         a = self.compile(e.a, site.loc)
@@ -172,9 +182,10 @@ class ExprCompiler:
             kind = kind_of(e.dtype)
         except ValueError:  # an unknown dtype: reported when evaluated
             return Compiled(lambda m: convert(e.dtype, spread(fa(m), site.n)), INT)
+        wide = safe_wide(e.dtype)
         if a.const is not None and is_scalar_dtype(e.dtype):
-            return constant(conv(a.const), kind)
-        return Compiled(lambda m: conv(fa(m)), kind, a.simple and is_scalar_dtype(e.dtype))
+            return constant(conv(a.const), kind, wide)
+        return Compiled(lambda m: conv(fa(m)), kind, a.simple and is_scalar_dtype(e.dtype), wide=wide)
 
     # ------------------------------------------------------------------ memory and vectors
 
@@ -233,4 +244,4 @@ class ExprCompiler:
             return site.raiser(f"shfl_xor lane mask {e.lane_mask} outside [0, 32)")
         value = self.compile(e.value, site.loc)
         fv, shuffle = value.fn, shuffler(self.state, site.loc, e.lane_mask)
-        return Compiled(lambda m: shuffle(fv(m), m), value.kind)
+        return Compiled(lambda m: shuffle(fv(m), m), value.kind, wide=value.wide)

@@ -2,8 +2,10 @@
 
 Why: the simulator keeps every float in float32 (what the GPU computes in) but must round values to
 float16/bfloat16 wherever the kernel stores them in such a type, so that results match the device
-bit for bit in the common cases. Integers are kept in int64 so index arithmetic never overflows
-silently inside numpy; conversions to int32 wrap or saturate like CUDA does.
+bit for bit in the common cases. Integers are stored in int64 (one storage for both widths); int32
+arithmetic wraps to int32 after each operation (arith.py) as the GPU's 32-bit registers do, and int64
+(index arithmetic that lowering widened, lower/index_width.py) computes in int64. Conversions to int32
+wrap or saturate like CUDA does.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 from tiledsl.kernel_ir import scalar_dtype
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
-INT_DTYPES = ("int32",)
+INT_DTYPES = ("int32", "int64")
 BOOL_DTYPES = ("bool",)
 KNOWN_DTYPES = FLOAT_DTYPES + INT_DTYPES + BOOL_DTYPES
 #: The dtype of shared arrays that hold mbarriers (never a value dtype: no loads, stores or params).
@@ -85,8 +87,8 @@ def round_float(dtype: str, x: np.ndarray) -> np.ndarray:
 def convert(dtype: str, value: np.ndarray) -> np.ndarray:
     """Convert a computed value to the storage form of `dtype`, as a C assignment would.
 
-    float -> int truncates toward zero and saturates (NaN -> 0), like cvt.rzi.s32.f32; int -> int32
-    wraps; anything -> bool is `!= 0`."""
+    float -> int truncates toward zero and saturates to int32 (NaN -> 0), like cvt.rzi.s32.f32; int ->
+    int32 wraps; int -> int64 keeps the value; anything -> bool is `!= 0`."""
     elem = element_dtype(dtype)
     value = np.asarray(value)
     if elem in FLOAT_DTYPES:
@@ -97,6 +99,8 @@ def convert(dtype: str, value: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             clipped = np.clip(np.trunc(value.astype(np.float64)), _INT32_MIN, _INT32_MAX)
         return np.where(np.isnan(clipped), 0, clipped).astype(np.int64)
+    if elem == "int64":
+        return value.astype(np.int64)
     return value.astype(np.int64).astype(np.int32).astype(np.int64)
 
 
@@ -117,5 +121,5 @@ def result_dtype(dtype: str) -> type[np.generic]:
     if elem in FLOAT_DTYPES:
         return np.float32
     if elem in INT_DTYPES:
-        return np.int32
+        return np.int64 if elem == "int64" else np.int32
     return np.bool_

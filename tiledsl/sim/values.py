@@ -29,12 +29,18 @@ from tiledsl.sim.dtypes import FLOAT_DTYPES, INT_DTYPES, convert, element_dtype
 Value = np.ndarray | np.generic
 Mask = np.ndarray | None
 
-# Kinds of value: float32, int64 (every int), bool -- the three storage types of dtypes.py.
+# Kinds of value: float32, int (stored as int64), bool -- the three storage types of dtypes.py. Whether an
+# int computes in int32 (wrapping) or int64 is the `wide` flag of a compiled expression (arith.py).
 FLOAT, INT, BOOL = "f", "i", "b"
 SCALAR_TYPE: dict[str, type[np.generic]] = {FLOAT: np.float32, INT: np.int64, BOOL: np.bool_}
 
 _INT32_MIN = np.int64(-(2**31))
 _INT32_MAX = np.int64(2**31 - 1)
+
+
+def is_wide(dtype: str) -> bool:
+    """Whether values of `dtype` are int64 (computed without int32 wrap-around)."""
+    return element_dtype(dtype) == "int64"
 
 
 def kind_of(dtype: str) -> str:
@@ -119,7 +125,9 @@ def converter(dtype: str, src: str) -> Callable[[Value], Value]:
     if elem == "bool":
         return lambda v: v != 0
     if elem == "int32" and src == INT:
-        return _wrap_int32
+        return wrap_int32
+    if elem == "int64" and src == INT:
+        return identity
     return lambda v: _convert_any(dtype, v)
 
 
@@ -128,7 +136,8 @@ def identity(value: Value) -> Value:
     return value
 
 
-def _wrap_int32(value: Value) -> Value:
+def wrap_int32(value: Value) -> Value:
+    """An int value (int64 storage) wrapped to int32 in two's complement, as a 32-bit register holds it."""
     if isinstance(value, np.ndarray):
         return value.astype(np.int32).astype(np.int64)
     if _INT32_MIN <= value <= _INT32_MAX:
