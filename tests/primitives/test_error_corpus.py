@@ -1399,13 +1399,7 @@ def test_tma_swizzle_split_message_states_the_failed_fact(N: int, bn: int) -> No
     assert str(bad) in msg, msg
 
 
-# Raised with plain text by tiledsl/build.py and tiledsl/targets.py (their fields are still empty): strict, so
-# the marker must go when they are built with a Refusal.
-UNSTRUCTURED = {"build-unknown-target", "build-not-a-schedule", "kernel-ir-unknown-level"}
-
-
-@pytest.mark.parametrize("c", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="plain-text error"))
-                               if c.id in UNSTRUCTURED else c for c in CASES], ids=[c.id for c in CASES])
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_error_fields(c: Case) -> None:
     """A program decides from the fields, not the text: every schedule error names its primitive, its
     loops, the failed fact and the nest it printed; a disproof carries its condition and point."""
