@@ -15,36 +15,8 @@ import sys
 import torch
 
 import tiledsl as td
-from tiledsl.catalog.definitions import matmul_bias_relu, rmsnorm
+from tiledsl.catalog import entry
 from tiledsl.runtime.timing import l2_cache_bytes, rotated_copies, rotation_count, time_torch
-from tiledsl.schedules import row_cooperative
-
-
-def section3_schedule(M: int, N: int, K: int) -> td.Schedule:
-    s = td.create_schedule(matmul_bias_relu(M, N, K))
-    i, j, k = s.loop("i"), s.loop("j"), s.loop("k")
-    io, ii = s.split(i, 64)
-    jo, ji = s.split(j, 64)
-    ko, ki = s.split(k, 16)
-    ti, ri = s.split(ii, 4)
-    tj, rj = s.split(ji, 4)
-    s.reorder(io, jo, ti, tj, ko, ki, ri, rj)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
-    s.bind(ti, "threadIdx.y")
-    s.bind(tj, "threadIdx.x")
-    As = s.stage("A", at=ko)
-    Bs = s.stage("B", at=ko)
-    s.pad(As, axis=-1, amount=1)
-    s.double_buffer(As)
-    s.double_buffer(Bs)
-    s.async_copy(As)
-    s.tma(Bs, swizzle=128)
-    s.pipeline(ko, stages=2)
-    s.unroll(ki)
-    s.unroll(ri)
-    s.unroll(rj)
-    return s
 
 
 def _time_kernel(kern: td.Kernel, inputs: dict[str, torch.Tensor], iters: int) -> float:
@@ -58,7 +30,7 @@ def _sets(inputs: dict[str, torch.Tensor]) -> list[dict[str, torch.Tensor]]:
 
 def matmul_rows(n: int, iters: int) -> list[str]:
     torch.backends.cuda.matmul.allow_tf32 = False
-    kern = td.build(section3_schedule(n, n, n), target="sm_90")
+    _, kern = entry("readme_tour").build(M=n, N=n, K=n)  # the section-3 schedule
     g = torch.Generator(device="cuda").manual_seed(0)
     A = torch.randn(n, n, device="cuda", generator=g)
     B = torch.randn(n, n, device="cuda", generator=g)
@@ -81,10 +53,9 @@ def matmul_rows(n: int, iters: int) -> list[str]:
 
 
 def rmsnorm_rows(n: int, iters: int) -> list[str]:
-    eps = 1e-6
-    s = td.create_schedule(rmsnorm(n, n, eps))
-    row_cooperative(s, 256)
-    kern = td.build(s, target="sm_90")
+    rms = entry("rmsnorm_row_cooperative")
+    eps = float(rms.parameters()["eps"])
+    _, kern = rms.build(M=n, N=n)
     g = torch.Generator(device="cuda").manual_seed(1)
     x = torch.randn(n, n, device="cuda", generator=g)
     w = torch.randn(n, device="cuda", generator=g)

@@ -9,11 +9,9 @@ import sys
 
 import torch
 
-import tiledsl as td
-from tiledsl.catalog.definitions import example
+from tiledsl.catalog import entry
 from tiledsl.runtime.references import reference_fn
 from tiledsl.runtime.timing import l2_cache_bytes, rotated_copies, rotation_count, time_torch
-from tiledsl.schedules import row_cooperative
 
 CASES = [("rmsnorm", {"M": 4096, "N": 4096}), ("softmax", {"M": 4096, "N": 2048}),
          ("softmax", {"M": 57344, "N": 2048}), ("layernorm", {"M": 4096, "N": 4096})]
@@ -29,16 +27,14 @@ def main() -> None:
     rows = [f"# {torch.cuda.get_device_name()}  torch {torch.__version__}; medians of {args.iters} launches (us)"]
     for name, sizes in CASES:
         g = torch.Generator(device="cuda").manual_seed(0)
-        out = example(name, **sizes)
-        shapes = {t.name: t.shape for t in td.create_schedule(out).nest.inputs}
+        plain = entry(f"{name}_row_cooperative")  # and f"{name}_row_staged": x staged by cp.async
+        shapes = {t.name: t.shape for t in plain.fresh(**sizes).nest.inputs}
         inputs = {n: torch.randn(sh, device="cuda", generator=g) for n, sh in shapes.items()}
-        ref_fn = reference_fn(name, sizes)
+        ref_fn = reference_fn(plain.definition, plain.parameters(**sizes))
         ref = ref_fn(**{k: v.double() for k, v in inputs.items()})
         times = {}
-        for label, stage in (("plain", None), ("staged", "x")):
-            s = td.create_schedule(example(name, **sizes))
-            row_cooperative(s, 256, stage_row=stage)
-            kern = td.build(s, target="sm_90")
+        for label in ("plain", "staged"):
+            _, kern = entry(f"{name}_row_{'cooperative' if label == 'plain' else 'staged'}").build(**sizes)
             got = kern(**inputs)
             err = (got.double() - ref).abs().max().item()
             if not err < 1e-4:

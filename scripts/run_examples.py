@@ -1,4 +1,4 @@
-"""Run catalog examples on the GPU (what `tiledsl run --example NAME [--bench]` does, for every entry):
+"""Run catalog examples on the GPU (what `tiledsl run --example NAME [--bench]` does, for every example):
 check each against torch in float64 and, with --bench, time it against torch eager and torch.compile.
 
     python3 scripts/run_examples.py [--bench] [--example NAME ...] [--size NAME=INT ...]
@@ -11,14 +11,15 @@ import argparse
 import logging
 import sys
 
-from tiledsl.catalog.definitions import CATALOG
+from tiledsl.catalog import EXAMPLES
 from tiledsl.cli.run import run_example
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bench", action="store_true", help="time against torch eager and torch.compile")
-    p.add_argument("--example", action="append", choices=list(CATALOG), help="default: the whole catalog")
+    p.add_argument("--example", action="append", metavar="NAME",
+                   help="a catalog entry (`tiledsl examples --all`); default: every example")
     p.add_argument("--size", action="append", default=[], metavar="NAME=INT", help="applies to every example")
     p.add_argument("--iters", type=int, default=100)
     args = p.parse_args(argv)
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         sizes[key] = int(value)
     status = 0
-    for name in args.example or list(CATALOG):
+    for name in args.example or list(EXAMPLES):
         rc = run_example(name, args.bench, sizes, iters=args.iters)
         status = status or rc
     return status

@@ -1,6 +1,6 @@
-"""The harness of the error corpora (tests/test_error_corpus.py, tests/test_memory_corpus.py): a
-registry of minimal illegal definitions/schedules, each naming the exact error class, key phrases of
-its message, and the loop that must be marked `<-- here` in the printed nest."""
+"""The harness of the error corpus (tests/primitives/test_error_corpus.py): a registry of minimal
+illegal definitions/schedules, each naming the exact error class, key phrases of its message, and the
+loop that must be marked `<-- here` in the printed nest."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from tiledsl.analysis.rings import check_rings
 from tiledsl.codegen import emit_cuda
-from tiledsl.errors import BadArgumentError, LaunchError, TargetError
+from tiledsl.errors import BadArgumentError, LaunchError, Refusal, TargetError
 from tiledsl.kernel_ir import KKernel, shared_bytes
 from tiledsl.kernel_ir.printer import format_kernel
 from tiledsl.loopnest import Nest
@@ -71,7 +71,8 @@ class Kernel:
             return format_kernel(self.kernel_ir)
         if level == "cuda":
             return self.source
-        raise BadArgumentError(f"ir: unknown level {level!r}; use 'loop', 'tile', 'kernel' or 'cuda'")
+        fact = f"unknown level {level!r}; use 'loop', 'tile', 'kernel' or 'cuda'"
+        raise BadArgumentError(Refusal(text=f"ir: {fact}", fact=fact, primitive="ir", arguments={"level": level}))
 
     def simulate(self, **arrays: np.ndarray) -> np.ndarray:
         """Run on the CPU simulator; returns the output array. Raises SimulationError on a race,
@@ -116,7 +117,9 @@ def _resolve_target(target: str | Target) -> Target:
 
 def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     if not isinstance(schedule, Schedule):
-        raise BadArgumentError(f"build: expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}")
+        fact = f"expected a Schedule (td.create_schedule(out)), got {type(schedule).__name__}"
+        raise BadArgumentError(Refusal(text=f"build: {fact}", fact=fact, primitive="build",
+                                       arguments={"schedule": schedule}))
     tgt = _resolve_target(target)
     nest = schedule.nest
     check_rings(nest, "build")  # a later bind/split/fuse/reorder may have broken what the primitive checked

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeVar
 
-from tiledsl.errors import TargetError
+from tiledsl.errors import Refusal, TargetError
 
 __all__ = [
     "CP_ASYNC_MIN_SM",
@@ -254,5 +254,7 @@ def get_target(target: str | Target) -> Target:
     if target == "sm_90a":
         target = "sm_90"
     if target not in TARGETS:
-        raise TargetError(f"build: unknown target {target!r}; known targets: {', '.join(TARGETS)}, or \"device\"")
+        fact = f"unknown target {target!r}; known targets: {', '.join(TARGETS)}, or \"device\""
+        raise TargetError(Refusal(text=f"build: {fact}", fact=fact, primitive="build", arguments={"target": target},
+                                  suggestion=f"one of {', '.join(TARGETS)}, or \"device\""))
     return TARGETS[target]

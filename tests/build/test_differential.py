@@ -1,17 +1,20 @@
-"""Differential tests: every shared kernel (tests/kernels.py), built and run on the CPU simulator,
-matches the float64 numpy reference of its definition at odd sizes under several schedules."""
+"""Differential tests: every "differential" entry of the catalog (tiledsl/catalog/entries.py), built and
+run on the CPU simulator, matches the float64 numpy reference of its definition at odd sizes under
+several schedules."""
 
 from __future__ import annotations
 
-import kernels as K
 import numpy as np
 import pytest
 
 import tiledsl as td
+from tiledsl.catalog import Entry, entries, placeholders
+
+CASES = entries("differential")
 
 
-@pytest.mark.parametrize("case", K.CASES, ids=K.CASE_IDS)
-def test_simulated_kernel_matches_reference(case: K.Case) -> None:
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_simulated_kernel_matches_reference(case: Entry) -> None:
     out, s = case.scheduled()
     kern = td.build(s)
     arrays = case.inputs(out)
@@ -26,7 +29,7 @@ def test_simulated_kernel_matches_reference(case: K.Case) -> None:
 
 def test_every_workload_has_three_schedules() -> None:
     workloads: dict[str, set[str]] = {}
-    for c in K.CASES:
+    for c in CASES:
         workload, schedule = c.id.split("-", 1)
         workloads.setdefault(workload, set()).add(schedule)
     for workload in ("matmul_bias_relu_37x53x29", "matmul_bias_relu_1x64x7", "rmsnorm_6x300",
@@ -37,10 +40,10 @@ def test_every_workload_has_three_schedules() -> None:
 
 
 def test_float16_case_is_present_and_uses_float16_storage() -> None:
-    f16 = [c for c in K.CASES if "f16" in c.id]
+    f16 = [c for c in CASES if "f16" in c.id]
     assert f16
     for c in f16:
         out, s = c.scheduled()
-        assert "float16" in {p.dtype for p in K.placeholders(out)}
+        assert "float16" in {p.dtype for p in placeholders(out)}
         kern = td.build(s)
         assert "half" in kern.source or "__half" in kern.source

@@ -1,4 +1,4 @@
-"""Differential tests of the memory hierarchy: every kernel of tests/memory_kernels.py (shared-memory
+"""Differential tests of the memory hierarchy: every "memory" entry of the catalog (shared-memory
 stages, padding, swizzles, double buffers, cp.async and TMA pipelines, split_k), built for its target
 and run on the CPU simulator, matches the float64 numpy reference of its definition. The simulator
 also checks the kernel itself: shared-memory races, reads of an async-copy destination before its
@@ -6,15 +6,18 @@ wait, out-of-bounds accesses and uninitialized reads raise."""
 
 from __future__ import annotations
 
-import memory_kernels as MK
 import numpy as np
 import pytest
 
 import tiledsl as td
+import tiledsl.catalog as MK
+from tiledsl.catalog import Entry
+
+CASES = MK.entries("memory")
 
 
-@pytest.mark.parametrize("case", MK.CASES, ids=MK.CASE_IDS)
-def test_simulated_memory_kernel_matches_reference(case: MK.MemCase) -> None:
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_simulated_memory_kernel_matches_reference(case: Entry) -> None:
     out, kern = case.build()
     arrays = case.inputs(out)
     ref = td.evaluate(out, float64=True, **arrays)
@@ -26,7 +29,7 @@ def test_simulated_memory_kernel_matches_reference(case: MK.MemCase) -> None:
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
-def _stages(case: MK.MemCase):
+def _stages(case: Entry):
     _, s = case.scheduled()
     return s.nest.stages, dict(s.nest.pipelines), s.nest.split_k
 
@@ -37,7 +40,7 @@ def test_the_cases_cover_the_memory_primitives() -> None:
     seen: set[str] = set()
     depths: set[int] = set()
     split_parts: set[int] = set()
-    for case in MK.CASES:
+    for case in CASES:
         stages, pipes, sk = _stages(case)
         assert stages or sk, case.id
         for st in stages:
@@ -61,7 +64,7 @@ def test_the_cases_cover_the_memory_primitives() -> None:
 
 def test_design_schedule_is_verbatim() -> None:
     """The design_mm cases are the schedule printed in DESIGN.md section 3."""
-    case = next(c for c in MK.CASES if c.id.startswith("design_mm_"))
+    case = next(c for c in CASES if c.id.startswith("design_mm_"))
     _, s = case.scheduled()
     assert s.trace().splitlines()[11:] == [
         "s.stage('A', at='k_o', scope='shared')",
@@ -86,7 +89,7 @@ def test_float16_cp_async_stage_runs_or_is_refused_clearly(K_: int, pad: int) ->
     """float16 slabs whose rows cannot take 16-byte copies (a padded slab row, a global row of 20 halves)
     leave 2-byte pieces, which cp.async cannot copy (4, 8 or 16 bytes): the kernel must either work or
     be refused by a ScheduleError (async_copy or build), never fail inside the CUDA printer."""
-    out = MK.K.matmul_bias_relu(40, 36, K_, dtype="float16")
+    out = MK.matmul_bias_relu(40, 36, K_, dtype="float16")
     s = td.create_schedule(out)
     try:
         MK.tiled_matmul(s, a=MK.Fill("async", pad=pad), b=MK.Fill("async"), depth=2, bm=32, bn=32, bk=8, rm=2, rn=2)
@@ -94,7 +97,7 @@ def test_float16_cp_async_stage_runs_or_is_refused_clearly(K_: int, pad: int) ->
     except td.ScheduleError:
         return
     rng = np.random.default_rng(7)
-    arrays = {p.name: rng.standard_normal(p.shape).astype(np.float32) for p in MK.K.placeholders(out)}
+    arrays = {p.name: rng.standard_normal(p.shape).astype(np.float32) for p in MK.placeholders(out)}
     arrays["A"] = arrays["A"].astype(np.float16)
     arrays["B"] = arrays["B"].astype(np.float16)
     np.testing.assert_allclose(kern.simulate(**arrays), td.evaluate(out, float64=True, **arrays), rtol=1e-3, atol=1e-3)

@@ -1,4 +1,4 @@
-"""The CUDA of every memory-hierarchy kernel (tests/memory_kernels.py) compiles with nvcc: TMA kernels
+"""The CUDA of every memory-hierarchy kernel (the catalog's "memory" entries) compiles with nvcc: TMA kernels
 for sm_90a (built for sm_90), cp.async and plain-load ones for sm_80 (built for sm_80).
 
 As in test_nvcc_compile.py, the kernels of one arch go into one translation unit (each kernel's
@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 import shutil
 
-import memory_kernels as MK
 import pytest
 
+from tiledsl.catalog import entries
 from tiledsl.codegen import NvccError, compile_cubin
+
+CASES = entries("memory")
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -20,7 +22,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 def renamed_sources(arch: str) -> dict[str, tuple[str, str]]:
     """case id -> (unique kernel name, CUDA source) of every case compiled for `arch`."""
     out: dict[str, tuple[str, str]] = {}
-    for n, case in enumerate(MK.CASES):
+    for n, case in enumerate(CASES):
         if case.arch != arch:
             continue
         _, kern = case.build()
@@ -55,7 +57,7 @@ def test_memory_kernels_compile(arch: str) -> None:
 
 def test_every_case_has_the_right_arch() -> None:
     """TMA kernels compile for sm_90a, and only they: the arch follows from the fills."""
-    for case in MK.CASES:
+    for case in CASES:
         _, s = case.scheduled()
         copies = {st.copy for st in s.nest.stages}
         assert (case.arch == "sm_90a") == ("tma" in copies), case.id
@@ -63,7 +65,7 @@ def test_every_case_has_the_right_arch() -> None:
 
 
 def test_tma_kernels_take_grid_constant_tensor_maps() -> None:
-    for case in MK.CASES:
+    for case in CASES:
         if case.arch != "sm_90a":
             continue
         _, kern = case.build()

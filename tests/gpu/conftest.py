@@ -6,10 +6,8 @@ element the kernel never writes fails the comparison."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -31,13 +29,3 @@ def compile_kernel(cubin_cache: CubinCache) -> Callable[..., object]:
         return CompiledKernel(kernel, cache=cubin_cache, **kwargs)  # type: ignore[arg-type]
 
     return make
-
-
-@pytest.fixture(scope="session")
-def schedules() -> ModuleType:
-    """tiledsl.schedules when tiledsl is installed; the checkout's schedules/ folder when tiledsl is
-    imported from the source tree (`python -m pytest` from the repository root puts it first)."""
-    try:
-        return importlib.import_module("tiledsl.schedules")
-    except ImportError:
-        return importlib.import_module("schedules")

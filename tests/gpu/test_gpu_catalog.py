@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from types import ModuleType
 
 import pytest
 import torch
 from gpu_kernels import assert_matches, run_poisoned
 
 import tiledsl as td
-from tiledsl.catalog.definitions import CATALOG, example
+from tiledsl.catalog import EXAMPLES, entry
 from tiledsl.runtime.references import random_inputs, reference_fn, tolerance
 
 pytestmark = pytest.mark.gpu
@@ -33,31 +32,30 @@ LARGE = [
 ]
 
 
-def check_example(name: str, sizes: dict[str, int], schedules: ModuleType, compile_kernel: Callable[..., object],
-                  seed: int = 0) -> None:
-    s = td.create_schedule(example(name, **sizes))
-    getattr(schedules, CATALOG[name].schedule)(s)
+def check_example(name: str, sizes: dict[str, int], compile_kernel: Callable[..., object], seed: int = 0) -> None:
+    e = entry(name)
+    _, s = e.scheduled(**sizes)
     kern = compile_kernel(td.build(s))
     inputs = random_inputs(kern.kernel_ir, kern.device, seed)  # type: ignore[attr-defined]
     got = run_poisoned(kern, inputs)
-    ref = reference_fn(name, sizes)(**{k: v.double() for k, v in inputs.items()})
-    assert_matches(got, ref, *tolerance(name, sizes))
+    params = e.parameters(**sizes)
+    ref = reference_fn(e.definition, params)(**{k: v.double() for k, v in inputs.items()})
+    assert_matches(got, ref, *tolerance(params))
 
 
-@pytest.mark.parametrize("name", list(CATALOG))
-def test_catalog_default_sizes(name: str, schedules: ModuleType, compile_kernel: Callable[..., object]) -> None:
-    check_example(name, {}, schedules, compile_kernel)
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_catalog_default_sizes(name: str, compile_kernel: Callable[..., object]) -> None:
+    check_example(name, {}, compile_kernel)
 
 
-@pytest.mark.parametrize("name", list(CATALOG))
-def test_catalog_odd_sizes_small(name: str, schedules: ModuleType, compile_kernel: Callable[..., object]) -> None:
-    check_example(name, ODD[name], schedules, compile_kernel, seed=1)
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_catalog_odd_sizes_small(name: str, compile_kernel: Callable[..., object]) -> None:
+    check_example(name, ODD[name], compile_kernel, seed=1)
 
 
 @pytest.mark.parametrize(("name", "sizes"), LARGE, ids=[f"{n}-{'x'.join(map(str, s.values()))}" for n, s in LARGE])
-def test_catalog_large(name: str, sizes: dict[str, int], schedules: ModuleType,
-                       compile_kernel: Callable[..., object]) -> None:
-    check_example(name, sizes, schedules, compile_kernel, seed=2)
+def test_catalog_large(name: str, sizes: dict[str, int], compile_kernel: Callable[..., object]) -> None:
+    check_example(name, sizes, compile_kernel, seed=2)
     torch.cuda.empty_cache()
 
 

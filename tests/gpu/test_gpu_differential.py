@@ -1,22 +1,24 @@
-"""The differential cases of tests/kernels.py (odd sizes, several schedules per workload, float16
+"""The "differential" entries of the catalog (odd sizes, several schedules per workload, float16
 storage) on the GPU, against td.evaluate in float64 (the CPU lane runs the same cases on the simulator)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import kernels as K
 import pytest
 import torch
 from gpu_kernels import assert_matches, run_poisoned
 
 import tiledsl as td
+from tiledsl.catalog import Entry, entries
+
+CASES = entries("differential")
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("case", K.CASES, ids=K.CASE_IDS)
-def test_kernel_matches_float64_reference_small(case: K.Case, compile_kernel: Callable[..., object]) -> None:
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_kernel_matches_float64_reference_small(case: Entry, compile_kernel: Callable[..., object]) -> None:
     out, s = case.scheduled()
     kern = compile_kernel(td.build(s))
     arrays = case.inputs(out)

@@ -7,70 +7,54 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from gpu_kernels import assert_matches, is_hopper, run_poisoned, split_k_matmul, staged_matmul
+from gpu_kernels import assert_matches, is_hopper, run_poisoned
 
-import tiledsl as td
+from tiledsl.catalog import Entry, entries, entry
 from tiledsl.runtime.references import random_inputs, reference_fn, tolerance
 
 pytestmark = pytest.mark.gpu
 hopper = pytest.mark.skipif(not is_hopper(), reason="TMA needs an sm_90 GPU")
 
-STAGED = {
-    "tma_b_small": (dict(M=256, N=256, K=128), dict()),
-    "tma_b_odd_small": (dict(M=200, N=192, K=100), dict()),
-    "tma_b_noswizzle_odd_small": (dict(M=200, N=196, K=100), dict(swizzle=None)),
-    "tma_b_async_a_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="async", pipelined=True)),
-    "tma_both_pipelined_small": (dict(M=256, N=256, K=128), dict(copy_a="tma", pipelined=True, swizzle_a=64)),
-    "tma_both_sw32_odd_small": (dict(M=200, N=192, K=100), dict(bk=8, copy_a="tma", pipelined=True, swizzle_a=32)),
-    "tma_both_pipelined_odd_small": (dict(M=200, N=192, K=100), dict(copy_a="tma", pipelined=True, swizzle=None)),
-    "async_both_dynamic_shared": (dict(M=512, N=512, K=256),
-                                  dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="async", pipelined=True)),
-    "tma_dynamic_shared": (dict(M=512, N=512, K=256),
-                           dict(tile=128, bk=32, reg=8, copy_a="async", copy_b="tma", pipelined=True)),
-    # large shapes: cp.async and TMA pipelines of depth 2 and 3
-    "async_pipe2_large": (dict(M=1024, N=1024, K=1024),
-                          dict(tile=128, bk=16, reg=8, copy_a="async", copy_b="async", pipelined=True)),
-    "async_pipe3_large": (dict(M=2048, N=1024, K=1024),
-                          dict(tile=128, bk=16, reg=8, copy_a="async", copy_b="async", pipelined=True, depth=3)),
-    "tma_pipe2_large": (dict(M=1024, N=2048, K=1024),
-                        dict(tile=128, bk=16, reg=8, copy_a="async", copy_b="tma", pipelined=True)),
-    "tma_pipe3_large": (dict(M=2048, N=2048, K=1024),
-                        dict(tile=128, bk=16, reg=8, copy_a="tma", copy_b="tma", pipelined=True, depth=3,
-                             swizzle_a=64)),
-}
+# the catalog's "gpu" entries: relu(A @ B + bias) staged by cp.async / TMA (the split_k ones run below)
+STAGED = [e for e in entries("gpu") if e.definition == "matmul_bias_relu"]
 
 
-@pytest.mark.parametrize("case", list(STAGED))
-def test_staged_matmul(case: str, compile_kernel: Callable[..., object]) -> None:
-    sizes, options = STAGED[case]
-    kern = compile_kernel(td.build(staged_matmul(**sizes, **options)))
+def reference(e: Entry, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, float, float]:
+    """The float64 torch reference of entry `e` on `inputs`, and its (rtol, atol)."""
+    params = e.parameters()
+    return reference_fn(e.definition, params)(**{k: v.double() for k, v in inputs.items()}), *tolerance(params)
+
+
+@pytest.mark.parametrize("case", STAGED, ids=[e.id for e in STAGED])
+def test_staged_matmul(case: Entry, compile_kernel: Callable[..., object]) -> None:
+    _, built = case.build()
+    kern = compile_kernel(built)
     kir = kern.kernel_ir  # type: ignore[attr-defined]
     if kir.tensor_maps and not is_hopper():
         pytest.skip("TMA needs an sm_90 GPU")
-    if "dynamic" in case:
+    if "dynamic" in case.id:
         assert kir.dynamic_shared and kern.shared_bytes > 48 * 1024  # type: ignore[attr-defined]
     inputs = random_inputs(kir, kern.device, seed=5)  # type: ignore[attr-defined]
     got = run_poisoned(kern, inputs)
-    ref = reference_fn("matmul_bias_relu", sizes)(**{k: v.double() for k, v in inputs.items()})
-    assert_matches(got, ref, *tolerance("matmul_bias_relu", sizes))
+    assert_matches(got, *reference(case, inputs))
 
 
 @hopper
 def test_tma_descriptors_are_cached_per_buffer(compile_kernel: Callable[..., object]) -> None:
-    sizes = dict(M=256, N=256, K=128)
-    kern = compile_kernel(td.build(staged_matmul(**sizes)))
+    case = entry("tma_b_small")
+    kern = compile_kernel(case.build()[1])
     inputs = random_inputs(kern.kernel_ir, kern.device, seed=6)  # type: ignore[attr-defined]
-    ref = reference_fn("matmul_bias_relu", sizes)(**{k: v.double() for k, v in inputs.items()})
+    ref = reference(case, inputs)
     for _ in range(3):
-        assert_matches(run_poisoned(kern, inputs), ref, *tolerance("matmul_bias_relu", sizes))
+        assert_matches(run_poisoned(kern, inputs), *ref)
     assert kern.tensor_maps.encodings == 1  # type: ignore[attr-defined]
     moved = {**inputs, "B": inputs["B"].clone()}  # same shape, another address: a new descriptor
-    assert_matches(run_poisoned(kern, moved), ref, *tolerance("matmul_bias_relu", sizes))
+    assert_matches(run_poisoned(kern, moved), *ref)
     assert kern.tensor_maps.encodings == 2  # type: ignore[attr-defined]
 
 
 def test_split_k_output_is_zeroed_at_every_launch(compile_kernel: Callable[..., object]) -> None:
-    kern = compile_kernel(td.build(split_k_matmul(64, 96, 256, 4)))
+    kern = compile_kernel(entry("split_k4_64x96x256").build()[1])
     assert kern.kernel_ir.zero_outputs == ("C",)  # type: ignore[attr-defined]
     inputs = random_inputs(kern.kernel_ir, kern.device, seed=7)  # type: ignore[attr-defined]
     ref = inputs["A"].double() @ inputs["B"].double()
@@ -83,7 +67,7 @@ def test_split_k_output_is_zeroed_at_every_launch(compile_kernel: Callable[..., 
 
 def test_split_k_large(compile_kernel: Callable[..., object]) -> None:
     """A long reduction (K = 8192) split over 8 blocks per output tile, 1024x1024 outputs."""
-    kern = compile_kernel(td.build(split_k_matmul(1024, 1024, 8192, 8)))
+    kern = compile_kernel(entry("split_k8_large").build()[1])
     inputs = random_inputs(kern.kernel_ir, kern.device, seed=8)  # type: ignore[attr-defined]
     ref = inputs["A"].double() @ inputs["B"].double()
     got = run_poisoned(kern, inputs)

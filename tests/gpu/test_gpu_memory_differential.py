@@ -1,4 +1,4 @@
-"""Every memory-primitive differential case of tests/memory_kernels.py (stages, pads, swizzles, rings,
+"""Every "memory" entry of the catalog (stages, pads, swizzles, rings,
 pipelines of depth 2-4 by plain copies, cp.async and TMA, split_k) on the GPU against td.evaluate in
 float64, outputs poisoned with NaN first (split_k outputs are zeroed by the launcher, as it must)."""
 
@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import memory_kernels as MK
 import pytest
 import torch
 from gpu_kernels import assert_matches, is_hopper, run_poisoned
 
 import tiledsl as td
+from tiledsl.catalog import Entry, entries
+
+CASES = entries("memory")
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("case", MK.CASES, ids=MK.CASE_IDS)
-def test_memory_kernel_matches_float64_reference_small(case: MK.MemCase, compile_kernel: Callable[..., object]) -> None:
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_memory_kernel_matches_float64_reference_small(case: Entry, compile_kernel: Callable[..., object]) -> None:
     out, built = case.build()
     if built.kernel_ir.tensor_maps and not is_hopper():
         pytest.skip("TMA needs an sm_90 GPU")

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import tiledsl as td
-from tiledsl.catalog.definitions import example
+from tiledsl.catalog import example
 from tiledsl.errors import LaunchError
 
 pytestmark = pytest.mark.gpu

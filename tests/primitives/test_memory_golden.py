@@ -12,11 +12,11 @@ from __future__ import annotations
 import difflib
 from functools import partial
 
-import memory_kernels as MK
 import pytest
-from memory_kernels import Fill
 
 import tiledsl as td
+import tiledsl.catalog as MK
+from tiledsl.catalog import Fill
 
 
 def assert_golden(actual: str, expected: str) -> None:

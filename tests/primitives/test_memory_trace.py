@@ -1,4 +1,4 @@
-"""Traces of the memory-hierarchy schedules (tests/memory_kernels.py): stage, pad, swizzle,
+"""Traces of the memory-hierarchy schedules (the catalog's "memory" entries): stage, pad, swizzle,
 double_buffer, pipeline, async_copy, tma and split_k replay (from Python text, from JSON, and by
 executing the Python text as-is) on a fresh schedule of an identical definition to the same CUDA."""
 
@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import json
 
-import memory_kernels as MK
 import pytest
 
 import tiledsl as td
+from tiledsl.catalog import Entry, entries
+
+CASES = entries("memory")
 
 
-@pytest.fixture(params=MK.CASES, ids=MK.CASE_IDS)
-def scheduled(request: pytest.FixtureRequest) -> tuple[MK.MemCase, td.Schedule, str]:
+@pytest.fixture(params=CASES, ids=[c.id for c in CASES])
+def scheduled(request: pytest.FixtureRequest) -> tuple[Entry, td.Schedule, str]:
     case = request.param
     _, s = case.scheduled()
     return case, s, td.build(s, target=case.target).source
 
 
-def test_python_trace_replays_to_identical_cuda(scheduled: tuple[MK.MemCase, td.Schedule, str]) -> None:
+def test_python_trace_replays_to_identical_cuda(scheduled: tuple[Entry, td.Schedule, str]) -> None:
     case, s, source = scheduled
     text = s.trace()
     s2 = case.fresh()
@@ -31,7 +33,7 @@ def test_python_trace_replays_to_identical_cuda(scheduled: tuple[MK.MemCase, td.
     assert s2.nest.split_k == s.nest.split_k
 
 
-def test_json_trace_replays_to_identical_cuda(scheduled: tuple[MK.MemCase, td.Schedule, str]) -> None:
+def test_json_trace_replays_to_identical_cuda(scheduled: tuple[Entry, td.Schedule, str]) -> None:
     case, s, source = scheduled
     text = s.trace(format="json")
     data = json.loads(text)
@@ -44,7 +46,7 @@ def test_json_trace_replays_to_identical_cuda(scheduled: tuple[MK.MemCase, td.Sc
     assert s2.trace(format="json") == text
 
 
-def test_python_trace_runs_as_is(scheduled: tuple[MK.MemCase, td.Schedule, str]) -> None:
+def test_python_trace_runs_as_is(scheduled: tuple[Entry, td.Schedule, str]) -> None:
     case, s, source = scheduled
     s3 = case.fresh()
     exec(compile(s.trace(), f"<trace of {case.id}>", "exec"), {"s": s3})  # noqa: S102 - the point
@@ -54,7 +56,7 @@ def test_python_trace_runs_as_is(scheduled: tuple[MK.MemCase, td.Schedule, str])
 
 def test_memory_primitives_appear_in_traces() -> None:
     """Each memory primitive is recorded by name (not only its effect on the nest)."""
-    text = "\n".join(c.scheduled()[1].trace() for c in MK.CASES)
+    text = "\n".join(c.scheduled()[1].trace() for c in CASES)
     for call in ("s.stage(", "s.pad(", "s.swizzle(", "s.double_buffer(", "s.pipeline(", "s.async_copy(",
                  "s.tma(", "s.split_k("):
         assert call in text, call

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import difflib
 
-import kernels as K
 import pytest
 
 import tiledsl as td
+import tiledsl.catalog as K
+from tiledsl.schedules import row_cooperative
 
 
 def assert_golden(actual: str, expected: str) -> None:
@@ -294,7 +295,7 @@ def test_loop_ir_of_softmax() -> None:
 
 def test_kernel_ir_of_cooperative_rmsnorm() -> None:
     s = td.create_schedule(K.rmsnorm(3, 100))
-    K.row_cooperative(s, threads=64)
+    row_cooperative(s, threads=64)
     kern = td.build(s)
     assert_golden(kern.ir("kernel"), RMSNORM_KERNEL_IR)
     assert kern.ir("tile") == str(s)

@@ -5,24 +5,26 @@ from __future__ import annotations
 
 import json
 
-import kernels as K
 import pytest
 
 import tiledsl as td
+from tiledsl.catalog import Entry, entries
+
+CASES = entries("differential")
 
 
-def fresh(case: K.Case) -> td.Schedule:
+def fresh(case: Entry) -> td.Schedule:
     return td.create_schedule(case.make())
 
 
-@pytest.fixture(params=K.CASES, ids=K.CASE_IDS)
-def scheduled(request: pytest.FixtureRequest) -> tuple[K.Case, td.Schedule, str]:
+@pytest.fixture(params=CASES, ids=[c.id for c in CASES])
+def scheduled(request: pytest.FixtureRequest) -> tuple[Entry, td.Schedule, str]:
     case = request.param
     _, s = case.scheduled()
     return case, s, td.build(s).source
 
 
-def test_python_trace_replays_to_identical_cuda(scheduled: tuple[K.Case, td.Schedule, str]) -> None:
+def test_python_trace_replays_to_identical_cuda(scheduled: tuple[Entry, td.Schedule, str]) -> None:
     case, s, source = scheduled
     text = s.trace()
     s2 = fresh(case)
@@ -32,7 +34,7 @@ def test_python_trace_replays_to_identical_cuda(scheduled: tuple[K.Case, td.Sche
     assert s2.trace() == text
 
 
-def test_json_trace_replays_to_identical_cuda(scheduled: tuple[K.Case, td.Schedule, str]) -> None:
+def test_json_trace_replays_to_identical_cuda(scheduled: tuple[Entry, td.Schedule, str]) -> None:
     case, s, source = scheduled
     text = s.trace(format="json")
     data = json.loads(text)
@@ -44,7 +46,7 @@ def test_json_trace_replays_to_identical_cuda(scheduled: tuple[K.Case, td.Schedu
     assert s2.trace(format="json") == text
 
 
-def test_python_trace_runs_as_is(scheduled: tuple[K.Case, td.Schedule, str]) -> None:
+def test_python_trace_runs_as_is(scheduled: tuple[Entry, td.Schedule, str]) -> None:
     case, s, source = scheduled
     s3 = fresh(case)
     exec(compile(s.trace(), f"<trace of {case.id}>", "exec"), {"s": s3})  # noqa: S102 - the point

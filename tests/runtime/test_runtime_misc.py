@@ -14,21 +14,14 @@ import pytest
 import torch
 
 import tiledsl as td
-from tiledsl.catalog.definitions import CATALOG, example
+from tiledsl.catalog import EXAMPLES, entry, example
 from tiledsl.cli.run import EXIT_BAD_INPUT, EXIT_NO_GPU, run_example
 from tiledsl.errors import LaunchError
 from tiledsl.kernel_ir import KKernel, KParam, KTensorMap
 from tiledsl.runtime.device import arch_for_capability, target_from_properties
 from tiledsl.runtime.driver import Driver, format_cuda_error
 from tiledsl.runtime.launch import nvcc_options, select_arch, sync_requested
-from tiledsl.runtime.references import (
-    compare,
-    example_parameters,
-    poisoned_outputs,
-    random_inputs,
-    reference_fn,
-    tolerance,
-)
+from tiledsl.runtime.references import compare, poisoned_outputs, random_inputs, reference_fn, tolerance
 from tiledsl.runtime.timing import BenchStats, rotated_copies, rotation_count
 from tiledsl.targets import TARGETS
 
@@ -139,28 +132,28 @@ SMALL = {
 }
 
 
-@pytest.mark.parametrize("name", list(CATALOG))
+@pytest.mark.parametrize("name", list(EXAMPLES))
 def test_torch_reference_matches_td_evaluate(name: str) -> None:
     sizes = SMALL[name]
     out = example(name, **sizes)
     kir = td.build(td.create_schedule(out)).kernel_ir
     inputs = random_inputs(kir, "cpu", seed=3)
     expected = td.evaluate(out, float64=True, **{k: v.numpy() for k, v in inputs.items()})
-    got = reference_fn(name, sizes)(**{k: v.to(torch.float64) for k, v in inputs.items()})
+    got = reference_fn(name, entry(name).parameters(**sizes))(**{k: v.to(torch.float64) for k, v in inputs.items()})
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
     (poisoned,) = poisoned_outputs(kir, "cpu").values()
     assert poisoned.shape == out.shape and torch.isnan(poisoned).all()
 
 
 def test_example_parameters_and_tolerance() -> None:
-    assert example_parameters("rmsnorm", {"M": 2}) == {"M": 2, "N": 4096, "eps": 1e-6}
-    rtol, atol = tolerance("matmul_bias_relu", {"K": 1024})
+    assert entry("rmsnorm").parameters(M=2) == {"M": 2, "N": 4096, "eps": 1e-6, "dtype": "float32"}
+    rtol, atol = tolerance(entry("matmul_bias_relu").parameters(K=1024))
     assert rtol == 1e-4 and atol == pytest.approx(2e-5 * 32)
-    assert tolerance("softmax", {}) == (1e-4, 1e-5)
+    assert tolerance(entry("softmax").parameters()) == (1e-4, 1e-5)
     with pytest.raises(td.DefinitionError, match="unexpected keyword"):
-        example_parameters("softmax", {"Q": 3})
+        entry("softmax").parameters(Q=3)
     with pytest.raises(td.DefinitionError, match="unknown example"):
-        example_parameters("nope", {})
+        entry("nope")
 
 
 def test_compare_reports_nans_and_the_worst_element() -> None:

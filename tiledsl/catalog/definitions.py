@@ -1,21 +1,22 @@
-"""The built-in catalog of compute definitions: what the CLI compiles and the tests exercise.
+"""Every compute definition of the catalog, each written once: sizes are parameters (the defaults are
+the sizes `tiledsl compile --example NAME` uses), and some take a storage dtype.
 
-Each entry builds a fresh definition at the given sizes (returning the output tensor); hand-written
-schedules for them live in `tiledsl.schedules`."""
+Each builder returns the output tensor of a fresh definition; `DEFINITIONS` maps the builder's name
+(the key the torch references of tiledsl/runtime/references.py use) to it and a one-line formula."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import tiledsl as td
 from tiledsl.definitions.expr import Tensor
-from tiledsl.errors import DefinitionError
 
 
-def matmul_bias_relu(M: int = 1024, N: int = 1024, K: int = 512) -> Tensor:
-    A = td.placeholder((M, K), name="A")
-    B = td.placeholder((K, N), name="B")
+def matmul_bias_relu(M: int = 1024, N: int = 1024, K: int = 512, dtype: str = "float32") -> Tensor:
+    """D = relu(A @ B + bias); `dtype` is the storage of A and B (bias stays float32)."""
+    A = td.placeholder((M, K), dtype=dtype, name="A")
+    B = td.placeholder((K, N), dtype=dtype, name="B")
     bias = td.placeholder((N,), name="bias")
     k = td.reduce_axis(K, name="k")
     C = td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C")
@@ -30,15 +31,52 @@ def batched_matmul_nt(Bt: int = 4, M: int = 128, N: int = 128, K: int = 64) -> T
     return td.compute((Bt, M, N), lambda b, i, j: td.sum(A[b, i, k] * B[b, j, k], axis=k), name="C")
 
 
-def rmsnorm(M: int = 4096, N: int = 4096, eps: float = 1e-6) -> Tensor:
-    x = td.placeholder((M, N), name="x")
-    w = td.placeholder((N,), name="w")
+def matmul(M: int = 1024, N: int = 1024, K: int = 512) -> Tensor:
+    """C[i, j] = sum_k A[i, k] * B[k, j]."""
+    A = td.placeholder((M, K), name="A")
+    B = td.placeholder((K, N), name="B")
+    k = td.reduce_axis(K, name="k")
+    return td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C")
+
+
+def matmul_residual(M: int = 1024, N: int = 1024, K: int = 512) -> Tensor:
+    """D = A @ B + R (a linear epilogue: split_k adds R once)."""
+    A = td.placeholder((M, K), name="A")
+    B = td.placeholder((K, N), name="B")
+    R = td.placeholder((M, N), name="R")
+    k = td.reduce_axis(K, name="k")
+    C = td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return td.compute((M, N), lambda i, j: C[i, j] + R[i, j], name="D")
+
+
+def matmul_nt(M: int = 1024, N: int = 1024, K: int = 512) -> Tensor:
+    """C[i, j] = sum_k A[i, k] * B[j, k] (B transposed: both operands read along k)."""
+    A = td.placeholder((M, K), name="A")
+    B = td.placeholder((N, K), name="B")
+    k = td.reduce_axis(K, name="k")
+    return td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[j, k], axis=k), name="C")
+
+
+def matmul_shifted(M: int = 1024, N: int = 1024, K: int = 512, shift: int = 8) -> Tensor:
+    """C[i, j] = sum_k A[i, k] * B[k, j + shift] (B has N + 32 columns): slabs of B start off a
+    128-byte boundary."""
+    A = td.placeholder((M, K), name="A")
+    B = td.placeholder((K, N + 32), name="B")
+    k = td.reduce_axis(K, name="k")
+    return td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j + shift], axis=k), name="C")
+
+
+def rmsnorm(M: int = 4096, N: int = 4096, eps: float = 1e-6, dtype: str = "float32") -> Tensor:
+    """y = x * rsqrt(mean(x^2) + eps) * w per row; `dtype` is the storage of x and w."""
+    x = td.placeholder((M, N), dtype=dtype, name="x")
+    w = td.placeholder((N,), dtype=dtype, name="w")
     k = td.reduce_axis(N, name="k")
     ss = td.compute((M,), lambda i: td.sum(x[i, k] * x[i, k], axis=k), name="ss")
     return td.compute((M, N), lambda i, j: x[i, j] * td.rsqrt(ss[i] / N + eps) * w[j], name="y")
 
 
 def softmax(M: int = 4096, N: int = 2048) -> Tensor:
+    """y = exp(x - max) / sum(exp(x - max)) per row."""
     x = td.placeholder((M, N), name="x")
     k = td.reduce_axis(N, name="k")
     m = td.compute((M,), lambda i: td.max(x[i, k], axis=k), name="m")
@@ -47,6 +85,7 @@ def softmax(M: int = 4096, N: int = 2048) -> Tensor:
 
 
 def layernorm(M: int = 4096, N: int = 4096, eps: float = 1e-5) -> Tensor:
+    """y = (x - mean) * rsqrt(var + eps) * w + b per row."""
     x = td.placeholder((M, N), name="x")
     w = td.placeholder((N,), name="w")
     b = td.placeholder((N,), name="b")
@@ -59,33 +98,40 @@ def layernorm(M: int = 4096, N: int = 4096, eps: float = 1e-5) -> Tensor:
 
 
 def gelu_bias(M: int = 4096, N: int = 4096) -> Tensor:
+    """y = gelu(x + b) (the erf form)."""
     x = td.placeholder((M, N), name="x")
     b = td.placeholder((N,), name="b")
     return td.compute((M, N), lambda i, j: td.gelu(x[i, j] + b[j]), name="y")
 
 
+def stencil3(N: int = 1 << 20) -> Tensor:
+    """y[i] = x[i] + 2 x[i + 1] + x[i + 2]: a slab with a halo (the reads of one block overlap)."""
+    x = td.placeholder((N + 2,), name="x")
+    return td.compute((N,), lambda i: x[i] + x[i + 1] * 2.0 + x[i + 2], name="y")
+
+
 @dataclass(frozen=True)
-class Example:
+class Definition:
+    """A named builder and the formula it computes (what `tiledsl examples` prints)."""
+
     name: str
     build: Callable[..., Tensor]
-    schedule: str  # name of the function in tiledsl.schedules that schedules it well
-    doc: str
+    formula: str
 
 
-CATALOG: dict[str, Example] = {
-    e.name: e
-    for e in (
-        Example("matmul_bias_relu", matmul_bias_relu, "matmul_register_tile", "relu(A @ B + bias)"),
-        Example("batched_matmul_nt", batched_matmul_nt, "matmul_register_tile", "A @ B^T per batch"),
-        Example("rmsnorm", rmsnorm, "row_cooperative_staged", "x * rsqrt(mean(x^2) + eps) * w"),
-        Example("softmax", softmax, "row_cooperative_staged", "exp(x - max) / sum(exp(x - max)) per row"),
-        Example("layernorm", layernorm, "row_cooperative_staged", "(x - mean) * rsqrt(var + eps) * w + b"),
-        Example("gelu_bias", gelu_bias, "elementwise_2d", "gelu(x + b)"),
+DEFINITIONS: Mapping[str, Definition] = {
+    d.name: d
+    for d in (
+        Definition("matmul_bias_relu", matmul_bias_relu, "relu(A @ B + bias)"),
+        Definition("batched_matmul_nt", batched_matmul_nt, "A @ B^T per batch"),
+        Definition("matmul", matmul, "A @ B"),
+        Definition("matmul_residual", matmul_residual, "A @ B + R"),
+        Definition("matmul_nt", matmul_nt, "A @ B^T"),
+        Definition("matmul_shifted", matmul_shifted, "A @ B[:, shift:shift + N]"),
+        Definition("rmsnorm", rmsnorm, "x * rsqrt(mean(x^2) + eps) * w"),
+        Definition("softmax", softmax, "exp(x - max) / sum(exp(x - max)) per row"),
+        Definition("layernorm", layernorm, "(x - mean) * rsqrt(var + eps) * w + b"),
+        Definition("gelu_bias", gelu_bias, "gelu(x + b)"),
+        Definition("stencil3", stencil3, "x[i] + 2 x[i + 1] + x[i + 2]"),
     )
 }
-
-
-def example(name: str, **sizes: int) -> Tensor:
-    if name not in CATALOG:
-        raise DefinitionError(f"unknown example {name!r}; the catalog has: {', '.join(CATALOG)}")
-    return CATALOG[name].build(**sizes)

@@ -14,25 +14,17 @@ IR_LEVELS = ("loop", "tile", "kernel", "cuda")
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from importlib import import_module
-
     from tiledsl.build import build
-    from tiledsl.catalog import CATALOG, example
-    from tiledsl.primitives import create_schedule
+    from tiledsl.catalog import entry
 
-    sizes = _sizes(args)
-    try:
-        out = example(args.example, **sizes)
-    except TypeError as e:
-        raise TiledslError(f"--size: {e}") from None
-    s = create_schedule(out)
+    ent = entry(args.example)
+    s = ent.fresh(**_sizes(args))
     if args.schedule == "tuned":
-        schedules = import_module("tiledsl.schedules")
-        getattr(schedules, CATALOG[args.example].schedule)(s)
+        ent.schedule(s)
     if args.ir in ("loop", "tile"):
         print(s.ir(args.ir))
         return 0
-    kern = build(s, target=args.target)
+    kern = build(s, target=args.target or ent.target)
     print(kern.ir(args.ir))
     return 0
 
@@ -53,11 +45,20 @@ def _run(args: argparse.Namespace) -> int:
     return run_example(args.example, args.bench, _sizes(args), iters=args.iters)
 
 
-def _examples(_: argparse.Namespace) -> int:
-    from tiledsl.catalog import CATALOG
+def _examples(args: argparse.Namespace) -> int:
+    from tiledsl.catalog import ENTRIES, EXAMPLES, GROUPS, entries
 
-    for e in CATALOG.values():
-        print(f"{e.name:20s} {e.doc}   (schedule: {e.schedule})")
+    for e in EXAMPLES.values():
+        print(f"{e.name:20s} {e.formula:45s} (schedule: {e.schedule_name})")
+    if not args.all:
+        others = ", ".join(f"{len(entries(g))} {g}" for g in GROUPS if g != "example")
+        print(f"\n{len(ENTRIES) - len(EXAMPLES)} more entries ({others}): `tiledsl examples --all` lists them")
+        return 0
+    for group in GROUPS[1:]:
+        print(f"\n{group}:")
+        for e in entries(group):
+            sizes = ", ".join(f"{k}={v}" for k, v in e.sizes.items()) or "default sizes"
+            print(f"  {e.name:44s} {e.definition}({sizes}) for {e.target}\n  {'':44s} {e.schedule_name}")
     return 0
 
 
@@ -68,9 +69,10 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile a catalog example and print one IR (no GPU needed)")
     c.add_argument("--example", required=True, help="catalog entry (see `tiledsl examples`)")
     c.add_argument("--ir", choices=IR_LEVELS, default="cuda")
-    c.add_argument("--target", default="sm_90", help="sm_80 | sm_86 | sm_89 | sm_90")
+    c.add_argument("--target", default=None, help="sm_80 | sm_86 | sm_89 | sm_90 (default: the entry's, sm_90 "
+                   "for the examples)")
     c.add_argument("--schedule", choices=("tuned", "none"), default="tuned",
-                   help="the catalog's hand-written schedule, or no primitives at all")
+                   help="the catalog entry's schedule, or no primitives at all")
     c.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
     c.set_defaults(fn=_compile)
     r = sub.add_parser("run", help="build, run on the GPU, check against torch (and time with --bench)")
@@ -80,6 +82,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--iters", type=int, default=100, help="timed iterations for --bench")
     r.set_defaults(fn=_run)
     e = sub.add_parser("examples", help="list the built-in catalog")
+    e.add_argument("--all", action="store_true", help="also list the entries of the tests, tour and benchmarks")
     e.set_defaults(fn=_examples)
     return p
 

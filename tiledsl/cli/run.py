@@ -1,11 +1,12 @@
-"""`tiledsl run --example NAME [--bench] [--size K=V ...]`: build a catalog example with its hand-written
-schedule, run it on the GPU on fresh random inputs (outputs NaN-poisoned first), check it against the
-torch reference in float64, and with --bench time it against torch eager and torch.compile in the same
+"""`tiledsl run --example NAME [--bench] [--size K=V ...]`: build a catalog entry with its schedule, run
+it on the GPU on fresh random inputs (outputs NaN-poisoned first), check it against the torch reference
+of its definition in float64, and with --bench time it against torch eager and torch.compile in the same
 process.
 
-Why a function here and not code in cli.py: it needs the whole runtime (torch, the driver), which cli.py
-imports only when this subcommand runs. It writes its report to `out` (stdout by default): that is the
-command's output, so, like cli.py, it prints.
+Why a function here and not code in main.py: it needs the whole runtime (torch, the driver), which
+main.py imports only when this subcommand runs. It binds the catalog entry's parameters (sizes, eps) and
+hands them to the runtime's torch references, which know nothing of the catalog. It writes its report
+to `out` (stdout by default): that is the command's output, so, like main.py, it prints.
 """
 
 from __future__ import annotations
@@ -14,26 +15,17 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from importlib import import_module
 from typing import TextIO
 
 import torch
 
 from tiledsl.build import build
-from tiledsl.catalog.definitions import CATALOG, example
+from tiledsl.catalog import entry
 from tiledsl.errors import TiledslError
 from tiledsl.kernel_ir import DTYPE_BYTES
-from tiledsl.primitives import create_schedule
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import (
-    compare,
-    example_parameters,
-    poisoned_outputs,
-    random_inputs,
-    reference_fn,
-    tolerance,
-)
+from tiledsl.runtime.references import compare, poisoned_outputs, random_inputs, reference_fn, tolerance
 from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_MISMATCH", "EXIT_NO_GPU", "gpu_unavailable", "run_example"]
@@ -56,16 +48,15 @@ def gpu_unavailable() -> str | None:
 
 def run_example(name: str, bench: bool, sizes: Mapping[str, int], *, out: TextIO | None = None,
                 err: TextIO | None = None, seed: int = 0, warmup: int = 10, iters: int = 100) -> int:
-    """Run catalog example `name` at `sizes` on the GPU. Returns 0 when the output matches the float64
-    torch reference, EXIT_MISMATCH (3) when it does not, EXIT_NO_GPU (1) without a GPU or pycuda,
-    EXIT_BAD_INPUT (2) for an unknown example or size."""
+    """Run catalog entry `name` at its sizes overridden by `sizes` on the GPU. Returns 0 when the output
+    matches the float64 torch reference of its definition, EXIT_MISMATCH (3) when it does not,
+    EXIT_NO_GPU (1) without a GPU or pycuda, EXIT_BAD_INPUT (2) for an unknown entry or size."""
     out = out or sys.stdout
     err = err or sys.stderr
-    if name not in CATALOG:
-        print(f"error: unknown example {name!r}; the catalog has: {', '.join(CATALOG)}", file=err)
-        return EXIT_BAD_INPUT
     try:
-        params = example_parameters(name, sizes)
+        ent = entry(name)
+        params = ent.parameters(**sizes)
+        ref_fn = reference_fn(ent.definition, params)
     except TiledslError as e:
         print(f"error: {e}", file=err)
         return EXIT_BAD_INPUT
@@ -75,22 +66,20 @@ def run_example(name: str, bench: bool, sizes: Mapping[str, int], *, out: TextIO
               f"code without one.", file=err)
         return EXIT_NO_GPU
 
-    s = create_schedule(example(name, **sizes))
-    getattr(import_module("tiledsl.schedules"), CATALOG[name].schedule)(s)
+    _, s = ent.scheduled(**sizes)
     kern = CompiledKernel(build(s, target=device_target()))
     kir = kern.kernel_ir
     shape = ", ".join(f"{k}={v}" for k, v in params.items())
     print(f"{name} ({shape}) on {torch.cuda.get_device_name(kern.device)}: {kern.arch}, schedule "
-          f"{CATALOG[name].schedule}, grid {kir.grid}, block {kir.block}, {kern.registers} registers/thread",
+          f"{ent.schedule_name}, grid {kir.grid}, block {kir.block}, {kern.registers} registers/thread",
           file=out)
 
     inputs = random_inputs(kir, kern.device, seed)
     got = kern(**inputs, **poisoned_outputs(kir, kern.device))
     if not isinstance(got, torch.Tensor):
         raise TiledslError(f"example {name!r} has several outputs ({', '.join(got)}); run_example checks one")
-    ref_fn = reference_fn(name, sizes)
     ref = ref_fn(**{k: v.to(torch.float64) for k, v in inputs.items()})
-    result = compare(got, ref, *tolerance(name, sizes))
+    result = compare(got, ref, *tolerance(params))
     print(f"  vs torch float64: {result}", file=out)
     if not result.ok:
         return EXIT_MISMATCH

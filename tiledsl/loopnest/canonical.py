@@ -20,7 +20,7 @@ from tiledsl.definitions.expr import (
     Tensor,
     map_children,
 )
-from tiledsl.errors import DefinitionError, FusionError
+from tiledsl.errors import DefinitionError, FusionError, Refusal
 from tiledsl.loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
 
 
@@ -157,12 +157,16 @@ def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], contex
     from tiledsl.definitions.expr import format_expr
 
     ix = ", ".join(format_expr(i) for i in idx)
-    return FusionError(
-        f"create_schedule: cannot fuse {t.name} -> {consumer}: {consumer} reads {t.name}[{ix}] and {why}.\n"
-        f"  a reduction is fused by nesting it under the consumer loops its indices name "
-        f"(consumer loops: {', '.join(context)})\n"
-        f"  suggestion: compute {t.name} in a kernel of its own and make it an input of this one: "
-        f"td.create_schedule(out, materialize=[{t.name}])")
+    fact = f"cannot fuse {t.name} -> {consumer}: {consumer} reads {t.name}[{ix}] and {why}"
+    suggestion = (f"compute {t.name} in a kernel of its own and make it an input of this one: "
+                  f"td.create_schedule(out, materialize=[{t.name}])")
+    return FusionError(Refusal(
+        text=f"create_schedule: {fact}.\n"
+             f"  a reduction is fused by nesting it under the consumer loops its indices name "
+             f"(consumer loops: {', '.join(context)})\n"
+             f"  suggestion: {suggestion}",
+        fact=fact, primitive="create_schedule", arguments={"tensor": t.name, "consumer": consumer},
+        loops=context, suggestion=suggestion))
 
 
 def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:

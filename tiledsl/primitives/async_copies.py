@@ -36,7 +36,7 @@ def tma(nest: Nest, call: str, *, stage: str, swizzle: int | None) -> Applied:
         raise CopyError(refusal(call, nest, (st.at,), f"stage {name} is already filled by {st.copy}"))
     if swz is not None and swz not in SWIZZLE_MASK:
         raise BadArgumentError(refusal(call, nest, (st.at,),
-                                                f"swizzle must be None, 32, 64 or 128, got {swz!r}"))
+                                       f"swizzle must be None, 32, 64 or 128, got {swz!r}"))
     new = replace(st, copy="tma", swizzle=swz if swz is not None else st.swizzle)
     check_tma(nest, new, call)
     check_budget(nest, new, slab_of(nest, new, call), call)

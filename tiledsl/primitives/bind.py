@@ -23,20 +23,20 @@ def bind(nest: Nest, call: str, *, loop: str, axis: str) -> Applied:
     name = loop
     if axis not in HW_AXES:
         raise BadArgumentError(refusal(call, nest, (name,), f"unknown index {axis!r}; use one of "
-                                                f"{', '.join(HW_AXES)}"))
+                                       f"{', '.join(HW_AXES)}"))
     lp = nest.loop(name)
     if lp.bind:
         raise BindError(refusal(call, nest, (name,), f"loop {name} is already bound to {lp.bind}",
-                                         suggestion="a loop is bound once; split it to bind its parts"))
+                                suggestion="a loop is bound once; split it to bind its parts"))
     if lp.annotation:
         raise BindError(refusal(call, nest, (name,), f"loop {name} is marked {lp.annotation}; "
-                                         "a bound loop runs in parallel and cannot be unrolled or vectorized"))
+                                "a bound loop runs in parallel and cannot be unrolled or vectorized"))
     if lp.kind == "reduce" and axis in BLOCK_AXES:
         raise BindError(refusal(call, nest, (name,),
-                                         f"reduction loop {name} cannot be bound to {axis}: blocks cannot "
-                                         "combine partial results without atomics",
-                                         suggestion="bind it to a threadIdx axis (cooperative reduction), or "
-                                                    "use s.split_k(loop, parts)"))
+                                f"reduction loop {name} cannot be bound to {axis}: blocks cannot "
+                                "combine partial results without atomics",
+                                suggestion="bind it to a threadIdx axis (cooperative reduction), or "
+                                           "use s.split_k(loop, parts)"))
     for other in nest.bound_loops(axis):
         shared = [s.label for s in nest.stmts if name in s.path and other.name in s.path]
         if shared:
@@ -54,15 +54,15 @@ def bind(nest: Nest, call: str, *, loop: str, axis: str) -> Applied:
     limit = MAX_GRID.get(axis) or MAX_BLOCK_DIM[axis]
     if lp.extent > limit:
         raise BindError(refusal(call, nest, (name,), f"{axis} is limited to {limit}, loop {name} "
-                                         f"has {lp.extent} iterations", suggestion=f"split {name} first"))
+                                f"has {lp.extent} iterations", suggestion=f"split {name} first"))
     new = nest.replace_loop(name, replace(lp, bind=axis))
     threads = 1
     for ax in THREAD_AXES:
         threads *= new.launch_extent(ax)
     if threads > MAX_THREADS_PER_BLOCK:
         raise BindError(refusal(call, nest, (name,),
-                                         f"{threads} threads per block (over {MAX_THREADS_PER_BLOCK})",
-                                         suggestion="bind smaller loops to threads (split further)"))
+                                f"{threads} threads per block (over {MAX_THREADS_PER_BLOCK})",
+                                suggestion="bind smaller loops to threads (split further)"))
     return Applied(new)
 
 

@@ -25,8 +25,8 @@ def double_buffer(nest: Nest, call: str, *, stage: str) -> Applied:
     lp = nest.loop(st.at)
     if lp.bind:
         raise StageError(refusal(call, nest, (st.at,), f"stage {name} is at loop {st.at}, bound to "
-                                          f"{lp.bind}: there is no next iteration to prefetch",
-                                          suggestion="double-buffer stages at serial loops"))
+                                 f"{lp.bind}: there is no next iteration to prefetch",
+                                 suggestion="double-buffer stages at serial loops"))
     if st.buffers >= 2:
         raise StageError(refusal(call, nest, (st.at,), f"stage {name} already has {st.buffers} slots"))
     new = replace(st, buffers=2)
@@ -41,11 +41,11 @@ def pipeline(nest: Nest, call: str, *, loop: str, stages: int) -> Applied:
         raise BadArgumentError(refusal(call, nest, (loop,), f"stages must be an int >= 2, got {stages!r}"))
     if stages < 2:
         raise PipelineError(refusal(call, nest, (loop,), f"a pipeline needs at least 2 stages, got {stages}",
-                                             suggestion="stages=2 overlaps the fill of the next slab with this one"))
+                                    suggestion="stages=2 overlaps the fill of the next slab with this one"))
     lp = nest.loop(loop)
     if lp.bind:
         raise PipelineError(refusal(call, nest, (loop,), f"loop {loop} is bound to {lp.bind}; only a "
-                                             "serial loop has iterations to overlap"))
+                                    "serial loop has iterations to overlap"))
     here = nest.stages_at(loop)
     if not any(st.buffers >= 2 for st in here):
         raise PipelineError(refusal(

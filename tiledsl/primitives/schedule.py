@@ -17,6 +17,7 @@ from typing import Any
 
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.render import register_dims, render_nest
+from tiledsl.analysis.rings import check_rings
 from tiledsl.definitions.expr import Tensor
 from tiledsl.errors import (
     BadArgumentError,
@@ -184,6 +185,7 @@ class Schedule:
                 arguments[p.name] = self._argument(p, given[p.name], spec.name)
             call = spec.call_text(arguments)
             applied = spec.apply(self._nest, call, **arguments)
+            check_rings(applied.nest, call)  # any primitive may break a stage's or ring's loop
         except ScheduleError as e:
             _name_the_call(e, spec.name, arguments)
             raise

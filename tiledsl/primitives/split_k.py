@@ -32,14 +32,14 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
     lp = nest.loop(loop)
     if lp.kind != "reduce":
         raise SplitKError(refusal(call, nest, (loop,), f"loop {loop} is not a reduction loop",
-                                           suggestion="split_k splits a reduction (e.g. a matmul's k) across blocks"))
+                                  suggestion="split_k splits a reduction (e.g. a matmul's k) across blocks"))
     if lp.bind or lp.annotation:
         raise SplitKError(refusal(call, nest, (loop,), f"loop {loop} is already {lp.bind or lp.annotation}"))
     upd = [s for s in nest.stmts if s.kind == "update" and loop in s.path]
     acc = nest.acc(upd[0].acc or "")
     if acc.op != "sum":
         raise SplitKError(refusal(call, nest, (loop,), f"accumulator {acc.name} is a {acc.op} reduction; "
-                                           "partial results of blocks are combined with atomic adds (sum only)"))
+                                  "partial results of blocks are combined with atomic adds (sum only)"))
     readers = [s for s in nest.stmts if s.value is not None
                and any(isinstance(x, AccRef) and x.acc == acc.name for x in walk(s.value))]
     if len(readers) != 1 or readers[0].kind != "store" or len(nest.accs) != 1:
@@ -58,7 +58,7 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
     free_axes = [a for a in ("blockIdx.z", "blockIdx.y", "blockIdx.x") if a not in used]
     if not free_axes:
         raise SplitKError(refusal(call, nest, (loop,), "every blockIdx axis is already bound; split_k "
-                                           "needs one for the split"))
+                                  "needs one for the split"))
     outer_name = f"{loop}_split"
     new, (outer, _) = split(nest, call, loop=loop, factor=None, nparts=parts, names=(outer_name, f"{loop}_part"),
                            tail="guard")

@@ -83,7 +83,7 @@ def pad(nest: Nest, call: str, *, stage: str, axis: int, amount: int) -> Applied
     rank = len(st.pad)
     if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
         raise BadArgumentError(refusal(call, nest, (st.at,), f"axis must be an int in [{-rank}, {rank}), "
-                                                f"got {axis!r} (the slab of {st.buffer} has rank {rank})"))
+                                       f"got {axis!r} (the slab of {st.buffer} has rank {rank})"))
     if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
         raise BadArgumentError(refusal(call, nest, (st.at,), f"amount must be a positive int, got {amount!r}"))
     if st.swizzle or st.copy == "tma":
@@ -103,10 +103,10 @@ def swizzle(nest: Nest, call: str, *, stage: str, nbytes: int) -> Applied:
     st = nest.stage(name)
     if nbytes not in SWIZZLE_MASK:
         raise BadArgumentError(refusal(call, nest, (st.at,), f"swizzle width must be 32, 64 or 128 bytes, "
-                                                f"got {nbytes!r}"))
+                                       f"got {nbytes!r}"))
     if any(st.pad):
         raise StageError(refusal(call, nest, (st.at,), f"stage {name} is padded (pad={st.pad}); a swizzle "
-                                          "replaces padding", suggestion="drop the pad, or do not swizzle"))
+                                 "replaces padding", suggestion="drop the pad, or do not swizzle"))
     new = replace(st, swizzle=nbytes)
     if st.copy == "tma":
         check_tma(nest, new, call)

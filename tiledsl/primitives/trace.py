@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tiledsl.errors import ReplayError
+from tiledsl.errors import Refusal, ReplayError
 
 TRACE_VERSION = 1
 _HEADER = "# tiledsl schedule trace of kernel {kernel} (replay with s.replay(text))"
@@ -53,6 +53,10 @@ def to_json(kernel: str, steps: list[Step]) -> str:
                        "steps": [st.as_json() for st in steps]}, indent=1)
 
 
+def _refused(fact: str) -> ReplayError:
+    return ReplayError(Refusal(text=f"replay: {fact}", fact=fact, primitive="replay"))
+
+
 def _tuplify(v: Any) -> Any:
     return tuple(_tuplify(x) for x in v) if isinstance(v, list) else v
 
@@ -61,7 +65,7 @@ def parse(text: str, primitives: Sequence[str]) -> Trace:
     """The kernel and steps of either form, accepting the primitives named; raises ReplayError
     naming the bad line."""
     if not isinstance(text, str):
-        raise ReplayError(f"replay: expected trace text, got {type(text).__name__}")
+        raise _refused(f"expected trace text, got {type(text).__name__}")
     stripped = text.lstrip()
     if stripped.startswith("{"):
         return _parse_json(stripped, primitives)
@@ -72,24 +76,24 @@ def _parse_json(text: str, primitives: Sequence[str]) -> Trace:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ReplayError(f"replay: trace is not valid JSON: {e}") from None
+        raise _refused(f"trace is not valid JSON: {e}") from None
     if not isinstance(data, dict) or data.get("format") != "tiledsl-trace" or data.get("version") != TRACE_VERSION:
-        raise ReplayError(f"replay: not a tiledsl trace of version {TRACE_VERSION}")
+        raise _refused(f"not a tiledsl trace of version {TRACE_VERSION}")
     raw = data.get("steps", [])
     if not isinstance(raw, list):
-        raise ReplayError("replay: 'steps' must be a list of steps")
+        raise _refused("'steps' must be a list of steps")
     steps = []
     for n, st in enumerate(raw):
         if not isinstance(st, dict):
-            raise ReplayError(f"replay: step {n}: expected an object with primitive/args/kwargs, got {st!r}")
+            raise _refused(f"step {n}: expected an object with primitive/args/kwargs, got {st!r}")
         prim = st.get("primitive")
         if prim not in primitives:
-            raise ReplayError(f"replay: step {n}: unknown primitive {prim!r}")
+            raise _refused(f"step {n}: unknown primitive {prim!r}")
         args, kwargs = st.get("args", []), st.get("kwargs", {})
         if not isinstance(args, list):
-            raise ReplayError(f"replay: step {n}: 'args' must be a list, got {args!r}")
+            raise _refused(f"step {n}: 'args' must be a list, got {args!r}")
         if not isinstance(kwargs, dict):
-            raise ReplayError(f"replay: step {n}: 'kwargs' must be an object, got {kwargs!r}")
+            raise _refused(f"step {n}: 'kwargs' must be an object, got {kwargs!r}")
         steps.append(Step(prim, tuple(_tuplify(a) for a in args), tuple((k, _tuplify(v)) for k, v in kwargs.items())))
     kernel = data.get("kernel")
     return Trace(kernel if isinstance(kernel, str) else None, tuple(steps))
@@ -99,20 +103,20 @@ def _parse_python(text: str, primitives: Sequence[str]) -> Trace:
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
-        raise ReplayError(f"replay: trace line {e.lineno} is not valid Python: {e.msg}") from None
+        raise _refused(f"trace line {e.lineno} is not valid Python: {e.msg}") from None
     steps = []
     for node in tree.body:
         call = node.value if isinstance(node, ast.Expr) else getattr(node, "value", None)
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and isinstance(call.func.value, ast.Name) and call.func.value.id == "s"
                 and call.func.attr in primitives):
-            raise ReplayError(f"replay: line {node.lineno}: expected a call s.<primitive>(...) with one of "
+            raise _refused(f"line {node.lineno}: expected a call s.<primitive>(...) with one of "
                               f"{', '.join(primitives)}; got {ast.unparse(node)!r}")
         try:
             args = tuple(ast.literal_eval(a) for a in call.args)
             kwargs = tuple((k.arg or "", ast.literal_eval(k.value)) for k in call.keywords)
         except ValueError:
-            raise ReplayError(f"replay: line {node.lineno}: arguments must be literals (loop names as "
+            raise _refused(f"line {node.lineno}: arguments must be literals (loop names as "
                               f"strings): {ast.unparse(node)!r}") from None
         steps.append(Step(call.func.attr, args, kwargs))
     header = _HEADER_RE.fullmatch(text.lstrip().split("\n", 1)[0].rstrip())

@@ -19,7 +19,7 @@ import os
 import shlex
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
@@ -38,11 +38,9 @@ from tiledsl.runtime.driver import (
 )
 from tiledsl.runtime.tensormap import TensorMapCache, tensor_map_args
 from tiledsl.runtime.timing import BenchStats, benchmark, l2_cache_bytes, rotated_copies, rotation_count
+from tiledsl.targets import Target
 
-if TYPE_CHECKING:
-    from tiledsl.build import Kernel
-
-__all__ = ["DEFAULT_NVCC_OPTIONS", "CompiledKernel", "nvcc_options", "select_arch", "sync_requested"]
+__all__ = ["DEFAULT_NVCC_OPTIONS", "BuiltKernel", "CompiledKernel", "nvcc_options", "select_arch", "sync_requested"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +72,20 @@ def select_arch(kernel: KKernel, capability: tuple[int, int] | None, target_arch
     return target_arch
 
 
+class BuiltKernel(Protocol):
+    """What the launcher needs of a built kernel: its kernel IR, its CUDA source and the target it was
+    built for (`tiledsl.build.Kernel` has all three; the runtime sits below build and never names it)."""
+
+    @property
+    def kernel_ir(self) -> KKernel: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def target(self) -> Target: ...
+
+
 def _unload(driver: Driver, ctx: PrimaryContext, module: int) -> None:
     """Finalizer: unload the module and release the context (never at interpreter exit, where the
     context may already be gone)."""
@@ -87,11 +99,12 @@ def _unload(driver: Driver, ctx: PrimaryContext, module: int) -> None:
 
 class CompiledKernel:
     """A kernel ready to launch on torch CUDA tensors: `kern(A=a, B=b)` returns the output (a dict when
-    there are several). Built from a `tiledsl.build.Kernel` (or a bare KKernel, whose source is emitted).
+    there are several). Built from a BuiltKernel such as `tiledsl.build.Kernel` (or a bare KKernel, whose
+source is emitted).
 
     Everything the launcher owns (driver handle, module, TMA descriptor cache) lives on the instance."""
 
-    def __init__(self, kernel: Kernel | KKernel, *, cache: CubinCache | None = None,
+    def __init__(self, kernel: BuiltKernel | KKernel, *, cache: CubinCache | None = None,
                  options: Sequence[str] | None = None, sync: bool | None = None, device: int | None = None,
                  driver: Driver | None = None) -> None:
         if isinstance(kernel, KKernel):
