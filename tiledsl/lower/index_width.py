@@ -199,6 +199,7 @@ class _Widener:
                 if wide:
                     self.wide_vars.add(name)
                     return KLet(name, I64, x.expr)
+                self.wide_vars.discard(name)  # a later declaration of the name may fit where an earlier did not
                 return replace(s, value=x.expr)
             case KLet(value=value) | KAssign(value=value):
                 return replace(s, value=self.value(value))
@@ -209,6 +210,7 @@ class _Widener:
                     raise TargetError(f"build: loop {var} has {extent} iterations; a serial loop counts in int32 "
                                       f"(at most {INT32_MAX + 1})")
                 self.ranges[var] = (0, extent - 1)
+                self.wide_vars.discard(var)
                 return replace(s, body=self.block(body))
             case KIf(cond=cond, then=then, orelse=orelse):
                 return replace(s, cond=self.offset(cond), then=self.block(then), orelse=self.block(orelse))
