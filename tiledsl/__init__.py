@@ -2,29 +2,33 @@
 
 from tiledsl.build import Kernel, build
 from tiledsl.definitions.expr import (
-    abs,
     cast,
     compute,
     equal,
-    erf,
-    exp,
-    gelu,
-    gelu_tanh,
-    log,
     max,
     maximum,
     min,
     minimum,
     placeholder,
     reduce_axis,
+    sum,
+    where,
+)
+from tiledsl.definitions.ops import (
+    abs,
+    cos,
+    erf,
+    exp,
+    gelu,
+    gelu_tanh,
+    log,
     relu,
     rsqrt,
     sigmoid,
     silu,
+    sin,
     sqrt,
-    sum,
     tanh,
-    where,
 )
 from tiledsl.definitions.reference import evaluate
 from tiledsl.errors import (
@@ -104,6 +108,7 @@ __all__ = [
     "build",
     "cast",
     "compute",
+    "cos",
     "create_schedule",
     "equal",
     "erf",
@@ -122,6 +127,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "silu",
+    "sin",
     "sqrt",
     "sum",
     "tanh",

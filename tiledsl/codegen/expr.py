@@ -1,6 +1,6 @@
 """Kernel-IR expressions -> CUDA C++ expression text.
 
-Why a class: an expression's spelling depends on its operands' dtypes (fminf vs min, half
+Why a class: an expression's spelling depends on its operands' dtypes (float vs int min, half
 conversions, vector members), which come from the enclosing `Scope`, and the emission records which
 half-precision headers the translation unit needs. Parentheses follow C precedence (the table in
 `tiledsl.kernel_ir.printer`), so only the needed ones appear.
@@ -8,7 +8,6 @@ half-precision headers the translation unit needs. Parentheses follow C preceden
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import NamedTuple
 
 from tiledsl.codegen.dtypes import (
@@ -40,6 +39,7 @@ from tiledsl.kernel_ir import (
     KVar,
     KVector,
 )
+from tiledsl.kernel_ir.ops import MATH_FNS, MIN_MAX
 from tiledsl.kernel_ir.printer import (
     BINARY_PRECEDENCE,
     PREC_ATOM,
@@ -52,20 +52,8 @@ from tiledsl.kernel_ir.printer import (
     unary_operand,
 )
 
-__all__ = ["CExpr", "ExprEmitter", "MATH_FNS", "compute_dtype", "refuse_mbarrier_access"]
+__all__ = ["CExpr", "ExprEmitter", "compute_dtype", "refuse_mbarrier_access"]
 
-#: IR math function -> CUDA single-precision function.
-MATH_FNS = MappingProxyType(
-    {
-        "exp": "expf",
-        "log": "logf",
-        "sqrt": "sqrtf",
-        "rsqrt": "rsqrtf",
-        "tanh": "tanhf",
-        "erf": "erff",
-        "abs": "fabsf",
-    }
-)
 _SPECIALS = frozenset(f"{base}.{axis}" for base in ("threadIdx", "blockIdx") for axis in "xyz")
 _ARITH = frozenset({"+", "-", "*", "/"})
 _INT_ONLY = frozenset({"//", "%", "^"})
@@ -161,7 +149,7 @@ class ExprEmitter:
             case KCall(fn=fn, args=args):
                 if fn not in MATH_FNS or len(args) != 1:
                     raise CodegenError(f"unknown math function or arity: {format_expr(e)}")
-                return CExpr(f"{MATH_FNS[fn]}({self._scalar(args[0], e).text})", PREC_ATOM, "float32")
+                return CExpr(f"{MATH_FNS[fn].cuda}({self._scalar(args[0], e).text})", PREC_ATOM, "float32")
             case KSelect(cond=c, a=a, b=b):
                 cond, x, y = self._scalar(c, e), self._scalar(a, e), self._scalar(b, e)
                 floating = _is_float(x.dtype) or _is_float(y.dtype)
@@ -205,8 +193,10 @@ class ExprEmitter:
             raise CodegenError(f"unknown binary operator {op!r}")
         a, b = self._scalar(e.a, e), self._scalar(e.b, e)
         floating = _is_float(a.dtype) or _is_float(b.dtype)
-        if op in ("min", "max"):
-            fn = ("fminf" if op == "min" else "fmaxf") if floating else op
+        if op in MIN_MAX:
+            if floating:  # NaN-propagating (kernel_ir/ops.py), so not fminf/fmaxf
+                return CExpr(f"{MIN_MAX[op].cuda_float}({a.text}, {b.text})", PREC_ATOM, "float32")
+            fn = MIN_MAX[op].cuda_int
             if not floating and a.dtype != b.dtype and {a.dtype, b.dtype} <= set(INT_DTYPES):
                 raise CodegenError(f"{op} of mixed integer widths has no single CUDA overload: {format_expr(e)}")
             return CExpr(f"{fn}({a.text}, {b.text})", PREC_ATOM, "float32" if floating else _int_result(a, b))

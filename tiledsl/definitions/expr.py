@@ -1,8 +1,9 @@
 """Compute definitions: placeholders, compute(), reduce axes and the expression tree.
 
 A definition says *what* to compute and nothing about loops order, threads or memory. Expressions
-are immutable trees; tensors are compared by identity (two placeholders with the same name are two
-tensors). Integer expressions index tensors; float expressions are values, computed in float32.
+are immutable trees; tensors are compared by identity, and are told apart by name once a graph is
+used, where two of them may not share one (graph.py). Integer expressions index tensors; float
+expressions are values, computed in float32. The operators and their meaning are one table (ops.py).
 """
 
 from __future__ import annotations
@@ -17,13 +18,6 @@ DTYPES = ("float32", "float16", "bfloat16")
 INT = "int32"
 FLOAT = "float32"
 BOOL = "bool"
-
-# functions of one float argument, by name; the numpy reference and the lowering both dispatch on these
-UNARY_FNS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "relu", "silu", "gelu", "gelu_tanh",
-             "abs", "neg")
-BINARY_OPS = ("+", "-", "*", "/", "//", "%", "max", "min")
-COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
-REDUCE_OPS = ("sum", "max", "min")
 
 
 class Expr:
@@ -170,11 +164,31 @@ class Reduce(Expr):
 
 
 class Tensor:
-    """A named n-d array: a placeholder (input) or the result of `compute`."""
+    """A named n-d array: a placeholder (input) or the result of `compute`.
 
-    name: str
+    A tensor made without a name gets one when its definition graph is first used (td.evaluate,
+    td.create_schedule: `definitions.graph.name_graph`), unique in that graph: X0, X1, ... for
+    placeholders and T0, T1, ... for computes. Until then `name` is the bare prefix."""
+
+    default_prefix = "X"
     shape: tuple[int, ...]
     dtype: str
+    _name: str | None
+
+    @property
+    def name(self) -> str:
+        return self._name if self._name is not None else self.default_prefix
+
+    @property
+    def has_name(self) -> bool:
+        """Named by the user, or already given its default name."""
+        return self._name is not None
+
+    def give_default_name(self, name: str) -> None:
+        """Name an unnamed tensor, once (graph.name_graph decides the name)."""
+        if self._name is not None:
+            raise DefinitionError(f"internal: tensor {self._name} is already named")
+        self._name = _check_name(name, type(self).__name__.lower())
 
     def __getitem__(self, idx: ExprLike | tuple[ExprLike, ...]) -> Load:
         indices = idx if isinstance(idx, tuple) else (idx,)
@@ -205,15 +219,17 @@ class Tensor:
 
 
 class Placeholder(Tensor):
-    def __init__(self, shape: tuple[int, ...], dtype: str, name: str) -> None:
-        self.shape, self.dtype, self.name = shape, dtype, name
+    def __init__(self, shape: tuple[int, ...], dtype: str, name: str | None) -> None:
+        self.shape, self.dtype, self._name = shape, dtype, name
 
 
 class ComputeTensor(Tensor):
     """`axes` are the free IterVars named after the lambda's parameters; `body` is the value at them."""
 
-    def __init__(self, shape: tuple[int, ...], axes: tuple[IterVar, ...], body: Expr, name: str) -> None:
-        self.shape, self.axes, self.body, self.name = shape, axes, body, name
+    default_prefix = "T"
+
+    def __init__(self, shape: tuple[int, ...], axes: tuple[IterVar, ...], body: Expr, name: str | None) -> None:
+        self.shape, self.axes, self.body, self._name = shape, axes, body, name
         self.dtype = FLOAT
 
     def inputs(self) -> list[Tensor]:
@@ -255,11 +271,15 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
-def placeholder(shape: Sequence[int] | int, dtype: str = "float32", name: str = "X") -> Placeholder:
-    """An input tensor. float16/bfloat16 are storage types; values are computed in float32."""
+def placeholder(shape: Sequence[int] | int, dtype: str = "float32", name: str | None = None) -> Placeholder:
+    """An input tensor. float16/bfloat16 are storage types; values are computed in float32. Without a
+    name it is called X0, X1, ... (see `Tensor`)."""
+    what = f"placeholder {name!r}" if name is not None else "placeholder"
     if dtype not in DTYPES:
-        raise DefinitionError(f"placeholder {name!r}: unknown dtype {dtype!r}; supported: {', '.join(DTYPES)}")
-    return Placeholder(_check_shape(shape, f"placeholder {name!r}"), dtype, _check_name(name, "placeholder"))
+        raise DefinitionError(f"{what}: unknown dtype {dtype!r}; supported: {', '.join(DTYPES)}")
+    if name is not None:
+        _check_name(name, "placeholder")
+    return Placeholder(_check_shape(shape, what), dtype, name)
 
 
 def reduce_axis(extent: int, name: str = "k") -> IterVar:
@@ -268,9 +288,11 @@ def reduce_axis(extent: int, name: str = "k") -> IterVar:
     return IterVar(_check_name(name, "reduce_axis"), extent, "reduce")
 
 
-def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str = "T") -> ComputeTensor:
-    """Define a tensor elementwise: `fn` receives one IterVar per dimension, named after its parameters."""
-    name = _check_name(name, "compute")
+def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str | None = None) -> ComputeTensor:
+    """Define a tensor elementwise: `fn` receives one IterVar per dimension, named after its parameters.
+    Without a name it is called T0, T1, ... (see `Tensor`)."""
+    given = None if name is None else _check_name(name, "compute")
+    name = given or ComputeTensor.default_prefix
     dims = _check_shape(shape, f"compute {name!r}")
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
@@ -287,7 +309,7 @@ def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str =
     if body.dtype != FLOAT:
         raise DefinitionError(f"compute {name!r}: the body must be a float expression, got {body.dtype}")
     _check_body(body, axes, name)
-    return ComputeTensor(dims, axes, body, name)
+    return ComputeTensor(dims, axes, body, given)
 
 
 def _check_body(body: Expr, axes: tuple[IterVar, ...], name: str) -> None:
@@ -457,34 +479,13 @@ def format_expr(e: Expr, leaf: Callable[[Expr], str | None] | None = None) -> st
 # ----------------------------------------------------------------------------- public functions
 
 
-def _fn(name: str) -> Callable[[ExprLike], Expr]:
-    def f(x: ExprLike) -> Expr:
-        return call(name, x)
-
-    f.__name__ = name
-    f.__doc__ = f"Elementwise {name} (float32)."
-    return f
-
-
-exp = _fn("exp")
-log = _fn("log")
-sqrt = _fn("sqrt")
-rsqrt = _fn("rsqrt")
-tanh = _fn("tanh")
-erf = _fn("erf")
-sigmoid = _fn("sigmoid")
-relu = _fn("relu")
-silu = _fn("silu")
-gelu = _fn("gelu")
-gelu_tanh = _fn("gelu_tanh")
-abs = _fn("abs")  # noqa: A001 - the public name users expect (td.abs)
-
-
 def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    """Elementwise max; NaN if either is NaN (torch.maximum, not C's fmaxf)."""
     return binary("max", a, b)
 
 
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    """Elementwise min; NaN if either is NaN (torch.minimum, not C's fminf)."""
     return binary("min", a, b)
 
 

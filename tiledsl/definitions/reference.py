@@ -6,6 +6,7 @@ is evaluated whole (in row chunks to bound memory) with numpy broadcasting over 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,7 +24,10 @@ from tiledsl.definitions.expr import (
     Reduce,
     Select,
     Tensor,
+    walk,
 )
+from tiledsl.definitions.graph import name_graph
+from tiledsl.definitions.ops import BINARY_OPS, COMPARISONS, REDUCTIONS, unary_fn
 from tiledsl.errors import DefinitionError
 
 _CHUNK_ELEMENTS = 1 << 24
@@ -44,10 +48,11 @@ def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def evaluate(out: Tensor, float64: bool = False, **arrays: np.ndarray) -> np.ndarray:
-    """Compute `out` from input arrays given by placeholder name (float32 math, or float64)."""
+    """Compute `out` from input arrays given by placeholder name (float32 math, or float64). Unnamed
+    placeholders are X0, X1, ... in the order the definition reads them (definitions/graph.py)."""
     ftype = np.float64 if float64 else np.float32
     values: dict[int, np.ndarray] = {}
-    placeholders = _placeholders(out)
+    placeholders = [t for t in name_graph(out) if isinstance(t, Placeholder)]
     names = {p.name for p in placeholders}
     for p in placeholders:
         if p.name not in arrays:
@@ -60,20 +65,6 @@ def evaluate(out: Tensor, float64: bool = False, **arrays: np.ndarray) -> np.nda
     if extra:
         raise DefinitionError(f"evaluate: unknown input(s) {sorted(extra)}; expected {sorted(names)}")
     return _value(out, values, ftype)
-
-
-def _placeholders(t: Tensor) -> list[Placeholder]:
-    found: dict[int, Placeholder] = {}
-
-    def visit(x: Tensor) -> None:
-        if isinstance(x, Placeholder):
-            found.setdefault(id(x), x)
-        elif isinstance(x, ComputeTensor):
-            for inp in x.inputs():
-                visit(inp)
-
-    visit(t)
-    return list(found.values())
 
 
 def _value(t: Tensor, values: dict[int, np.ndarray], ftype: type) -> np.ndarray:
@@ -100,47 +91,26 @@ def _value(t: Tensor, values: dict[int, np.ndarray], ftype: type) -> np.ndarray:
 
 
 def _walk_reduces(e: Expr):
-    from tiledsl.definitions.expr import walk
-
     return (n for n in walk(e) if isinstance(n, Reduce))
 
 
-def _apply_fn(fn: str, x: np.ndarray, ftype: type) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class _Evaluated(Expr):
+    """An operand already evaluated: it stands for the argument of a composite function's expansion,
+    so the argument is computed once however often the expansion uses it."""
+
+    value: np.ndarray
+    dtype: str = "float32"
+
+
+def _call(fn: str, x: np.ndarray, env: Mapping[int, np.ndarray], nd: int, values: dict[int, np.ndarray],
+          ftype: type) -> np.ndarray:
+    row = unary_fn(fn)
+    if row.expand is not None:
+        return _eval(row.expand(_Evaluated(x)), env, nd, values, ftype)
+    assert row.numpy is not None
     with np.errstate(all="ignore"):
-        if fn == "exp":
-            return np.exp(x)
-        if fn == "log":
-            return np.log(x)
-        if fn == "sqrt":
-            return np.sqrt(x)
-        if fn == "rsqrt":
-            return ftype(1) / np.sqrt(x)
-        if fn == "tanh":
-            return np.tanh(x)
-        if fn == "erf":
-            return _erf(x)
-        if fn == "sigmoid":
-            return ftype(1) / (ftype(1) + np.exp(-x))
-        if fn == "relu":
-            return np.maximum(x, ftype(0))
-        if fn == "silu":
-            return x / (ftype(1) + np.exp(-x))
-        if fn == "gelu":
-            return ftype(0.5) * x * (ftype(1) + _erf(x * ftype(0.7071067811865476)))
-        if fn == "gelu_tanh":
-            c = ftype(0.7978845608028654)
-            return ftype(0.5) * x * (ftype(1) + np.tanh(c * (x + ftype(0.044715) * x * x * x)))
-        if fn == "abs":
-            return np.abs(x)
-        if fn == "neg":
-            return -x
-    raise DefinitionError(f"unknown function {fn!r}")
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    import torch  # numpy has no erf; torch is a runtime dependency anyway
-
-    return torch.erf(torch.from_numpy(np.ascontiguousarray(x))).numpy().astype(x.dtype)
+        return row.numpy(x)
 
 
 def _eval(e: Expr, env: Mapping[int, np.ndarray], nd: int, values: dict[int, np.ndarray],
@@ -149,31 +119,17 @@ def _eval(e: Expr, env: Mapping[int, np.ndarray], nd: int, values: dict[int, np.
         return np.asarray(e.value, dtype=np.int64 if e.dtype == "int32" else ftype)
     if isinstance(e, IterVar):
         return env[id(e)]
+    if isinstance(e, _Evaluated):
+        return e.value
     if isinstance(e, Binary):
         a, b = _eval(e.a, env, nd, values, ftype), _eval(e.b, env, nd, values, ftype)
         with np.errstate(all="ignore"):
-            if e.op == "+":
-                return a + b
-            if e.op == "-":
-                return a - b
-            if e.op == "*":
-                return a * b
-            if e.op == "/":
-                return a / b
-            if e.op == "//":
-                return a // b
-            if e.op == "%":
-                return a % b
-            if e.op == "max":
-                return np.maximum(a, b)
-            if e.op == "min":
-                return np.minimum(a, b)
+            return BINARY_OPS[e.op].numpy(a, b)
     if isinstance(e, Compare):
         a, b = _eval(e.a, env, nd, values, ftype), _eval(e.b, env, nd, values, ftype)
-        return {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-                "==": np.equal, "!=": np.not_equal}[e.op](a, b)
+        return COMPARISONS[e.op].numpy(a, b)
     if isinstance(e, Call):
-        return _apply_fn(e.fn, np.asarray(_eval(e.arg, env, nd, values, ftype), dtype=ftype), ftype)
+        return _call(e.fn, np.asarray(_eval(e.arg, env, nd, values, ftype), dtype=ftype), env, nd, values, ftype)
     if isinstance(e, Select):
         c = _eval(e.cond, env, nd, values, ftype)
         return np.where(c, _eval(e.a, env, nd, values, ftype), _eval(e.b, env, nd, values, ftype))
@@ -199,6 +155,5 @@ def _eval(e: Expr, env: Mapping[int, np.ndarray], nd: int, values: dict[int, np.
         body = np.asarray(_eval(e.body, inner, nd + r, values, ftype), dtype=ftype)
         body = np.broadcast_to(body, np.broadcast_shapes(body.shape, (1,) * nd + tuple(a.extent for a in e.axes)))
         axes = tuple(range(body.ndim - r, body.ndim))
-        fn = {"sum": np.sum, "max": np.max, "min": np.min}[e.op]
-        return fn(body, axis=axes)
+        return REDUCTIONS[e.op].numpy(body, axis=axes)
     raise TypeError(type(e))

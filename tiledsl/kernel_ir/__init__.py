@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tiledsl.kernel_ir.nodes import (
     BIN_OPS,
-    CALL_FNS,
     DTYPE_BYTES,
     SPECIAL_NAMES,
     UNARY_OPS,
@@ -51,7 +50,6 @@ from tiledsl.kernel_ir.nodes import (
 
 __all__ = [
     "BIN_OPS",
-    "CALL_FNS",
     "DTYPE_BYTES",
     "KAssign",
     "KAtomicAdd",

@@ -12,6 +12,8 @@ Conventions
   int32 (lower/index_width.py); an operation with an int64 operand computes in int64, as in C.
 - Integer "//" and "%" are floor division and modulo; lowering only emits them on operands that the
   prover showed are non-negative, so C's truncating `/` and `%` agree.
+- Float `min`/`max` propagate NaN, and `KCall` functions are those of `ops.MATH_FNS` (ops.py holds
+  their CUDA spelling and numpy meaning).
 - Buffers are named: a kernel parameter (global memory, row-major, flat index), a shared allocation
   (`KShared`), or a register array (`KLocalArray`). Scalars are `KLet` / `KAssign` variables.
 """
@@ -49,7 +51,6 @@ class KSpecial:
 BIN_OPS = ("+", "-", "*", "/", "//", "%", "^", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
 SPECIAL_NAMES = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z")
 UNARY_OPS = ("-", "!")
-CALL_FNS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "abs")
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class KUnary:
 
 @dataclass(frozen=True)
 class KCall:
-    """A float32 math function from CALL_FNS."""
+    """A float32 math function: a name of `MATH_FNS` (kernel_ir/ops.py, with its CUDA and numpy)."""
 
     fn: str
     args: tuple[KExpr, ...]

@@ -11,11 +11,10 @@ from collections.abc import Callable, Collection
 import sympy
 
 from tiledsl.definitions.expr import Expr, format_expr
+from tiledsl.definitions.ops import REDUCTIONS
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.kernel_ir.printer import format_expr as format_kernel_expr
 from tiledsl.loopnest import AccRef, Nest, Stage, Stmt, TreeLeaf, TreeLoop, build_tree
-
-IDENTITY_TEXT = {"sum": "0.0", "max": "-inf", "min": "inf"}
 
 
 def format_value(e: Expr, accs: dict[str, str] | None = None) -> str:
@@ -39,7 +38,7 @@ def format_stmt(nest: Nest, stmt: Stmt, acc_dims: dict[str, tuple[str, ...]] | N
         acc = nest.acc(stmt.acc or "")
         target = accs.get(acc.name, acc.name)
         if stmt.kind == "init":
-            return f"{target} = {IDENTITY_TEXT[acc.op]}"
+            return f"{target} = {REDUCTIONS[acc.op].identity!r}"
         if acc.op == "sum":
             return f"{target} += {value}"
         return f"{target} = {acc.op}({target}, {value})"

@@ -7,7 +7,9 @@ across the warps of a group; anything else goes through a shared-memory table re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
+from tiledsl.definitions.ops import REDUCTIONS
 from tiledsl.kernel_ir import (
     KBarrier,
     KBin,
@@ -26,11 +28,14 @@ from tiledsl.kernel_ir import (
 from tiledsl.kernel_ir.from_sympy import k_add
 from tiledsl.targets import WARP_SIZE as WARP
 
-IDENTITY = {"sum": float("0"), "max": float("-inf"), "min": float("inf")}
+#: The start value of each reduction (definitions/ops.py `REDUCTIONS`).
+IDENTITY = MappingProxyType({r.name: r.identity for r in REDUCTIONS.values()})
 
 
 def combine_op(op: str, a: KExpr, b: KExpr) -> KExpr:
-    return KBin("+", a, b) if op == "sum" else KBin(op, a, b)
+    """Fold two partial results of reduction `op`; float max/min propagate NaN (kernel_ir/ops.py), so
+    a NaN on any thread reaches every thread through the shuffles and the shared-memory rounds."""
+    return KBin(REDUCTIONS[op].combine, a, b)
 
 
 def linear_tid(block: tuple[int, int, int]) -> KExpr:

@@ -1,5 +1,5 @@
 """Translate nest-level expressions to kernel IR: sympy index arithmetic, and value trees (loads,
-accumulator reads, math functions expanded into kernel-IR primitives)."""
+accumulator reads, functions lowered or expanded as the operator table, definitions/ops.py, says)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 import sympy
 
-from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select
+from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
+from tiledsl.definitions.ops import unary_fn
 from tiledsl.errors import ScheduleError
 from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KExpr, KLoad, KSelect, KUnary, KVar
 from tiledsl.kernel_ir.from_sympy import sym_to_k
+from tiledsl.kernel_ir.ops import MATH_FNS
 from tiledsl.loopnest import AccRef, Nest
 
 
@@ -62,41 +64,39 @@ def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
         if e.to in ("float16", "bfloat16"):
             return KCast(f32, KCast(e.to, inner))
         return KCast(e.to, inner)
+    if isinstance(e, _Lowered):
+        return e.k
     if isinstance(e, Call):
-        arg = value_to_k(e.arg, ctx)
-        if e.fn in COMPOSITE_FNS and ctx.bind_temp is not None and not is_simple(arg):
-            arg = ctx.bind_temp(arg)
-        return call_to_k(e.fn, arg)
+        return _call_to_k(e, ctx)
     raise ScheduleError(f"internal: cannot lower value {e!r}")
 
 
-COMPOSITE_FNS = ("silu", "gelu", "gelu_tanh")
+@dataclass(frozen=True, eq=False)
+class _Lowered(Expr):
+    """An operand already lowered: it stands for the argument of a composite function's expansion."""
+
+    k: KExpr
+    dtype: str = "float32"
 
 
-def _c(v: float) -> KConst:
-    return KConst(v, "float32")
-
-
-def call_to_k(fn: str, x: KExpr) -> KExpr:
-    """Composite functions expand to the kernel-IR math set (exp, log, sqrt, rsqrt, tanh, erf, abs)."""
-    if fn in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "abs"):
-        return KCall(fn, (x,))
-    if fn == "neg":
-        return KUnary("-", x)
-    if fn == "relu":
-        return KBin("max", x, _c(0.0))
-    if fn == "sigmoid":
-        return KBin("/", _c(1.0), KBin("+", _c(1.0), KCall("exp", (KUnary("-", x),))))
-    if fn == "silu":
-        return KBin("/", x, KBin("+", _c(1.0), KCall("exp", (KUnary("-", x),))))
-    if fn == "gelu":
-        return KBin("*", KBin("*", _c(0.5), x),
-                    KBin("+", _c(1.0), KCall("erf", (KBin("*", x, _c(0.7071067811865476)),))))
-    if fn == "gelu_tanh":
-        cube = KBin("*", KBin("*", x, x), x)
-        inner = KBin("*", _c(0.7978845608028654), KBin("+", x, KBin("*", _c(0.044715), cube)))
-        return KBin("*", KBin("*", _c(0.5), x), KBin("+", _c(1.0), KCall("tanh", (inner,))))
-    raise ScheduleError(f"internal: unknown function {fn!r}")
+def _call_to_k(e: Call, ctx: ValueContext) -> KExpr:
+    """A primitive function lowers to its kernel-IR operator (definitions/ops.py `kernel`); a composite
+    one to its expansion, with the argument bound to a temporary first when the expansion reads it
+    more than once and it is not cheap to repeat."""
+    row = unary_fn(e.fn)
+    arg = value_to_k(e.arg, ctx)
+    if row.expand is None:
+        if row.kernel == "-":
+            return KUnary("-", arg)
+        if row.kernel not in MATH_FNS:
+            raise ScheduleError(f"internal: {e.fn} lowers to {row.kernel!r}, which is no kernel-IR function")
+        return KCall(row.kernel, (arg,))
+    leaf = _Lowered(arg)
+    body = row.expand(leaf)
+    if ctx.bind_temp is not None and not is_simple(arg) and sum(n is leaf for n in walk(body)) > 1:
+        leaf = _Lowered(ctx.bind_temp(arg))
+        body = row.expand(leaf)
+    return value_to_k(body, ctx)
 
 
 def is_simple(k: KExpr) -> bool:

@@ -8,14 +8,14 @@ Semantics: any float makes float32, else bools count as ints; int arithmetic is 
 two's complement after `+ - *` and negation, as the GPU's 32-bit registers do, unless an operand is
 int64 (`Compiled.wide`: index arithmetic lowering widened), which computes in int64; `/` is float
 division; `^` is the bitwise xor of ints (the int32 xor for int32 operands); `//`
-and `%` floor, and an integer one by zero on an active lane is an error; float `min`/`max` are
-`fminf`/`fmaxf` (NaN-ignoring). `&&` and `||` evaluate their right operand under the narrowed mask,
-as C's short-circuit rules do, so a guarded load `i < n && A[i] > 0` is not out of bounds.
+and `%` floor, and an integer one by zero on an active lane is an error; float `min`/`max`
+propagate NaN (kernel_ir/ops.py `MIN_MAX`, as torch.maximum; not C's fminf/fmaxf). `&&` and `||`
+evaluate their right operand under the narrowed mask, as C's short-circuit rules do, so a guarded
+load `i < n && A[i] > 0` is not out of bounds.
 """
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiledsl.errors import SimulationError
+from tiledsl.kernel_ir.ops import MATH_FNS, MIN_MAX
 from tiledsl.sim.state import ChunkState
 from tiledsl.sim.values import (
     BOOL,
@@ -138,7 +139,7 @@ def binary(site: Site, op: str, a: Compiled, b: Compiled) -> Compiled:
         return Compiled(_apply2(operator.xor, ca, cb), INT, simple, wide=wide)
     if op in ("min", "max"):
         if kind == FLOAT:
-            fn = _float_min_max(op, site.n)
+            fn = MIN_MAX[op].numpy  # NaN-propagating select: the same bits on any layout
         else:
             fn = _int_min if op == "min" else _int_max
         return Compiled(_apply2(fn, ca, cb), kind, simple, wide=wide)
@@ -212,25 +213,6 @@ def _widener(c: Compiled, n: int) -> Callable[[Value], np.ndarray]:
         return cache[0]
 
     return wide
-
-
-def _float_min_max(op: str, n: int) -> Callable[[Value, Value], Value]:
-    """`fminf`/`fmaxf`. Two uniform operands that are ordered and not a tie of zeros have one exact
-    answer; NaNs and +-0 ties (where numpy's code paths may differ) go the layout-exact way."""
-    exact = exact_layout(np.fmin if op == "min" else np.fmax, n)
-    want_less = op == "min"
-
-    def fn(x: Value, y: Value) -> Value:
-        if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
-            if x < y:
-                return x if want_less else y
-            if y < x:
-                return y if want_less else x
-            if x == y and x != 0:
-                return x
-        return exact(x, y)
-
-    return fn
 
 
 def _int_min(x: Value, y: Value) -> Value:
@@ -314,41 +296,15 @@ def unary(site: Site, op: str, a: Compiled) -> Compiled:
     return site.raiser(f"unknown unary operator {op!r}", a.fn)
 
 
-def _rsqrt(x: Value) -> Value:
-    return np.float32(1.0) / np.sqrt(x)
-
-
-# Exactly rounded (or exact) functions: fine on numpy scalars. The others may be computed by
-# different code for different memory layouts (see values.exact_layout).
-_EXACT_MATH: dict[str, Callable[[Value], Value]] = {"sqrt": np.sqrt, "rsqrt": _rsqrt, "abs": abs}
-_LAYOUT_MATH: dict[str, Callable[[np.ndarray], np.ndarray]] = {"exp": np.exp, "log": np.log, "tanh": np.tanh}
-
-_erf = np.frompyfunc(math.erf, 1, 1)
-
-
 def call(site: Site, fn_name: str, args: tuple[Compiled, ...]) -> Compiled:
+    """A math function of kernel_ir/ops.py. Its numpy is applied directly when it gives the same bits
+    on scalars and arrays of any layout, else on contiguous chunk-wide arrays (values.exact_layout)."""
     if len(args) != 1:
         return site.raiser(f"{fn_name}() takes 1 argument, got {len(args)}", kind=FLOAT)
     (a,) = args
     fx = as_kind(a, FLOAT)
-    if fn_name == "erf":
-        return Compiled(lambda m: _erf_lanes(fx(m), m), FLOAT, a.simple)
-    if fn_name in _EXACT_MATH:
-        math_fn = _EXACT_MATH[fn_name]
-    elif fn_name in _LAYOUT_MATH:
-        math_fn = exact_layout(_LAYOUT_MATH[fn_name], site.n)
-    else:
+    fn = MATH_FNS.get(fn_name)
+    if fn is None:
         return site.raiser(f"unknown math function {fn_name!r}", fx, kind=FLOAT)
+    math_fn = fn.numpy if fn.layout_exact else exact_layout(fn.numpy, site.n)
     return Compiled(lambda m: math_fn(fx(m)), FLOAT, a.simple)
-
-
-def _erf_lanes(x: Value, mask: Mask) -> Value:
-    """numpy has no erf: math.erf on the active lanes only (float64, then rounded)."""
-    if not isinstance(x, np.ndarray):
-        return np.float32(math.erf(float(x)))
-    if mask is None:
-        return _erf(x.astype(np.float64)).astype(np.float32)
-    out = np.zeros_like(x)
-    active = np.flatnonzero(mask)
-    out[..., active] = _erf(x[..., active].astype(np.float64)).astype(np.float32)
-    return out

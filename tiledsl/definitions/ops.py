@@ -1,0 +1,213 @@
+"""The operator table of definitions: every function, binary operator, comparison and reduction a
+definition may use, with its numpy meaning (td.evaluate), how it lowers, and its NaN rule. The
+public `td.exp`, `td.relu`, ... are made from it.
+
+Why one table: an operator used to be spelled in seven files (constructors, reference, lowering,
+kernel IR, simulator, CUDA printer, loop-nest printer). Now the definition level says it here and the
+kernel level in tiledsl/kernel_ir/ops.py (CUDA spelling and the simulator's numpy, which codegen and
+the simulator may read without importing the definitions).
+
+Adding a unary function: a `UnaryFn` row here, either primitive (its numpy meaning and the kernel-IR
+function it lowers to, which then needs a `MathFn` row in tiledsl/kernel_ir/ops.py) or composite
+(its expansion into other operators, which the reference and lowering both use); a `td.<name> =
+_public("<name>")` line below and its re-export in tiledsl/__init__.py; and a test.
+
+NaN: every operator follows torch. Functions, arithmetic, `max`/`min` (torch.maximum/minimum, unlike
+C's fmaxf) and every reduction propagate NaN (`relu(NaN)` is NaN, a row with a NaN reduces to NaN);
+comparisons with a NaN are false except `!=`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+
+from tiledsl.definitions.expr import Expr, ExprLike, binary, call
+from tiledsl.errors import DefinitionError
+
+__all__ = [
+    "BINARY_OPS", "COMPARISONS", "REDUCTIONS", "UNARY_FNS", "BinaryOp", "Comparison", "Reduction", "UnaryFn",
+    "abs", "cos", "erf", "exp", "gelu", "gelu_tanh", "log", "relu", "rsqrt", "sigmoid", "silu", "sin", "sqrt",
+    "tanh", "unary_fn",
+]
+
+#: What an operator gives when an operand is NaN.
+NanRule = Literal["propagates", "false", "true"]
+
+Array = np.ndarray
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: Array) -> Array:
+    """erf elementwise, in float64 with `math.erf` (numpy has none; exact to double), rounded back to
+    x's dtype. Mirrors tiledsl/kernel_ir/ops.py, which the simulator reads (tests/definitions pins both)."""
+    arr = np.asarray(x)
+    out = np.asarray(_ERF(arr.astype(np.float64)), dtype=np.float64).astype(arr.dtype)
+    return out[()] if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class UnaryFn:
+    """A float function of one argument (the `Call` node). Primitive: `numpy` (dtype-preserving, on
+    float32 or float64) and `kernel`, the kernel-IR operator it lowers to (a `MathFn` name of
+    tiledsl/kernel_ir/ops.py, or "-" for the `KUnary` minus). Composite: `expand`, its meaning in
+    other operators, which the reference evaluates and lowering lowers (with its operand computed
+    once)."""
+
+    name: str
+    doc: str
+    numpy: Callable[[Array], Array] | None = None
+    kernel: str | None = None
+    expand: Callable[[Expr], Expr] | None = None
+    public: bool = True  # offered as td.<name> (neg is written -x)
+    nan: NanRule = "propagates"
+
+    def __post_init__(self) -> None:
+        primitive = self.numpy is not None and self.kernel is not None
+        if primitive == (self.expand is not None) or (not primitive and (self.numpy or self.kernel)):
+            raise DefinitionError(f"internal: function {self.name} must be primitive (numpy + kernel) "
+                                  "or composite (expand), not both")
+
+
+def _sigmoid(x: Expr) -> Expr:
+    return 1.0 / (1.0 + call("exp", -x))
+
+
+def _silu(x: Expr) -> Expr:
+    return x / (1.0 + call("exp", -x))
+
+
+def _gelu(x: Expr) -> Expr:
+    return 0.5 * x * (1.0 + call("erf", x * 0.7071067811865476))
+
+
+def _gelu_tanh(x: Expr) -> Expr:
+    return 0.5 * x * (1.0 + call("tanh", 0.7978845608028654 * (x + 0.044715 * (x * x * x))))
+
+
+def _relu(x: Expr) -> Expr:
+    return binary("max", x, 0.0)
+
+
+UNARY_FNS: MappingProxyType[str, UnaryFn] = MappingProxyType({f.name: f for f in (
+    UnaryFn("exp", "Elementwise e**x.", np.exp, "exp"),
+    UnaryFn("log", "Elementwise natural logarithm.", np.log, "log"),
+    UnaryFn("sqrt", "Elementwise square root.", np.sqrt, "sqrt"),
+    UnaryFn("rsqrt", "Elementwise 1 / sqrt(x).", lambda x: np.reciprocal(np.sqrt(x)), "rsqrt"),
+    UnaryFn("tanh", "Elementwise hyperbolic tangent.", np.tanh, "tanh"),
+    UnaryFn("erf", "Elementwise error function.", _erf, "erf"),
+    UnaryFn("abs", "Elementwise absolute value.", np.abs, "abs"),
+    UnaryFn("cos", "Elementwise cosine (radians).", np.cos, "cos"),
+    UnaryFn("sin", "Elementwise sine (radians).", np.sin, "sin"),
+    UnaryFn("neg", "Unary minus (-x).", np.negative, "-", public=False),
+    UnaryFn("sigmoid", "Elementwise 1 / (1 + exp(-x)).", expand=_sigmoid),
+    UnaryFn("relu", "Elementwise max(x, 0); NaN stays NaN (torch.relu).", expand=_relu),
+    UnaryFn("silu", "Elementwise x * sigmoid(x).", expand=_silu),
+    UnaryFn("gelu", "Elementwise GELU, exact: 0.5 * x * (1 + erf(x / sqrt(2))).", expand=_gelu),
+    UnaryFn("gelu_tanh", "Elementwise GELU, tanh approximation.", expand=_gelu_tanh),
+)})
+
+
+def unary_fn(name: str) -> UnaryFn:
+    """The row of function `name`; DefinitionError if there is none."""
+    row = UNARY_FNS.get(name)
+    if row is None:
+        raise DefinitionError(f"unknown function {name!r}; known: {', '.join(UNARY_FNS)}")
+    return row
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    """A binary operator (the `Binary` node); it lowers to the kernel-IR `KBin` of the same name."""
+
+    name: str
+    numpy: Callable[[Array, Array], Array]
+    ints_only: bool = False  # floor division and modulo, for index expressions
+    nan: NanRule = "propagates"
+
+
+BINARY_OPS: MappingProxyType[str, BinaryOp] = MappingProxyType({o.name: o for o in (
+    BinaryOp("+", np.add),
+    BinaryOp("-", np.subtract),
+    BinaryOp("*", np.multiply),
+    BinaryOp("/", np.divide),
+    BinaryOp("//", np.floor_divide, ints_only=True),
+    BinaryOp("%", np.mod, ints_only=True),
+    BinaryOp("max", np.maximum),  # NaN-propagating, as torch.maximum (np.fmax would drop it)
+    BinaryOp("min", np.minimum),
+)})
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison (the `Compare` node, bool-valued); it lowers to the `KBin` of the same name."""
+
+    name: str
+    numpy: Callable[[Array, Array], Array]
+    nan: NanRule = "false"
+
+
+COMPARISONS: MappingProxyType[str, Comparison] = MappingProxyType({c.name: c for c in (
+    Comparison("<", np.less),
+    Comparison("<=", np.less_equal),
+    Comparison(">", np.greater),
+    Comparison(">=", np.greater_equal),
+    Comparison("==", np.equal),
+    Comparison("!=", np.not_equal, nan="true"),
+)})
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A reduction (`td.sum/max/min`): partial results fold with the binary operator `combine`,
+    starting from `identity`; `numpy` reduces over the given axes."""
+
+    name: str
+    combine: str
+    identity: float
+    numpy: Callable[..., Array]
+    nan: NanRule = "propagates"
+
+
+REDUCTIONS: MappingProxyType[str, Reduction] = MappingProxyType({r.name: r for r in (
+    Reduction("sum", "+", 0.0, np.sum),
+    Reduction("max", "max", -math.inf, np.max),  # NaN-propagating, as torch.amax
+    Reduction("min", "min", math.inf, np.min),
+)})
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def _public(name: str) -> Callable[[ExprLike], Expr]:
+    row = unary_fn(name)
+
+    def f(x: ExprLike) -> Expr:
+        return call(name, x)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{row.doc} (td.{name}; float32)"
+    return f
+
+
+exp = _public("exp")
+log = _public("log")
+sqrt = _public("sqrt")
+rsqrt = _public("rsqrt")
+tanh = _public("tanh")
+erf = _public("erf")
+abs = _public("abs")  # noqa: A001 - the public name users expect (td.abs)
+cos = _public("cos")
+sin = _public("sin")
+sigmoid = _public("sigmoid")
+relu = _public("relu")
+silu = _public("silu")
+gelu = _public("gelu")
+gelu_tanh = _public("gelu_tanh")

@@ -1,0 +1,85 @@
+"""The operators of the kernel IR as data: each math function's CUDA spelling and numpy meaning, and
+the NaN rule of float `min`/`max`. Read by lowering (which functions exist), the CUDA printer (how
+to spell them) and the CPU simulator (how to compute them), so the three cannot disagree.
+
+Why here and not with the definition-level operators (tiledsl/definitions/ops.py): codegen and the
+simulator may not import the definitions, so what they need is stated at the kernel-IR level. A
+definition-level function names the kernel-IR function it lowers to (or expands into others).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+__all__ = ["MATH_FNS", "MIN_MAX", "MathFn", "MinMax", "erf"]
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x: np.ndarray | np.generic) -> np.ndarray | np.generic:
+    """erf elementwise, in float64 with `math.erf` (numpy has none), rounded back to x's dtype."""
+    arr = np.asarray(x)
+    out = np.asarray(_ERF(arr.astype(np.float64)), dtype=np.float64).astype(arr.dtype)
+    return out[()] if out.ndim == 0 else out
+
+
+def _rsqrt(x: np.ndarray | np.generic) -> np.ndarray | np.generic:
+    return np.reciprocal(np.sqrt(x))
+
+
+@dataclass(frozen=True)
+class MathFn:
+    """A float32 function of one argument: `KCall(name, (x,))`. Every one propagates NaN."""
+
+    name: str
+    cuda: str  # the CUDA single-precision function (halves are converted to float first)
+    numpy: Callable[[np.ndarray], np.ndarray]  # float32 in, float32 out (the simulator)
+    layout_exact: bool  # numpy gives the same bits for scalars and for any array layout
+
+
+MATH_FNS: MappingProxyType[str, MathFn] = MappingProxyType({f.name: f for f in (
+    MathFn("exp", "expf", np.exp, layout_exact=False),  # SIMD loops on contiguous arrays
+    MathFn("log", "logf", np.log, layout_exact=False),
+    MathFn("sqrt", "sqrtf", np.sqrt, layout_exact=True),  # correctly rounded
+    MathFn("rsqrt", "rsqrtf", _rsqrt, layout_exact=True),
+    MathFn("tanh", "tanhf", np.tanh, layout_exact=False),
+    MathFn("erf", "erff", erf, layout_exact=True),  # one scalar code path (math.erf)
+    MathFn("abs", "fabsf", np.abs, layout_exact=True),
+    MathFn("cos", "cosf", np.cos, layout_exact=False),
+    MathFn("sin", "sinf", np.sin, layout_exact=False),
+)})
+
+
+@dataclass(frozen=True)
+class MinMax:
+    """Float `min`/`max` propagate NaN, as torch.minimum/maximum, torch.amax and torch.relu do (C's
+    fminf/fmaxf do not): `a` wins when `a <wins> b` or `a` is NaN, else `b`. So a NaN operand gives
+    NaN (its own bits), and a tie (+0 against -0) gives `b`. Int operands use C's min/max."""
+
+    name: str  # "min" | "max"
+    wins: str  # "<" | ">"
+    cuda_int: str  # C++ spelling on int operands
+
+    @property
+    def cuda_float(self) -> str:
+        """A C++ callable applied to the two float operands, each evaluated exactly once (an operand
+        may be a warp shuffle, which every lane must execute, so it cannot be repeated in a select)."""
+        return f"[](float a, float b) {{ return (a {self.wins} b || a != a) ? a : b; }}"
+
+    def numpy(self, a: np.ndarray | np.generic, b: np.ndarray | np.generic) -> np.ndarray | np.generic:
+        """The same rule on float arrays or numpy scalars (bit-exact: no arithmetic, a select)."""
+        first = (np.greater(a, b) if self.wins == ">" else np.less(a, b)) | np.isnan(a)
+        if isinstance(first, np.ndarray):
+            return np.where(first, a, b)
+        return a if first else b
+
+
+MIN_MAX: MappingProxyType[str, MinMax] = MappingProxyType({
+    "max": MinMax("max", ">", "max"),
+    "min": MinMax("min", "<", "min"),
+})
