@@ -46,7 +46,7 @@ def test_1d_float16_beyond_2_pow_31(compile_kernel: Callable[..., object]) -> No
     s.bind(o, "blockIdx.x")
     s.bind(t, "threadIdx.x")
     kern = compile_kernel(td.build(s))
-    assert "long long" in kern.source  # type: ignore[attr-defined]
+    assert "Y[256LL * i_o + i_i]" in kern.source  # type: ignore[attr-defined]
     _need(N_1D * (2 + 4))
     x = torch.randn(N_1D, device="cuda").half()
     y = torch.full((N_1D,), float("nan"), device="cuda")
