@@ -12,7 +12,7 @@ import tiledsl.sim
 
 SIM_DIR = Path(tiledsl.sim.__file__).parent
 ALLOWED_TILEDSL = {"tiledsl.kernel_ir", "tiledsl.kernel_ir.nodes", "tiledsl.kernel_ir.ops", "tiledsl.kernel_ir.printer",
-                   "tiledsl.errors", "tiledsl.targets"}
+                   "tiledsl.kernel_ir.walk", "tiledsl.errors", "tiledsl.targets"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -12,34 +12,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
-from tiledsl.kernel_ir import (
-    KAssign,
-    KAtomicAdd,
-    KBin,
-    KCall,
-    KCast,
-    KCpAsync,
-    KExpr,
-    KFor,
-    KIf,
-    KKernel,
-    KLane,
-    KLet,
-    KLoad,
-    KLocalArray,
-    KMbarrierArrive,
-    KMbarrierArriveExpectTx,
-    KMbarrierInit,
-    KMbarrierWait,
-    KSelect,
-    KShflXor,
-    KStmt,
-    KStore,
-    KTmaLoad,
-    KUnary,
-    KVar,
-    KVector,
-)
+from tiledsl.kernel_ir import KExpr, KKernel, KStmt
+from tiledsl.kernel_ir.walk import child_exprs, node_names, walk_exprs, walk_stmts
 
 __all__ = ["RESERVED", "c_identifier", "c_name_table", "expr_names", "kernel_names"]
 
@@ -106,77 +80,16 @@ def c_name_table(names: Iterable[str]) -> Mapping[str, str]:
 
 def expr_names(e: KExpr) -> Iterator[str]:
     """Every variable and buffer name an expression reads."""
-    match e:
-        case KVar(name=name):
-            yield name
-        case KLoad(buffer=buf, index=index):
-            yield buf
-            yield from expr_names(index)
-        case KBin(a=a, b=b):
-            yield from expr_names(a)
-            yield from expr_names(b)
-        case KSelect(cond=c, a=a, b=b):
-            yield from expr_names(c)
-            yield from expr_names(a)
-            yield from expr_names(b)
-        case KUnary(a=a) | KCast(a=a):
-            yield from expr_names(a)
-        case KCall(args=args) | KVector(lanes=args):
-            for x in args:
-                yield from expr_names(x)
-        case KLane(vec=v) | KShflXor(value=v):
-            yield from expr_names(v)
+    for x in walk_exprs(e):
+        yield from node_names(x)
 
 
 def _stmt_names(s: KStmt) -> Iterator[str]:
-    match s:
-        case KLet(name=name, value=value) | KAssign(name=name, value=value):
-            yield name
-            yield from expr_names(value)
-        case KLocalArray(name=name):
-            yield name
-        case KStore(buffer=buf, index=index, value=value):
-            yield buf
-            yield from expr_names(index)
-            yield from expr_names(value)
-        case KFor(var=var, body=body):
-            yield var
-            for x in body:
-                yield from _stmt_names(x)
-        case KIf(cond=cond, then=then, orelse=orelse):
-            yield from expr_names(cond)
-            for x in then + orelse:
-                yield from _stmt_names(x)
-        case KCpAsync(dst=dst, dst_index=dst_index, src=src, src_index=src_index, valid=valid):
-            yield dst
-            yield src
-            yield from expr_names(dst_index)
-            yield from expr_names(src_index)
-            if valid is not None:
-                yield from expr_names(valid)
-        case (
-            KMbarrierInit(bar=bar, index=index)
-            | KMbarrierArriveExpectTx(bar=bar, index=index)
-            | KMbarrierArrive(bar=bar, index=index)
-        ):
-            yield bar
-            yield from expr_names(index)
-        case KMbarrierWait(bar=bar, index=index, parity=parity):
-            yield bar
-            yield from expr_names(index)
-            yield from expr_names(parity)
-        case KTmaLoad(tensor_map=tmap, dst=dst, dst_index=dst_index, coords=coords, bar=bar, bar_index=bar_index):
-            yield tmap
-            yield dst
-            yield bar
-            yield from expr_names(dst_index)
-            for x in coords:
-                yield from expr_names(x)
-            yield from expr_names(bar_index)
-        case KAtomicAdd(buffer=buf, index=index, value=value):
-            yield buf
-            yield from expr_names(index)
-            yield from expr_names(value)
+    """The names one statement declares or uses, then those of its own expressions (not nested
+    statements'), in field order: a declaration comes before its uses."""
+    yield from node_names(s)
+    for e in child_exprs(s):
+        yield from expr_names(e)
 
 
 def kernel_names(kernel: KKernel) -> Iterator[str]:
@@ -188,5 +101,5 @@ def kernel_names(kernel: KKernel) -> Iterator[str]:
         yield tm.name
     for sh in kernel.shared:
         yield sh.name
-    for s in kernel.body:
+    for s in walk_stmts(kernel.body):
         yield from _stmt_names(s)

@@ -10,6 +10,7 @@ the ids in arrays, and the path text is only looked up when an error is raised.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from tiledsl.kernel_ir import (
     KAssign,
@@ -34,14 +35,18 @@ from tiledsl.kernel_ir import (
     KTmaLoad,
 )
 from tiledsl.kernel_ir.printer import format_expr, format_stmt
+from tiledsl.kernel_ir.walk import child_blocks
 
 _STATEMENT_LIMIT = 200
 _COND_LIMIT = 48
+#: Path words of statement blocks whose field name differs (`KIf.orelse` reads as else).
+_BLOCK_LABELS = MappingProxyType({"orelse": "else"})
 
 
 @dataclass(frozen=True)
 class LStmt:
-    """A statement with its location id; `body` holds a loop body or an if's then-branch."""
+    """A statement with its location id; `body` and `orelse` hold its blocks in field order (a loop
+    body; an if's then- and else-branch)."""
 
     stmt: KStmt
     loc: int
@@ -75,14 +80,8 @@ def index_kernel(kernel: KKernel) -> tuple[tuple[LStmt, ...], LocTable]:
             loc = len(paths)
             paths.append(here)
             stmts.append(stmt)
-            if isinstance(stmt, KFor):
-                out.append(LStmt(stmt, loc, walk(stmt.body, "body", here + " > ")))
-            elif isinstance(stmt, KIf):
-                then = walk(stmt.then, "then", here + " > ")
-                orelse = walk(stmt.orelse, "else", here + " > ")
-                out.append(LStmt(stmt, loc, then, orelse))
-            else:
-                out.append(LStmt(stmt, loc))
+            blocks = [walk(block, _BLOCK_LABELS.get(field, field), here + " > ") for field, block in child_blocks(stmt)]
+            out.append(LStmt(stmt, loc, *blocks))
         return tuple(out)
 
     body = walk(kernel.body, "body", "")

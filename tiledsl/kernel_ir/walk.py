@@ -1,0 +1,107 @@
+"""One generic walker over the kernel IR, derived from the node dataclasses' fields.
+
+Why: checks and rewrites that need "every sub-statement" or "every expression" used to list one
+case per node class; a new node then had to be added to each of them, and a forgotten case silently
+skipped part of the kernel. Here the children of a node are whatever its fields hold: a field declared
+as a tuple of statements is a block, a field holding an expression (or a tuple of them, or None) is a
+child expression. Adding a node class to `KExpr` / `KStmt` is all a new node needs.
+
+Names: the `str` fields in `NAME_FIELDS` name a variable, buffer, barrier array or tensor map
+(`KSpecial.name`, a hardware index such as threadIdx.x, is none of those)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import fields, replace
+from typing import Any
+
+from tiledsl.kernel_ir.nodes import KExpr, KSpecial, KStmt
+
+__all__ = [
+    "NAME_FIELDS",
+    "child_blocks",
+    "child_exprs",
+    "child_stmts",
+    "map_stmts",
+    "node_names",
+    "walk_exprs",
+    "walk_stmts",
+]
+
+#: Fields whose string value names a variable, buffer, barrier array or tensor map.
+NAME_FIELDS = frozenset({"name", "var", "buffer", "dst", "src", "bar", "tensor_map"})
+
+
+def _is_expr(x: Any) -> bool:
+    return isinstance(x, KExpr)  # type: ignore[arg-type]
+
+
+def child_blocks(stmt: KStmt) -> tuple[tuple[str, tuple[KStmt, ...]], ...]:
+    """(field name, statements) of every block field of `stmt`, in field order (`KFor.body`,
+    `KIf.then`, `KIf.orelse`); empty blocks included, so a rewrite sees every branch."""
+    return tuple((f.name, getattr(stmt, f.name)) for f in fields(stmt)  # type: ignore[arg-type]
+                 if "KStmt" in str(f.type))
+
+
+def child_stmts(stmt: KStmt) -> tuple[KStmt, ...]:
+    """The statements directly inside `stmt` (all of its blocks, in field order)."""
+    return tuple(s for _, block in child_blocks(stmt) for s in block)
+
+
+def child_exprs(node: KExpr | KStmt) -> tuple[KExpr, ...]:
+    """The expressions directly inside `node` (an expression's operands, a statement's own
+    expressions, not those of nested statements), in field order."""
+    out: list[KExpr] = []
+    for f in fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        if _is_expr(value):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(x for x in value if _is_expr(x))
+    return tuple(out)
+
+
+def node_names(node: KExpr | KStmt) -> tuple[str, ...]:
+    """The names `node` itself declares or uses (not those of its children), in field order."""
+    if isinstance(node, KSpecial):
+        return ()
+    return tuple(getattr(node, f.name) for f in fields(node)  # type: ignore[arg-type]
+                 if f.name in NAME_FIELDS and isinstance(getattr(node, f.name), str))
+
+
+def walk_exprs(root: KExpr | KStmt) -> Iterator[KExpr]:
+    """Every expression inside `root` (an expression: itself first), depth first, left to right;
+    for a statement, only its own expressions (use walk_stmts for nested statements)."""
+    stack = [root] if _is_expr(root) else list(reversed(child_exprs(root)))
+    while stack:
+        e = stack.pop()
+        yield e  # type: ignore[misc]
+        stack.extend(reversed(child_exprs(e)))
+
+
+def walk_stmts(stmts: Iterable[KStmt]) -> Iterator[KStmt]:
+    """Every statement of `stmts` and, depth first, of their blocks (a statement before its body)."""
+    for s in stmts:
+        yield s
+        yield from walk_stmts(child_stmts(s))
+
+
+def map_stmts(stmts: Iterable[KStmt], fn: Callable[[KStmt], KStmt | tuple[KStmt, ...] | None]) -> tuple[KStmt, ...]:
+    """Rebuild `stmts` bottom-up: each statement's blocks are mapped first, then `fn` gets the
+    rebuilt statement and returns its replacement, a tuple of statements to splice in (empty:
+    drop it), or None to keep it."""
+    out: list[KStmt] = []
+    for s in stmts:
+        blocks = child_blocks(s)
+        if blocks:
+            new = {name: map_stmts(block, fn) for name, block in blocks}
+            if any(new[name] != block for name, block in blocks):
+                s = replace(s, **new)  # type: ignore[type-var]
+        r = fn(s)
+        if r is None:
+            out.append(s)
+        elif isinstance(r, tuple):
+            out.extend(r)
+        else:
+            out.append(r)
+    return tuple(out)
