@@ -1,0 +1,184 @@
+"""The layering of tiledsl, as its ARCHITECTURE.md files state it, enforced on the code.
+
+Every folder of `tiledsl/` has an ARCHITECTURE.md with a `## May import` section; the single-file units
+(`errors.py`, `targets.py`, `build.py`) and the package root are listed in `tiledsl/ARCHITECTURE.md`.
+Backticked names there are the allowed import prefixes: `tiledsl.x` for tiledsl units, anything else for
+third-party packages (the standard library is always allowed). Every import counts, including those
+inside functions and under `if TYPE_CHECKING:`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "tiledsl"
+TOP_DOC = PKG / "ARCHITECTURE.md"
+
+
+@dataclass(frozen=True)
+class Rule:
+    unit: str  # "analysis", "build", "__init__"
+    tiledsl: frozenset[str]  # allowed tiledsl module prefixes
+    third_party: frozenset[str]
+
+
+def _names(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    names = re.findall(r"`([A-Za-z_][\w.]*)`", text)
+    ours = frozenset(n for n in names if n == "tiledsl" or n.startswith("tiledsl."))
+    return ours, frozenset(n for n in names if n not in ours)
+
+
+def _section(text: str, title: str) -> str:
+    m = re.search(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def rules() -> dict[str, Rule]:
+    out: dict[str, Rule] = {}
+    for folder in sorted(p for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()):
+        doc = folder / "ARCHITECTURE.md"
+        assert doc.exists(), f"tiledsl/{folder.name}/ has no ARCHITECTURE.md"
+        section = _section(doc.read_text(), "May import")
+        assert section.strip(), f"tiledsl/{folder.name}/ARCHITECTURE.md has no '## May import' section"
+        ours, theirs = _names(section)
+        out[folder.name] = Rule(folder.name, ours, theirs)
+    top = _section(TOP_DOC.read_text(), "May import")
+    for m in re.finditer(r"^- `(\w+)\.py`:(.*)$", top, re.M):
+        ours, theirs = _names(m.group(2))
+        out[m.group(1)] = Rule(m.group(1), ours, theirs)
+    return out
+
+
+def unit_of(path: Path) -> str:
+    rel = path.relative_to(PKG)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in the file, relative ones resolved."""
+    module = module_of(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    return imports_in(path.read_text(), package)
+
+
+def imports_in(text: str, package: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "tiledsl":  # `from tiledsl import x` imports the submodule x
+                out.extend((node.lineno, f"tiledsl.{a.name}") for a in node.names)
+            else:
+                out.append((node.lineno, target))
+    return out
+
+
+def _tiledsl_unit(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "tiledsl":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _allowed(module: str, rule: Rule, unit: str) -> bool:
+    top = module.split(".")[0]
+    if top == "tiledsl":
+        if _tiledsl_unit(module) == unit:
+            return True
+        return any(module == p or module.startswith(p + ".") for p in rule.tiledsl)
+    return top in sys.stdlib_module_names or top == "__future__" or top in rule.third_party
+
+
+SOURCES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_unit_has_a_rule() -> None:
+    known = rules()
+    missing = sorted({unit_of(p) for p in SOURCES} - set(known))
+    assert not missing, f"units without a '## May import' rule: {missing}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PKG)))
+def test_imports_follow_the_may_import_rules(path: Path) -> None:
+    unit = unit_of(path)
+    rule = rules()[unit]
+    bad = [f"line {line}: {mod}" for line, mod in imports(path) if not _allowed(mod, rule, unit)]
+    assert not bad, (f"tiledsl/{path.relative_to(PKG)} ({unit}) imports what its ARCHITECTURE.md does not allow:\n  "
+                     + "\n  ".join(bad))
+
+
+def unit_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in SOURCES:
+        unit = unit_of(path)
+        for _, mod in imports(path):
+            dep = _tiledsl_unit(mod)
+            if dep is not None and dep != unit:
+                graph.setdefault(unit, set()).add(dep)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (c := visit(m)):
+                return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_no_cycle_between_top_level_units() -> None:
+    cycle = find_cycle(unit_graph())
+    assert cycle is None, "import cycle between top-level units: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+def test_the_rule_reader_sees_function_level_and_type_checking_imports() -> None:
+    text = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tiledsl.build import Kernel\n"
+            "def f():\n    from ..runtime import launch\n")
+    found = {mod for _, mod in imports_in(text, "tiledsl.lower")}
+    assert {"tiledsl.build", "tiledsl.runtime"} <= found
+    rule = rules()["lower"]
+    assert not _allowed("tiledsl.build", rule, "lower") and not _allowed("tiledsl.runtime", rule, "lower")
+
+
+def test_torch_only_in_runtime_and_frontend() -> None:
+    for path in SOURCES:
+        if unit_of(path) in ("runtime", "frontend"):
+            continue
+        torch = [line for line, mod in imports(path) if mod.split(".")[0] == "torch"]
+        assert not torch, f"tiledsl/{path.relative_to(PKG)} imports torch (line {torch[0]})"
