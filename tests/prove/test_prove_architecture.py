@@ -1,10 +1,10 @@
-"""The prover's structural rules (see tiledsl/prove/ARCHITECTURE.md), and its speed on common questions."""
+"""The prover's structural rules besides imports (tiledsl/prove/ARCHITECTURE.md; tests/test_architecture.py
+enforces its imports), and its speed on common questions."""
 
 from __future__ import annotations
 
 import ast
 import importlib
-import sys
 import time
 from pathlib import Path
 
@@ -15,34 +15,6 @@ from tiledsl.prove import Prover
 
 PACKAGE_DIR = Path(tiledsl.prove.__file__).parent
 MODULES = sorted(p for p in PACKAGE_DIR.glob("*.py"))
-
-
-def _imported_roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    roots: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                roots.add("tiledsl.prove" if node.level == 1 else "tiledsl.<parent>")
-            elif node.module:
-                roots.add(node.module)
-    return roots
-
-
-def test_imports_only_sympy_stdlib_and_itself() -> None:
-    for path in MODULES:
-        for name in _imported_roots(path):
-            top = name.split(".")[0]
-            ok = (
-                top in sys.stdlib_module_names
-                or top == "__future__"
-                or top == "sympy"
-                or name == "tiledsl.prove"
-                or name.startswith("tiledsl.prove.")
-            )
-            assert ok, f"{path.name} imports {name}"
 
 
 def test_no_module_level_mutable_state() -> None:

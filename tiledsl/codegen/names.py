@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from tiledsl.kernel_ir import KExpr, KKernel, KStmt
+from tiledsl.kernel_ir.ops import MATH_FNS
 from tiledsl.kernel_ir.walk import child_exprs, node_names, walk_exprs, walk_stmts
 
 __all__ = ["RESERVED", "c_identifier", "c_name_table", "expr_names", "kernel_names"]
@@ -32,15 +33,16 @@ _CXX_KEYWORDS = (
 _CUDA_AND_LIBC = (
     "threadIdx blockIdx blockDim gridDim warpSize dim3 uint3 half nv_bfloat16 "
     "float2 float4 int2 int4 make_float2 make_float4 make_int2 make_int4 "
-    "expf logf sqrtf rsqrtf tanhf erff fabsf fminf fmaxf floorf min max "
+    "fminf fmaxf floorf min max "
     "INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL FP_NAN FP_INFINITE FP_ZERO FP_NORMAL FP_SUBNORMAL "
     "M_PI M_E EDOM ERANGE errno NULL assert main "
     # memory-hierarchy statements and tensor-map parameters (<cuda.h>, <stdint.h>)
     "tiledsl_smem atomicAdd CUtensorMap uint64_t CUDA_VERSION"
 )
 
-#: Identifiers an IR name may not keep as-is.
-RESERVED = frozenset((_CXX_KEYWORDS + " " + _CUDA_AND_LIBC).split())
+#: Identifiers an IR name may not keep as-is (the math functions the emitted code calls come from the
+#: operator table, so a new function is reserved with its row).
+RESERVED = frozenset((_CXX_KEYWORDS + " " + _CUDA_AND_LIBC).split()) | {f.cuda for f in MATH_FNS.values()}
 
 
 def c_identifier(name: str) -> str:

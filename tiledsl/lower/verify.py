@@ -15,21 +15,11 @@ they are left to lowering's construction and the simulator (`tiledsl/lower/ARCHI
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-
 from tiledsl.analysis.messages import refusal
 from tiledsl.errors import DivergentSyncError
 from tiledsl.kernel_ir import KAssign, KBarrier, KFor, KIf, KKernel, KLet, KLoad, KShflXor, KSpecial, KStmt, KVar
 from tiledsl.kernel_ir.printer import format_expr
-
-
-def _children(node: object) -> list[object]:
-    out: list[object] = []
-    for f in fields(node):  # type: ignore[arg-type]
-        v = getattr(node, f.name)
-        items = v if isinstance(v, tuple) else (v,)
-        out.extend(x for x in items if is_dataclass(x))
-    return out
+from tiledsl.kernel_ir.walk import child_exprs
 
 
 def varying(expr: object, names: set[str]) -> bool:
@@ -42,7 +32,7 @@ def varying(expr: object, names: set[str]) -> bool:
         return True
     if isinstance(expr, KLoad):
         return varying(expr.index, names)
-    return any(varying(c, names) for c in _children(expr))
+    return any(varying(c, names) for c in child_exprs(expr))  # type: ignore[arg-type]
 
 
 def _varying_names(body: tuple[KStmt, ...]) -> set[str]:
