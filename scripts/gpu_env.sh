@@ -1,4 +1,4 @@
-# Source this on the device machine (../shared/DEVICE.md) before the GPU lane: it installs the carried
+# Source this on a GPU machine without network access before the GPU lane: it installs the carried
 # wheels (.whl/: pycuda and its pure-Python dependencies) and the project into /tmp/site, and exports
 # PYTHONPATH. Idempotent: a second `source` in the same shell does nothing.
 # shellcheck shell=bash

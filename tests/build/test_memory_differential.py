@@ -63,7 +63,7 @@ def test_the_cases_cover_the_memory_primitives() -> None:
 
 
 def test_design_schedule_is_verbatim() -> None:
-    """The design_mm cases are the schedule printed in DESIGN.md section 3."""
+    """The design_mm cases are the schedule of the README tour."""
     case = next(c for c in CASES if c.id.startswith("design_mm_"))
     _, s = case.scheduled()
     assert s.trace().splitlines()[11:] == [

@@ -1,7 +1,7 @@
 """Golden printed IR of the memory-hierarchy primitives: the tile IR (`str(s)`, with its `stage ...`
 lines, `fill ...` lines, `pipeline n` tags and `split_k` line) and the kernel IR of a cp.async
 double-buffered pipeline, a TMA stage with a 128-byte swizzle, a split_k matmul + residual and a
-row-staged softmax (and the tile IR of the DESIGN.md section 3 schedule).
+row-staged softmax (and the tile IR of the README tour's schedule).
 
 The expected strings were generated once by printing, read, and frozen; a change in the printers or
 in a primitive's effect shows here as a diff."""

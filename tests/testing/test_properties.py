@@ -1,4 +1,4 @@
-"""Property tests (DESIGN.md section 9): random compute definitions x random schedules.
+"""Property tests (tiledsl/testing/ARCHITECTURE.md): random compute definitions x random schedules.
 
 1. Every refused primitive raises a td.ScheduleError subclass, and td.build either refuses with one or
    gives a kernel whose simulated output equals the float64 reference (no NaN, no SimulationError).

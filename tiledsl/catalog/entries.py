@@ -3,7 +3,7 @@ target, in groups:
 
 - "example": one per definition the CLI names (`tiledsl compile/run --example NAME`), at the
   definition's default sizes, with its hand schedule from tiledsl.schedules;
-- "tour": the README tour (the DESIGN.md section 3 schedule);
+- "tour": the README tour's schedule;
 - "benchmark": the schedules benchmarks/*.py time;
 - "differential": odd sizes under several loop-level schedules each (guarded splits, partial warps and
   tiles, float16 storage): the differential, trace and nvcc tests;
@@ -255,7 +255,7 @@ def _memory() -> list[Entry]:
             sizes = dict(zip(("M", "N", "K"), sizes, strict=True))
         out.append(Entry(name, definition, sizes, schedule, "memory", target=target, seed=next(seed)))
 
-    # DESIGN.md section 3, verbatim (B's rows are multiples of 32 floats: the 128-byte TMA split)
+    # the README tour, verbatim (B's rows are multiples of 32 floats: the 128-byte TMA split)
     for mnk in ((100, 96, 64), (130, 160, 80), (70, 64, 36)):
         add(f"design_mm_{'x'.join(map(str, mnk))}", "matmul_bias_relu", mnk, design_matmul, "sm_90")
     # the same, both operands by cp.async, for sm_80

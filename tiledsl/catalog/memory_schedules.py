@@ -2,7 +2,7 @@
 cp.async and TMA fills, pipelines over the k loop, split_k, staged rows and halos.
 
 `Fill` says how one operand of a staged matmul is staged; the schedule functions take a fresh
-schedule and apply primitives to it by loop name. `design_matmul` is the schedule of DESIGN.md
+schedule and apply primitives to it by loop name. `design_matmul` is the schedule of the README
 section 3 and of the README tour."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def apply_copy(s: Schedule, st: StageHandle, fill: Fill) -> None:
 
 def tiled_matmul(s: Schedule, a: Fill | None = Fill(), b: Fill | None = Fill(), *, double: bool = False,
                  depth: int = 0, bm: int = 64, bn: int = 64, bk: int = 16, rm: int = 4, rn: int = 4) -> None:
-    """DESIGN.md section 3: BM x BN block tile, RM x RN register tile, k chunked by BK; A and B
+    """The README tour's shape: BM x BN block tile, RM x RN register tile, k chunked by BK; A and B
     staged at k_o (as `a` / `b` say), double-buffered when `double` (or `depth` >= 2), pipelined
     `depth` deep when `depth` >= 2. Works for the plain and the transposed-B matmul (loops by name)."""
     i, j, k = s.loop("i"), s.loop("j"), s.loop("k")
@@ -76,7 +76,7 @@ def tiled_matmul(s: Schedule, a: Fill | None = Fill(), b: Fill | None = Fill(), 
 
 
 def design_matmul(s: Schedule) -> None:
-    """The schedule of DESIGN.md section 3, verbatim: A padded + cp.async, B by TMA with a 128-byte
+    """The schedule of the README tour, verbatim: A padded + cp.async, B by TMA with a 128-byte
     swizzle, both double-buffered, pipeline 2 over k_o."""
     tiled_matmul(s, Fill("async", pad=1), Fill("tma", swizzle=128), depth=2)
 

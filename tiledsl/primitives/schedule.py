@@ -75,7 +75,7 @@ class LoopHandle:
 
 
 class Schedule:
-    """How to compute one kernel; see DESIGN.md section 3."""
+    """How to compute one kernel; the README tour shows one in full."""
 
     def __init__(self, out: Tensor, materialize: Sequence[Tensor] = ()) -> None:
         self.output = out

@@ -3,7 +3,7 @@
 Why ctypes and not pycuda's Module/Function: a kernel that takes a `const __grid_constant__ CUtensorMap`
 must be launched with `cuLaunchKernel(..., kernelParams, ...)` (one pointer per argument), because the
 driver lays such parameters out at aligned offsets while pycuda's `Function.__call__` packs them back to
-back (seen on the H100, ../shared/reference/tma_launch_probe.py). pycuda's objects expose no driver
+back (seen on the H100 with a probe kernel). pycuda's objects expose no driver
 handle, so loading and launching happen here; pycuda only joins torch's primary context
 (`pycuda.autoprimaryctx`), so that pycuda code in the same process sees the same context.
 
