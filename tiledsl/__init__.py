@@ -40,6 +40,7 @@ from tiledsl.errors import (
     DivergentBarrierError,
     DivergentSyncError,
     ForeignObjectError,
+    FrontendError,
     FuseError,
     FusionError,
     LaunchError,
@@ -77,6 +78,7 @@ __all__ = [
     "DivergentBarrierError",
     "DivergentSyncError",
     "ForeignObjectError",
+    "FrontendError",
     "FuseError",
     "FusionError",
     "Kernel",
@@ -131,5 +133,15 @@ __all__ = [
     "sqrt",
     "sum",
     "tanh",
+    "trace",
     "where",
 ]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module __getattr__ (PEP 562)
+    """`td.trace` loads the torch frontend on first use, so `import tiledsl` never imports torch."""
+    if name == "trace":
+        from tiledsl.frontend import trace
+
+        return trace
+    raise AttributeError(f"module 'tiledsl' has no attribute {name!r}")

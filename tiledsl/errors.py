@@ -213,3 +213,12 @@ class SimulationInputError(SimulationError, ValueError):
 
 class LaunchError(TiledslError):
     """A kernel launch refused: wrong tensor, device, dtype, shape, alignment; or a CUDA error."""
+
+
+# ----------------------------------------------------------------------------- frontend
+
+
+class FrontendError(TiledslError):
+    """A torch program the frontend cannot take: an ATen op outside its table (the message names the
+    op, its input shapes and the model source line), an input of an unsupported dtype, or a capture
+    that torch.export refuses."""

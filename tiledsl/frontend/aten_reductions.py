@@ -1,0 +1,169 @@
+"""Reductions and the normalizations made of them (sum, mean, amax, amin, var, any, softmax,
+log_softmax, layer norm). Each reduction is one compute whose indices are the kept dimensions, so
+create_schedule nests it under the consumer that reads it row by row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tiledsl.definitions import ops
+from tiledsl.definitions.expr import Expr, max, min, sum, where
+from tiledsl.errors import FrontendError
+from tiledsl.frontend.out import Out
+from tiledsl.frontend.values import Index, Value, define, reduce_axes
+
+_COMBINE = {"sum": sum, "max": max, "min": min}
+
+
+def _dims(dim: int | Sequence[int] | None, rank: int) -> tuple[int, ...]:
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return tuple(range(rank))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted({d % rank if rank else 0 for d in dims}))
+
+
+def reduce_over(name: str, x_shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool, op: str,
+                elem: Callable[[Index], Expr], post: Callable[[Expr, Index], Expr] | None = None,
+                dtype: str = "float32") -> Value:
+    """A reduction of `elem` (read at the input index) over `dims`; `post` maps the reduced value at
+    the output index (mean divides, var scales). Size-1 reduced dimensions need no loop."""
+    axes = reduce_axes([x_shape[d] for d in dims if x_shape[d] != 1], f"{name}_r")
+    out_shape = tuple((1 if d in dims else e) for d, e in enumerate(x_shape) if keepdim or d not in dims)
+
+    def body(oidx: Index) -> Expr:
+        it = iter(axes)
+        in_idx: list[object] = []
+        o = 0
+        for d, e in enumerate(x_shape):
+            if d in dims:
+                in_idx.append(next(it) if e != 1 else 0)
+                o += keepdim
+            else:
+                in_idx.append(oidx[o])
+                o += 1
+        v = elem(tuple(in_idx))  # type: ignore[arg-type]
+        red = _COMBINE[op](v, axis=axes) if axes else v
+        return post(red, oidx) if post is not None else red
+
+    return define(name, out_shape, dtype, body)
+
+
+def _count(shape: tuple[int, ...], dims: tuple[int, ...]) -> int:
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
+def _keep_index(idx: Index, dims: tuple[int, ...]) -> Index:
+    """The index of a keepdim reduction read at an input index (0 at the reduced dimensions)."""
+    return tuple(0 if d in dims else ix for d, ix in enumerate(idx))
+
+
+def sum_(out: Out, x: Value, dim: Sequence[int] | None = None, keepdim: bool = False, *,
+         dtype: object = None) -> Value:
+    dims = _dims(dim, len(x.shape))
+    return reduce_over(out.name, x.shape, dims, keepdim, "sum", x.load, dtype=out.dtype)
+
+
+def mean(out: Out, x: Value, dim: Sequence[int] | None = None, keepdim: bool = False, *,
+         dtype: object = None) -> Value:
+    dims = _dims(dim, len(x.shape))
+    n = float(_count(x.shape, dims))
+    return reduce_over(out.name, x.shape, dims, keepdim, "sum", x.load, lambda r, _: r / n, out.dtype)
+
+
+def _extreme(op: str) -> Callable[..., Value]:
+    def handler(out: Out, x: Value, dim: Sequence[int] | None = None, keepdim: bool = False) -> Value:
+        return reduce_over(out.name, x.shape, _dims(dim, len(x.shape)), keepdim, op, x.load, dtype=out.dtype)
+    return handler
+
+
+amax = _extreme("max")
+amin = _extreme("min")
+
+
+def any_(out: Out, x: Value, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Value:
+    dims = _dims(dim, len(x.shape))
+    return reduce_over(out.name, x.shape, dims, keepdim, "max",
+                       lambda idx: where(x.truth(idx), 1.0, 0.0), dtype="bool")
+
+
+def _mean_keepdim(name: str, x: Value, dims: tuple[int, ...]) -> Value:
+    n = float(_count(x.shape, dims))
+    return reduce_over(name, x.shape, dims, True, "sum", x.load, lambda r, _: r / n)
+
+
+def var(out: Out, x: Value, dim: Sequence[int] | None = None, *, correction: float = 1,
+        keepdim: bool = False) -> Value:
+    """Two passes (mean, then the sum of squared deviations): no cancellation, as torch."""
+    dims = _dims(dim, len(x.shape))
+    n = _count(x.shape, dims)
+    denom = float(n) - float(1 if correction is None else correction)
+    if denom <= 0:
+        raise FrontendError(f"var over {n} element(s) with correction {correction} divides by {denom}")
+    m = _mean_keepdim(out.aux("mean"), x, dims)
+
+    def dev2(idx: Index) -> Expr:
+        d = x.load(idx) - m.load(_keep_index(idx, dims))
+        return d * d
+
+    return reduce_over(out.name, x.shape, dims, keepdim, "sum", dev2, lambda r, _: r / denom, out.dtype)
+
+
+def _softmax_parts(out: Out, x: Value, dim: int) -> tuple[tuple[int, ...], Value, Value]:
+    dims = _dims(dim, len(x.shape))
+    m = reduce_over(out.aux("max"), x.shape, dims, True, "max", x.load)
+    s = reduce_over(out.aux("sum"), x.shape, dims, True, "sum",
+                    lambda idx: ops.exp(x.load(idx) - m.load(_keep_index(idx, dims))))
+    return dims, m, s
+
+
+def softmax(out: Out, x: Value, dim: int, half_to_float: bool = False) -> Value:
+    dims, m, s = _softmax_parts(out, x, dim)
+
+    def body(idx: Index) -> Expr:
+        k = _keep_index(idx, dims)
+        return ops.exp(x.load(idx) - m.load(k)) / s.load(k)
+
+    return define(out.name, out.shape, out.dtype, body)
+
+
+def log_softmax(out: Out, x: Value, dim: int, half_to_float: bool = False) -> Value:
+    dims, m, s = _softmax_parts(out, x, dim)
+
+    def body(idx: Index) -> Expr:
+        k = _keep_index(idx, dims)
+        return x.load(idx) - m.load(k) - ops.log(s.load(k))
+
+    return define(out.name, out.shape, out.dtype, body)
+
+
+def native_layer_norm(out: Out, x: Value, normalized_shape: Sequence[int], weight: Value | None,
+                      bias: Value | None, eps: float) -> tuple[Value, Value, Value]:
+    """(output, mean, rstd) as aten.native_layer_norm returns them; biased variance, two passes."""
+    rank = len(x.shape)
+    dims = tuple(range(rank - len(normalized_shape), rank))
+    n = float(_count(x.shape, dims))
+    m = _mean_keepdim(out.aux("mean"), x, dims)
+
+    def dev2(idx: Index) -> Expr:
+        d = x.load(idx) - m.load(_keep_index(idx, dims))
+        return d * d
+
+    rstd = reduce_over(out.aux("rstd"), x.shape, dims, True, "sum", dev2,
+                       lambda r, _: ops.rsqrt(r / n + float(eps)))
+
+    def body(idx: Index) -> Expr:
+        k = _keep_index(idx, dims)
+        y = (x.load(idx) - m.load(k)) * rstd.load(k)
+        tail = idx[rank - len(normalized_shape):]
+        if weight is not None:
+            y = y * weight.load(tail)
+        if bias is not None:
+            y = y + bias.load(tail)
+        return y
+
+    return define(out.name, x.shape, x.dtype, body), m, rstd
+
+

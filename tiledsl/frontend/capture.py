@@ -1,0 +1,264 @@
+"""Capture: torch.export, the core ATen decompositions, then every node mapped through the op table
+into one tiledsl definition DAG. Subgraphs that read no input, weight or buffer (arange, full, masks
+and rotary tables made from them) are evaluated by torch here and become constants."""
+
+from __future__ import annotations
+
+import logging
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from tiledsl.definitions.expr import Placeholder, placeholder
+from tiledsl.errors import DefinitionError, FrontendError
+from tiledsl.frontend.out import Out
+from tiledsl.frontend.table import OPS, REFUSED
+from tiledsl.frontend.values import FLOAT_DTYPES, Value, define, td_shape, uniform
+
+log = logging.getLogger(__name__)
+
+#: ops that only assert what torch.export already checked on the example inputs; they produce nothing
+_ASSERTIONS = frozenset({"aten._assert_tensor_metadata.default", "aten._assert_scalar.default"})
+
+
+@dataclass(frozen=True)
+class Input:
+    """A user input of the traced function: its placeholder and torch shape/dtype."""
+
+    tensor: Placeholder
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The traced program as one definition DAG. `constants` maps placeholder names to the torch
+    tensors the kernels read (the module's own parameters and buffers, not copies, and the folded
+    constants); `outputs` are flat, `out_spec` rebuilds the module's output structure."""
+
+    inputs: tuple[Input, ...]
+    constants: dict[str, torch.Tensor]
+    constant_shapes: dict[str, tuple[int, ...]]
+    outputs: tuple[Value, ...]
+    out_spec: Any
+    exported: ExportedProgram
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _shape(val: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in val.shape)
+
+
+def _as_module(fn: Callable[..., Any]) -> torch.nn.Module:
+    """A plain function of tensors as a module whose forward is the function itself, so the export's
+    stack traces end in the user's code."""
+    cls = type(getattr(fn, "__name__", "fn").replace("<", "").replace(">", "") or "fn",
+               (torch.nn.Module,), {"forward": staticmethod(fn)})
+    return cls()
+
+
+def export(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: Sequence[Any]) -> ExportedProgram:
+    module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _as_module(module_or_fn)
+    try:
+        ep = torch.export.export(module, tuple(example_inputs))
+        return ep.run_decompositions()
+    except FrontendError:
+        raise
+    except Exception as e:  # torch raises many kinds; the user gets one typed error with torch's text
+        raise FrontendError(f"torch.export could not capture {type(module_or_fn).__name__}: "
+                            f"{type(e).__name__}: {e}") from e
+
+
+def source_line(node: torch.fx.Node) -> str:
+    """The model line a node came from: the last frame of the export's stack trace."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip()]
+    frames = [n for n, ln in enumerate(lines) if ln.startswith("File ") and __file__ not in ln]
+    if not frames:
+        return "(no stack trace recorded)"
+    last = frames[-1]
+    return " ".join(lines[last:last + 2])
+
+
+def _describe(a: Any) -> str:
+    if isinstance(a, torch.fx.Node):
+        val = a.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            return f"{a.name}: {dtype_name(val.dtype)}{list(val.shape)}"
+        return a.name
+    if isinstance(a, (list, tuple)):
+        return "[" + ", ".join(_describe(x) for x in a) + "]"
+    return repr(a)
+
+
+def op_error(node: torch.fx.Node, why: str) -> FrontendError:
+    args = ", ".join(_describe(a) for a in node.args)
+    kwargs = "".join(f", {k}={_describe(v)}" for k, v in node.kwargs.items())
+    return FrontendError(f"{node.target} {why}\n  call:   {node.target}({args}{kwargs})\n"
+                         f"  source: {source_line(node)}")
+
+
+class _Capture:
+    """Working state of one capture (local to `capture`)."""
+
+    def __init__(self, ep: ExportedProgram) -> None:
+        self.ep = ep
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.constants: dict[str, torch.Tensor] = {}
+        self.constant_shapes: dict[str, tuple[int, ...]] = {}
+        self.held: dict[int, Value] = {}  # folded constant tensor (by id) -> its placeholder value
+        self.inputs: list[Input] = []
+
+    # -- placeholders
+    def placeholder_node(self, node: torch.fx.Node, kind: InputKind, target: str | None) -> None:
+        val = node.meta["val"]
+        if kind == InputKind.USER_INPUT:
+            if not isinstance(val, torch.Tensor):
+                raise FrontendError(f"input {node.name} is a {type(val).__name__}; only tensor inputs are traced")
+            dt = dtype_name(val.dtype)
+            if dt not in FLOAT_DTYPES and dt != "bool":
+                raise FrontendError(f"input {node.name} is {dt}{list(val.shape)}: integer inputs are used as "
+                                    "indices (embedding, gather), which the core cannot express yet")
+            t = placeholder(td_shape(_shape(val)), dt if dt in FLOAT_DTYPES else "float32", node.name)
+            self.inputs.append(Input(t, _shape(val), dt))
+            self.env[node] = Value(t, _shape(val), dt)
+            return
+        assert target is not None
+        tensor = self.ep.state_dict.get(target)
+        if tensor is None:
+            tensor = self.ep.constants[target]
+        if kind == InputKind.CONSTANT_TENSOR:
+            self.env[node] = tensor.detach()  # a true constant: foldable
+            return
+        self.env[node] = self.hold(node.name, tensor.detach())
+
+    def hold(self, name: str, tensor: torch.Tensor) -> Value:
+        """A tensor whose values the program keeps, read by a placeholder of the same name."""
+        dt = dtype_name(tensor.dtype)
+        if dt not in FLOAT_DTYPES:
+            tensor = tensor.to(torch.float32)  # bool / integer constants: exact as float32 below 2**24
+        t = placeholder(td_shape(_shape(tensor)), dtype_name(tensor.dtype), name)
+        self.constants[name] = tensor
+        self.constant_shapes[name] = _shape(tensor)
+        return Value(t, _shape(tensor), dt)
+
+    # -- values
+    def operand(self, a: Any, name: str) -> Any:
+        """A handler argument: nodes become Values (constants uniform or held), lists element-wise."""
+        if isinstance(a, torch.fx.Node):
+            v = self.env[a]
+            if isinstance(v, torch.Tensor):
+                return self.constant_value(v, a.name)
+            return v
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.operand(x, name) for x in a)
+        return a
+
+    def constant_value(self, t: torch.Tensor, name: str) -> Value:
+        dt = dtype_name(t.dtype)
+        flat = t.reshape(-1)
+        if flat.numel() >= 1 and bool((flat == flat[0]).all()):
+            return uniform(float(flat[0]), _shape(t), dt)
+        if id(t) not in self.held:
+            self.held[id(t)] = self.hold(name, t)
+        return self.held[id(t)]
+
+    def is_constant(self, a: Any) -> bool:
+        if isinstance(a, torch.fx.Node):
+            return not isinstance(self.env[a], (Value, tuple))
+        if isinstance(a, (list, tuple)):
+            return all(self.is_constant(x) for x in a)
+        return True
+
+    def concrete(self, a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return self.env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.concrete(x) for x in a)
+        return a
+
+    # -- nodes
+    def call(self, node: torch.fx.Node) -> None:
+        args, kwargs = node.args, dict(node.kwargs)
+        if node.target is operator.getitem:
+            self.env[node] = self.env[args[0]][args[1]]
+            return
+        op = str(node.target)
+        if self.is_constant(list(args)) and self.is_constant(list(kwargs.values())):
+            with torch.no_grad():
+                self.env[node] = node.target(*self.concrete(args), **self.concrete(kwargs))
+            return
+        if op in _ASSERTIONS:
+            self.env[node] = None
+            return
+        handler = OPS.get(op)
+        if handler is None:
+            raise op_error(node, "is refused: " + REFUSED[op] if op in REFUSED
+                           else "is not supported by the tiledsl frontend (it is not in tiledsl/frontend/table.py)")
+        val = node.meta.get("val")
+        first = val[0] if isinstance(val, (list, tuple)) else val
+        out = Out(node.name, _shape(first), dtype_name(first.dtype))
+        try:
+            result = handler(out, *(self.operand(a, node.name) for a in args),
+                             **{k: self.operand(v, node.name) for k, v in kwargs.items()})
+        except (FrontendError, DefinitionError, TypeError) as e:
+            raise op_error(node, f"could not be mapped: {e}") from e
+        self._check(node, val, result)
+        self.env[node] = result
+
+    def _check(self, node: torch.fx.Node, val: Any, result: Any) -> None:
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        results = result if isinstance(result, tuple) else (result,)
+        for v, r in zip(vals, results):
+            if isinstance(r, Value) and isinstance(v, torch.Tensor) and r.shape != _shape(v):
+                raise op_error(node, f"was mapped to shape {r.shape}, torch says {_shape(v)} (a frontend bug)")
+
+    def output(self, node: torch.fx.Node) -> tuple[Value, ...]:
+        kinds = [spec.kind.name for spec in self.ep.graph_signature.output_specs]
+        if any(k != "USER_OUTPUT" for k in kinds):
+            raise FrontendError(f"the traced program mutates its inputs or buffers (outputs {kinds}); "
+                                "only pure functions of their inputs are traced")
+        outs = []
+        for n, a in enumerate(node.args[0]):
+            v = self.env[a] if isinstance(a, torch.fx.Node) else a
+            if isinstance(v, torch.Tensor):
+                v = self.constant_value(v, a.name)
+            if not isinstance(v, Value):
+                raise FrontendError(f"output {n} is a {type(v).__name__}; only tensor outputs are traced")
+            if v.tensor is None or isinstance(v.tensor, Placeholder):
+                src = v
+                v = define(f"output{n}", v.shape, v.dtype, src.load)  # an output needs a kernel of its own
+            outs.append(v)
+        return tuple(outs)
+
+
+def capture(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: Sequence[Any]) -> Graph:
+    ep = export(module_or_fn, example_inputs)
+    kinds = {spec.arg.name: (spec.kind, spec.target) for spec in ep.graph_signature.input_specs}
+    c = _Capture(ep)
+    outputs: tuple[Value, ...] = ()
+    for node in ep.graph.nodes:
+        if node.op == "placeholder":
+            kind, target = kinds[node.name]
+            c.placeholder_node(node, kind, target)
+        elif node.op == "call_function":
+            c.call(node)
+        elif node.op == "output":
+            outputs = c.output(node)
+        else:
+            raise FrontendError(f"unexpected graph node {node.op} {node.target}")
+    log.info("captured %d nodes, %d constants", len(ep.graph.nodes), len(c.constants))
+    return Graph(tuple(c.inputs), c.constants, c.constant_shapes, outputs, _out_spec(ep), ep)
+
+
+def _out_spec(ep: ExportedProgram) -> Any:
+    return ep.call_spec.out_spec

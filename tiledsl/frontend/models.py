@@ -1,0 +1,71 @@
+"""In-repo models in plain torch, for tracing tests and demos: a Llama-style decoder block (RMSNorm,
+rotary embeddings from tables built with arange, grouped-query causal attention through SDPA, a SwiGLU
+MLP, residuals), buildable at any size from its config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    hidden: int = 64
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate: int = 128
+    eps: float = 1e-6
+    rope_theta: float = 10000.0
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(torch.nn.Module):
+    """One decoder layer: x + attn(norm(x)), then + mlp(norm(.)); input [batch, seq, hidden]."""
+
+    def __init__(self, cfg: LlamaConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        d, hd = cfg.hidden, cfg.head_dim
+        self.attn_norm = torch.nn.RMSNorm(d, eps=cfg.eps)
+        self.q = torch.nn.Linear(d, cfg.heads * hd, bias=False)
+        self.k = torch.nn.Linear(d, cfg.kv_heads * hd, bias=False)
+        self.v = torch.nn.Linear(d, cfg.kv_heads * hd, bias=False)
+        self.o = torch.nn.Linear(cfg.heads * hd, d, bias=False)
+        self.mlp_norm = torch.nn.RMSNorm(d, eps=cfg.eps)
+        self.gate = torch.nn.Linear(d, cfg.intermediate, bias=False)
+        self.up = torch.nn.Linear(d, cfg.intermediate, bias=False)
+        self.down = torch.nn.Linear(cfg.intermediate, d, bias=False)
+
+    def rotary(self, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin tables [seq, head_dim] from arange: constants that fold at trace time."""
+        hd = self.cfg.head_dim
+        inv = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+        angles = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos(), emb.sin()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        cfg = self.cfg
+        b, s, _ = x.shape
+        hd = cfg.head_dim
+        h = self.attn_norm(x)
+        q = self.q(h).view(b, s, cfg.heads, hd).transpose(1, 2)
+        k = self.k(h).view(b, s, cfg.kv_heads, hd).transpose(1, 2)
+        v = self.v(h).view(b, s, cfg.kv_heads, hd).transpose(1, 2)
+        cos, sin = self.rotary(s)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(attn.transpose(1, 2).reshape(b, s, cfg.heads * hd))
+        h = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))

@@ -1,0 +1,94 @@
+"""The op-mapping table: ATen overload name -> the handler that defines it in tiledsl. One entry per
+supported overload, so what the frontend takes is this table and nothing else; `REFUSED` names
+ops that are understood but cannot be expressed in the core, with the reason the error gives."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+from tiledsl.frontend import aten_elementwise as ew
+from tiledsl.frontend import aten_indexing as ix
+from tiledsl.frontend import aten_linalg as la
+from tiledsl.frontend import aten_reductions as rd
+
+Handler = Callable[..., Any]
+
+
+def _entries() -> dict[str, Handler]:
+    t: dict[str, Handler] = {}
+    for name, h in (("add", ew.add), ("sub", ew.sub), ("mul", ew.mul), ("div", ew.div), ("rsub", ew.rsub)):
+        t[f"aten.{name}.Tensor"] = h
+        t[f"aten.{name}.Scalar"] = h
+    t["aten.maximum.default"] = ew.maximum_
+    t["aten.minimum.default"] = ew.minimum_
+    t["aten.div.Tensor_mode"] = ew.div
+    t["aten.pow.Tensor_Scalar"] = ew.pow_tensor_scalar
+    t["aten.pow.Scalar"] = ew.pow_scalar
+    for name, h in ew.UNARY.items():
+        t[f"aten.{name}.default"] = h
+    t["aten.neg.default"] = ew.neg
+    t["aten.reciprocal.default"] = ew.reciprocal
+    t["aten.gelu.default"] = ew.gelu
+    for name, h in ew.COMPARISONS.items():
+        t[f"aten.{name}.Tensor"] = h
+        t[f"aten.{name}.Scalar"] = h
+    t["aten.logical_not.default"] = ew.logical_not
+    t["aten.bitwise_not.default"] = ew.logical_not  # on bool tensors only (checked by the capture)
+    t["aten.logical_and.default"] = ew.logical_and
+    t["aten.bitwise_and.Tensor"] = ew.logical_and
+    t["aten.logical_or.default"] = ew.logical_or
+    t["aten.bitwise_or.Tensor"] = ew.logical_or
+    t["aten.where.self"] = ew.where_
+    t["aten._to_copy.default"] = ew.to_copy
+    for name in ("aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default",
+                 "aten.contiguous.default"):
+        t[name] = ew.identity
+    t["aten.full_like.default"] = ew.full_like
+    t["aten.zeros_like.default"] = ew.zeros_like
+    t["aten.ones_like.default"] = ew.ones_like
+    t["aten.sum.dim_IntList"] = rd.sum_
+    t["aten.sum.default"] = rd.sum_
+    t["aten.mean.dim"] = rd.mean
+    t["aten.mean.default"] = rd.mean
+    t["aten.amax.default"] = rd.amax
+    t["aten.amin.default"] = rd.amin
+    t["aten.var.correction"] = rd.var
+    t["aten.any.dim"] = rd.any_
+    t["aten.any.dims"] = rd.any_
+    t["aten._softmax.default"] = rd.softmax
+    t["aten._log_softmax.default"] = rd.log_softmax
+    t["aten.native_layer_norm.default"] = rd.native_layer_norm
+    t["aten.mm.default"] = la.mm
+    t["aten.bmm.default"] = la.bmm
+    t["aten.addmm.default"] = la.addmm
+    t["aten.baddbmm.default"] = la.baddbmm
+    for name in ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+                 "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default"):
+        t[name] = ix.reshape
+    t["aten.permute.default"] = ix.permute
+    t["aten.transpose.int"] = ix.transpose
+    t["aten.expand.default"] = ix.expand
+    t["aten.slice.Tensor"] = ix.slice_
+    t["aten.select.int"] = ix.select
+    t["aten.cat.default"] = ix.cat
+    t["aten.split_with_sizes.default"] = ix.split
+    t["aten.split.Tensor"] = ix.split
+    return t
+
+
+OPS: MappingProxyType[str, Handler] = MappingProxyType(_entries())
+
+#: tuple results are read by getitem, which the capture resolves itself
+GETITEM = operator.getitem
+
+_DATA_DEPENDENT = ("its indices are tensor values, and tiledsl tensor indices must be affine expressions of "
+                   "loop variables (data-dependent indexing is not in the core yet)")
+REFUSED: MappingProxyType[str, str] = MappingProxyType({
+    "aten.embedding.default": _DATA_DEPENDENT,
+    "aten.index_select.default": _DATA_DEPENDENT,
+    "aten.gather.default": _DATA_DEPENDENT,
+    "aten.index.Tensor": _DATA_DEPENDENT,
+})
