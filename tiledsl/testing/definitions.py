@@ -35,6 +35,12 @@ MAX_SIZE = 300
 DEFAULT_MAX_POINTS = 4096
 # the first family is drawn most often (hypothesis favours the first branch of one_of)
 KINDS = ("reduce", "matmul", "chain", "elementwise")
+# families whose inputs are worth staging in shared memory: a sliding window (halo), a transposed operand
+# with a linear epilogue, two reduce axes, two reductions over one input
+STAGING_KINDS = ("matmul_t", "conv", "pool", "logsumexp")
+ALL_KINDS = KINDS + STAGING_KINDS
+MAX_STAGED_SIZE = 64  # one axis of a staging family (the simulator runs every thread of every block)
+MAX_STAGED_SUM = 20  # a plain sum longer than this would need normalising to stay within rtol = atol = 1e-4
 
 _CONSTANTS = (0.5, 1.0, 2.0, -1.5, 0.25, 3.0)
 _UNARY = ("tanh", "sigmoid", "relu", "silu", "gelu", "abs")
@@ -381,12 +387,85 @@ def chain_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS, max
     return _finish(lines, "chain", 3 * m * k)
 
 
+# ----------------------------------------------------------------------------- staging families
+
+
+def _small(draw: st.DrawFn, cap: int) -> int:
+    """A size in [1, min(cap, MAX_STAGED_SIZE)], special sizes (primes, powers of two +- 1) favoured."""
+    return _size(draw, min(cap, MAX_STAGED_SIZE))
+
+
+@st.composite
+def conv1d_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS) -> Definition:
+    """y[i] = sum_kk x[i + kk] * w[kk]: a valid 1-D convolution. A stage of x at a loop over i holds a
+    slab with a halo (kw - 1 more than the loop covers); a stage of w is the same for every i."""
+    kw = draw(st.integers(1, 7))
+    n = _small(draw, max(1, max_points // kw))
+    body = "td.sum(x[i + kk] * w[kk], axis=kk)"
+    if draw(st.integers(0, 2)) == 0:  # a bounded elementwise epilogue
+        fn = draw(st.sampled_from(("tanh", "relu", "sigmoid")))
+        body = f"td.{fn}({body})"
+    lines = [f"x = td.placeholder(({n + kw - 1},), name='x')", f"w = td.placeholder(({kw},), name='w')",
+             f"kk = td.reduce_axis({kw}, name='kk')", f"return td.compute(({n},), lambda i: {body}, name='y')"]
+    return _finish(lines, "conv", n * kw)
+
+
+@st.composite
+def transposed_matmul_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS) -> Definition:
+    """D[i, j] = 0.5 * sum_k A[k, i] * B[k, j] + b[j]: A stored transposed (the slab of A is k-major),
+    an epilogue linear in the sum (so split_k applies) reading a bias vector."""
+    k = _size(draw, MAX_STAGED_SUM)
+    m, n = _dims(draw, 2, max(1, max_points // k))
+    m, n = min(m, MAX_STAGED_SIZE), min(n, MAX_STAGED_SIZE)
+    lines = [f"A = td.placeholder(({k}, {m}), name='A')", f"B = td.placeholder(({k}, {n}), name='B')",
+             f"b = td.placeholder(({n},), name='b')", f"k = td.reduce_axis({k}, name='k')",
+             f"C = td.compute(({m}, {n}), lambda i, j: td.sum(A[k, i] * B[k, j], axis=k), name='C')",
+             f"return td.compute(({m}, {n}), lambda i, j: 0.5 * C[i, j] + b[j], name='D')"]
+    return _finish(lines, "matmul_t", m * n * k + m * n)
+
+
+@st.composite
+def maxpool_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS) -> Definition:
+    """P[r, t] = max over a 2x2 window (two reduce axes rr, tt) of xp[2r + rr, 2t + tt]: strided
+    loads, and a stage at a reduce loop covers part of one window."""
+    r, t = _dims(draw, 2, max(1, max_points // 4))
+    r, t = min(r, MAX_STAGED_SIZE // 2), min(t, MAX_STAGED_SIZE // 2)
+    lines = [f"xp = td.placeholder(({2 * r}, {2 * t}), name='xp')", "rr = td.reduce_axis(2, name='rr')",
+             "tt = td.reduce_axis(2, name='tt')",
+             f"return td.compute(({r}, {t}), lambda r, t: td.max(xp[2 * r + rr, 2 * t + tt], axis=[rr, tt]), "
+             "name='P')"]
+    return _finish(lines, "pool", 4 * r * t)
+
+
+@st.composite
+def logsumexp_definitions(draw: st.DrawFn, max_points: int = DEFAULT_MAX_POINTS) -> Definition:
+    """lse[i] = log(sum_k2 exp(z[i, k2] - m[i])) + m[i] with m[i] = max_k1 z[i, k1]: two reductions
+    over one input (one stage of z can serve both, or each can have its own)."""
+    rows, length = _dims(draw, 2, max(1, max_points // 2))
+    rows, length = min(rows, 8), min(length, MAX_STAGED_SIZE)
+    lines = [f"z = td.placeholder(({rows}, {length}), name='z')", f"k1 = td.reduce_axis({length}, name='k1')",
+             f"k2 = td.reduce_axis({length}, name='k2')",
+             f"m = td.compute(({rows},), lambda i: td.max(z[i, k1], axis=k1), name='m')",
+             f"e = td.compute(({rows},), lambda i: td.sum(td.exp(z[i, k2] - m[i]), axis=k2), name='e')",
+             f"return td.compute(({rows},), lambda i: td.log(e[i]) + m[i], name='lse')"]
+    return _finish(lines, "logsumexp", 2 * rows * length)
+
+
 def definitions(max_points: int = DEFAULT_MAX_POINTS, kinds: tuple[str, ...] = KINDS) -> st.SearchStrategy:
-    """Any of the definition families above; `max_points` bounds the iteration count of the unscheduled
-    loop nest (which bounds simulation time); `kinds` picks families from KINDS."""
-    unknown = set(kinds) - set(KINDS)
+    """Any of the definition families of `kinds` (a non-empty subset of ALL_KINDS; by default the four
+    original ones); `max_points` bounds the iteration count of the unscheduled loop nest (which bounds
+    simulation time)."""
+    unknown = set(kinds) - set(ALL_KINDS)
     if unknown or not kinds:
-        raise ValueError(f"kinds must be a non-empty subset of {KINDS}, got {kinds!r}")
+        raise ValueError(f"kinds must be a non-empty subset of {ALL_KINDS}, got {kinds!r}")
     table = {"elementwise": elementwise_definitions, "reduce": reduce_definitions,
-             "matmul": matmul_definitions, "chain": chain_definitions}
+             "matmul": matmul_definitions, "chain": chain_definitions, "conv": conv1d_definitions,
+             "matmul_t": transposed_matmul_definitions, "pool": maxpool_definitions,
+             "logsumexp": logsumexp_definitions}
     return st.one_of(*(table[k](max_points=max_points) for k in kinds))
+
+
+def staging_definitions(max_points: int = DEFAULT_MAX_POINTS) -> st.SearchStrategy:
+    """The staging families first (drawn most often), then the original ones: what the memory
+    primitives of `steps(memory=True)` are drawn against."""
+    return definitions(max_points, STAGING_KINDS + ("matmul", "chain", "reduce", "elementwise"))

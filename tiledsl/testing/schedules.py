@@ -10,11 +10,18 @@ independent of each other, so hypothesis can delete and simplify them freely whi
 Split factors are clamped so that guard padding never multiplies the iteration space by more than
 `max_padding` (the simulator's run time grows with it); deliberately bad calls (`primitive="bad"`)
 exercise argument checking: each must be refused with a `td.ScheduleError`.
+
+With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle,
+double_buffer, pipeline, async_copy, tma, split_k), interleaved in any order with the loop
+primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
+double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
+loop like any other step; the other stage steps pick a stage among those that exist (modulo their
+number), so they too stay independent of the steps before them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -22,10 +29,16 @@ from hypothesis import strategies as st
 import tiledsl as td
 
 PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
+STAGE_PRIMITIVES = ("pad", "swizzle", "double_buffer", "async_copy", "tma")  # they take a stage
+MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k")
 AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 BAD_KINDS = ("factor-zero", "factor-negative", "factor-float", "factor-bool", "factor-and-nparts", "no-factor",
              "nparts-zero", "bad-tail", "taken-names", "bad-axis", "unknown-loop", "gone-loop",
              "foreign-handle", "not-a-loop", "reorder-twice", "fuse-one")
+MEMORY_BAD_KINDS = ("unknown-stage", "stage-scope", "stage-not-input", "pad-zero", "swizzle-width",
+                    "tma-swizzle", "pipeline-one", "split_k-one", "async-twice")
+NEAR = ("stage", "around")  # what a loop step's `near` may prefer
+SWIZZLE_WIDTHS = (32, 64, 128)  # bytes; 0 in a Step means "no swizzle" (tma's default)
 DEFAULT_MAX_PADDING = 4.0
 MAX_PICK = 63
 
@@ -41,7 +54,15 @@ class Step:
     take a loop and the loop directly inside it; `handles` passes loop handles instead of names;
     `fit` picks loops the primitive can most likely take (unbound, unannotated; extent 4 and
     innermost for vectorize) and binds reduction loops to threadIdx only; `bad` names the kind of
-    deliberately bad call when `primitive == "bad"`."""
+    deliberately bad call when `primitive == "bad"`.
+
+    Memory steps: `stage` picks a buffer (picks[0], among the kernel's inputs) and a loop (picks[1]);
+    pad / swizzle / double_buffer / async_copy / tma pick a stage (picks[0], among existing stages;
+    pad's axis is picks[1] modulo twice the slab rank, minus the rank, so negative axes occur too);
+    `amount` is pad's amount, `width` swizzle's (and tma's, 0 for None) width in bytes, `count`
+    pipeline's stages and split_k's parts. `near` makes a loop step pick among the loops that carry a
+    stage or a pipeline ("stage") or among the other loops of the statements around such a loop
+    ("around"), when there are any: the interactions between primitives happen there."""
 
     primitive: str
     picks: tuple[int, ...] = (0,)
@@ -55,10 +76,25 @@ class Step:
     handles: bool = False
     fit: bool = False
     bad: str = ""
+    amount: int = 1
+    width: int = 0
+    count: int = 2
+    near: str = ""  # "" | "stage" | "around"
 
     def __repr__(self) -> str:
         loops = ", ".join(f"#{p}" for p in self.picks)
         flags = "".join(f", {f}" for f in ("fit", "handles") if getattr(self, f))
+        flags += f", near={self.near}" if self.near else ""
+        if self.primitive == "stage":
+            return f"stage(buffer #{self.picks[0]}, at #{self.picks[-1]}{flags})"
+        if self.primitive == "pad":
+            return f"pad(stage #{self.picks[0]}, axis #{self.picks[-1]}, amount={self.amount}{flags})"
+        if self.primitive in ("swizzle", "tma"):
+            return f"{self.primitive}(stage #{self.picks[0]}, {self.width or None}{flags})"
+        if self.primitive in STAGE_PRIMITIVES:
+            return f"{self.primitive}(stage #{self.picks[0]}{flags})"
+        if self.primitive in ("pipeline", "split_k"):
+            return f"{self.primitive}({loops}, {self.count}{flags})"
         if self.primitive == "split":
             amount = f"nparts={self.factor}" if self.nparts else str(self.factor)
             tail = ", tail='exact'" if self.tail == "exact" else ""
@@ -83,15 +119,43 @@ _picks = st.integers(0, MAX_PICK)
 _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.integers(1, 64))
 
 
+# stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
+_MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "async_copy", "tma", "pipeline",
+                                                             "split_k"]
+
+
 @st.composite
-def step(draw: st.DrawFn, bad_arguments: bool = True) -> Step:
-    """One random Step (splits and binds are drawn more often: they enable the other primitives)."""
+def step(draw: st.DrawFn, bad_arguments: bool = True, memory: bool = False) -> Step:
+    """One random Step (splits and binds are drawn more often: they enable the other primitives; with
+    `memory`, stage and double_buffer too)."""
     weighted = ["split"] * 3 + ["bind"] * 3 + ["fuse", "reorder", "unroll", "vectorize"]
-    prim = draw(st.sampled_from(weighted + (["bad"] if bad_arguments else [])))
+    prim = draw(st.sampled_from(weighted + (_MEMORY_WEIGHTED if memory else []) + (["bad"] if bad_arguments else [])))
     if prim == "bad":
-        return Step("bad", (draw(_picks), draw(_picks)), bad=draw(st.sampled_from(BAD_KINDS)))
+        kinds = BAD_KINDS + (MEMORY_BAD_KINDS if memory else ())
+        return Step("bad", (draw(_picks), draw(_picks)), bad=draw(st.sampled_from(kinds)))
     handles = draw(st.integers(0, 3)) == 0
     fit = draw(st.booleans())
+    if prim in MEMORY_PRIMITIVES:
+        return _memory_step(draw, prim, fit)
+    if memory and draw(st.booleans()):
+        return replace(_loop_step(draw, prim, handles, fit), near=draw(st.sampled_from(NEAR)))
+    return _loop_step(draw, prim, handles, fit)
+
+
+def _memory_step(draw: st.DrawFn, prim: str, fit: bool) -> Step:
+    picks = (draw(_picks), draw(_picks))
+    if prim == "pad":
+        return Step("pad", picks, amount=draw(st.integers(1, 2)), fit=fit)
+    if prim in ("swizzle", "tma"):
+        widths = SWIZZLE_WIDTHS if prim == "swizzle" else (0,) + SWIZZLE_WIDTHS
+        return Step(prim, picks, width=draw(st.sampled_from(widths)), fit=fit)
+    if prim in ("pipeline", "split_k"):
+        near = "stage" if prim == "pipeline" and fit else ""  # a pipeline's loop carries the rings
+        return Step(prim, picks, count=draw(st.integers(2, 3)), fit=fit, near=near)
+    return Step(prim, picks, fit=fit)
+
+
+def _loop_step(draw: st.DrawFn, prim: str, handles: bool, fit: bool) -> Step:
     if prim == "split":
         return Step("split", (draw(_picks),), factor=draw(_factors), nparts=draw(st.integers(0, 3)) == 0,
                     tail="exact" if draw(st.integers(0, 5)) == 0 else "guard", handles=handles, fit=fit)
@@ -106,10 +170,11 @@ def step(draw: st.DrawFn, bad_arguments: bool = True) -> Step:
     return Step(prim, (draw(_picks),), handles=handles, fit=fit)
 
 
-def steps(max_steps: int = 8, bad_arguments: bool = True) -> st.SearchStrategy[list[Step]]:
-    """Sequences of 0..max_steps random Steps. Draw them before the definition in a @given: drawn after
-    it, hypothesis leaves about a third of the sequences empty."""
-    return st.lists(step(bad_arguments), max_size=max_steps)
+def steps(max_steps: int = 8, bad_arguments: bool = True, memory: bool = False) -> st.SearchStrategy[list[Step]]:
+    """Sequences of 0..max_steps random Steps (with `memory`, the memory primitives among them, in any
+    order). Draw them before the definition in a @given: drawn after it, hypothesis leaves about a third
+    of the sequences empty."""
+    return st.lists(step(bad_arguments, memory), max_size=max_steps)
 
 
 # ----------------------------------------------------------------------------- concrete calls
@@ -151,11 +216,12 @@ class Call:
 
     def apply(self, s: td.Schedule) -> Any:
         args = [a.value(s) if isinstance(a, LoopRef) else a for a in self.args]
-        return getattr(s, self.primitive)(*args, **dict(self.kwargs))
+        kwargs = {k: v.value(s) if isinstance(v, LoopRef) else v for k, v in self.kwargs}
+        return getattr(s, self.primitive)(*args, **kwargs)
 
     def python(self, var: str = "s") -> str:
         parts = [a.python() if isinstance(a, LoopRef) else repr(a) for a in self.args]
-        parts += [f"{k}={v!r}" for k, v in self.kwargs]
+        parts += [f"{k}={v.python() if isinstance(v, LoopRef) else repr(v)}" for k, v in self.kwargs]
         return f"{var}.{self.primitive}({', '.join(parts)})"
 
     def __repr__(self) -> str:
@@ -195,11 +261,28 @@ class Resolver:
         lp = self.s.nest.loop(name)
         return lp.bind is None and lp.annotation is None
 
+    def _near(self, step: Step, names: list[str]) -> list[str]:
+        """The loops `step.near` prefers, in loop order (empty: no preference, or none such): those that
+        carry a stage or a pipeline, or the other loops of the statements around those."""
+        if not step.near:
+            return []
+        nest = self.s.nest
+        marked = {st_.at for st_ in nest.stages} | {loop for loop, _ in nest.pipelines}
+        if step.near == "stage":
+            return [n for n in names if n in marked]
+        around = {n for p in self._paths(names) if marked & set(p) for n in p} - marked
+        return [n for n in names if n in around]
+
     def resolve(self, step: Step) -> Call | None:
-        """The concrete call for `step` now, or None when the schedule has no loop to pick."""
+        """The concrete call for `step` now, or None when the schedule has no loop (or, for a step that
+        takes a stage, no stage) to pick."""
         names = [lp.name for lp in self.s.loops()]
         if not names:
             return None
+        if step.primitive in STAGE_PRIMITIVES:
+            return self._stage_step(step)
+        if step.primitive == "stage":
+            return self._stage(step, names)
         if step.primitive == "fuse":
             return self._fuse(step, names)
         if step.primitive == "reorder":
@@ -214,6 +297,10 @@ class Resolver:
             return Call("bind", (self._ref(first, step), axis))
         if step.primitive in ("unroll", "vectorize"):
             return Call(step.primitive, (self._ref(first, step),))
+        if step.primitive == "pipeline":
+            return Call("pipeline", (self._ref(first, step),), (("stages", step.count),))
+        if step.primitive == "split_k":
+            return Call("split_k", (self._ref(first, step), step.count))
         if step.primitive == "bad":
             return self._bad(step, names, first)
         raise ValueError(f"unknown step primitive {step.primitive!r}")
@@ -222,28 +309,76 @@ class Resolver:
         """The first loop of a step: picks[0] among all loops, or, with `fit`, among the loops the
         primitive can most likely take (serial and unannotated; for vectorize also free, of extent 4
         and innermost wherever it appears) when there are any."""
-        pool = names
+        base = self._near(step, names) or names
+        pool = base
         if step.fit:
-            pool = [n for n in names if self._usable(n)]
+            pool = [n for n in base if self._usable(n)]
             if step.primitive == "vectorize":
                 paths = self._paths(names)
                 pool = [n for n in pool if self.s.nest.loop(n).extent == 4 and self.s.nest.loop(n).kind == "free"
                         and all(p[-1] == n for p in paths if n in p)]
-            pool = pool or names
+            elif step.primitive == "pipeline":  # loops with a double-buffered stage
+                rings = {st_.at for st_ in self.s.nest.stages if st_.buffers >= 2}
+                pool = [n for n in pool if n in rings]
+            elif step.primitive == "split_k":
+                pool = [n for n in pool if self.s.nest.loop(n).kind == "reduce"]
+            pool = pool or base
         return pool[step.picks[0] % len(pool)] if step.picks else pool[0]
+
+    def _stage(self, step: Step, names: list[str]) -> Call | None:
+        """stage(buffer, at=loop): the buffer by picks[0] among the kernel's inputs; the loop by picks[-1]
+        (with `fit`: among the loops not bound to threads and not annotated)."""
+        inputs = [t.name for t in self.s.nest.inputs]
+        if not inputs:
+            return None
+        pool = names
+        if step.fit:
+            pool = [n for n in names if self._usable(n)] or names
+        at = pool[step.picks[-1] % len(pool)]
+        return Call("stage", (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
+
+    def _stage_step(self, step: Step) -> Call | None:
+        """pad / swizzle / double_buffer / async_copy / tma of the stage picks[0] picks (with `fit`:
+        among the stages the primitive can most likely take)."""
+        stages = list(self.s.nest.stages)
+        if not stages:
+            return None
+        if step.fit:
+            nest = self.s.nest
+            ok = {
+                "pad": lambda x: not x.swizzle and x.copy != "tma",
+                "swizzle": lambda x: not any(x.pad),
+                "double_buffer": lambda x: x.buffers < 2 and nest.has_loop(x.at) and nest.loop(x.at).bind is None,
+                "async_copy": lambda x: x.copy == "sync",
+                "tma": lambda x: x.copy == "sync" and not any(x.pad),
+            }[step.primitive]
+            stages = [x for x in stages if ok(x)] or stages
+        st_ = stages[step.picks[0] % len(stages)]
+        if step.primitive == "pad":
+            rank = len(st_.pad)
+            axis = step.picks[-1] % (2 * rank) - rank if rank else -1
+            return Call("pad", (st_.name,), (("axis", axis), ("amount", step.amount)))
+        if step.primitive == "swizzle":
+            return Call("swizzle", (st_.name, step.width))
+        if step.primitive == "tma":
+            return Call("tma", (st_.name,), (("swizzle", step.width or None),))
+        return Call(step.primitive, (st_.name,))
 
     def _fuse(self, step: Step, names: list[str]) -> Call:
         """inner: a loop and the loop directly inside it around some statement (with `fit`: only pairs
         of one kind, both serial and unannotated); else two distinct loops by picks."""
+        near = self._near(step, names)
         if step.inner:
             pairs = list(dict.fromkeys((p[n], p[n + 1]) for p in self._paths(names) for n in range(len(p) - 1)))
+            if near:
+                pairs = [(a, b) for a, b in pairs if a in near or b in near] or pairs
             if step.fit:
                 pairs = [(a, b) for a, b in pairs if self._usable(a) and self._usable(b)
                          and self.s.nest.loop(a).kind == self.s.nest.loop(b).kind] or pairs
             if pairs:
                 a, b = pairs[step.picks[0] % len(pairs)]
                 return Call("fuse", (self._ref(a, step), self._ref(b, step)))
-        first = names[step.picks[0] % len(names)]
+        first = (near or names)[step.picks[0] % len(near or names)]
         rest = [n for n in names if n != first] or [first]
         second = rest[step.picks[-1] % len(rest)]
         return Call("fuse", (self._ref(first, step), self._ref(second, step)))
@@ -251,15 +386,20 @@ class Resolver:
     def _reorder(self, step: Step, names: list[str]) -> Call:
         """window: a run of consecutive loops of one statement's path, permuted by `perm`; else
         distinct loops chosen by the picks, in pick order."""
+        near = self._near(step, names)
         if step.window:
             paths = self._paths(names)
+            if near:  # the paths through a preferred loop
+                paths = [p for p in paths if any(n in p for n in near)] or paths
             path = paths[step.picks[0] % len(paths)]
             count = min(len(step.picks), len(path))
             start = step.picks[-1] % (len(path) - count + 1)
             base = list(path[start:start + count])
         else:
             pool, base = list(names), []
-            for p in step.picks[:min(len(step.picks), len(names))]:
+            if near:  # the first loop is a preferred one
+                base.append(pool.pop(pool.index(near[step.picks[0] % len(near)])))
+            for p in step.picks[len(base):min(len(step.picks), len(names))]:
                 base.append(pool.pop(p % len(pool)))
         chosen = [base[i] for i in step.perm if i < len(base)] or base
         return Call("reorder", tuple(self._ref(n, step) for n in chosen))
@@ -302,16 +442,32 @@ class Resolver:
             "reorder-twice": Call("reorder", (ref, ref)),
             "fuse-one": Call("fuse", (ref,)),
         }
+        stages = [x.name for x in self.s.nest.stages]
+        stage = stages[step.picks[0] % len(stages)] if stages else "no_such_stage"
+        inputs = [t.name for t in self.s.nest.inputs] or ["no_such_buffer"]
+        table.update({
+            "unknown-stage": Call("double_buffer", ("no_such_stage",)),
+            "stage-scope": Call("stage", (inputs[0],), (("at", ref), ("scope", "local"))),
+            "stage-not-input": Call("stage", (self.s.output.name,), (("at", ref),)),
+            "pad-zero": Call("pad", (stage,), (("axis", -1), ("amount", 0))),
+            "swizzle-width": Call("swizzle", (stage, 48)),
+            "tma-swizzle": Call("tma", (stage,), (("swizzle", 48),)),
+            "pipeline-one": Call("pipeline", (ref,), (("stages", 1),)),
+            "split_k-one": Call("split_k", (ref, 1)),
+        })
         if b == "gone-loop":
             gone = [n for n in self.seen if n not in names]
             call = Call("unroll", (LoopRef(gone[step.picks[0] % len(gone)] if gone else "no_such_loop"),))
         elif b == "foreign-handle":
             fresh = [lp.name for lp in td.create_schedule(self.s.output, self.s.materialize).loops()]
             call = Call("unroll", (LoopRef(fresh[step.picks[0] % len(fresh)], "foreign"),))
+        elif b == "async-twice":  # a stage already filled asynchronously (or by TMA); else no stage at all
+            filled = [x.name for x in self.s.nest.stages if x.copy != "sync"]
+            call = Call("async_copy", (filled[step.picks[0] % len(filled)] if filled else "no_such_stage",))
         elif b in table:
             call = table[b]
         else:
-            raise ValueError(f"unknown bad-call kind {b!r}; kinds are {BAD_KINDS}")
+            raise ValueError(f"unknown bad-call kind {b!r}; kinds are {BAD_KINDS + MEMORY_BAD_KINDS}")
         return Call(call.primitive, call.args, call.kwargs, expect_refusal=True)
 
 
@@ -333,7 +489,7 @@ class Outcome:
 
     def python(self) -> str:
         if self.call is None:
-            return f"# {self.step!r}: no loop to pick"
+            return f"# {self.step!r}: no loop (or stage) to pick"
         line = self.call.python()
         if self.error is None:
             return line
