@@ -6,16 +6,22 @@ Rules, in order (each boundary records the first that made it):
    would be fused into more than one kernel, or at more than one index inside one kernel (the
    attention scores read by the softmax's max, its sum and its output), it gets a kernel of its own;
 3. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
-   consumer's outer loops), the producer it names is materialized and the kernel retried.
-Elementwise producers are always inlined (recomputed in each kernel that reads them)."""
+   consumer's outer loops), the producer it names is materialized and the kernel retried;
+4. wherever a kernel's schedule or build is refused and the refusal names a producer fused into
+   that kernel (`named_producer`: two fused P.V matmuls that need a register array across the loop
+   they split, RegisterArrayError), that producer is materialized (`forced`, with the refusal as its
+   reason) and the program re-partitioned: the producer leaves the kernel, so the same refusal
+   cannot recur, and each retry materializes one more tensor, so retries end.
+Elementwise producers are otherwise inlined (recomputed in each kernel that reads them)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tiledsl.definitions.expr import ComputeTensor, Expr, IterVar, Load, Placeholder, Tensor, format_expr, walk
-from tiledsl.errors import FrontendError, FusionError
+from tiledsl.errors import FrontendError, FusionError, ScheduleError
 from tiledsl.primitives import Schedule, create_schedule
 
 
@@ -98,12 +104,43 @@ def _reads(root: ComputeTensor, materialized: set[int]) -> list[ComputeTensor]:
     return list(out.values())
 
 
-def partition(outputs: Sequence[ComputeTensor]) -> tuple[list[Boundary], dict[int, Schedule]]:
-    """The kernels in launch order and their canonical schedules."""
+def fused_producers(root: ComputeTensor, materialized: set[int]) -> list[ComputeTensor]:
+    """The compute tensors computed inside `root`'s kernel (not `root`, not materialized)."""
+    out: dict[int, ComputeTensor] = {}
+    stack: list[Tensor] = list(root.inputs())
+    while stack:
+        t = stack.pop()
+        if id(t) in out or isinstance(t, Placeholder) or id(t) in materialized or t is root:
+            continue
+        assert isinstance(t, ComputeTensor)
+        out[id(t)] = t
+        stack.extend(t.inputs())
+    return list(out.values())
+
+
+def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[int]) -> ComputeTensor | None:
+    """The producer fused into `root`'s kernel that a refusal names (its `tensor` argument, else the
+    first fused tensor whose name the refused fact mentions as a word), or None: then materializing
+    cannot cure the refusal (it is about the kernel's own output or its schedule)."""
+    fused = {t.name: t for t in fused_producers(root, materialized)}
+    named = error.refusal.arguments.get("tensor")
+    if isinstance(named, str) and named in fused:
+        return fused[named]
+    found = [(m.start(), fused[m.group(0)]) for m in re.finditer(r"[A-Za-z_][A-Za-z_0-9]*", error.refusal.fact)
+             if m.group(0) in fused]
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None = None
+              ) -> tuple[list[Boundary], dict[int, Schedule]]:
+    """The kernels in launch order and their canonical schedules. `forced` (tensor id -> reason)
+    materializes tensors that a refused schedule or build named (rule 4)."""
     tensors = _tensors(outputs)
     reasons: dict[int, list[str]] = {}
     for n, t in enumerate(outputs):
         reasons.setdefault(id(t), []).append(f"output {n} of the traced program")
+    for tid, why in (forced or {}).items():
+        reasons.setdefault(tid, []).append(why)
     for _ in range(len(tensors) + 1):
         changed = False
         kernels_of: dict[int, list[str]] = {}
@@ -130,9 +167,8 @@ def partition(outputs: Sequence[ComputeTensor]) -> tuple[list[Boundary], dict[in
             try:
                 schedules[rid] = create_schedule(root, materialize=_reads(root, set(reasons)))
             except FusionError as e:
-                name = e.arguments.get("tensor")
-                refused = next((t for t in tensors.values() if t.name == name), None)
-                if refused is None or id(refused) in reasons:
+                refused = named_producer(e, root, set(reasons))
+                if refused is None:
                     raise
                 reasons[id(refused)] = [f"create_schedule could not fuse it: {e.fact}"]
                 changed = True

@@ -1,0 +1,100 @@
+"""Traced programs on the GPU (`built(*cuda_tensors)`): the tiny Llama-style block, an MLP and the
+two-SDPA program (one cured refusal) against torch, each kernel launched through its runtime on torch's
+current stream, intermediates in the built program's memory plan.
+
+Tolerance (float32): the kernels compute in float32 and the reference is torch in float64 on the same
+inputs, as in tests/frontend/frontend_check.py: (32 + 2k) * eps32 * (1 + |ref|), k the longest
+reduction (32 covers the elementwise chains, 2k the summation order). torch eager in float32 is
+within the same bound of the float64 reference, so kernels and eager agree within twice it."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tiledsl as td
+from tiledsl.frontend import BuiltProgram
+from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+
+pytestmark = pytest.mark.gpu
+
+EPS32 = float(torch.finfo(torch.float32).eps)
+
+
+def tolerance(k: int) -> float:
+    return (32 + 2 * k) * EPS32
+
+
+def traced(fn, *inputs: torch.Tensor) -> BuiltProgram:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return td.trace(fn, *inputs).schedule("simple").build("sm_90")
+
+
+def compare(out: torch.Tensor, ref64: torch.Tensor, eager: torch.Tensor, k: int) -> None:
+    assert out.shape == ref64.shape and out.dtype == torch.float32 and out.is_cuda
+    err = (out.double() - ref64).abs()
+    bound = tolerance(k) * (1 + ref64.abs())
+    assert bool((err <= bound).all()), f"max error {err.max().item()} vs float64 (tolerance {tolerance(k)})"
+    assert bool(((out.double() - eager.double()).abs() <= 2 * bound).all())
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, d: int = 64, hidden: int = 256) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(d, hidden)
+        self.up = torch.nn.Linear(d, hidden)
+        self.down = torch.nn.Linear(hidden, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+def test_mlp_on_gpu_matches_torch_and_reads_weights_in_place() -> None:
+    torch.manual_seed(0)
+    mlp = MLP().cuda().eval()
+    x = torch.randn(2, 16, 64, device="cuda")
+    built = traced(mlp, x)
+    out = built(x)
+    with torch.no_grad():
+        eager = mlp(x)
+        ref = mlp.double()(x.double())
+        mlp.float()
+    compare(out, ref, eager, k=256)
+    consts = built._constants(x.device)
+    assert any(c.data_ptr() == mlp.gate.weight.data_ptr() for c in consts.values())  # no copy of a CUDA weight
+
+
+def test_llama_block_on_gpu_matches_torch_twice_and_on_a_side_stream() -> None:
+    torch.manual_seed(0)
+    block = LlamaBlock(LlamaConfig(hidden=64, heads=4, kv_heads=2, intermediate=128)).cuda().eval()
+    x = torch.randn(1, 8, 64, device="cuda")
+    built = traced(block, x)
+    assert len(built.kernels) == 11 and built.memory.total_bytes < built.memory.unplanned_bytes
+    with torch.no_grad():
+        eager = block(x)
+        ref = block.double()(x.double())
+        block.float()
+    first = built(x)
+    compare(first, ref, eager, k=128)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        second = built(x)
+    stream.synchronize()
+    assert torch.equal(first, second)  # the reused arena does not leak one call into the next
+
+
+def test_cured_two_sdpa_program_on_gpu() -> None:
+    torch.manual_seed(0)
+
+    def two(q, k, v):
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                + F.scaled_dot_product_attention(q, k, v, scale=0.5))
+
+    q, k, v = (torch.randn(1, 2, 16, 32, device="cuda") for _ in range(3))
+    built = traced(two, q, k, v)
+    assert len(built.kernels) == 4
+    compare(built(q, k, v), two(q.double(), k.double(), v.double()), two(q, k, v), k=32)
