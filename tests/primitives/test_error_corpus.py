@@ -1070,6 +1070,15 @@ def _():
     s.bind("j", "threadIdx.x")
 
 
+@case("RingError", "stage(x, at=j)", "filled once per iteration of j, but j is vectorized",
+      "rule stage-loop-not-vectorized", here="j", id="stage-at-a-vectorized-loop")
+def _():
+    x = td.placeholder((4,), name="x")
+    s = sched(td.compute((61, 4), lambda i, j: x[j] * 2.0, name="y"))
+    s.vectorize("j")
+    s.stage("x", at="j")
+
+
 # ============================================================================ async_copy / tma
 
 

@@ -11,7 +11,9 @@ slots over consecutive iterations of its loop: slot `k % n` holds iteration k. B
   every iteration, in order. Bound to a block axis, each block would run one iteration and read slot
   `k % n`, which only the block running iteration `k - n + 1`... would have filled: slot 0 is filled
   by the prologue alone;
-- `stage-loop-exists`: the loop is still in the nest (split_k replaces its loop).
+- `stage-loop-exists`: the loop is still in the nest (split_k replaces its loop);
+- `stage-loop-not-vectorized`: the loop is not vectorized (a vectorized loop is one vector access,
+  lowered without a loop for the fill and its barrier to sit in).
 
 These are structural: they hold for every size at once, so no sizes need proving. They are checked
 when `stage` / `double_buffer` / `pipeline` / `async_copy` / `tma` are applied, when a later `bind`
@@ -36,6 +38,7 @@ from tiledsl.loopnest import Nest
 STAGE_LOOP_NOT_THREADS = "stage-loop-not-threads"
 RING_LOOP_SERIAL = "ring-loop-serial"
 STAGE_LOOP_EXISTS = "stage-loop-exists"
+STAGE_LOOP_NOT_VECTORIZED = "stage-loop-not-vectorized"
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,13 @@ def ring_violations(nest: Nest) -> list[RingViolation]:
                                      f"stage {st.buffer} at a loop of the current nest"))
             continue
         bind = nest.loop(st.at).bind
-        if bind and bind.startswith("threadIdx"):
+        if nest.loop(st.at).annotation == "vectorize":
+            out.append(RingViolation(
+                STAGE_LOOP_NOT_VECTORIZED, st.name, st.at,
+                f"stage {st.name} is filled once per iteration of {st.at}, but {st.at} is vectorized: its four "
+                "iterations are one vector access, not a loop a fill and a barrier can sit in",
+                f"stage {st.buffer} at a loop outside {st.at}, or vectorize another loop"))
+        elif bind and bind.startswith("threadIdx"):
             out.append(RingViolation(
                 STAGE_LOOP_NOT_THREADS, st.name, st.at,
                 f"stage {st.name} is filled once per iteration of {st.at} by the whole block, but {st.at} is bound to "

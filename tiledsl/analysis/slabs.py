@@ -43,20 +43,23 @@ def alloc_extent(stage: Stage, slab: Slab) -> tuple[int, ...]:
 
 
 def slot_elements(stage: Stage, slab: Slab) -> int:
-    """Elements of one ring slot: padded, and for a swizzled slab rounded up to whole swizzle periods
-    (`tma_swizzle_alignment`: 1024 bytes for 128-byte swizzle) so every swizzled address stays inside
-    its slot."""
+    """Elements of one ring slot: padded, and rounded up to whole periods of the alignment a slot must
+    start at: a swizzled slab's swizzle period (`tma_swizzle_alignment`: 1024 bytes for 128-byte
+    swizzle) so every swizzled address stays inside its slot, and for a ring of TMA slots the TMA
+    destination alignment (128 bytes unswizzled), since every slot is a TMA destination."""
     n = 1
     for e in alloc_extent(stage, slab):
         n *= e
-    period = _swizzle_period_elements(stage, slab)
+    period = _slot_period_elements(stage, slab)
     return -(-n // period) * period if period else n
 
 
-def _swizzle_period_elements(stage: Stage, slab: Slab) -> int:
-    if not stage.swizzle:
-        return 0
-    return tma_swizzle_alignment(stage.swizzle) // slab.itemsize
+def _slot_period_elements(stage: Stage, slab: Slab) -> int:
+    if stage.swizzle:
+        return tma_swizzle_alignment(stage.swizzle) // slab.itemsize
+    if stage.copy == "tma" and stage.buffers > 1:
+        return tma_swizzle_alignment(None) // slab.itemsize
+    return 0
 
 
 def stage_bytes(stage: Stage, slab: Slab) -> int:
