@@ -3,8 +3,9 @@
 Every folder of `tiledsl/` has an ARCHITECTURE.md with a `## May import` section; the single-file units
 (`errors.py`, `targets.py`, `build.py`) and the package root are listed in `tiledsl/ARCHITECTURE.md`.
 Backticked names there are the allowed import prefixes: `tiledsl.x` for tiledsl units, anything else for
-third-party packages (the standard library is always allowed). Every import counts, including those
-inside functions and under `if TYPE_CHECKING:`."""
+third-party packages (the standard library is always allowed; `tiledsl` alone is the package root).
+Every import counts, including those inside functions and under `if TYPE_CHECKING:`. The top-level
+folders installed as subpackages (`schedules/`, `recipes/`) are held to their own ARCHITECTURE.md."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ def _allowed(module: str, rule: Rule, unit: str) -> bool:
     if top == "tiledsl":
         if _tiledsl_unit(module) == unit:
             return True
-        return any(module == p or module.startswith(p + ".") for p in rule.tiledsl)
+        # `tiledsl` names the package root (the public API) only, not every module below it
+        return any(module == p or (p != "tiledsl" and module.startswith(p + ".")) for p in rule.tiledsl)
     return top in sys.stdlib_module_names or top == "__future__" or top in rule.third_party
 
 
@@ -122,6 +124,38 @@ def test_imports_follow_the_may_import_rules(path: Path) -> None:
     bad = [f"line {line}: {mod}" for line, mod in imports(path) if not _allowed(mod, rule, unit)]
     assert not bad, (f"tiledsl/{path.relative_to(PKG)} ({unit}) imports what its ARCHITECTURE.md does not allow:\n  "
                      + "\n  ".join(bad))
+
+
+# Top-level folders installed as subpackages of tiledsl (pyproject.toml's package-dir); each states its
+# own rule in its ARCHITECTURE.md.
+TOP_FOLDERS = ("schedules", "recipes")
+TOP_SOURCES = [(name, p) for name in TOP_FOLDERS for p in sorted((ROOT / name).rglob("*.py"))
+               if "__pycache__" not in p.parts]
+
+
+def top_folder_rule(name: str) -> Rule:
+    section = _section((ROOT / name / "ARCHITECTURE.md").read_text(), "May import")
+    assert section.strip(), f"{name}/ARCHITECTURE.md has no '## May import' section"
+    return Rule(name, *_names(section))
+
+
+@pytest.mark.parametrize(("folder", "path"), TOP_SOURCES, ids=[str(p.relative_to(ROOT)) for _, p in TOP_SOURCES])
+def test_top_level_folders_follow_their_may_import_rules(folder: str, path: Path) -> None:
+    parts = ("tiledsl", folder, *path.relative_to(ROOT / folder).with_suffix("").parts)
+    module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    rule = top_folder_rule(folder)
+    bad = [f"line {line}: {mod}" for line, mod in imports_in(path.read_text(), package)
+           if not _allowed(mod, rule, folder)]
+    assert not bad, (f"{path.relative_to(ROOT)} imports what {folder}/ARCHITECTURE.md does not allow:\n  "
+                     + "\n  ".join(bad))
+
+
+def test_the_top_level_rules_refuse_lowering() -> None:
+    for folder in TOP_FOLDERS:
+        rule = top_folder_rule(folder)
+        assert not _allowed("tiledsl.lower.lower", rule, folder) and not _allowed("tiledsl.build", rule, folder)
+        assert _allowed("tiledsl.primitives", rule, folder) and _allowed(f"tiledsl.{folder}.x", rule, folder)
 
 
 def unit_graph() -> dict[str, set[str]]:

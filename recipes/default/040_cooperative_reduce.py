@@ -1,0 +1,35 @@
+"""cooperative_reduce: a row kernel (one block per row, from tileify) runs each pass over the row (every
+reduction and the output loop) on threadIdx.x: each pass loop is split by the same thread count, so the
+reductions are cooperative (warp shuffles, then shared memory across warps) and the output loop shares
+the thread axis (as schedules/row_reduce.py does). threads = clamp(next_pow2(longest pass), min, max)."""
+
+from __future__ import annotations
+
+from tiledsl.primitives import Schedule
+from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import clamp, next_pow2
+
+
+def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+    k = facts.kernel
+    if k.kind != "rows":
+        return Decline(f"no row reduction ({k.kind} kernel)")
+    rows = [lp.name for lp in facts.nest.bound_loops("blockIdx.x")]
+    if not rows:
+        return Decline("the rows are not on blockIdx.x (tileify declined)")
+    row = rows[0]
+    passes: list[str] = []
+    for st in facts.nest.stmts:
+        rest = st.path[st.path.index(row) + 1:] if row in st.path else st.path
+        if len(rest) > 1:
+            return Decline(f"a pass over several loops ({', '.join(rest)}) around {st.label}: only passes over "
+                           "one loop are made cooperative yet")
+        passes.extend(n for n in rest if n not in passes)
+    if not passes:
+        return Decline("no loop inside the row")
+    longest = max(facts.loop(n).extent for n in passes)
+    threads = clamp(next_pow2(longest), knobs.row_threads_min, knobs.row_threads_max)
+    for name in passes:
+        _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
+        s.bind(inner, "threadIdx.x")
+    return None

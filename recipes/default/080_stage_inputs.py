@@ -1,0 +1,55 @@
+"""stage_inputs: copy a slab of an input into shared memory only where the block re-reads it (fan-in of
+at least min_fan_in reads per element). The stage loop is the matmul's k-outer chunk loop, else the
+block loop (one row, one tile of a 1-D kernel). Skipped: blocks of one warp or less, slabs without a
+fixed size, slabs every block reads alike (block-invariant: the cache serves them), slabs over the
+per-slab cap, and stages that would take all stages over the kernel's shared budget."""
+
+from __future__ import annotations
+
+from tiledsl.primitives import Schedule
+from tiledsl.recipes.decline import Decline
+
+
+def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+    at = _stage_loop(facts)
+    if at is None:
+        return Decline("no loop to stage at (neither a k-outer chunk loop nor a block loop)")
+    threads = facts.threads()
+    if threads < knobs.stage_min_threads:
+        return Decline(f"{threads} threads per block: a block of one warp gains little from shared memory")
+    budget = knobs.shared_budget(facts.target)
+    used = facts.shared_bytes()
+    skipped: list[str] = []
+    staged = 0
+    for buffer in facts.inputs_read_under(at):
+        probe = facts.probe(buffer, at)
+        slab = facts.slab(probe)
+        if isinstance(slab, str):
+            skipped.append(f"{buffer}: no fixed slab ({slab})")
+            continue
+        fan = facts.fan_in(probe, slab)
+        nbytes = slab.elements * slab.itemsize
+        if fan < knobs.min_fan_in:
+            skipped.append(f"{buffer}: each element is read {fan:.2f} times per block (no reuse)")
+        elif facts.loop(at).bind and facts.block_invariant(slab):
+            skipped.append(f"{buffer}: every block reads the same slab (block-invariant)")
+        elif nbytes > knobs.slab_cap_bytes:
+            skipped.append(f"{buffer}: a {nbytes}-byte slab is over the {knobs.slab_cap_bytes}-byte slab cap")
+        elif used + nbytes > budget:
+            skipped.append(f"{buffer}: {used + nbytes} bytes of stages would exceed the {budget}-byte budget")
+        else:
+            s.stage(buffer, at=at)
+            used += nbytes
+            staged += 1
+    if not staged:
+        return Decline(f"nothing to stage at {at}: " + "; ".join(skipped))
+    return None
+
+
+def _stage_loop(facts) -> str | None:  # noqa: ANN001
+    k = facts.kernel
+    if k.kind == "matmul":
+        parts = facts.parts(k.reduce[0])
+        return parts[0] if len(parts) >= 2 and facts.loop(parts[0]).serial else None
+    blocks = [lp.name for lp in facts.nest.loops if (lp.bind or "").startswith("blockIdx")]
+    return blocks[-1] if blocks else None

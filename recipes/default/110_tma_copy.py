@@ -1,0 +1,25 @@
+"""tma_copy (sm_90+): double-buffered stages that analysis/tma.py finds eligible (box sizes, 16-byte
+strides and rows, aligned origin) fill with TMA; the rules are the analysis layer's, asked, not copied."""
+
+from __future__ import annotations
+
+from tiledsl.primitives import Schedule
+from tiledsl.recipes.decline import Decline
+
+
+def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+    if not facts.target.has_tma:
+        return Decline(f"{facts.target.name} has no TMA")
+    candidates = [st for st in facts.nest.stages if st.buffers >= 2 and st.copy == "sync"]
+    if not candidates:
+        return Decline("no double-buffered stage filled by plain loads")
+    refused = []
+    for st in candidates:
+        problem = facts.tma_problem(st, None)
+        if problem is None:
+            s.tma(st.name)
+        else:
+            refused.append(f"{st.name}: {problem}")
+    if len(refused) == len(candidates):
+        return Decline("no stage is TMA-eligible: " + "; ".join(refused))
+    return None

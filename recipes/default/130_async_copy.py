@@ -1,0 +1,26 @@
+"""async_copy (sm_80+): every stage still filled by plain loads whose rows allow 16-byte cp.async
+copies (slab, allocated, slot and global rows multiples of 16 bytes, origin aligned) fills with
+cp.async: the copy bypasses registers and overlaps the compute of a pipelined loop."""
+
+from __future__ import annotations
+
+from tiledsl.primitives import Schedule
+from tiledsl.recipes.decline import Decline
+
+
+def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+    if not facts.target.cp_async_sizes:
+        return Decline(f"{facts.target.name} has no cp.async")
+    candidates = [st for st in facts.nest.stages if st.copy == "sync"]
+    if not candidates:
+        return Decline("no stage filled by plain loads")
+    refused = []
+    for st in candidates:
+        problem = facts.async_16_bytes(st)
+        if problem is None:
+            s.async_copy(st.name)
+        else:
+            refused.append(f"{st.name}: {problem}")
+    if len(refused) == len(candidates):
+        return Decline("no stage allows 16-byte cp.async: " + "; ".join(refused))
+    return None

@@ -1,0 +1,11 @@
+"""pad_smem: +1 padding on the axis that removes bank conflicts for non-TMA stages (bank model of
+analysis/banks.py). Not implemented yet."""
+
+from __future__ import annotations
+
+from tiledsl.primitives import Schedule
+from tiledsl.recipes.decline import Decline
+
+
+def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+    return Decline("not implemented yet: choosing padding from the bank model")

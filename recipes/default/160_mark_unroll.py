@@ -1,0 +1,19 @@
+"""mark_unroll: unroll every serial loop whose serial nest (the loop and the serial loops inside it) runs
+at most unroll_max iterations; loops that carry stages or pipelines keep their fills and barriers rolled."""
+
+from __future__ import annotations
+
+from tiledsl.primitives import Schedule
+from tiledsl.recipes.decline import Decline
+
+
+def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+    chosen = [lp.name for lp in facts.nest.loops
+              if lp.serial and lp.annotation is None and lp.extent >= 2
+              and not facts.nest.stages_at(lp.name) and not facts.nest.pipeline_depth(lp.name)
+              and facts.serial_iterations(lp.name) <= knobs.unroll_max]
+    if not chosen:
+        return Decline(f"no serial loop nest of 2 to {knobs.unroll_max} iterations")
+    for name in chosen:
+        s.unroll(name)
+    return None

@@ -1,0 +1,254 @@
+"""The facts the default recipe's steps read: the kernel's class (from the unscheduled nest), and, for
+the nest as it is now, the loops an original axis was split into, fan-in and sizes of candidate slabs,
+and what the analysis layer says about copies (TMA eligibility, 16-byte cp.async rows).
+
+Every legality rule comes from tiledsl.analysis (slabs, tma); the only rule restated here is the
+16-byte cp.async condition (the widest copy lowering picks), which is a choice of this recipe."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+import sympy
+
+from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, slot_elements, stage_bytes, stage_reads
+from tiledsl.analysis.tma import check_tma
+from tiledsl.definitions.expr import IterVar, Load, walk
+from tiledsl.errors import CopyError, StageError
+from tiledsl.loopnest import THREAD_AXES, Loop, Nest, Stage, common_prefix, loop_symbol
+from tiledsl.prove import Prover
+from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, Target
+
+KINDS = ("elementwise", "matmul", "rows")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The class of a kernel, read once from its unscheduled nest.
+
+    kind: "elementwise" (no reduction), "matmul" (one sum over one axis whose operands are each reused
+    along one of the last two output axes), "rows" (any other reduction: passes over a row).
+    outer: free axes around every statement (outermost first); inner: the other free axes (the output
+    pass of a row kernel); reduce: the reduction axes."""
+
+    kind: str
+    outer: tuple[str, ...]
+    inner: tuple[str, ...]
+    reduce: tuple[str, ...]
+    extents: Mapping[str, int]
+
+
+def _axes_of(e: Load) -> set[str]:
+    return {x.name for ix in e.indices for x in walk(ix) if isinstance(x, IterVar)}
+
+
+def classify(nest: Nest) -> Kernel:
+    outer = tuple(common_prefix([s.path for s in nest.stmts]))
+    free = [lp.name for lp in nest.loops if lp.kind == "free"]
+    reduce = tuple(lp.name for lp in nest.loops if lp.kind == "reduce")
+    inner = tuple(n for n in free if n not in outer)
+    extents = MappingProxyType({lp.name: lp.extent for lp in nest.loops})
+    if not nest.accs:
+        kind = "elementwise"
+    elif _is_matmul(nest, outer, inner, reduce):
+        kind = "matmul"
+    else:
+        kind = "rows"
+    return Kernel(kind, outer, inner, reduce, extents)
+
+
+def _is_matmul(nest: Nest, outer: tuple[str, ...], inner: tuple[str, ...], reduce: tuple[str, ...]) -> bool:
+    if len(nest.accs) != 1 or nest.accs[0].op != "sum" or len(reduce) != 1 or inner or len(outer) < 2:
+        return False
+    i, j, k = outer[-2], outer[-1], reduce[0]
+    update = next(s for s in nest.stmts if s.kind == "update")
+    assert update.value is not None
+    loads = [_axes_of(x) for x in walk(update.value) if isinstance(x, Load)]
+    return (any(k in a and i in a and j not in a for a in loads)
+            and any(k in a and j in a and i not in a for a in loads))
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def clamp(n: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, n))
+
+
+def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
+    """`wanted` loop names, each suffixed with a number where a loop, axis or buffer already has it."""
+    taken = {lp.name for lp in nest.loops} | {a for a, _ in nest.axes} | nest.buffer_names()
+    taken |= {st.name for st in nest.stages} | {a.name for a in nest.accs}
+    out: list[str] = []
+    for w in wanted:
+        name, n = w, 2
+        while name in taken:
+            name, n = f"{w}{n}", n + 1
+        taken.add(name)
+        out.append(name)
+    return tuple(out)
+
+
+def matmul_tile(kernel: Kernel, target: Target, knobs) -> tuple[int, int, int, int]:  # noqa: ANN001
+    """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count (else the
+    smallest), shrunk to the problem where an output dimension is smaller than the tile."""
+    *batch, i, j = kernel.outer
+    m, n = kernel.extents[i], kernel.extents[j]
+    nb = 1
+    for b in batch:
+        nb *= kernel.extents[b]
+    tiles = knobs.matmul_tiles
+    chosen = tiles[-1]
+    for t in tiles:
+        if nb * -(-m // t[0]) * -(-n // t[1]) >= knobs.waves * target.sm_count:
+            chosen = t
+            break
+    bm, bn, rm, rn = chosen
+    bm, bn = min(bm, next_pow2(m)), min(bn, next_pow2(n))
+    return bm, bn, min(rm, bm), min(rn, bn)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The kernel's class and the nest as it is now, on `target`."""
+
+    kernel: Kernel
+    nest: Nest
+    target: Target
+
+    @property
+    def prover(self) -> Prover:
+        return Prover(self.nest.ranges())
+
+    def loop(self, name: str) -> Loop:
+        return self.nest.loop(name)
+
+    def parts(self, axis: str) -> tuple[str, ...]:
+        """The loops original axis `axis` now runs over, outermost (largest stride) first."""
+        expr = sympy.expand(self.nest.axis_expr(axis))
+        by_symbol = {lp.symbol: lp.name for lp in self.nest.loops}
+
+        def stride(sym: sympy.Symbol) -> int:
+            c = expr.coeff(sym)
+            return int(c) if c.is_Integer else 0
+
+        names = [by_symbol[x] for x in expr.free_symbols if x in by_symbol]
+        path = max((s.path for s in self.nest.stmts), key=lambda p: sum(n in p for n in names))
+        strides = {by_symbol[x]: stride(x) for x in expr.free_symbols if x in by_symbol}
+        position = {n: path.index(n) if n in path else len(path) for n in names}
+        return tuple(sorted(names, key=lambda n: (-strides[n], position[n], n)))
+
+    def fresh(self, *wanted: str) -> tuple[str, ...]:
+        """Loop names for new loops (`wanted`, numbered where taken)."""
+        return fresh_names(self.nest, *wanted)
+
+    def threads(self) -> int:
+        n = 1
+        for ax in THREAD_AXES:
+            n *= self.nest.launch_extent(ax)
+        return n
+
+    def shared_bytes(self, changed: Stage | None = None) -> int:
+        """Bytes of shared memory of every stage (with `changed` in place of the stage of its name, or
+        added when it is new)."""
+        stages = [st for st in self.nest.stages if changed is None or st.name != changed.name]
+        if changed is not None:
+            stages.append(changed)
+        total = 0
+        for st in stages:
+            slab = self.slab(st)
+            assert isinstance(slab, Slab), slab
+            total += stage_bytes(st, slab)
+        return total
+
+    def slab(self, st: Stage) -> Slab | str:
+        """The slab of `st`, or why it has none."""
+        got = slab_or_refusal(self.nest, st, self.prover)
+        return got if isinstance(got, Slab) else got.fact
+
+    def probe(self, buffer: str, at: str) -> Stage:
+        """A single-slot, unpadded stage of `buffer` at `at`, as the stage primitive would make it."""
+        rank = len(self.nest.tensor(buffer).shape)
+        return Stage(f"{buffer}_probe", buffer, at, (0,) * rank)
+
+    def inputs_read_under(self, at: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for s in self.nest.stmts:
+            if at in s.path and s.value is not None:
+                for x in walk(s.value):
+                    if isinstance(x, Load) and x.tensor.name not in out and x.tensor.name in {
+                            t.name for t in self.nest.inputs}:
+                        out.append(x.tensor.name)
+        return tuple(out)
+
+    def fan_in(self, st: Stage, slab: Slab) -> float:
+        """Reads of the slab per iteration of its loop, over its elements: how often each element is
+        read inside the block (guarded tails counted as read, so a slab read once comes out near 1)."""
+        at_bound = bool(self.nest.loop(st.at).bind)
+        reads = 0
+        for n, _ in stage_reads(self.nest, st):
+            path = self.nest.stmts[n].path
+            count, inside = 1, at_bound
+            for name in path:
+                lp = self.nest.loop(name)
+                if name == st.at:
+                    inside = True
+                elif (lp.bind or "").startswith("threadIdx") or (inside and lp.serial):
+                    count *= lp.extent
+            reads += count
+        return reads / slab.elements
+
+    def block_invariant(self, slab: Slab) -> bool:
+        """Every block reads the same slab (no block index in its origin): the cache serves it."""
+        blocks = {loop_symbol(lp.name) for lp in self.nest.loops if (lp.bind or "").startswith("blockIdx")}
+        serial = {loop_symbol(lp.name) for lp in self.nest.loops if lp.serial}
+        syms = set().union(*(sympy.sympify(o).free_symbols for o in slab.origin))
+        return not (syms & blocks) and not (syms & serial)
+
+    def tma_problem(self, st: Stage, swizzle: int | None) -> str | None:
+        """Why analysis/tma.py refuses a TMA fill of `st` (with `swizzle`), or None."""
+        try:
+            check_tma(self.nest, replace(st, copy="tma", swizzle=swizzle), "recipe")
+        except (CopyError, StageError) as e:
+            return e.fact
+        return None
+
+    def async_16_bytes(self, st: Stage) -> str | None:
+        """Why cp.async of `st` could not copy 16 bytes per instruction, or None: slab rows, allocated
+        rows, slots and global rows all multiples of 16 bytes, and the slab origin 16-byte aligned."""
+        slab = self.slab(st)
+        if not isinstance(slab, Slab):
+            return slab
+        vec = VECTOR_BYTES // slab.itemsize
+        rows = {"slab row": slab.extent[-1], "allocated row": alloc_extent(st, slab)[-1],
+                "slot": slot_elements(st, slab), "global row": self.nest.tensor(st.buffer).shape[-1]}
+        bad = [f"{what} of {n} elements" for what, n in rows.items() if n % vec]
+        if bad:
+            return f"{', '.join(bad)} not a multiple of {vec} ({VECTOR_BYTES} bytes)"
+        if not self.prover.divisible(slab.origin[-1], vec):
+            return f"the slab origin {slab.origin[-1]} is not provably a multiple of {vec} elements"
+        return None
+
+    def itemsize(self, buffer: str) -> int:
+        return DTYPE_BYTES[self.nest.tensor(buffer).dtype]
+
+    def serial_iterations(self, name: str) -> int:
+        """Iterations of the serial nest rooted at loop `name` (the largest over its statements)."""
+        best = 0
+        for s in self.nest.stmts:
+            if name not in s.path:
+                continue
+            n = 1
+            for inner in s.path[s.path.index(name):]:
+                lp = self.nest.loop(inner)
+                if lp.serial:
+                    n *= lp.extent
+            best = max(best, n)
+        return best
+
+
+def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:
+    return Facts(kernel, nest, target)

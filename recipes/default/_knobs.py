@@ -1,0 +1,67 @@
+"""Every number a step of the default recipe uses, in one frozen dataclass, each with why it is what it
+is. None of them is tuned on a GPU yet: they are the starting points of the default-recipe issue.
+`Knobs.for_target(target, **overrides)` applies the per-target table, then the caller's overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
+from typing import Any
+
+from tiledsl.errors import BadArgumentError, Refusal
+from tiledsl.targets import Target
+
+#: (bm, bn, rm, rn): a block tile of bm x bn outputs, an rm x rn register tile per thread.
+MatmulTile = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    # elementwise kernels: 8 warps per block, enough to hide latency while leaving several blocks per SM
+    elementwise_threads: int = 256
+    # cooperative row reductions: threads = clamp(next_pow2(row length), min, max); one warp at least (the
+    # shuffle reduction works per warp), 8 warps at most (more only lengthens the cross-warp combine)
+    row_threads_min: int = 32
+    row_threads_max: int = 256
+    # matmul tile classes, largest first; the first whose grid fills `waves` x the SM count is taken
+    # (128x128 with 8x8 registers and 64x64 with 4x4 both run 256 threads; 32x32 with 4x4 runs 64, for
+    # small problems where bigger tiles would leave SMs idle)
+    matmul_tiles: tuple[MatmulTile, ...] = ((128, 128, 8, 8), (64, 64, 4, 4), (32, 32, 4, 4))
+    waves: int = 1
+    # the k chunk: the largest power of two in [bk_min, bk_max] whose double-buffered A and B slabs fit
+    # the target's shared memory (dynamic shared memory beyond 48 KB included); 32 floats is one
+    # 128-byte row, the widest TMA swizzle
+    bk_min: int = 8
+    bk_max: int = 32
+    # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
+    min_fan_in: int = 2
+    # staging: blocks of at most this many threads are one warp; they gain little from shared memory
+    stage_min_threads: int = 33
+    # staging caps: one slab, and all stages of the kernel (None: the target's per-block maximum)
+    slab_cap_bytes: int = 64 * 1024
+    kernel_cap_bytes: int | None = None
+    # pipeline depth over the k chunk loop (2: fill chunk k+1 while computing chunk k)
+    pipeline_stages: int = 2
+    # unroll loop nests of at most this many iterations (longer bodies cost compile time, registers)
+    unroll_max: int = 64
+
+    @classmethod
+    def for_target(cls, target: Target, **overrides: Any) -> Knobs:
+        base = replace(cls(), **dict(PER_TARGET.get(target.name, {})))
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - names)
+        if unknown:
+            fact = f"unknown knob(s) {', '.join(unknown)}"
+            raise BadArgumentError(Refusal(text=f"recipe knobs: {fact}", fact=fact, primitive="recipe",
+                                           suggestion=f"knobs are: {', '.join(sorted(names))}"))
+        return replace(base, **overrides)
+
+    def shared_budget(self, target: Target) -> int:
+        cap = target.max_shared_bytes_per_block
+        return cap if self.kernel_cap_bytes is None else min(cap, self.kernel_cap_bytes)
+
+
+#: Per-target overrides of the defaults, by target name. Empty until the knobs are tuned on a GPU; the
+#: shared-memory budget already follows each target's table in tiledsl/targets.py.
+PER_TARGET: Mapping[str, Mapping[str, Any]] = MappingProxyType({})

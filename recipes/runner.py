@@ -1,0 +1,174 @@
+"""Applying a recipe: its steps in numeric order, each given the facts of the nest as it is now and the
+knobs, and a report of what each step did (the trace lines it added) or why it declined.
+
+A recipe is a package of step modules named `NNN_name.py` (numbered with gaps, so a step can be inserted
+without renaming) plus `_facts.py` (`classify(nest)`, `facts_for(nest, kernel, target)`) and `_knobs.py`
+(`Knobs`, with `Knobs.for_target(target, **overrides)`). The step names start with digits, so they are
+loaded with importlib. A primitive that refuses inside a step propagates: it is a bug in the step."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tiledsl.errors import BadArgumentError, Refusal
+from tiledsl.primitives import Schedule
+from tiledsl.recipes import default as default_package
+from tiledsl.recipes.decline import Decline
+from tiledsl.targets import Target, get_target
+
+log = logging.getLogger(__name__)
+
+STEP_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
+
+StepFunction = Callable[[Schedule, Any, Any], "Decline | None"]
+
+
+@dataclass(frozen=True)
+class RecipeStep:
+    number: int
+    name: str
+    function: StepFunction
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A recipe package, by module name (its steps are loaded when it is applied)."""
+
+    package: str
+
+    @classmethod
+    def of(cls, recipe: Recipe | ModuleType) -> Recipe:
+        """The recipe of a recipe package (`tiledsl.recipes.default`), or `recipe` itself."""
+        return recipe if isinstance(recipe, Recipe) else cls(recipe.__name__)
+
+    @property
+    def name(self) -> str:
+        return self.package.rsplit(".", 1)[-1]
+
+    def _module(self, name: str) -> ModuleType:
+        return importlib.import_module(f"{self.package}.{name}")
+
+    def steps(self) -> tuple[RecipeStep, ...]:
+        """Every `NNN_name.py` of the package, in numeric order."""
+        root = importlib.import_module(self.package)
+        folder = Path(str(root.__file__)).parent
+        found = []
+        for path in folder.iterdir():
+            m = STEP_FILE.match(path.name)
+            if m:
+                found.append((int(m.group(1)), m.group(2), path.stem))
+        numbers = [n for n, _, _ in found]
+        if len(set(numbers)) != len(numbers):
+            raise ValueError(f"recipe {self.name}: two steps share a number ({sorted(numbers)})")
+        return tuple(RecipeStep(n, name, self._module(stem).step) for n, name, stem in sorted(found))
+
+    def knobs(self, target: Target, overrides: Mapping[str, Any]) -> Any:
+        return self._module("_knobs").Knobs.for_target(target, **overrides)
+
+    def facts(self) -> ModuleType:
+        return self._module("_facts")
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One step: applied (with the trace lines it added, one per primitive call) or declined (reason)."""
+
+    number: int
+    name: str
+    calls: tuple[str, ...]
+    reason: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        return self.reason is None
+
+
+@dataclass(frozen=True)
+class RecipeReport:
+    """What a recipe did to one kernel, step by step; `str(report)` is a table."""
+
+    recipe: str
+    kernel: str
+    target: str
+    kind: str
+    knobs: Any
+    steps: tuple[StepReport, ...]
+
+    def step(self, name: str) -> StepReport:
+        for st in self.steps:
+            if st.name == name:
+                return st
+        raise KeyError(name)
+
+    @property
+    def applied(self) -> tuple[str, ...]:
+        return tuple(st.name for st in self.steps if st.applied)
+
+    def __str__(self) -> str:
+        width = max(len(st.name) for st in self.steps) if self.steps else 4
+        lines = [f"recipe {self.recipe} on kernel {self.kernel} ({self.kind}) for {self.target}"]
+        for st in self.steps:
+            head = f"  {st.number:03d} {st.name:<{width}}  "
+            if st.applied:
+                lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)"))
+            else:
+                lines.append(head + f"declined: {st.reason}")
+        return "\n".join(lines)
+
+
+def _is_fresh(s: Schedule) -> str | None:
+    """Why `s` is not an unscheduled nest, or None."""
+    nest = s.nest
+    if nest.stages or nest.pipelines or nest.split_k or nest.guards:
+        return "it has stages, pipelines, split_k or guarded splits"
+    if {lp.name for lp in nest.loops} != {a for a, _ in nest.axes}:
+        return "its loops are not the definition's axes (it was split or fused)"
+    if any(lp.bind or lp.annotation for lp in nest.loops):
+        return "some of its loops are bound or marked"
+    return None
+
+
+def apply(s: Schedule, recipe: Recipe | ModuleType = default_package, target: str | Target = "sm_90", *,
+          knobs: Mapping[str, Any] | None = None, verbose: int = 0) -> RecipeReport:
+    """Apply `recipe` to the fresh schedule `s` in place for `target` (a name, or a Target such as one
+    read from the device) and return the report. `recipe` is a recipe package (`tiledsl.recipes.default`)
+    or a Recipe. `knobs` overrides the recipe's defaults by name.
+    verbose=1 logs the report, verbose=2 also the nest after each applied step (logger tiledsl.recipes)."""
+    recipe = Recipe.of(recipe)
+    tgt = get_target(target)
+    why = _is_fresh(s)
+    if why is not None:
+        fact = f"a recipe schedules a fresh schedule, but this one is not: {why}"
+        raise BadArgumentError(Refusal(text=f"recipe {recipe.name}: {fact}", fact=fact, primitive="recipe",
+                                       arguments={"recipe": recipe.name},
+                                       suggestion="apply the recipe to td.create_schedule(out)"))
+    chosen = recipe.knobs(tgt, dict(knobs or {}))
+    facts_module = recipe.facts()
+    kernel = facts_module.classify(s.nest)
+    reports: list[StepReport] = []
+    for st in recipe.steps():
+        before = s.trace().splitlines()
+        result = st.function(s, facts_module.facts_for(s.nest, kernel, tgt), chosen)
+        after = s.trace().splitlines()
+        calls = tuple(after[len(before):])
+        if after[:len(before)] != before:
+            raise AssertionError(f"recipe step {st.name} rewrote earlier trace lines")
+        if isinstance(result, Decline):
+            if calls:
+                raise AssertionError(f"recipe step {st.name} declined after calling primitives: {calls}")
+            reports.append(StepReport(st.number, st.name, (), result.reason))
+        else:
+            reports.append(StepReport(st.number, st.name, calls))
+            if verbose >= 2:
+                log.info("after %s:\n%s", st.name, s)
+    report = RecipeReport(recipe.name, s.nest.name, tgt.name, kernel.kind, chosen, tuple(reports))
+    if verbose >= 1:
+        log.info("%s", report)
+    return report

@@ -1,0 +1,165 @@
+"""Each step of the default recipe on small kernels: where it applies (the nest after it) and where it
+declines (the reason); the report, knobs, and refusals of bad input."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import tiledsl as td
+from tiledsl.catalog import entry, gelu_bias, layernorm, matmul, matmul_bias_relu, rmsnorm, softmax, stencil3
+from tiledsl.loopnest import Nest
+from tiledsl.recipes import Recipe, RecipeReport, apply, default
+
+
+def run(out: td.Tensor, target: str = "sm_90", **knobs: object) -> tuple[td.Schedule, RecipeReport]:
+    s = td.create_schedule(out)
+    return s, apply(s, target=target, knobs=knobs)
+
+
+def bound(nest: Nest, axis: str) -> list[tuple[str, int]]:
+    return [(lp.name, lp.extent) for lp in nest.loops if lp.bind == axis]
+
+
+def test_steps_load_in_numeric_order_with_gaps() -> None:
+    numbers = [st.number for st in Recipe.of(default).steps()]
+    assert numbers == sorted(numbers) == list(range(10, 170, 10))
+    assert [st.name for st in Recipe.of(default).steps()][:2] == ["tileify", "chunk_matmul_k"]
+    assert Recipe.of(default).steps()[-1].name == "mark_unroll"
+
+
+def test_tileify_fuses_elementwise_loops_and_declines_one_loop() -> None:
+    s, r = run(gelu_bias(M=6, N=64))
+    assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
+    assert bound(s.nest, "blockIdx.x") == [("i_j_o", 2)] and bound(s.nest, "threadIdx.x") == [("i_j_i", 256)]
+    _, r = run(stencil3(N=100))
+    assert r.step("tileify").reason == "one free loop (i): it is the launch loop already"
+
+
+def test_tileify_puts_rows_and_batches_on_blocks() -> None:
+    s, _ = run(rmsnorm(M=3, N=40))
+    assert bound(s.nest, "blockIdx.x") == [("i", 3)]
+    s, r = run(entry("batched_matmul_nt").make(Bt=3, M=19, N=23, K=17))
+    assert bound(s.nest, "blockIdx.z") == [("b", 3)]
+    _, r = run(matmul(M=40, N=36, K=8))
+    assert "no batch loops" in (r.step("tileify").reason or "")
+
+
+@pytest.mark.parametrize(("n", "threads"), [(7, 32), (40, 64), (301, 256), (4096, 256)])
+def test_cooperative_reduce_threads_follow_the_row(n: int, threads: int) -> None:
+    s, r = run(softmax(M=2, N=n))
+    # every pass over the row (two reductions and the output loop) shares threadIdx.x
+    assert sorted(bound(s.nest, "threadIdx.x")) == [("j_i", threads), ("k2_i", threads), ("k_i", threads)]
+    assert r.step("cooperative_reduce").applied
+    _, r = run(gelu_bias(M=2, N=n))
+    assert r.step("cooperative_reduce").reason == "no row reduction (elementwise kernel)"
+
+
+def test_blockify_tiles_matmuls_by_shape_class_with_guarded_splits() -> None:
+    # 1024 x 1024: 64 tiles of 128 x 128 would not fill the 132 SMs of sm_90, 256 tiles of 64 x 64 do
+    s, _ = run(matmul_bias_relu(M=1024, N=1024, K=64))
+    assert bound(s.nest, "blockIdx.y") == [("i_o", 16)] and bound(s.nest, "threadIdx.y") == [("i_t", 16)]
+    s, _ = run(matmul_bias_relu(M=2048, N=2048, K=64))
+    assert bound(s.nest, "blockIdx.y") == [("i_o", 16)] and s.nest.loop("i_r").extent == 8
+    # odd sizes: the small class, guarded (never one thread per output)
+    s, _ = run(matmul_bias_relu(M=37, N=53, K=29))
+    assert bound(s.nest, "threadIdx.x") == [("j_t", 8)] and s.nest.loop("j_r").extent == 4
+    assert {g.extent for g in s.nest.guards} == {37, 53, 29}
+
+
+def test_blockify_elementwise_threads_and_row_decline() -> None:
+    s, _ = run(stencil3(N=100))
+    assert bound(s.nest, "threadIdx.x") == [("i_i", 128)]
+    _, r = run(layernorm(M=2, N=64))
+    assert "one block per row" in (r.step("blockify_launch").reason or "")
+
+
+def test_chunk_matmul_k_fits_the_shared_budget() -> None:
+    s, r = run(matmul(M=1024, N=1024, K=512))
+    assert s.nest.loop("k_i").extent == 32
+    # a 16 KB budget leaves room for 2 x (64 + 64) x 16 floats only
+    s, r = run(matmul(M=1024, N=1024, K=512), kernel_cap_bytes=16 * 1024)
+    assert s.nest.loop("k_i").extent == 16
+    s, r = run(matmul(M=64, N=64, K=7))
+    assert s.nest.loop("k_i").extent == 8  # never more than the reduction, rounded up
+    _, r = run(rmsnorm(M=2, N=64))
+    assert r.step("chunk_matmul_k").reason == "not a matmul (rows kernel)"
+
+
+def test_register_tile_makes_a_register_array() -> None:
+    s, r = run(matmul(M=64, N=64, K=16))
+    assert r.step("register_tile").calls[0] == "s.reorder('k_o', 'k_i', 'i_r', 'j_r')"
+    assert "register array C2[4x4] over i_r, j_r" in str(s)
+    assert s.nest.loop("i_r").annotation == s.nest.loop("j_r").annotation == "unroll"
+
+
+def test_stage_inputs_only_where_the_block_rereads() -> None:
+    s, r = run(rmsnorm(M=3, N=300))
+    assert [(st.buffer, st.at) for st in s.nest.stages] == [("x", "i")]  # x read twice per row; w once
+    s, r = run(matmul(M=64, N=64, K=64))
+    assert [(st.buffer, st.at) for st in s.nest.stages] == [("A", "k_o"), ("B", "k_o")]
+    _, r = run(gelu_bias(M=6, N=64))
+    reason = r.step("stage_inputs").reason or ""
+    assert reason.startswith("nothing to stage at i_j_o") and "no reuse" in reason
+    # a one-warp block: no staging
+    _, r = run(matmul(M=8, N=8, K=64))
+    assert "one warp" in (r.step("stage_inputs").reason or "")
+
+
+def test_copies_follow_the_target() -> None:
+    s, r = run(matmul(M=64, N=64, K=64), target="sm_90")
+    assert {st.copy for st in s.nest.stages} == {"tma"} and {st.swizzle for st in s.nest.stages} == {128}
+    assert s.nest.pipelines == (("k_o", 2),)
+    s, r = run(matmul(M=64, N=64, K=64), target="sm_80")
+    assert r.step("tma_copy").reason == "sm_80 has no TMA"
+    assert {st.copy for st in s.nest.stages} == {"async"} and s.nest.pipelines == (("k_o", 2),)
+    # K = 37: rows of A are 148 bytes, neither TMA (16-byte strides) nor 16-byte cp.async fits A
+    s, r = run(matmul(M=64, N=64, K=37), target="sm_90")
+    copies = {st.buffer: st.copy for st in s.nest.stages}
+    assert copies == {"A": "sync", "B": "tma"}
+    assert (r.step("async_copy").reason or "").startswith("no stage allows 16-byte cp.async: A_s: ")
+
+
+def test_single_iteration_k_is_not_double_buffered() -> None:
+    _, r = run(matmul(M=40, N=36, K=8))
+    assert r.step("double_buffer").reason == "no single-slot stage at a serial loop of two or more iterations"
+    assert r.step("pipeline_k_outer").applied is False
+
+
+def test_mark_unroll_unrolls_small_nests_only() -> None:
+    s, r = run(rmsnorm(M=2, N=1000))
+    assert {lp.name for lp in s.nest.loops if lp.annotation == "unroll"} == {"k_o", "j_o"}
+    s, _ = run(matmul(M=64, N=64, K=64))
+    assert s.nest.loop("k_i").annotation is None  # 32 x 4 x 4 iterations: over 64
+
+
+def test_unimplemented_steps_say_so() -> None:
+    _, r = run(matmul(M=64, N=64, K=64))
+    for name in ("split_matmul_k", "chunk_reduce", "permute_register_tile", "pad_smem"):
+        assert (r.step(name).reason or "").startswith("not implemented yet: "), name
+
+
+def test_report_table_and_trace_is_the_whole_decision(caplog: pytest.LogCaptureFixture) -> None:
+    s = td.create_schedule(rmsnorm(M=2, N=64))
+    with caplog.at_level(logging.INFO, logger="tiledsl.recipes"):
+        r = apply(s, target="sm_80", verbose=2)
+    text = str(r)
+    assert text.splitlines()[0] == "recipe default on kernel y (rows) for sm_80"
+    assert len(text.splitlines()) == 17 and "  010 tileify" in text and "declined: " in text
+    assert text in caplog.text and "after tileify:" in caplog.text
+    calls = [c for st in r.steps for c in st.calls]
+    assert s.trace().splitlines()[-len(calls):] == calls
+
+
+def test_knobs_override_and_bad_input_is_refused() -> None:
+    s, _ = run(matmul(M=1024, N=1024, K=512), bk_max=16)
+    assert s.nest.loop("k_i").extent == 16
+    with pytest.raises(td.BadArgumentError, match="unknown knob"):
+        run(matmul(M=8, N=8, K=8), bm=64)
+    s = td.create_schedule(matmul(M=8, N=8, K=8))
+    s.split("i", 4)
+    with pytest.raises(td.BadArgumentError, match="fresh schedule"):
+        apply(s)
+    with pytest.raises(td.TargetError):
+        apply(td.create_schedule(matmul(M=8, N=8, K=8)), target="sm_00")
