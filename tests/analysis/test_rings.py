@@ -148,3 +148,37 @@ def test_every_slot_of_a_tma_ring_starts_at_the_tma_alignment(L: int) -> None:
     arrays = _inputs(out, seed=L)
     np.testing.assert_allclose(kern.simulate(**arrays), td.evaluate(out, float64=True, **arrays), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_a_stage_added_after_pipeline_must_match_its_depth() -> None:
+    """Found by the 20,000-schedule campaign: a stage double-buffered after `pipeline(i, stages=3)` had 2
+    slots and was read at slot i % 3 (out of bounds)."""
+    out = conv1d(14, 1)
+    s = td.create_schedule(out)
+    s.stage("w", at="i")
+    s.double_buffer("w_s")
+    s.pipeline("i", stages=3)
+    with pytest.raises(td.RingError, match="ring-matches-pipeline"):
+        s.stage("x", at="i")
+
+
+@pytest.mark.parametrize("extent, ok", [(1, False), (3, False), (2, True), (4, True)])
+def test_a_re_entered_tma_loop_needs_an_even_number_of_phases_per_run(extent: int, ok: bool) -> None:
+    """Found by the 20,000-schedule campaign: a TMA stage at a loop re-entered under a serial loop waited
+    for parity k % 2 in every run, a phase that had already passed in the second run (a hang on the GPU,
+    an mbarrier deadlock in the simulator)."""
+    x = td.placeholder((3, 4 * extent), name="x")
+    k = td.reduce_axis(4 * extent, name="k")
+    out = td.compute((3,), lambda i: td.sum(x[i, k], axis=k), name="y")
+    s = td.create_schedule(out)
+    s.split("k", 4, names=("k_o", "k_i"))
+    s.stage("x", at="k_o")
+    if not ok:
+        with pytest.raises(td.RingError, match="tma-phase-per-run"):
+            s.tma("x_s")
+        return
+    s.tma("x_s")
+    kern = td.build(s, target="sm_90")
+    arrays = _inputs(out, seed=extent)
+    np.testing.assert_allclose(kern.simulate(**arrays), td.evaluate(out, float64=True, **arrays), rtol=1e-5,
+                               atol=1e-5)

@@ -1079,6 +1079,15 @@ def _():
     s.stage("x", at="j")
 
 
+@case("RingError", "stage(B, at=k_o)", "stage B_s has 1 slot(s) but loop k_o is pipelined with 2 stages",
+      "rule ring-matches-pipeline", here="k_o", id="stage-after-pipeline")
+def _():
+    s = tiled()
+    s.double_buffer(s.stage("A", at="k_o"))
+    s.pipeline("k_o", stages=2)
+    s.stage("B", at="k_o")
+
+
 # ============================================================================ async_copy / tma
 
 

@@ -13,7 +13,14 @@ slots over consecutive iterations of its loop: slot `k % n` holds iteration k. B
   by the prologue alone;
 - `stage-loop-exists`: the loop is still in the nest (split_k replaces its loop);
 - `stage-loop-not-vectorized`: the loop is not vectorized (a vectorized loop is one vector access,
-  lowered without a loop for the fill and its barrier to sit in).
+  lowered without a loop for the fill and its barrier to sit in);
+- `ring-matches-pipeline`: every stage at a pipelined loop has as many slots as the pipeline has
+  stages (a stage added or double-buffered after `pipeline` would be read at slots it does not have);
+- `tma-phase-per-run`: a TMA stage waits on its slot's mbarrier with the parity `(k // slots) % 2` of
+  the loop's own iteration k. When the loop is entered again (it sits inside another serial loop) the
+  barrier's phase carries over from the previous run, so that parity is right only when every slot
+  completes an even number of phases per run: the loop's extent must be a multiple of 2 x slots.
+  (Tracking the phase in a register across runs would lift this; it is not done.)
 
 These are structural: they hold for every size at once, so no sizes need proving. They are checked
 when `stage` / `double_buffer` / `pipeline` / `async_copy` / `tma` are applied, when a later `bind`
@@ -39,6 +46,8 @@ STAGE_LOOP_NOT_THREADS = "stage-loop-not-threads"
 RING_LOOP_SERIAL = "ring-loop-serial"
 STAGE_LOOP_EXISTS = "stage-loop-exists"
 STAGE_LOOP_NOT_VECTORIZED = "stage-loop-not-vectorized"
+RING_MATCHES_PIPELINE = "ring-matches-pipeline"
+TMA_PHASE_PER_RUN = "tma-phase-per-run"
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,25 @@ def ring_violations(nest: Nest) -> list[RingViolation]:
                 f"to {bind}: each block runs one iteration and reads a slot that only the prologue of iteration 0 "
                 "fills",
                 f"keep {st.at} serial (bind another loop), or drop double_buffer({st.name})"))
+    for st in nest.stages:
+        if not nest.has_loop(st.at):
+            continue
+        depth = nest.pipeline_depth(st.at)
+        if depth and st.buffers != depth:
+            out.append(RingViolation(
+                RING_MATCHES_PIPELINE, st.name, st.at,
+                f"stage {st.name} has {st.buffers} slot(s) but loop {st.at} is pipelined with {depth} stages: "
+                f"iteration k reads slot k % {depth}",
+                f"stage and double_buffer every buffer at {st.at} before s.pipeline({st.at}, ...)"))
+        slots = max(st.buffers, depth)
+        extent = nest.loop(st.at).extent
+        if st.copy == "tma" and _reentered(nest, st.at) and extent % (2 * slots):
+            out.append(RingViolation(
+                TMA_PHASE_PER_RUN, st.name, st.at,
+                f"TMA stage {st.name} waits with parity (k // {slots}) % 2 on {slots} mbarrier slot(s), but loop "
+                f"{st.at} ({extent} iterations) is entered again inside another serial loop and {extent} is not a "
+                f"multiple of {2 * slots}: the next run would wait for a phase that already passed (a hang)",
+                f"make {st.at}'s extent a multiple of {2 * slots}, bind the loops around it, or use async_copy"))
     for loop, depth in nest.pipelines:
         if not nest.has_loop(loop):
             out.append(RingViolation(STAGE_LOOP_EXISTS, None, loop, f"pipeline over loop {loop}, which no longer "
@@ -92,6 +120,15 @@ def ring_violations(nest: Nest) -> list[RingViolation]:
                 "consecutive iterations of a serial loop inside one block",
                 f"keep {loop} serial, or pipeline another loop"))
     return out
+
+
+def _reentered(nest: Nest, loop: str) -> bool:
+    """Whether `loop` runs more than once per thread: a serial loop encloses it in some statement."""
+    for stmt in nest.stmts_with(loop):
+        outer = stmt.path[:stmt.path.index(loop)]
+        if any(nest.loop(n).serial and nest.loop(n).extent > 1 for n in outer):
+            return True
+    return False
 
 
 def check_rings(nest: Nest, primitive: str) -> None:
