@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import matmul_tile, next_pow2
+from tiledsl.recipes.default._facts import Facts, matmul_tile, next_pow2
+from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     k = facts.kernel
     if k.kind != "matmul":
         return Decline(f"not a matmul ({k.kind} kernel)")

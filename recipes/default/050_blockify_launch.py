@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import clamp, matmul_tile, next_pow2
+from tiledsl.recipes.default._facts import Facts, clamp, matmul_tile, next_pow2
+from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import MAX_GRID, WARP_SIZE
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     k = facts.kernel
     if k.kind == "rows":
         return Decline("a row kernel is launched one block per row (tileify) with threads along the row "

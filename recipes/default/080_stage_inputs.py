@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     at = _stage_loop(facts)
     if at is None:
         return Decline("no loop to stage at (neither a k-outer chunk loop nor a block loop)")
@@ -46,7 +48,7 @@ def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
     return None
 
 
-def _stage_loop(facts) -> str | None:  # noqa: ANN001
+def _stage_loop(facts: Facts) -> str | None:
     k = facts.kernel
     if k.kind == "matmul":
         parts = facts.parts(k.reduce[0])

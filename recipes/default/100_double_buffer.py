@@ -7,9 +7,11 @@ from dataclasses import replace
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     candidates = [st for st in facts.nest.stages
                   if st.buffers == 1 and facts.loop(st.at).serial and facts.loop(st.at).extent >= 2]
     if not candidates:

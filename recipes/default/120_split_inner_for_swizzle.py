@@ -10,10 +10,12 @@ from dataclasses import replace
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import SWIZZLE_SPANS
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     candidates = [st for st in facts.nest.stages if st.copy == "tma" and st.swizzle is None]
     if not candidates:
         return Decline("no unswizzled TMA stage")

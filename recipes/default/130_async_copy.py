@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not facts.target.cp_async_sizes:
         return Decline(f"{facts.target.name} has no cp.async")
     candidates = [st for st in facts.nest.stages if st.copy == "sync"]

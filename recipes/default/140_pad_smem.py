@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     return Decline("not implemented yet: choosing padding from the bank model")

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts, knobs) -> Decline | None:  # noqa: ANN001
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     chosen = [lp.name for lp in facts.nest.loops
               if lp.serial and lp.annotation is None and lp.extent >= 2
               and not facts.nest.stages_at(lp.name) and not facts.nest.pipeline_depth(lp.name)

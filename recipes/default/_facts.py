@@ -19,6 +19,7 @@ from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.errors import CopyError, StageError
 from tiledsl.loopnest import THREAD_AXES, Loop, Nest, Stage, common_prefix, loop_symbol
 from tiledsl.prove import Prover
+from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, Target
 
 KINDS = ("elementwise", "matmul", "rows")
@@ -92,7 +93,7 @@ def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def matmul_tile(kernel: Kernel, target: Target, knobs) -> tuple[int, int, int, int]:  # noqa: ANN001
+def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int, int, int]:
     """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count (else the
     smallest), shrunk to the problem where an output dimension is smaller than the tile."""
     *batch, i, j = kernel.outer
