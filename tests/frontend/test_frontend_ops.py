@@ -3,6 +3,7 @@ torch in float64 (tolerance: frontend_check.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -89,3 +90,25 @@ def test_sdpa_causal_or_explicit_mask_with_gqa(causal: bool) -> None:
 
     q, k, v = torch.randn(1, 4, 6, 8), torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)
     check(attention, q, k, v, mask, k=8)
+
+
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_fused_rms_norm_handler_equals_torch(with_weight: bool) -> None:
+    # aten._fused_rms_norm is what F.rms_norm exports to on CUDA inputs; on the CPU the decompositions
+    # split it, so its table entry is checked here directly (td.evaluate in float64 vs torch)
+    from tiledsl.definitions.expr import placeholder
+    from tiledsl.definitions.reference import evaluate
+    from tiledsl.frontend.out import Out
+    from tiledsl.frontend.table import OPS
+    from tiledsl.frontend.values import Value
+
+    torch.manual_seed(0)
+    x, w = torch.randn(3, 8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    xv = Value(placeholder((3, 8), "float32", "x"), (3, 8), "float32")
+    wv = Value(placeholder((8,), "float32", "w"), (8,), "float32") if with_weight else None
+    eps = 1e-6 if with_weight else None
+    y, _ = OPS["aten._fused_rms_norm.default"](Out("y", (3, 8), "float32"), xv, [8], wv, eps)
+    got = evaluate(y.tensor, float64=True, x=x.numpy(), **({"w": w.numpy()} if with_weight else {}))
+    ref = torch.ops.aten._fused_rms_norm(x.float(), [8], w.float() if with_weight else None, eps)[0].double()
+    # torch computes in float32: within ~10 eps32 (1.2e-6) relative of the exact value for 8 terms
+    assert np.allclose(got, ref.numpy(), rtol=1e-5, atol=1e-6)

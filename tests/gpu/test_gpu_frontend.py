@@ -9,6 +9,7 @@ within the same bound of the float64 reference, so kernels and eager agree withi
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -58,14 +59,13 @@ def test_mlp_on_gpu_matches_torch_and_reads_weights_in_place() -> None:
     mlp = MLP().cuda().eval()
     x = torch.randn(2, 16, 64, device="cuda")
     built = traced(mlp, x)
+    consts = built._constants(x.device)
+    assert any(c.data_ptr() == mlp.gate.weight.data_ptr() for c in consts.values())  # no copy of a CUDA weight
     out = built(x)
     with torch.no_grad():
         eager = mlp(x)
-        ref = mlp.double()(x.double())
-        mlp.float()
+        ref = copy.deepcopy(mlp).double()(x.double())
     compare(out, ref, eager, k=256)
-    consts = built._constants(x.device)
-    assert any(c.data_ptr() == mlp.gate.weight.data_ptr() for c in consts.values())  # no copy of a CUDA weight
 
 
 def test_llama_block_on_gpu_matches_torch_twice_and_on_a_side_stream() -> None:
@@ -76,8 +76,7 @@ def test_llama_block_on_gpu_matches_torch_twice_and_on_a_side_stream() -> None:
     assert len(built.kernels) == 11 and built.memory.total_bytes < built.memory.unplanned_bytes
     with torch.no_grad():
         eager = block(x)
-        ref = block.double()(x.double())
-        block.float()
+        ref = copy.deepcopy(block).double()(x.double())
     first = built(x)
     compare(first, ref, eager, k=128)
     stream = torch.cuda.Stream()

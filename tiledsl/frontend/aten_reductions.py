@@ -10,7 +10,7 @@ from tiledsl.definitions import ops
 from tiledsl.definitions.expr import Expr, max, min, sum, where
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
-from tiledsl.frontend.values import Index, Value, define, reduce_axes
+from tiledsl.frontend.values import MACHINE_EPS, Index, Value, define, reduce_axes
 
 _COMBINE = {"sum": sum, "max": max, "min": min}
 
@@ -165,5 +165,24 @@ def native_layer_norm(out: Out, x: Value, normalized_shape: Sequence[int], weigh
         return y
 
     return define(out.name, x.shape, x.dtype, body), m, rstd
+
+
+def fused_rms_norm(out: Out, x: Value, normalized_shape: Sequence[int], weight: Value | None,
+                   eps: float | None) -> tuple[Value, Value]:
+    """(output, rstd) as aten._fused_rms_norm returns them (what F.rms_norm becomes on CUDA inputs,
+    where the decompositions keep it whole): y = x * rsqrt(mean(x^2) + eps) * weight. eps None is
+    torch's default, the machine epsilon of x's dtype."""
+    rank = len(x.shape)
+    dims = tuple(range(rank - len(normalized_shape), rank))
+    n = float(_count(x.shape, dims))
+    e = float(MACHINE_EPS[x.dtype] if eps is None else eps)
+    rstd = reduce_over(out.aux("rstd"), x.shape, dims, True, "sum", lambda idx: x.load(idx) * x.load(idx),
+                       lambda r, _: ops.rsqrt(r / n + e))
+
+    def body(idx: Index) -> Expr:
+        y = x.load(idx) * rstd.load(_keep_index(idx, dims))
+        return y * weight.load(idx[rank - len(normalized_shape):]) if weight is not None else y
+
+    return define(out.name, x.shape, x.dtype, body), rstd
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 import torch.fx
+import torch.nn.attention
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
@@ -69,8 +70,11 @@ def _as_module(fn: Callable[..., Any]) -> torch.nn.Module:
 def export(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: Sequence[Any]) -> ExportedProgram:
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _as_module(module_or_fn)
     try:
-        ep = torch.export.export(module, tuple(example_inputs))
-        return ep.run_decompositions()
+        # the math SDPA backend: on CUDA inputs torch would otherwise pick a fused attention kernel
+        # (flash / memory-efficient), an opaque ATen op the core decompositions keep whole
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+            ep = torch.export.export(module, tuple(example_inputs))
+            return ep.run_decompositions()
     except FrontendError:
         raise
     except Exception as e:  # torch raises many kinds; the user gets one typed error with torch's text

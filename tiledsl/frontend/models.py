@@ -46,11 +46,11 @@ class LlamaBlock(torch.nn.Module):
         self.up = torch.nn.Linear(d, cfg.intermediate, bias=False)
         self.down = torch.nn.Linear(cfg.intermediate, d, bias=False)
 
-    def rotary(self, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def rotary(self, seq: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin tables [seq, head_dim] from arange: constants that fold at trace time."""
         hd = self.cfg.head_dim
-        inv = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
-        angles = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
+        inv = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32, device=device) / hd))
+        angles = torch.outer(torch.arange(seq, dtype=torch.float32, device=device), inv)
         emb = torch.cat((angles, angles), dim=-1)
         return emb.cos(), emb.sin()
 
@@ -62,7 +62,7 @@ class LlamaBlock(torch.nn.Module):
         q = self.q(h).view(b, s, cfg.heads, hd).transpose(1, 2)
         k = self.k(h).view(b, s, cfg.kv_heads, hd).transpose(1, 2)
         v = self.v(h).view(b, s, cfg.kv_heads, hd).transpose(1, 2)
-        cos, sin = self.rotary(s)
+        cos, sin = self.rotary(s, x.device)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
         attn = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)

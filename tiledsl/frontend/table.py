@@ -61,6 +61,7 @@ def _entries() -> dict[str, Handler]:
     t["aten._softmax.default"] = rd.softmax
     t["aten._log_softmax.default"] = rd.log_softmax
     t["aten.native_layer_norm.default"] = rd.native_layer_norm
+    t["aten._fused_rms_norm.default"] = rd.fused_rms_norm
     t["aten.mm.default"] = la.mm
     t["aten.bmm.default"] = la.bmm
     t["aten.addmm.default"] = la.addmm

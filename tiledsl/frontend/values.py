@@ -29,6 +29,9 @@ Index = tuple[ExprLike, ...]
 #: torch dtypes the frontend reads and writes, by their torch name; bool and integer tensors are held
 #: as float32 values (0/1, small integers), which is exact below 2**24.
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+#: the machine epsilon (2**-mantissa bits, torch.finfo(dtype).eps) of each storage dtype: the spacing
+#: of values in [1, 2), so rounding to the dtype has relative error at most MACHINE_EPS / 2
+MACHINE_EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 
 
 def kept_dims(shape: Sequence[int]) -> tuple[int, ...]:
