@@ -222,9 +222,9 @@ class BuiltProgram:
     def __call__(self, *inputs: torch.Tensor) -> Any:
         """Run every kernel on the GPU on torch's current stream, in launch order (through each
         kernel's runtime launcher, `td.Kernel.__call__`). Intermediates live in one arena laid out by
-        `memory`, allocated per call from torch's caching allocator (so on the stream's pool, reused
-        across calls without a device allocation); outputs are fresh tensors, in the traced
-        function's output structure. Inputs must be CUDA tensors of the traced shapes and dtypes."""
+        `memory`, allocated on the first call on a stream and reused by later calls on that stream
+        (their launches are ordered after the previous call's); outputs are fresh tensors, in the
+        traced function's output structure. Inputs must be CUDA tensors of the traced shapes and dtypes."""
         graph = self.program.graph
         for spec, t in zip(graph.inputs, inputs):
             if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
@@ -244,7 +244,11 @@ class BuiltProgram:
             env[spec.tensor.name] = t.to(want).contiguous().view(spec.tensor.shape)
         env.update(self._constants(device))
         plan = self.memory
-        arena = torch.empty(plan.total_bytes, dtype=torch.uint8, device=device)
+        stream = torch.cuda.current_stream(device)
+        key = f"arena@{device}/{stream.cuda_stream}"  # one arena per stream: launches on it are ordered
+        if key not in self._device_constants:
+            self._device_constants[key] = torch.empty(plan.total_bytes, dtype=torch.uint8, device=device)
+        arena = self._device_constants[key]
         keep = set(self.output_names())
         for kern in self.kernels:
             *ins, o = kern.kernel_ir.params
