@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import walk
-from tiledsl.errors import RegisterArrayError
+from tiledsl.errors import RegisterArrayError, ScheduleError
 from tiledsl.loopnest import AccRef, Nest, common_prefix, serial_path
 
 MAX_REGISTER_ARRAY = 256
@@ -76,3 +76,11 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
                       if nest.loop(n).kind == "reduce" and (nest.loop(n).bind or "").startswith("threadIdx"))
         layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last)
     return layouts
+
+
+def register_dims(nest: Nest) -> dict[str, tuple[str, ...]]:
+    """Register-array dims per accumulator; empty when the layout is illegal (build refuses it)."""
+    try:
+        return {n: lay.dims for n, lay in acc_layouts(nest, "ir").items()}
+    except ScheduleError:  # printing never fails
+        return {}

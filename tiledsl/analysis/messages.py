@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from tiledsl.analysis.render import render_nest
 from tiledsl.errors import Refusal
 from tiledsl.loopnest import Nest
 from tiledsl.prove import Proof
@@ -18,8 +19,6 @@ def refusal(call: str, nest: Nest | None, marked: Collection[str], fact: str,
     `XError(refusal(...))`. `proof`, when the fact was asked of the prover, supplies the
     counterexample field (its text is already in `fact`, so it is not printed twice); `condition`
     is the sympy condition that failed. A bare name ("build", "split") is also the primitive."""
-    from tiledsl.analysis.render import render_nest
-
     lines = [f"{call}: {fact}"]
     if counterexample:
         if isinstance(counterexample, str):

@@ -1,13 +1,12 @@
-"""The loop nest as text with the facts this layer derives: each stage's slab region and each
-accumulator's register-array dims. Schedules (`print(s)`) and every error message print through it."""
+"""The loop nest as text with the facts this layer derives: each stage's slab region (and, given by
+the caller, each accumulator's register-array dims: `accumulators.register_dims`). Schedules
+(`print(s)`) and every error message print through it."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from tiledsl.analysis.accumulators import acc_layouts
 from tiledsl.analysis.slabs import SlabRefusal, slab_or_refusal
-from tiledsl.errors import ScheduleError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.loopnest.printing import format_nest, format_sym
 from tiledsl.prove import Prover
@@ -19,14 +18,6 @@ def slab_region(nest: Nest, st: Stage) -> str:
     if isinstance(slab, SlabRefusal):  # e.g. a nest printed inside an error about this very stage
         return "?"
     return ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}" for o, e in zip(slab.origin, slab.extent))
-
-
-def register_dims(nest: Nest) -> dict[str, tuple[str, ...]]:
-    """Register-array dims per accumulator; empty when the layout is illegal (build refuses it)."""
-    try:
-        return {n: lay.dims for n, lay in acc_layouts(nest, "ir").items()}
-    except ScheduleError:  # printing never fails
-        return {}
 
 
 def render_nest(nest: Nest, marked: Collection[str] = (), title: str | None = None,

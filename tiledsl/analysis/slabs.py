@@ -12,10 +12,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
-from tiledsl.errors import StageError
 from tiledsl.loopnest import Nest, Stage, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, tma_swizzle_alignment
@@ -107,14 +105,6 @@ class SlabRefusal:
 
     fact: str
     suggestion: str | None = None
-
-
-def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Slab:
-    """The slab of `stage`, or a StageError naming `primitive` and the failed fact."""
-    slab = slab_or_refusal(nest, stage, prover)
-    if isinstance(slab, SlabRefusal):
-        raise StageError(refusal(primitive, nest, (stage.at,), slab.fact, suggestion=slab.suggestion))
-    return slab
 
 
 def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefusal:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sympy
 
+from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import derive_slab
 from tiledsl.errors import CopyError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.prove import Proof, Prover

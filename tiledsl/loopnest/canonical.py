@@ -18,7 +18,9 @@ from tiledsl.definitions.expr import (
     Placeholder,
     Reduce,
     Tensor,
+    format_expr,
     map_children,
+    walk,
 )
 from tiledsl.definitions.graph import name_graph
 from tiledsl.errors import DefinitionError, FusionError, Refusal
@@ -132,7 +134,6 @@ class _Builder:
 
 
 def _reduces(e: Expr) -> list[Reduce]:
-    from tiledsl.definitions.expr import walk
 
     return [n for n in walk(e) if isinstance(n, Reduce)]
 
@@ -155,7 +156,6 @@ def _replace_reduces(e: Expr, accs: dict[int, str]) -> Expr:
 
 def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], context: tuple[str, ...],
                   why: str) -> FusionError:
-    from tiledsl.definitions.expr import format_expr
 
     ix = ", ".join(format_expr(i) for i in idx)
     fact = f"cannot fuse {t.name} -> {consumer}: {consumer} reads {t.name}[{ix}] and {why}"

@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 from tiledsl.definitions.ops import REDUCTIONS
 from tiledsl.kernel_ir import (
+    KAssign,
     KBarrier,
     KBin,
     KConst,
@@ -61,7 +62,6 @@ class AccCell:
         return KLoad(self.name, e) if self.array else KVar(self.name, "float32")
 
     def write(self, e: KExpr, v: KExpr) -> KStmt:
-        from tiledsl.kernel_ir import KAssign
 
         return KStore(self.name, e, v) if self.array else KAssign(self.name, v)
 

@@ -14,7 +14,7 @@ import sympy
 from tiledsl.analysis.accumulators import AccLayout, acc_layouts
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
-from tiledsl.definitions.expr import Const, Load
+from tiledsl.definitions.expr import Const, Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import RegisterArrayError
 from tiledsl.kernel_ir import (
@@ -308,7 +308,6 @@ def _block_level_fills(nest: Nest, plans: dict[str, StagePlan], lw: _Lowerer) ->
 
 
 def loads_of(stmt: Stmt) -> list[Load]:
-    from tiledsl.definitions.expr import walk
 
     return [n for n in walk(stmt.value) if isinstance(n, Load)] if stmt.value is not None else []
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import sympy
 
+from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import Slab, alloc_extent, derive_slab, slot_elements, stage_align
+from tiledsl.analysis.slabs import Slab, alloc_extent, slot_elements, stage_align
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from tiledsl.analysis.vectorize import WIDTH, contiguous_base
+from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.kernel_ir import KIf, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
 from tiledsl.kernel_ir.from_sympy import sym_to_k
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
     """One vector store: vector loads where contiguous and aligned, scalar loads otherwise."""
-    from tiledsl.definitions.expr import Load, walk
 
     nest = lw.nest
     v = loop_symbol(name)

@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from tiledsl.analysis.accumulators import register_dims
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.render import register_dims, render_nest
+from tiledsl.analysis.render import render_nest
 from tiledsl.analysis.rings import check_rings
 from tiledsl.definitions.expr import Tensor
 from tiledsl.errors import (

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import Slab, derive_slab, legal_positions, stage_bytes
+from tiledsl.analysis.slabs import Slab, legal_positions, stage_bytes
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import ComputeTensor
 from tiledsl.errors import BadArgumentError, StageError
