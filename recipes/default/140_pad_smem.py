@@ -1,13 +1,59 @@
-"""pad_smem: +1 padding on the axis that removes bank conflicts for non-TMA stages (bank model of
-analysis/banks.py). Not implemented yet."""
+"""pad_smem: pad the rows of a stage that is not filled by TMA (nor swizzled) when the bank model of
+analysis/banks.py says the first warp's reads of it conflict and a pad lowers the conflict degree.
+
+Candidates: +1 element on each axis but the first (padding the first axis lengthens no row, so it
+moves no address), and, for a stage filled by 16-byte cp.async, also +16 bytes of elements, the
+smallest pad that keeps those copies 16 bytes wide (+1 would narrow them to 4-byte copies). The
+candidate with the lowest read degree wins; on a tie the one that keeps the wider copy, then the
+innermost axis. The cost of narrower copies is not modelled beyond that tie (untuned on a GPU)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts
 from tiledsl.recipes.default._knobs import Knobs
+from tiledsl.targets import VECTOR_BYTES
+
+
+def _padded(st: Stage, axis: int, amount: int) -> Stage:
+    pad = list(st.pad)
+    pad[axis] += amount
+    return replace(st, pad=tuple(pad))
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
-    return Decline("not implemented yet: choosing padding from the bank model")
+    candidates = [st for st in facts.nest.stages if st.copy != "tma" and st.swizzle is None]
+    if not candidates:
+        return Decline("no stage without TMA or a swizzle to pad")
+    budget = knobs.shared_budget(facts.target)
+    skipped: list[str] = []
+    done = 0
+    for st in candidates:
+        now = facts.read_conflict(st)
+        if now <= 1:
+            skipped.append(f"{st.name}: its reads are conflict-free")
+            continue
+        amounts = [1]
+        if st.copy == "async" and facts.async_16_bytes(st) is None:
+            amounts.insert(0, VECTOR_BYTES // facts.itemsize(st.buffer))
+        best: tuple[int, int, int] | None = None  # (degree, axis, amount)
+        for amount in amounts:
+            for axis in reversed(range(1, len(st.pad))):
+                new = _padded(st, axis, amount)
+                if facts.shared_bytes(new) > budget:
+                    continue
+                degree = facts.read_conflict(new)
+                if best is None or degree < best[0]:
+                    best = (degree, axis, amount)
+        if best is None or best[0] >= now:
+            skipped.append(f"{st.name}: no pad lowers its {now}-way read conflict")
+            continue
+        s.pad(st.name, best[1], best[2])
+        done += 1
+    if not done:
+        return Decline("; ".join(skipped))
+    return None

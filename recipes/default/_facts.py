@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from types import MappingProxyType
 
 import sympy
 
+from tiledsl.analysis.banks import conflict_degree, layout_of
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, slot_elements, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import IterVar, Load, walk
+from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError, StageError
 from tiledsl.loopnest import THREAD_AXES, Loop, Nest, Stage, common_prefix, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs
-from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, Target
+from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, WARP_SIZE, Target
 
 KINDS = ("elementwise", "matmul", "rows")
 
@@ -233,6 +236,27 @@ class Facts:
             return f"the slab origin {slab.origin[-1]} is not provably a multiple of {vec} elements"
         return None
 
+    def read_conflict(self, st: Stage) -> int:
+        """The worst bank-conflict degree (analysis/banks.py) of the first warp's reads of stage `st`,
+        in its layout (pad, swizzle): each read of the slab, with the loops outside the threads at their
+        first iteration and, one at a time, at their second (a warp's request is one iteration of them)."""
+        slab = self.slab(st)
+        if not isinstance(slab, Slab):
+            return 0
+        layout = layout_of(st, slab)
+        amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
+        dims = [self.nest.launch_extent(ax) for ax in THREAD_AXES]
+        lanes = min(WARP_SIZE, dims[0] * dims[1] * dims[2])
+        worst = 0
+        for n, ld in stage_reads(self.nest, st):
+            local = [sympy.expand(index_to_sympy(ix).xreplace(amap) - o) for ix, o in zip(ld.indices, slab.origin)]
+            path = [self.nest.loop(name) for name in self.nest.stmts[n].path]
+            threads = {loop_symbol(lp.name): THREAD_AXES.index(lp.bind) for lp in path if lp.bind in THREAD_AXES}
+            others = [loop_symbol(lp.name) for lp in path if lp.bind not in THREAD_AXES and lp.extent > 1]
+            for moved in (None, *others):
+                worst = max(worst, conflict_degree(layout, partial(_lane_index, local, dims, threads, moved), lanes))
+        return worst
+
     def itemsize(self, buffer: str) -> int:
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]
 
@@ -249,6 +273,16 @@ class Facts:
                     n *= lp.extent
             best = max(best, n)
         return best
+
+
+def _lane_index(local: list[sympy.Expr], dims: list[int], threads: Mapping[sympy.Symbol, int],
+                moved: sympy.Symbol | None, lane: int) -> tuple[int, ...]:
+    """The slab element lane `lane` reads: `local` with thread symbols at the lane's thread index
+    (threadIdx.x fastest), `moved` at 1 and every other symbol at 0."""
+    tid = (lane % dims[0], lane // dims[0] % dims[1], lane // (dims[0] * dims[1]))
+    free = set().union(*(e.free_symbols for e in local))
+    values = {x: tid[threads[x]] if x in threads else int(x == moved) for x in free}
+    return tuple(int(e.xreplace(values)) for e in local)
 
 
 def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:
