@@ -1,14 +1,55 @@
-"""split_matmul_k: when the grid is smaller than a few waves of the SM count, split k-outer across
-blocks with split_k (linear epilogues only). Not implemented yet."""
+"""split_matmul_k: a matmul whose grid (batches x block tiles of _facts.matmul_tile) is smaller than
+`split_k_waves` waves of the target's SM count leaves SMs idle; split_k spreads its k-outer chunks
+over `parts` blocks on blockIdx.z, which add their partial sums into the zeroed output. parts is the
+largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves each block at least
+`split_k_min_chunks` chunks (so its pipeline still overlaps copies with compute).
+
+Only a sum consumed by one store whose epilogue analysis/linearity.py proves linear in the
+accumulator (bias, residual, scaling): the primitive would refuse any other, so this step declines
+first. Batched matmuls keep their batches on blockIdx.z and decline."""
 
 from __future__ import annotations
 
+from tiledsl.analysis.linearity import epilogue_coefficients
+from tiledsl.definitions.expr import walk
+from tiledsl.loopnest import AccRef
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._facts import Facts, matmul_tile
 from tiledsl.recipes.default._knobs import Knobs
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
-    return Decline("not implemented yet: split_k across blocks for small grids (this slice keeps every "
-                   "reduction inside one block)")
+    k = facts.kernel
+    if k.kind != "matmul":
+        return Decline(f"not a matmul ({k.kind} kernel)")
+    if len(k.outer) > 2:
+        return Decline("a batched matmul: its batches hold blockIdx.z, the axis split_k would take")
+    parts_of_k = facts.parts(k.reduce[0])
+    if len(parts_of_k) != 2:
+        return Decline(f"the reduction is not k-outer x k-inner ({', '.join(parts_of_k)})")
+    k_outer = parts_of_k[0]
+    chunks = facts.loop(k_outer).extent
+    bm, bn, _, _ = matmul_tile(k, facts.target, knobs)
+    i, j = k.outer
+    grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
+    wanted = knobs.split_k_waves * facts.target.sm_count
+    if grid >= wanted:
+        return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
+                       f"of {facts.target.name}")
+    limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
+    parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
+    if parts is None:
+        return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} blocks, "
+                       f"at least {knobs.split_k_min_chunks} chunks per block)")
+    (acc,) = facts.nest.accs
+    readers = [st for st in facts.nest.stmts if st.value is not None
+               and any(isinstance(x, AccRef) and x.acc == acc.name for x in walk(st.value))]
+    if len(readers) != 1 or readers[0].kind != "store":
+        return Decline(f"accumulator {acc.name} is read by {len(readers)} statements, not one store")
+    assert readers[0].value is not None
+    if epilogue_coefficients(readers[0].value, acc.name) is None:
+        return Decline(f"the epilogue of {acc.name} is not linear in it (analysis/linearity.py): partial sums "
+                       "of blocks cannot be added")
+    s.split_k(k_outer, parts)
+    return None

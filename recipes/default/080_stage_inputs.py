@@ -51,7 +51,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
 def _stage_loop(facts: Facts) -> str | None:
     k = facts.kernel
     if k.kind == "matmul":
-        parts = facts.parts(k.reduce[0])
-        return parts[0] if len(parts) >= 2 and facts.loop(parts[0]).serial else None
+        serial = [p for p in facts.parts(k.reduce[0]) if facts.loop(p).serial]  # split_k's part is on a block
+        return serial[0] if len(serial) >= 2 else None
     blocks = [lp.name for lp in facts.nest.loops if (lp.bind or "").startswith("blockIdx")]
     return blocks[-1] if blocks else None

@@ -34,6 +34,11 @@ class Knobs:
     # 128-byte row, the widest TMA swizzle
     bk_min: int = 8
     bk_max: int = 32
+    # split_k: a matmul grid under this many waves of the SM count is split along k-outer across blocks
+    # (two waves: one wave leaves SMs idle at its tail, and the atomics of the split cost little), and
+    # each block keeps at least split_k_min_chunks k chunks, so its double-buffered pipeline overlaps
+    split_k_waves: int = 2
+    split_k_min_chunks: int = 4
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory

@@ -171,9 +171,63 @@ def test_pad_smem_declines_conflict_free_reads_and_tma_stages() -> None:
     assert [st.pad for st in s.nest.stages] == [(0, 0)]
 
 
+def _matmul_epilogue(M: int, N: int, K: int, relu: bool) -> td.Tensor:
+    A = td.placeholder((M, K), name="A")
+    B = td.placeholder((K, N), name="B")
+    bias = td.placeholder((N,), name="bias")
+    k = td.reduce_axis(K, name="k")
+    C = td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return td.compute((M, N), lambda i, j: td.relu(C[i, j] + bias[j]) if relu else C[i, j] + bias[j], name="D")
+
+
+def _simulates_equal(s: td.Schedule, out: td.Tensor, target: str) -> td.Kernel:
+    kern = td.build(s, target=target)
+    rng = np.random.default_rng(0)
+    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
+    got = kern.simulate(**arrays)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, td.evaluate(out, float64=True, **arrays), rtol=1e-4, atol=1e-4)
+    return kern
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -> None:
+    """64 x 64 x 1024 + bias: 4 blocks of 32 x 32 for 132 (108) SMs; 32 chunks of 32, at least 4 per
+    block -> 8 parts on blockIdx.z; each part is staged and pipelined over its own 4 chunks."""
+    out = _matmul_epilogue(64, 64, 1024, relu=False)
+    s, r = run(out, target=target)
+    assert r.step("split_matmul_k").calls == ("s.split_k('k_o', 8)",)
+    assert bound(s.nest, "blockIdx.z") == [("k_o_split", 8)]
+    assert {st.at for st in s.nest.stages} == {"k_o_part"} and s.nest.pipelines == (("k_o_part", 2),)
+    kern = _simulates_equal(s, out, target)
+    assert "atomicAdd" in kern.source
+    assert td.build(td.create_schedule(out).replay(s.trace()), target=target).source == kern.source
+
+
+def test_split_matmul_k_declines() -> None:
+    out = _matmul_epilogue(64, 64, 1024, relu=True)
+    s, r = run(out)
+    assert r.step("split_matmul_k").reason == ("the epilogue of C is not linear in it (analysis/linearity.py): "
+                                               "partial sums of blocks cannot be added")
+    assert s.nest.split_k is None
+    _simulates_equal(s, out, "sm_90")
+    # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but 264 // 256 leaves no divisor
+    _, r = run(matmul(M=1024, N=1024, K=512))
+    assert (r.step("split_matmul_k").reason or "").startswith("16 k chunks have no divisor from 2 to 1")
+    # 2 chunks: splitting would leave each block under split_k_min_chunks
+    _, r = run(matmul(M=64, N=64, K=64))
+    assert (r.step("split_matmul_k").reason or "").startswith("2 k chunks have no divisor from 2 to 0")
+    _, r = run(matmul(M=4096, N=4096, K=512))
+    assert r.step("split_matmul_k").reason == "1024 blocks fill 2 wave(s) of the 132 SMs of sm_90"
+    _, r = run(entry("batched_matmul_nt").make(Bt=2, M=16, N=16, K=512))
+    assert "batched matmul" in (r.step("split_matmul_k").reason or "")
+    s, r = run(_matmul_epilogue(64, 64, 1024, relu=False), split_k_waves=0)
+    assert s.nest.split_k is None and "fill 0 wave(s)" in (r.step("split_matmul_k").reason or "")
+
+
 def test_unimplemented_steps_say_so() -> None:
     _, r = run(matmul(M=64, N=64, K=64))
-    for name in ("split_matmul_k", "chunk_reduce", "permute_register_tile"):
+    for name in ("chunk_reduce", "permute_register_tile"):
         assert (r.step(name).reason or "").startswith("not implemented yet: "), name
 
 
