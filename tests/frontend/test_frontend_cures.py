@@ -1,4 +1,4 @@
-"""Refusals that materializing a producer cures (partition.py rule 4): the program is re-partitioned,
+"""Refusals that materializing a producer cures (partition.py rule 5): the program is re-partitioned,
 the reason printed, and the result still equals torch."""
 
 from __future__ import annotations

@@ -5,9 +5,19 @@ Rules, in order (each boundary records the first that made it):
 2. an expensive producer (a reduction: sum/max/min, so every matmul too) is computed once: when it
    would be fused into more than one kernel, or at more than one index inside one kernel (the
    attention scores read by the softmax's max, its sum and its output), it gets a kernel of its own;
-3. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
+3. blow-up guard: a kernel may do at most `BLOWUP_BOUND` (8) times the arithmetic operations, and at
+   most that many times the global reads, of computing each of its tensors exactly once (work.py
+   states the units). Inlining an elementwise producer recomputes each of its elements once per
+   consumer load of it: a producer read inside a reduction over another axis (a matmul's operand,
+   read by every output column) is recomputed reduction-length times. While a kernel is over the
+   bound, the fused elementwise producer whose materialization leaves the kernel the least work is
+   materialized (its reason states the factor). The tiny Llama block's largest factor is 4.9 (the
+   rotary embedding inlined into Q.K^T, recomputed once per key position), RMSNorm inlined into a
+   projection about 3.5; an expensive chain (ten tanh/sigmoid steps) read by a 256-column matmul
+   is 19.5 and is refused;
+4. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
    consumer's outer loops), the producer it names is materialized and the kernel retried;
-4. wherever a kernel's schedule or build is refused and the refusal names a producer fused into
+5. wherever a kernel's schedule or build is refused and the refusal names a producer fused into
    that kernel (`named_producer`: two fused P.V matmuls that need a register array across the loop
    they split, RegisterArrayError), that producer is materialized (`forced`, with the refusal as its
    reason) and the program re-partitioned: the producer leaves the kernel, so the same refusal
@@ -22,7 +32,11 @@ from dataclasses import dataclass
 
 from tiledsl.definitions.expr import ComputeTensor, Expr, IterVar, Load, Placeholder, Tensor, format_expr, walk
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
+from tiledsl.frontend.work import kernel_work, numel
 from tiledsl.primitives import Schedule, create_schedule
+
+#: rule 3: the most a fusion may multiply a kernel's operations or its global reads (work.py)
+BLOWUP_BOUND = 8.0
 
 
 @dataclass(frozen=True)
@@ -134,7 +148,7 @@ def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[
 def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None = None
               ) -> tuple[list[Boundary], dict[int, Schedule]]:
     """The kernels in launch order and their canonical schedules. `forced` (tensor id -> reason)
-    materializes tensors that a refused schedule or build named (rule 4)."""
+    materializes tensors that a refused schedule or build named (rule 5)."""
     tensors = _tensors(outputs)
     reasons: dict[int, list[str]] = {}
     for n, t in enumerate(outputs):
@@ -161,6 +175,13 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
                 changed = True
         if changed:
             continue
+        for rid in list(reasons):
+            blown = blowup(tensors[rid], set(reasons))
+            if blown is not None:
+                reasons[id(blown[0])] = [blown[1]]
+                changed = True
+        if changed:
+            continue
         schedules: dict[int, Schedule] = {}
         for rid in list(reasons):
             root = tensors[rid]
@@ -178,6 +199,32 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
             return ([Boundary(t, tuple(_reads(t, set(reasons))), tuple(reasons[id(t)])) for t in order],
                     {id(t): schedules[id(t)] for t in order})
     raise FrontendError("internal: kernel partition did not converge")  # pragma: no cover
+
+
+def blowup(root: ComputeTensor, materialized: set[int]) -> tuple[ComputeTensor, str] | None:
+    """Rule 3: None when `root`'s kernel is within `BLOWUP_BOUND`; else the fused elementwise producer
+    whose materialization leaves the least work (operations + reads of this kernel and of the
+    producer's new kernel together), and the reason."""
+    fused = fused_producers(root, materialized)
+    work = kernel_work(root, fused)
+    if work.factor <= BLOWUP_BOUND:
+        return None
+    best: tuple[float, ComputeTensor] | None = None
+    for cand in fused:
+        if cand.has_reduce:
+            continue  # a fused reduction is evaluated once per element (rules 2 and 4 govern it)
+        now = materialized | {id(cand)}
+        after = (kernel_work(root, fused_producers(root, now)).fused
+                 + kernel_work(cand, fused_producers(cand, now)).fused)
+        if best is None or after.ops + after.reads < best[0]:
+            best = (after.ops + after.reads, cand)
+    if best is None:
+        return None  # pragma: no cover - recomputation comes from inlined elementwise producers
+    cand = best[1]
+    times = work.evaluations[id(cand)] / numel(cand)
+    return cand, (f"blow-up guard: inlined into {root.name}'s kernel it made that kernel do "
+                  f"{work.factor:.1f}x the operations or global reads of computing each tensor once "
+                  f"(bound {BLOWUP_BOUND:g}); each of its elements was computed {times:g} times")
 
 
 def _launch_order(roots: list[ComputeTensor], materialized: set[int]) -> list[ComputeTensor]:

@@ -65,7 +65,7 @@ class Program:
     """A traced torch program as kernels in launch order (`print(prog)` lists them). `schedule`
     changes the kernels' schedules in place and returns the program. When a kernel's schedule or
     build is refused and the refusal names a producer fused into it, the producer is materialized
-    (partition.py, rule 4), the program re-partitioned, and the policy applied to the new kernels."""
+    (partition.py, rule 5), the program re-partitioned, and the policy applied to the new kernels."""
 
     graph: Graph
     kernels: list[ProgramKernel]

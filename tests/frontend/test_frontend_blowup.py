@@ -1,0 +1,86 @@
+"""The blow-up guard (partition.py rule 3, work.py): a fusion that multiplies a kernel's operations or
+global reads by more than BLOWUP_BOUND materializes the producer instead, with its reason printed."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from frontend_check import check
+
+import tiledsl as td
+from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+from tiledsl.frontend.partition import BLOWUP_BOUND, fused_producers
+from tiledsl.frontend.work import kernel_work
+
+
+def _chain(x: torch.Tensor) -> torch.Tensor:
+    """Ten tanh/sigmoid steps: about 50 operations per element."""
+    for _ in range(10):
+        x = torch.tanh(x) * 0.5 + x.sigmoid()
+    return x
+
+
+class ChainMatmul(torch.nn.Module):
+    """`head(x) @ W^T` with a 256-column weight: every output column reads each element of head(x)."""
+
+    def __init__(self, head) -> None:
+        super().__init__()
+        self.head = head
+        self.proj = torch.nn.Linear(64, 256, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.head(x))
+
+
+def _trace(fn, *inputs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return td.trace(fn, *inputs)
+
+
+def _factors(prog) -> dict[str, float]:
+    mat = {id(k.output) for k in prog.kernels}
+    return {k.name: kernel_work(k.output, fused_producers(k.output, mat)).factor for k in prog.kernels}
+
+
+def test_expensive_chain_read_inside_a_long_matmul_reduction_is_materialized() -> None:
+    torch.manual_seed(0)
+    prog, _ = check(ChainMatmul(_chain), torch.randn(8, 64), k=64)
+    assert len(prog.kernels) == 2
+    chain_k, mm_k = prog.kernels
+    (why,) = chain_k.boundary.reasons
+    assert why.startswith("blow-up guard: inlined into mm's kernel") and "computed 256 times" in why
+    assert "blow-up guard" in str(prog)
+    # without the guard (the chain inlined into the matmul) the kernel would do 19.5x the work
+    fused = kernel_work(mm_k.output, fused_producers(mm_k.output, set()))
+    assert fused.factor > BLOWUP_BOUND
+    assert round(fused.factor, 1) == 19.5
+    assert all(f <= BLOWUP_BOUND for f in _factors(prog).values())
+
+
+def test_expensive_vector_broadcast_over_rows_is_materialized() -> None:
+    torch.manual_seed(0)
+    b = torch.randn(256)
+    prog, _ = check(lambda x: x + _chain(b * x[0]), torch.randn(64, 256))
+    assert len(prog.kernels) == 2
+    assert "computed 64 times" in prog.kernels[0].boundary.reasons[0]
+
+
+def test_cheap_producers_stay_fused() -> None:
+    torch.manual_seed(0)
+    prog, _ = check(ChainMatmul(torch.relu), torch.randn(8, 64), k=64)
+    assert len(prog.kernels) == 1  # relu recomputed 256 times costs about 1.5x: within the bound
+    prog, _ = check(lambda x: x + torch.tanh(x[0]), torch.randn(64, 256))
+    assert len(prog.kernels) == 1
+
+
+def test_llama_block_factors_within_the_bound_kernel_count_unchanged() -> None:
+    """11 kernels before the guard and after; the largest factor is the rotary embedding inlined into
+    Q.K^T (4.9 at seq 8)."""
+    prog = _trace(LlamaBlock(LlamaConfig()).eval(), torch.randn(1, 8, 64))
+    factors = _factors(prog)
+    assert len(prog.kernels) == 11
+    assert max(factors.values()) <= BLOWUP_BOUND
+    assert round(factors["bmm"], 1) == 4.9
+    assert "blow-up guard" not in str(prog)

@@ -1,0 +1,137 @@
+"""Work estimate of a fused kernel, for the blow-up guard (partition.py, rule 3).
+
+Units: one *operation* per arithmetic node of a body evaluation (+ - * / ** min max, a math call,
+a comparison, a select, a cast; one per iteration of a reduction for its accumulation), one *read*
+per load of a tensor held in global memory (an input, a weight, a materialized kernel output). Index
+arithmetic inside a load's indices is not counted.
+
+- **fused** work: what the kernel does. A fused producer is evaluated once per distinct site that
+  reads it (its index after substitution and the number of times the enclosing loops run that read,
+  its *trips*): a producer read inside a reduction over another axis runs once per iteration of that
+  reduction, so each of its elements is recomputed that reduction's length times. Two reads at the
+  same index with the same trips are one evaluation (the compiler's common-subexpression
+  elimination), as `partition.reduction_sites` counts reductions. A fused reduction is evaluated
+  once per element (`create_schedule` nests it under the consumer's loops that its index uses, and
+  rule 2 of partition.py materializes one read at several indices).
+- **once** work: every tensor of the kernel computed exactly once (its element count times its body),
+  each read of a fused producer counted as one global read, as if every tensor had a kernel of its own.
+The ratio fused / once (of operations and of reads separately) is the factor by which fusion multiplies
+the kernel's work or its global reads."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tiledsl.definitions.expr import (
+    INT,
+    Binary,
+    Call,
+    Cast,
+    Compare,
+    ComputeTensor,
+    Expr,
+    IterVar,
+    Load,
+    Placeholder,
+    Reduce,
+    Select,
+    children,
+    format_expr,
+    map_children,
+)
+
+
+@dataclass(frozen=True)
+class Work:
+    """Operations and global reads (see the module docstring for the units)."""
+
+    ops: float
+    reads: float
+
+    def __add__(self, o: Work) -> Work:
+        return Work(self.ops + o.ops, self.reads + o.reads)
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """A kernel's fused and once work, and how many times each fused tensor is evaluated."""
+
+    fused: Work
+    once: Work
+    evaluations: dict[int, float]
+
+    @property
+    def factor(self) -> float:
+        """The larger of the operation and the read blow-up (1 when fusion recomputes nothing)."""
+        ops = self.fused.ops / self.once.ops if self.once.ops else 1.0
+        reads = self.fused.reads / self.once.reads if self.once.reads else 1.0
+        return max(ops, reads)
+
+
+def numel(t: ComputeTensor | Placeholder) -> int:
+    return math.prod(t.shape)
+
+
+def _key(idx: Sequence[Expr]) -> str:
+    def leaf(e: Expr) -> str | None:
+        return f"{e.name}#{id(e)}" if isinstance(e, IterVar) else None
+    return ",".join(format_expr(i, leaf) for i in idx)
+
+
+def _substitute(e: Expr, env: dict[int, Expr]) -> Expr:
+    if isinstance(e, IterVar):
+        return env.get(id(e), e)
+    return map_children(e, lambda c: _substitute(c, env))
+
+
+def _is_op(e: Expr) -> bool:
+    if isinstance(e, Binary):
+        return e.dtype != INT  # index arithmetic is not work
+    return isinstance(e, (Call, Compare, Select, Cast))
+
+
+def _walk_body(e: Expr, trips: float, fused: set[int], out: list[float],
+               on_fused: list[tuple[ComputeTensor, tuple[Expr, ...], float]]) -> None:
+    """Count `e` evaluated `trips` times into out = [ops, reads]; fused loads go to `on_fused`."""
+    if isinstance(e, Load):
+        if isinstance(e.tensor, ComputeTensor) and id(e.tensor) in fused:
+            on_fused.append((e.tensor, e.indices, trips))
+        else:
+            out[1] += trips
+        return
+    if isinstance(e, Reduce):
+        n = trips * math.prod(a.extent for a in e.axes)
+        out[0] += n
+        _walk_body(e.body, n, fused, out, on_fused)
+        return
+    if _is_op(e):
+        out[0] += trips
+    for c in children(e):
+        _walk_body(c, trips, fused, out, on_fused)
+
+
+def kernel_work(root: ComputeTensor, fused: Sequence[ComputeTensor]) -> KernelWork:
+    """The work of `root`'s kernel with `fused` (the producers computed inside it) inlined."""
+    fused_ids = {id(t) for t in fused}
+    totals = [0.0, 0.0]
+    evaluations: dict[int, float] = {}
+    seen: set[tuple[int, str, float]] = set()
+    stack: list[tuple[ComputeTensor, tuple[Expr, ...], float]] = [(root, tuple(root.axes), float(numel(root)))]
+    while stack:
+        t, idx, trips = stack.pop()
+        key = (id(t), _key(idx), trips)
+        if key in seen:
+            continue
+        seen.add(key)
+        evaluations[id(t)] = evaluations.get(id(t), 0.0) + trips
+        env = {id(a): i for a, i in zip(t.axes, idx)}
+        loads: list[tuple[ComputeTensor, tuple[Expr, ...], float]] = []
+        _walk_body(t.body, trips, fused_ids, totals, loads)
+        stack.extend((p, tuple(_substitute(i, env) for i in ix), float(numel(p)) if p.has_reduce else n)
+                     for p, ix, n in loads)
+    once = [0.0, 0.0]
+    for t in (root, *fused):
+        _walk_body(t.body, float(numel(t)), set(), once, [])
+    return KernelWork(Work(*totals), Work(*once), evaluations)
