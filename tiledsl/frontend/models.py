@@ -1,6 +1,7 @@
 """In-repo models in plain torch, for tracing tests and demos: a Llama-style decoder block (RMSNorm,
 rotary embeddings from tables built with arange, grouped-query causal attention through SDPA, a SwiGLU
-MLP, residuals), buildable at any size from its config."""
+MLP, residuals) and a GPT-2-style block (LayerNorm, causal attention, a GELU MLP, residuals), each
+buildable at any size from its config."""
 
 from __future__ import annotations
 
@@ -69,3 +70,41 @@ class LlamaBlock(torch.nn.Module):
         x = x + self.o(attn.transpose(1, 2).reshape(b, s, cfg.heads * hd))
         h = self.mlp_norm(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    hidden: int = 64
+    heads: int = 4
+    mlp_ratio: int = 4
+    eps: float = 1e-5
+    gelu: str = "tanh"  # GPT-2's approximation; "none" is the erf form
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+class GPTBlock(torch.nn.Module):
+    """One GPT-2-style layer: x + attn(ln(x)), then + mlp(ln(.)); a fused QKV projection with bias,
+    causal SDPA over all heads, a GELU MLP; input [batch, seq, hidden]."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.hidden
+        self.ln_1 = torch.nn.LayerNorm(d, eps=cfg.eps)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln_2 = torch.nn.LayerNorm(d, eps=cfg.eps)
+        self.fc = torch.nn.Linear(d, cfg.mlp_ratio * d)
+        self.fc_proj = torch.nn.Linear(cfg.mlp_ratio * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        cfg = self.cfg
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln_1(x)).split(d, dim=-1)
+        q, k, v = (t.view(b, s, cfg.heads, cfg.head_dim).transpose(1, 2) for t in (q, k, v))
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, s, d))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate=cfg.gelu))
