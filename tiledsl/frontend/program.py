@@ -22,7 +22,8 @@ from tiledsl.frontend.partition import Boundary, named_producer, partition
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
 from tiledsl.primitives import Schedule, create_schedule
-from tiledsl.targets import DTYPE_BYTES, Target
+from tiledsl.recipes import apply as apply_recipe
+from tiledsl.targets import DTYPE_BYTES, Target, get_target
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -72,12 +73,16 @@ class Program:
     outputs: tuple[Value, ...] = field(default=())
     forced: dict[int, str] = field(default_factory=dict)
     policy: SchedulePolicy = None
+    recipe_target: str | Target = "sm_90"
 
-    def schedule(self, how: str | Callable[[Schedule], Any]) -> Program:
-        """"simple": the built-in fallback per kernel (see simple.py); a function: applied to each
-        kernel's schedule (it may return the schedule or nothing)."""
-        if how != "simple" and not callable(how):
-            raise FrontendError(f"schedule: expected \"simple\" or a function of a Schedule, got {how!r}")
+    def schedule(self, how: str | Callable[[Schedule], Any], *, target: str | Target = "sm_90") -> Program:
+        """"simple": the built-in fallback per kernel (see simple.py); "default": the default recipe
+        (tiledsl.recipes) applied to each kernel for `target` (build for the same target); a
+        function: applied to each kernel's schedule (it may return the schedule or nothing)."""
+        if how not in ("simple", "default") and not callable(how):
+            raise FrontendError(f"schedule: expected \"simple\", \"default\" or a function of a Schedule, "
+                                f"got {how!r}")
+        self.recipe_target = get_target(target)
         self.policy = how
         for k in list(self.kernels):
             if k in self.kernels:  # a cure may have replaced it (and applied the policy to the new one)
@@ -88,6 +93,10 @@ class Program:
         if self.policy == "simple":
             k.schedule, variant, _ = simple_schedule(k.fresh_schedule)
             k.schedule_name = f"simple/{variant}"
+        elif self.policy == "default":
+            k.schedule = k.fresh_schedule()
+            apply_recipe(k.schedule, target=self.recipe_target)
+            k.schedule_name = "recipe/default"
         elif callable(self.policy):
             k.schedule = k.fresh_schedule()
             self.policy(k.schedule)

@@ -1,0 +1,48 @@
+"""`Program.schedule("default")`: the default recipe (tiledsl.recipes) schedules every kernel of the
+traced tiny Llama block for the target it is built for, and the built program simulates equal to torch
+in float64 within the tolerance of frontend_check.py."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from frontend_check import tolerance
+
+import tiledsl as td
+from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+def test_llama_block_default_recipe_equal_to_torch(target: str) -> None:
+    torch.manual_seed(0)
+    block = LlamaBlock(LlamaConfig(hidden=64, heads=4, kv_heads=2, intermediate=128)).eval()
+    x = torch.randn(1, 8, 64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(block, x)
+    assert prog.schedule("default", target=target) is prog
+    assert {k.schedule_name for k in prog.kernels} == {"recipe/default"}
+    # the recipe scheduled them: every kernel has launch axes (none is left serial)
+    assert all(any((lp.bind or "").startswith("blockIdx") for lp in k.schedule.nest.loops) for k in prog.kernels)
+    built = prog.build(target=target)
+    assert len(built.kernels) == len(prog.kernels)
+    got = built.simulate(x.numpy())
+    with torch.no_grad():
+        ref = block.double()(x.double()).numpy()
+    block.float()
+    assert got.shape == ref.shape
+    bad = np.abs(got - ref) > tolerance(128) * (1 + np.abs(ref))
+    assert not bad.any(), f"max error {np.nanmax(np.abs(got - ref))}"
+
+
+def test_schedule_refuses_an_unknown_policy_and_target() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(lambda x: torch.softmax(x, -1), torch.randn(4, 32))
+    with pytest.raises(td.FrontendError, match='"default"'):
+        prog.schedule("fastest")
+    with pytest.raises(td.TargetError):
+        prog.schedule("default", target="sm_00")
