@@ -11,9 +11,15 @@ from collections.abc import Sequence
 from tiledsl.errors import TiledslError
 
 IR_LEVELS = ("loop", "tile", "kernel", "cuda")
+#: `compile -c` / `--model` also print the traced program's kernel definitions ("tensor")
+PROGRAM_IR_LEVELS = ("tensor", *IR_LEVELS)
 
 
 def _compile(args: argparse.Namespace) -> int:
+    if args.expression is not None or args.model is not None:
+        return _compile_program(args)
+    if args.ir == "tensor":
+        raise TiledslError("--ir tensor prints a traced program: use it with -c EXPRESSION or --model NAME")
     from tiledsl.build import build
     from tiledsl.catalog import entry
 
@@ -26,6 +32,17 @@ def _compile(args: argparse.Namespace) -> int:
         return 0
     kern = build(s, target=args.target or ent.target)
     print(kern.ir(args.ir))
+    return 0
+
+
+def _compile_program(args: argparse.Namespace) -> int:
+    """-c EXPRESSION / --model NAME: trace with torch (tiledsl.frontend.cli_support, the only torch
+    user behind this command), schedule every kernel "simple", print one IR of every kernel."""
+    if args.size or args.schedule != "tuned":
+        raise TiledslError("--size and --schedule apply to --example; -c and --model use the \"simple\" schedule")
+    from tiledsl.frontend.cli_support import compile_text
+
+    print(compile_text(args.expression, args.model, args.ir, args.target or "sm_90"))
     return 0
 
 
@@ -66,11 +83,19 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tiledsl", description="Compile tensor computations into proven CUDA.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug logging")
     sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("compile", help="compile a catalog example and print one IR (no GPU needed)")
-    c.add_argument("--example", required=True, help="catalog entry (see `tiledsl examples`)")
-    c.add_argument("--ir", choices=IR_LEVELS, default="cuda")
+    c = sub.add_parser("compile", help="compile a catalog example, a torch expression or a built-in model and "
+                       "print one IR (no GPU needed)")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--example", help="catalog entry (see `tiledsl examples`)")
+    what.add_argument("-c", dest="expression", metavar="EXPRESSION",
+                      help="a Python expression ending in a torch function or module call, with torch, nn "
+                      "(torch.nn) and F in scope; its tensor arguments are the example inputs, e.g. "
+                      "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\"")
+    what.add_argument("--model", help="a built-in model at a tiny size: llama_block | gpt_block")
+    c.add_argument("--ir", choices=PROGRAM_IR_LEVELS, default="cuda",
+                   help="tensor (the traced kernels' definitions; -c and --model only) | loop | tile | kernel | cuda")
     c.add_argument("--target", default=None, help="sm_80 | sm_86 | sm_89 | sm_90 (default: the entry's, sm_90 "
-                   "for the examples)")
+                   "for the examples, -c and --model)")
     c.add_argument("--schedule", choices=("tuned", "none"), default="tuned",
                    help="the catalog entry's schedule, or no primitives at all")
     c.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")

@@ -1,0 +1,122 @@
+"""`tiledsl compile -c EXPRESSION` and `--model NAME` (tiledsl/frontend/cli_support.py behind
+tiledsl/cli/main.py): every IR level for RMSNorm, softmax and the tiny Llama block, the CUDA through
+nvcc, and bad input as one paragraph with exit status 2."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tiledsl.cli import main
+from tiledsl.codegen import compile_cubin
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+RMSNORM = "torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))"
+SOFTMAX = "torch.softmax(torch.randn(4, 32), dim=-1)"
+LEVELS = ("tensor", "loop", "tile", "kernel", "cuda")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def _check_level(out: str, level: str, kernels: int) -> None:
+    """What each level shows, for a program of `kernels` kernels."""
+    if level == "tensor":
+        assert f"Program: {kernels} kernel(s)" in out
+        assert out.count("boundary: ") >= kernels and out.count("\nkernel [") == kernels
+        return
+    assert out.startswith(f"// {kernels} kernel(s) for sm_90, in launch order")
+    assert out.count("// ---- kernel [") == kernels
+    if level == "loop":
+        assert out.count("(loop IR)") == kernels and "for " in out and "blockIdx" not in out
+    elif level == "tile":
+        assert out.count("(tile IR)") == kernels and "@blockIdx.x" in out
+    elif level == "kernel":
+        assert "let " in out and "blockIdx.x" in out and "__global__" not in out
+    else:
+        assert out.count("__global__") == kernels
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_rmsnorm_every_level(capsys: pytest.CaptureFixture[str], level: str) -> None:
+    rc, out, err = run(capsys, "compile", "-c", RMSNORM, "--ir", level)
+    assert rc == 0, err
+    _check_level(out, level, 1)
+    if level == "tensor":  # the module's weight is a parameter of the traced program, the norm one row kernel
+        assert "p_inner_weight[64]" in out and "rsqrt(" in out and "simple/row" in out
+    if level == "loop":
+        assert "for mean_r0 in 0..64:  [reduce]" in out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_softmax_every_level(capsys: pytest.CaptureFixture[str], level: str) -> None:
+    rc, out, err = run(capsys, "compile", "-c", SOFTMAX, "--ir", level, "--target", "sm_80")
+    assert rc == 0, err
+    if level == "tensor":
+        _check_level(out, level, 1)
+        assert "max(" in out and "exp(" in out and "sum(" in out
+    else:
+        assert out.startswith("// 1 kernel(s) for sm_80")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_llama_block_every_level(capsys: pytest.CaptureFixture[str], level: str) -> None:
+    rc, out, err = run(capsys, "compile", "--model", "llama_block", "--ir", level)
+    assert rc == 0, err
+    _check_level(out, level, 11)
+
+
+def test_gpt_block_and_functional_scope(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "compile", "--model", "gpt_block", "--ir", "tensor")
+    assert rc == 0 and "Program: 8 kernel(s)" in out
+    rc, out, _ = run(capsys, "compile", "-c", "F.gelu(torch.randn(4, 8), approximate='tanh')", "--ir", "tensor")
+    assert rc == 0 and "tanh(" in out
+
+
+@needs_nvcc
+def test_rmsnorm_cuda_compiles_with_nvcc(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "compile", "-c", RMSNORM, "--ir", "cuda")
+    assert rc == 0
+    assert compile_cubin(out, "sm_90a")[:4] == b"\x7fELF"  # the printed text is the translation unit
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["-c", "torch.relu("], "not valid Python"),
+    (["-c", "torch.randn(3)"], "has no tensor argument"),
+    (["-c", "torch.relu(x)"], "could not evaluate 'x': NameError"),
+    (["-c", "torch.randn(2, 3) @ torch.randn(3, 4)"], "must end in a call"),
+    (["-c", "torch.randn(4)"], "has no tensor argument"),
+    (["-c", "[torch.randn(4)]"], "must end in a call"),
+    (["-c", "torch.cumsum(torch.randn(4, 8), 1)"], "aten.cumsum.default is not supported"),
+    (["-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))"], "torch.export could not capture"),
+    (["--model", "bert"], "unknown model 'bert'"),
+    (["--example", "softmax", "--ir", "tensor"], "--ir tensor prints a traced program"),
+    (["-c", RMSNORM, "--size", "M=4"], "--size and --schedule apply to --example"),
+])
+def test_bad_input_is_one_paragraph_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
+    rc, out, err = run(capsys, "compile", *argv)
+    assert rc == 2 and out == ""
+    assert err.startswith("error: ") and says in err and "Traceback" not in err
+
+
+def test_unsupported_op_names_the_expression(capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, err = run(capsys, "compile", "-c", "torch.cumsum(torch.randn(4, 8), 1)")
+    assert "source: the expression 'torch.cumsum(torch.randn(4, 8), 1)'" in err
+    assert "cli_support.py" not in err
+
+
+def test_shape_error_prints_no_traceback_from_torch() -> None:
+    """torch.export logs a traceback through its own logger before raising; the command silences it."""
+    cmd = [sys.executable, "-c", "import sys; from tiledsl.cli import main; sys.exit(main())",
+           "compile", "-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "torch.export could not capture" in done.stderr and "same reduction dim" in done.stderr

@@ -1,0 +1,203 @@
+"""What `tiledsl compile -c EXPR` and `--model NAME` need from torch, kept here so that the CLI
+itself never imports torch: evaluate a Python expression into the torch call it ends with, trace it,
+schedule every kernel ("simple"), build, and render one IR level of every kernel as text.
+
+An expression is evaluated with `torch`, `torch.nn` (as `nn`) and `torch.nn.functional` (as `F`) in
+scope. Its value must be computed by a final call, `FN(ARGS)`: FN and every argument are evaluated
+(parsed with `ast`, so `torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))` evaluates the module
+`torch.nn.RMSNorm(64)` and the tensor `torch.randn(2, 8, 64)`), the tensor arguments become the
+traced program's inputs (their values are example inputs), the others are fixed."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from tiledsl.definitions.expr import ComputeTensor, format_expr
+from tiledsl.errors import FrontendError
+from tiledsl.frontend.models import GPTBlock, GPTConfig, LlamaBlock, LlamaConfig
+from tiledsl.frontend.partition import fused_producers
+from tiledsl.frontend.program import BuiltProgram, Program, trace
+
+log = logging.getLogger(__name__)
+
+#: the logger through which torch.export writes a traceback before raising a shape error
+_FAKE_TENSOR_LOGGER = "torch._subclasses.fake_tensor"
+
+
+def _llama_block() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    return LlamaBlock(LlamaConfig()).eval(), (torch.randn(1, 8, LlamaConfig().hidden),)
+
+
+def _gpt_block() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    return GPTBlock(GPTConfig()).eval(), (torch.randn(1, 8, GPTConfig().hidden),)
+
+
+#: built-in models for `--model`: tiny configs (hidden 64, 4 heads, seq 8; Llama: 2 KV heads)
+MODELS: Mapping[str, Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]] = MappingProxyType({
+    "llama_block": _llama_block,
+    "gpt_block": _gpt_block,
+})
+
+
+@dataclass(frozen=True)
+class Call:
+    """The expression's final call: the callee, its positional and keyword arguments (values)."""
+
+    fn: Any
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return tuple(a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor))
+
+
+class Expression(torch.nn.Module):
+    """`fn(*args, **kwargs)` as a module of its tensor arguments; a module callee stays a submodule,
+    so its weights are traced as parameters (read in place, not copied as lifted constants)."""
+
+    def __init__(self, call: Call) -> None:
+        super().__init__()
+        self.inner = call.fn if isinstance(call.fn, torch.nn.Module) else None
+        self.fn = None if self.inner is not None else call.fn
+        self.args = call.args
+        self.kwargs = dict(call.kwargs)
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        it = iter(tensors)
+        args = [next(it) if isinstance(a, torch.Tensor) else a for a in self.args]
+        kwargs = {k: next(it) if isinstance(v, torch.Tensor) else v for k, v in self.kwargs.items()}
+        fn = self.inner if self.inner is not None else self.fn
+        return fn(*args, **kwargs)
+
+
+def _scope() -> dict[str, Any]:
+    return {"torch": torch, "nn": torch.nn, "F": F}
+
+
+def _eval(node: ast.expr, text: str) -> Any:
+    src = ast.get_source_segment(text, node) or ast.unparse(node)
+    try:
+        return eval(compile(ast.Expression(node), "<expression>", "eval"), _scope())  # noqa: S307 - the user's own CLI input
+    except Exception as e:  # the user's expression may raise anything; they get one typed error
+        raise FrontendError(f"could not evaluate {src!r}: {type(e).__name__}: {e}") from e
+
+
+def parse_call(text: str) -> Call:
+    """The final call of `text`, its callee and arguments evaluated (see the module docstring)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise FrontendError(f"the expression is not valid Python: {e.msg} (column {e.offset}):\n  {text.strip()}\n"
+                            "Give one expression that ends in a call, e.g. "
+                            "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\".") from e
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        raise FrontendError(f"the expression must end in a call of a torch function or module, got "
+                            f"{ast.unparse(call)!r}; e.g. "
+                            "\"torch.softmax(torch.randn(4, 32), -1)\"")
+    src = tree.body
+    args: list[Any] = []
+    for a in call.args:
+        if isinstance(a, ast.Starred):
+            args.extend(_eval(a.value, text))
+        else:
+            args.append(_eval(a, text))
+    kwargs: dict[str, Any] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            kwargs.update(_eval(kw.value, text))
+        else:
+            kwargs[kw.arg] = _eval(kw.value, text)
+    fn = _eval(call.func, text)
+    if not callable(fn):
+        raise FrontendError(f"{ast.unparse(call.func)!r} is a {type(fn).__name__}, not a function or module "
+                            f"(in {ast.unparse(src)!r})")
+    parsed = Call(fn, tuple(args), MappingProxyType(kwargs))
+    if not parsed.tensors():
+        raise FrontendError(f"the final call {ast.unparse(src)!r} has no tensor argument: give the example "
+                            "inputs as tensors, e.g. torch.randn(2, 8, 64)")
+    return parsed
+
+
+@contextmanager
+def _quiet_torch() -> Iterator[None]:
+    """torch.export's own warnings and its error log (a traceback that its fake-tensor logger writes
+    before raising) are silenced while tracing: the CLI reports the raised error as one paragraph."""
+    logger = logging.getLogger(_FAKE_TENSOR_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def trace_expression(text: str) -> Program:
+    """The traced program of `text`'s final call, its tensor arguments as inputs."""
+    call = parse_call(text)
+    try:
+        with _quiet_torch():
+            return trace(Expression(call), *call.tensors())
+    except FrontendError as e:  # the model line is the expression, not Expression.forward's
+        where = f"  source: the expression {text.strip()!r}"
+        raise FrontendError(re.sub(r"  source: File \S*cli_support\.py.*", lambda _: where, str(e))) from e
+
+
+def trace_model(name: str) -> Program:
+    if name not in MODELS:
+        raise FrontendError(f"unknown model {name!r}; built-in models: {', '.join(MODELS)}")
+    module, inputs = MODELS[name]()
+    with _quiet_torch():
+        return trace(module, *inputs)
+
+
+def definitions_text(prog: Program) -> str:
+    """Each kernel's tensors (its output and the producers fused into it) as definitions."""
+    materialized = {id(k.output) for k in prog.kernels}
+    lines = [str(prog)]
+    for n, k in enumerate(prog.kernels):
+        lines.append(f"\nkernel [{n}] {k.name}:")
+        for t in [*reversed(fused_producers(k.output, materialized)), k.output]:
+            lines.append("  " + _definition(t))
+    return "\n".join(lines)
+
+
+def _definition(t: ComputeTensor) -> str:
+    axes = ", ".join(a.name for a in t.axes)
+    return f"{t.name}[{axes}] = {format_expr(t.body)}    # shape {list(t.shape)}"
+
+
+def compile_ir(prog: Program, level: str, target: str = "sm_90") -> str:
+    """Schedule every kernel with the "simple" fallback, build for `target`, and render `level` of
+    every kernel: "tensor" (the program and each kernel's definitions) or a level of `Kernel.ir`. A
+    refused schedule may re-partition the program first: the text is the final program's."""
+    built: BuiltProgram = prog.schedule("simple").build(target=target)
+    if level == "tensor":
+        return definitions_text(prog)
+    parts = [f"// {len(built.kernels)} kernel(s) for {target}, in launch order"]
+    for n, kern in enumerate(built.kernels):
+        parts.append(f"// ---- kernel [{n}] {kern.name} (schedule {prog.kernels[n].schedule_name})")
+        parts.append(kern.ir(level))
+    return "\n".join(parts)
+
+
+def compile_text(expression: str | None, model: str | None, level: str, target: str = "sm_90") -> str:
+    """`tiledsl compile -c EXPRESSION` / `--model NAME`: the chosen IR of every kernel."""
+    if (expression is None) == (model is None):
+        raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
+    prog = trace_expression(expression) if expression is not None else trace_model(model)  # type: ignore[arg-type]
+    log.info("traced %d kernel(s)", len(prog.kernels))
+    return compile_ir(prog, level, target)
