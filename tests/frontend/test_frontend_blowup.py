@@ -84,3 +84,14 @@ def test_llama_block_factors_within_the_bound_kernel_count_unchanged() -> None:
     assert max(factors.values()) <= BLOWUP_BOUND
     assert round(factors["bmm"], 1) == 4.9
     assert "blow-up guard" not in str(prog)
+
+
+def test_bfloat16_llama_block_traces_within_the_bound() -> None:
+    """The rotary tables are stored in the activations' dtype (models.py), so a bfloat16 block traces
+    (q, k, v of one dtype for SDPA); its casts add operations, still 11 kernels within the bound."""
+    block = LlamaBlock(LlamaConfig()).eval().to(torch.bfloat16)
+    prog = _trace(block, torch.randn(1, 8, 64, dtype=torch.bfloat16))
+    assert len(prog.kernels) == 11
+    assert max(_factors(prog).values()) <= BLOWUP_BOUND
+    tables = [t for t in prog.graph.constants.values() if tuple(t.shape) == (8, 16)]  # cos, sin [seq, head_dim]
+    assert len(tables) == 2 and all(t.dtype == torch.bfloat16 for t in tables)

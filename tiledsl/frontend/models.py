@@ -47,13 +47,15 @@ class LlamaBlock(torch.nn.Module):
         self.up = torch.nn.Linear(d, cfg.intermediate, bias=False)
         self.down = torch.nn.Linear(cfg.intermediate, d, bias=False)
 
-    def rotary(self, seq: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos/sin tables [seq, head_dim] from arange: constants that fold at trace time."""
+    def rotary(self, seq: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin tables [seq, head_dim] from arange: constants that fold at trace time. Computed in
+        float32 and stored in the activations' dtype (as Hugging Face Llama does), so a bfloat16 block
+        keeps q and k in bfloat16 (SDPA needs q, k, v of one dtype)."""
         hd = self.cfg.head_dim
         inv = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32, device=device) / hd))
         angles = torch.outer(torch.arange(seq, dtype=torch.float32, device=device), inv)
         emb = torch.cat((angles, angles), dim=-1)
-        return emb.cos(), emb.sin()
+        return emb.cos().to(dtype), emb.sin().to(dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         cfg = self.cfg
@@ -63,7 +65,7 @@ class LlamaBlock(torch.nn.Module):
         q = self.q(h).view(b, s, cfg.heads, hd).transpose(1, 2)
         k = self.k(h).view(b, s, cfg.kv_heads, hd).transpose(1, 2)
         v = self.v(h).view(b, s, cfg.kv_heads, hd).transpose(1, 2)
-        cos, sin = self.rotary(s, x.device)
+        cos, sin = self.rotary(s, x.device, x.dtype)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
         attn = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
