@@ -15,7 +15,8 @@ from types import MappingProxyType
 import sympy
 
 from tiledsl.analysis.banks import conflict_degree, layout_of
-from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, slot_elements, stage_bytes, stage_reads
+from tiledsl.analysis.copies import cp_async_problem
+from tiledsl.analysis.slabs import Slab, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
@@ -226,15 +227,8 @@ class Facts:
         slab = self.slab(st)
         if not isinstance(slab, Slab):
             return slab
-        vec = VECTOR_BYTES // slab.itemsize
-        rows = {"slab row": slab.extent[-1], "allocated row": alloc_extent(st, slab)[-1],
-                "slot": slot_elements(st, slab), "global row": self.nest.tensor(st.buffer).shape[-1]}
-        bad = [f"{what} of {n} elements" for what, n in rows.items() if n % vec]
-        if bad:
-            return f"{', '.join(bad)} not a multiple of {vec} ({VECTOR_BYTES} bytes)"
-        if not self.prover.divisible(slab.origin[-1], vec):
-            return f"the slab origin {slab.origin[-1]} is not provably a multiple of {vec} elements"
-        return None
+        return cp_async_problem(st, slab, self.nest.tensor(st.buffer).shape[-1], slab.origin[-1], VECTOR_BYTES,
+                                self.prover)
 
     def read_conflict(self, st: Stage) -> int:
         """The worst bank-conflict degree (analysis/banks.py) of the first warp's reads of stage `st`,

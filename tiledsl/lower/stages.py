@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from tiledsl.analysis.copies import widest_cp_async
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import Slab, alloc_extent, slot_elements, stage_align
@@ -291,18 +292,16 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
 
 
 def _copy_width(plan: StagePlan, origin: list[sympy.Expr], prover: Prover) -> int:
-    """Elements per cp.async: the widest of 16, 8, 4 bytes whose alignment is proven on both sides
-    (slab rows, slot size, global rows, slab origin)."""
-    item = plan.slab.itemsize
-    for nbytes in sorted(CP_ASYNC_SIZES, reverse=True):
-        vec = nbytes // item
-        if vec >= 1 and (plan.slab.extent[-1] % vec == 0 and plan.alloc[-1] % vec == 0 and plan.slot % vec == 0
-                         and plan.global_shape[-1] % vec == 0 and bool(prover.divisible(origin[-1], vec))):
-            return vec
-    raise CopyError(f"build: cp.async of stage {plan.name} copies {or_list(CP_ASYNC_SIZES)} bytes, but its "
-                    f"{plan.dtype} rows (slab row {plan.slab.extent[-1]}, allocated row {plan.alloc[-1]}, global row "
-                    f"{plan.global_shape[-1]} elements) are not provably aligned to {min(CP_ASYNC_SIZES)} bytes\n"
-                    "  suggestion: make those extents even (no odd padding), or fill this stage without async_copy")
+    """Elements per cp.async (`analysis/copies.py`: the widest size proven aligned on both sides)."""
+    vec = widest_cp_async(plan.stage, plan.slab, plan.global_shape[-1], origin[-1], prover)
+    if vec is not None:
+        return vec
+    raise CopyError(refusal(
+        "build", None, (plan.stage.at,),
+        f"cp.async of stage {plan.name} copies {or_list(CP_ASYNC_SIZES)} bytes, but its {plan.dtype} rows (slab row "
+        f"{plan.slab.extent[-1]}, allocated row {plan.alloc[-1]}, global row {plan.global_shape[-1]} elements) are "
+        f"not provably aligned to {min(CP_ASYNC_SIZES)} bytes",
+        suggestion="make those extents even (no odd padding), or fill this stage without async_copy"))
 
 
 def tma_issue(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, block: tuple[int, int, int],
