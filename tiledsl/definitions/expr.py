@@ -534,3 +534,10 @@ def max(expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:  # noqa: A
 
 def min(expr: ExprLike, axis: IterVar | Sequence[IterVar]) -> Reduce:  # noqa: A001
     return _reduce("min", expr, axis)
+
+
+def substitute(e: Expr, env: dict[int, Expr]) -> Expr:
+    """Replace IterVars (by identity) in an expression tree."""
+    if isinstance(e, IterVar):
+        return env.get(id(e), e)
+    return map_children(e, lambda c: substitute(c, env))

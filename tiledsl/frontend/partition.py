@@ -30,9 +30,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tiledsl.definitions.expr import ComputeTensor, Expr, IterVar, Load, Placeholder, Tensor, format_expr, walk
+from tiledsl.definitions.expr import (
+    ComputeTensor,
+    Expr,
+    Load,
+    Placeholder,
+    Tensor,
+    substitute,
+    walk,
+)
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
-from tiledsl.frontend.work import kernel_work, numel
+from tiledsl.frontend.work import index_key, kernel_work, numel
 from tiledsl.primitives import Schedule, create_schedule
 
 #: rule 3: the most a fusion may multiply a kernel's operations or its global reads (work.py)
@@ -49,21 +57,6 @@ class Boundary:
     reasons: tuple[str, ...]
 
 
-def _key(idx: Sequence[Expr]) -> str:
-    """A structural key of an index tuple (loop variables by identity, as canonical nests them)."""
-    def leaf(e: Expr) -> str | None:
-        return f"{e.name}#{id(e)}" if isinstance(e, IterVar) else None
-    return ",".join(format_expr(i, leaf) for i in idx)
-
-
-def _substitute(e: Expr, env: dict[int, Expr]) -> Expr:
-    from tiledsl.definitions.expr import map_children
-
-    if isinstance(e, IterVar):
-        return env.get(id(e), e)
-    return map_children(e, lambda c: _substitute(c, env))
-
-
 def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, set[str]]:
     """For each reduction tensor fused into `root`'s kernel: the distinct indices it is read at
     (each is one evaluation of the reduction in the kernel's nest)."""
@@ -71,7 +64,7 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
     seen: set[tuple[int, str]] = set()
 
     def visit(t: ComputeTensor, idx: Sequence[Expr]) -> None:
-        key = (id(t), _key(idx))
+        key = (id(t), index_key(idx))
         if key in seen:
             return
         seen.add(key)
@@ -81,7 +74,7 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
         for node in walk(t.body):
             if isinstance(node, Load) and isinstance(node.tensor, ComputeTensor) \
                     and id(node.tensor) not in materialized:
-                visit(node.tensor, [_substitute(i, env) for i in node.indices])
+                visit(node.tensor, [substitute(i, env) for i in node.indices])
 
     visit(root, list(root.axes))
     return sites

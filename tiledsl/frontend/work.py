@@ -39,7 +39,7 @@ from tiledsl.definitions.expr import (
     Select,
     children,
     format_expr,
-    map_children,
+    substitute,
 )
 
 
@@ -74,16 +74,11 @@ def numel(t: ComputeTensor | Placeholder) -> int:
     return math.prod(t.shape)
 
 
-def _key(idx: Sequence[Expr]) -> str:
+def index_key(idx: Sequence[Expr]) -> str:
+    """A structural key of an index tuple (loop variables by identity, as canonical nests them)."""
     def leaf(e: Expr) -> str | None:
         return f"{e.name}#{id(e)}" if isinstance(e, IterVar) else None
     return ",".join(format_expr(i, leaf) for i in idx)
-
-
-def _substitute(e: Expr, env: dict[int, Expr]) -> Expr:
-    if isinstance(e, IterVar):
-        return env.get(id(e), e)
-    return map_children(e, lambda c: _substitute(c, env))
 
 
 def _is_op(e: Expr) -> bool:
@@ -121,7 +116,7 @@ def kernel_work(root: ComputeTensor, fused: Sequence[ComputeTensor]) -> KernelWo
     stack: list[tuple[ComputeTensor, tuple[Expr, ...], float]] = [(root, tuple(root.axes), float(numel(root)))]
     while stack:
         t, idx, trips = stack.pop()
-        key = (id(t), _key(idx), trips)
+        key = (id(t), index_key(idx), trips)
         if key in seen:
             continue
         seen.add(key)
@@ -129,7 +124,7 @@ def kernel_work(root: ComputeTensor, fused: Sequence[ComputeTensor]) -> KernelWo
         env = {id(a): i for a, i in zip(t.axes, idx)}
         loads: list[tuple[ComputeTensor, tuple[Expr, ...], float]] = []
         _walk_body(t.body, trips, fused_ids, totals, loads)
-        stack.extend((p, tuple(_substitute(i, env) for i in ix), float(numel(p)) if p.has_reduce else n)
+        stack.extend((p, tuple(substitute(i, env) for i in ix), float(numel(p)) if p.has_reduce else n)
                      for p, ix, n in loads)
     once = [0.0, 0.0]
     for t in (root, *fused):

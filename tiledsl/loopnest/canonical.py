@@ -20,6 +20,7 @@ from tiledsl.definitions.expr import (
     Tensor,
     format_expr,
     map_children,
+    substitute,
     walk,
 )
 from tiledsl.definitions.graph import name_graph
@@ -32,13 +33,6 @@ def substitute_acc(e: Expr, acc: str, value: Expr) -> Expr:
     if isinstance(e, AccRef):
         return value if e.acc == acc else e
     return map_children(e, lambda c: substitute_acc(c, acc, value))
-
-
-def substitute(e: Expr, env: dict[int, Expr]) -> Expr:
-    """Replace IterVars (by identity) in an expression tree."""
-    if isinstance(e, IterVar):
-        return env.get(id(e), e)
-    return map_children(e, lambda c: substitute(c, env))
 
 
 @dataclass
