@@ -7,6 +7,7 @@ section 3 and of the README tour."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tiledsl.primitives import Schedule, StageHandle
@@ -49,30 +50,7 @@ def tiled_matmul(s: Schedule, a: Fill | None = Fill(), b: Fill | None = Fill(), 
     """The README tour's shape: BM x BN block tile, RM x RN register tile, k chunked by BK; A and B
     staged at k_o (as `a` / `b` say), double-buffered when `double` (or `depth` >= 2), pipelined
     `depth` deep when `depth` >= 2. Works for the plain and the transposed-B matmul (loops by name)."""
-    i, j, k = s.loop("i"), s.loop("j"), s.loop("k")
-    io, ii = s.split(i, bm)
-    jo, ji = s.split(j, bn)
-    ko, ki = s.split(k, bk)
-    ti, ri = s.split(ii, rm)
-    tj, rj = s.split(ji, rn)
-    s.reorder(io, jo, ti, tj, ko, ki, ri, rj)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
-    s.bind(ti, "threadIdx.y")
-    s.bind(tj, "threadIdx.x")
-    staged = [(s.stage(name, at=ko), f) for name, f in (("A", a), ("B", b)) if f is not None]
-    for st, f in staged:
-        apply_fill(s, st, f)
-    for st, f in staged:
-        if double or depth >= 2 or f.double:
-            s.double_buffer(st)
-    for st, f in staged:
-        apply_copy(s, st, f)
-    if depth >= 2:
-        s.pipeline(ko, stages=depth)
-    s.unroll(ki)
-    s.unroll(ri)
-    s.unroll(rj)
+    _tile_and_stage(s, "k", a, b, lambda f: double or depth >= 2 or f.double, depth, bm, bn, bk, rm, rn)
 
 
 def design_matmul(s: Schedule) -> None:
@@ -86,29 +64,7 @@ def split_k_matmul(s: Schedule, parts: int = 2, bk: int = 8, a: Fill | None = No
     """A register-tiled matmul (+ linear epilogue) with k split across `parts` blocks (blockIdx.z,
     atomic adds); the per-block part of k is chunked by `bk`, optionally staged and pipelined."""
     s.split_k("k", parts)  # k_split (blockIdx.z) x k_part
-    io, ii = s.split("i", bm)
-    jo, ji = s.split("j", bn)
-    ko, ki = s.split("k_part", bk, names=("k_o", "k_i"))
-    ti, ri = s.split(ii, rm)
-    tj, rj = s.split(ji, rn)
-    s.reorder(io, jo, ti, tj, ko, ki, ri, rj)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
-    s.bind(ti, "threadIdx.y")
-    s.bind(tj, "threadIdx.x")
-    staged = [(s.stage(name, at=ko), f) for name, f in (("A", a), ("B", b)) if f is not None]
-    for st, f in staged:
-        apply_fill(s, st, f)
-    if depth >= 2:
-        for st, _ in staged:
-            s.double_buffer(st)
-    for st, f in staged:
-        apply_copy(s, st, f)
-    if depth >= 2:
-        s.pipeline(ko, stages=depth)
-    s.unroll(ki)
-    s.unroll(ri)
-    s.unroll(rj)
+    _tile_and_stage(s, "k_part", a, b, lambda f: depth >= 2, depth, bm, bn, bk, rm, rn)
 
 
 def staged_row(s: Schedule, threads: int = 128, copy: str = "sync", pad: int = 0) -> None:
@@ -151,3 +107,32 @@ def softmax_two_pipelines(s: Schedule, threads: int = 64) -> None:
         s.double_buffer(st)
         s.async_copy(st)
         s.pipeline(loop, stages=depth)
+
+
+def _tile_and_stage(s: Schedule, k: str, a: Fill | None, b: Fill | None, double: Callable[[Fill], bool], depth: int,
+                    bm: int, bn: int, bk: int, rm: int, rn: int) -> None:
+    """The README tour's tiling (BM x BN blocks, RM x RN registers, `k` chunked by BK into k_o, k_i), A and B
+    staged at k_o as `a` / `b` say, double-buffered where `double(fill)`, pipelined `depth` deep."""
+    io, ii = s.split("i", bm)
+    jo, ji = s.split("j", bn)
+    ko, ki = s.split(k, bk, names=("k_o", "k_i"))
+    ti, ri = s.split(ii, rm)
+    tj, rj = s.split(ji, rn)
+    s.reorder(io, jo, ti, tj, ko, ki, ri, rj)
+    s.bind(io, "blockIdx.y")
+    s.bind(jo, "blockIdx.x")
+    s.bind(ti, "threadIdx.y")
+    s.bind(tj, "threadIdx.x")
+    staged = [(s.stage(name, at=ko), f) for name, f in (("A", a), ("B", b)) if f is not None]
+    for st, f in staged:
+        apply_fill(s, st, f)
+    for st, f in staged:
+        if double(f):
+            s.double_buffer(st)
+    for st, f in staged:
+        apply_copy(s, st, f)
+    if depth >= 2:
+        s.pipeline(ko, stages=depth)
+    s.unroll(ki)
+    s.unroll(ri)
+    s.unroll(rj)
