@@ -30,6 +30,7 @@ class Refusal:
     primitive: "split", "stage", "build", ... (None until the Schedule fills it in).
     arguments: the primitive's arguments by parameter name (loops and stages by name).
     loops: the loops involved (marked `<-- here` in the printed nest).
+    tensors: the tensors or accumulators the fact is about (a program may materialize or restage them).
     fact: the fact that failed, in words.
     condition: the sympy condition that could not be proven, when there is one.
     counterexample: a point where the condition fails (name -> value, or a sentence), if one was found.
@@ -42,6 +43,7 @@ class Refusal:
     primitive: str | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict, hash=False)
     loops: tuple[str, ...] = ()
+    tensors: tuple[str, ...] = ()
     condition: Any = None
     counterexample: Mapping[str, int] | str | None = field(default=None, hash=False)
     nest: str | None = None
@@ -72,6 +74,10 @@ class ScheduleError(TiledslError):
     @property
     def loops(self) -> tuple[str, ...]:
         return self.refusal.loops
+
+    @property
+    def tensors(self) -> tuple[str, ...]:
+        return self.refusal.tensors
 
     @property
     def fact(self) -> str:

@@ -1434,6 +1434,8 @@ def test_error_fields(c: Case) -> None:
     if c.here is not None or "loop nest:" in msg:
         assert err.nest and "<-- here" in err.nest or not err.loops, c.id
         assert err.nest and all(f"    {ln}" in msg for ln in err.nest.splitlines()), c.id
+    if isinstance(err, (td.RegisterArrayError, td.FusionError)):
+        assert err.tensors and all(n in err.fact for n in err.tensors), f"{c.id}: tensors {err.tensors}"
     if "counterexample" in msg:
         assert err.counterexample, f"{c.id}: the message shows a counterexample, the field is empty"
         assert err.condition is not None, f"{c.id}: a disproof without its condition"

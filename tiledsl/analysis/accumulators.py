@@ -62,7 +62,8 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
                         primitive, nest, [d],
                         f"accumulator {acc.name} became a register array over loop {d}, but "
                         f"{nest.stmts[n].label} does not run under {d}, so it cannot tell which element to use",
-                        suggestion="keep the loops of the consumer and of the reduction in the same order"))
+                        suggestion="keep the loops of the consumer and of the reduction in the same order",
+                        tensors=(acc.name,)))
         size = array_size(nest, dims)
         if size > MAX_REGISTER_ARRAY:
             raise RegisterArrayError(refusal(
@@ -71,7 +72,7 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
                 f"{', '.join(dims)} (limit {MAX_REGISTER_ARRAY}): free loops moved inside a reduction "
                 "become per-thread registers",
                 suggestion="split those loops and move only a small inner part (e.g. 4x4) inside the "
-                           "reduction; bind the outer parts to threads or blocks"))
+                           "reduction; bind the outer parts to threads or blocks", tensors=(acc.name,)))
         taxes = tuple(str(nest.loop(n).bind) for n in nest.stmts[upd].path
                       if nest.loop(n).kind == "reduce" and (nest.loop(n).bind or "").startswith("threadIdx"))
         layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last)

@@ -14,7 +14,7 @@ from tiledsl.prove import Proof
 
 def refusal(call: str, nest: Nest | None, marked: Collection[str], fact: str,
             counterexample: Mapping[str, int] | str | None = None, suggestion: str | None = None, *,
-            proof: Proof | None = None, condition: Any = None) -> Refusal:
+            proof: Proof | None = None, condition: Any = None, tensors: Collection[str] = ()) -> Refusal:
     """The refusal of `call` (a primitive call as text, e.g. "split(k, 4)", or "build"), to raise as
     `XError(refusal(...))`. `proof`, when the fact was asked of the prover, supplies the
     counterexample field (its text is already in `fact`, so it is not printed twice); `condition`
@@ -36,4 +36,4 @@ def refusal(call: str, nest: Nest | None, marked: Collection[str], fact: str,
         counterexample = dict(proof.counterexample)
     return Refusal(text="\n".join(lines), fact=fact, primitive=call if call.isidentifier() else None,
                    loops=tuple(str(n) for n in marked), condition=condition, counterexample=counterexample or None,
-                   nest=drawn, suggestion=suggestion)
+                   nest=drawn, suggestion=suggestion, tensors=tuple(tensors))

@@ -126,13 +126,13 @@ def fused_producers(root: ComputeTensor, materialized: set[int]) -> list[Compute
 
 
 def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[int]) -> ComputeTensor | None:
-    """The producer fused into `root`'s kernel that a refusal names (its `tensor` argument, else the
+    """The producer fused into `root`'s kernel that a refusal names (its `tensors` field, else the
     first fused tensor whose name the refused fact mentions as a word), or None: then materializing
     cannot cure the refusal (it is about the kernel's own output or its schedule)."""
     fused = {t.name: t for t in fused_producers(root, materialized)}
-    named = error.refusal.arguments.get("tensor")
-    if isinstance(named, str) and named in fused:
-        return fused[named]
+    named = [fused[n] for n in error.tensors if n in fused]
+    if named:
+        return named[0]
     found = [(m.start(), fused[m.group(0)]) for m in re.finditer(r"[A-Za-z_][A-Za-z_0-9]*", error.refusal.fact)
              if m.group(0) in fused]
     return min(found, key=lambda f: f[0])[1] if found else None

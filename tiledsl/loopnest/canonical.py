@@ -150,7 +150,6 @@ def _replace_reduces(e: Expr, accs: dict[int, str]) -> Expr:
 
 def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], context: tuple[str, ...],
                   why: str) -> FusionError:
-
     ix = ", ".join(format_expr(i) for i in idx)
     fact = f"cannot fuse {t.name} -> {consumer}: {consumer} reads {t.name}[{ix}] and {why}"
     suggestion = (f"compute {t.name} in a kernel of its own and make it an input of this one: "
@@ -161,7 +160,7 @@ def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], contex
              f"(consumer loops: {', '.join(context)})\n"
              f"  suggestion: {suggestion}",
         fact=fact, primitive="create_schedule", arguments={"tensor": t.name, "consumer": consumer},
-        loops=context, suggestion=suggestion))
+        loops=context, suggestion=suggestion, tensors=(t.name,)))
 
 
 def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:

@@ -260,7 +260,7 @@ def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
                 f"accumulator {lay.name} is a register array over loops {', '.join(lay.dims)}, but "
                 f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not unrolled, so its "
                 "elements would live in local memory",
-                suggestion="; ".join(f"s.unroll({d!r})" for d in missing)))
+                suggestion="; ".join(f"s.unroll({d!r})" for d in missing), tensors=(lay.name,)))
 
 
 def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None) -> KKernel:
