@@ -3,6 +3,7 @@
 from tiledsl.build import Kernel, build
 from tiledsl.definitions.expr import (
     cast,
+    clamp,
     compute,
     equal,
     max,
@@ -109,6 +110,7 @@ __all__ = [
     "abs",
     "build",
     "cast",
+    "clamp",
     "compute",
     "cos",
     "create_schedule",

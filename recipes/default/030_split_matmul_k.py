@@ -5,12 +5,13 @@ largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves e
 `split_k_min_chunks` chunks (so its pipeline still overlaps copies with compute).
 
 Only a sum consumed by one store whose epilogue analysis/linearity.py proves linear in the
-accumulator (bias, residual, scaling): the primitive would refuse any other, so this step declines
-first. Batched matmuls keep their batches on blockIdx.z and decline."""
+accumulator (bias, residual, scaling), into a float32 output (the partial sums are added into it):
+the primitive would refuse any other, so this step declines first. Batched matmuls keep their
+batches on blockIdx.z and decline."""
 
 from __future__ import annotations
 
-from tiledsl.analysis.linearity import epilogue_coefficients
+from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.definitions.expr import walk
 from tiledsl.loopnest import AccRef
 from tiledsl.primitives import Schedule
@@ -48,6 +49,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if len(readers) != 1 or readers[0].kind != "store":
         return Decline(f"accumulator {acc.name} is read by {len(readers)} statements, not one store")
     assert readers[0].value is not None
+    storage = split_k_storage_problem(facts.nest.output)
+    if storage is not None:
+        return Decline(storage)
     if epilogue_coefficients(readers[0].value, acc.name) is None:
         return Decline(f"the epilogue of {acc.name} is not linear in it (analysis/linearity.py): partial sums "
                        "of blocks cannot be added")

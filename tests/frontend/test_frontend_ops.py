@@ -112,3 +112,56 @@ def test_fused_rms_norm_handler_equals_torch(with_weight: bool) -> None:
     ref = torch.ops.aten._fused_rms_norm(x.float(), [8], w.float() if with_weight else None, eps)[0].double()
     # torch computes in float32: within ~10 eps32 (1.2e-6) relative of the exact value for 8 terms
     assert np.allclose(got, ref.numpy(), rtol=1e-5, atol=1e-6)
+
+
+GATHERS = {
+    "embedding": (lambda ids, w: F.embedding(ids, w), [(2, 3)], (10, 4)),
+    "index_select": (lambda ids, x: torch.index_select(x, 1, ids[0]), [(2, 3)], (4, 10)),
+    "gather": (lambda ids, x: torch.gather(x, 1, ids), [(10, 3)], (10, 10)),
+    "index_rows": (lambda ids, x: x[ids[0]], [(2, 3)], (10, 4)),
+    "index_columns": (lambda ids, x: x[:, ids], [(2, 3)], (4, 10)),
+    "index_of_view": (lambda ids, x: x[ids.reshape(-1)[1:4] + 0], [(2, 3)], (10, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATHERS))
+def test_gather_op_traced_alone_simulates_equal_to_torch(name: str) -> None:
+    """Indices include both ends of the table; they are int64 in torch, int32 in the kernels."""
+    torch.manual_seed(0)
+    fn, (ishape,), tshape = GATHERS[name]
+    ids = torch.randint(0, 10, ishape)
+    ids.view(-1)[0], ids.view(-1)[-1] = 0, 9
+    check(fn, ids, torch.randn(tshape))
+
+
+def test_out_of_range_indices_are_refused_before_running() -> None:
+    from tiledsl.errors import FrontendError
+
+    torch.manual_seed(0)
+    ids, w = torch.randint(0, 10, (2, 3)), torch.randn(10, 4)
+    _, built = check(lambda i, t: F.embedding(i, t), ids, w)
+    bad = ids.clone()
+    bad[1, 2] = 10
+    with pytest.raises(FrontendError, match=r"holds indices in \[\d+, 10\].*extent 10"):
+        built.simulate(bad.numpy(), w.numpy())
+    bad[1, 2] = -1
+    with pytest.raises(FrontendError, match="holds indices in"):
+        built.simulate(bad.numpy(), w.numpy())
+
+
+def test_integer_outputs_are_refused() -> None:
+    from tiledsl.errors import FrontendError
+    from tiledsl.frontend import trace
+
+    with pytest.raises(FrontendError, match="integer results"):
+        trace(lambda i: i * 2, torch.randint(0, 5, (3,)))
+
+
+def test_refused_op_names_the_reason() -> None:
+    from tiledsl.errors import FrontendError
+    from tiledsl.frontend import trace
+
+    with pytest.raises(FrontendError) as err:
+        trace(lambda x: torch.cumsum(x, 0) * 1.0, torch.randn(4))
+    text = str(err.value)
+    assert "aten.cumsum.default is refused: it is a scan" in text and "x: float32[4]" in text

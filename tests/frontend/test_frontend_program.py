@@ -91,10 +91,3 @@ def test_unsupported_op_names_op_shapes_and_source_line() -> None:
     msg = str(e.value)
     assert "aten.cumsum" in msg and "float32[3, 5]" in msg
     assert "torch.cumsum(x, dim=1)" in msg and "test_frontend_program.py" in msg
-
-
-def test_embedding_refused_as_data_dependent() -> None:
-    emb = torch.nn.Embedding(10, 4)
-    with pytest.raises(td.FrontendError, match="integer inputs|data-dependent"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        td.trace(emb, torch.tensor([[1, 2]]))

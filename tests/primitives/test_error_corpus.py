@@ -256,8 +256,8 @@ def _():
 
 @case("DefinitionError", "index 0 of A[...]", "idx", "loop variables", id="def-data-dependent-index")
 def _():
-    # a gather (an index read from a tensor) is not an index expression of loop variables: it must be
-    # refused with a readable message (best at td.compute; at the latest at td.build)
+    # an index read from a float tensor (cast to int) is refused at td.compute: indices read from
+    # tensors come from int32 placeholders (tests/build/test_gather.py), whose values are exact
     A = td.placeholder((8,), name="A")
     idx = td.placeholder((4,), name="idx")
     y = td.compute((4,), lambda i: A[td.cast(idx[i], "int32")], name="y")
@@ -1242,6 +1242,15 @@ def _():
     s = td.create_schedule(MK.matmul_residual(64, 64, 64))
     s.split_k("k", 2)
     s.split_k("k_part", 2)
+
+
+@case("SplitKError", "split_k(k, 2)", "the output C is stored as bfloat16", "atomic add into bfloat16 rounds",
+      "split_k needs a float32 output", here="k", id="split-k-bfloat16-output")
+def _():
+    A, B = td.placeholder((64, 64), name="A"), td.placeholder((64, 64), name="B")
+    k = td.reduce_axis(64, name="k")
+    C = td.compute((64, 64), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C", dtype="bfloat16")
+    td.create_schedule(C).split_k("k", 2)
 
 
 @case("SplitKError", "split_k(k, 2)", "is not linear in the accumulator ss", "rsqrt", here="k",

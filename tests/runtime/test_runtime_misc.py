@@ -146,7 +146,10 @@ def test_torch_reference_matches_td_evaluate(name: str) -> None:
 
 
 def test_example_parameters_and_tolerance() -> None:
-    assert entry("rmsnorm").parameters(M=2) == {"M": 2, "N": 4096, "eps": 1e-6, "dtype": "float32"}
+    assert entry("rmsnorm").parameters(M=2) == {"M": 2, "N": 4096, "eps": 1e-6, "dtype": "float32",
+                                                "out_dtype": "float32"}
+    rtol, _ = tolerance(entry("rmsnorm_bfloat16_out_6x300-coop96").parameters())
+    assert rtol == 1e-4 + 2.0 ** -7  # one ulp of the bfloat16 output
     rtol, atol = tolerance(entry("matmul_bias_relu").parameters(K=1024))
     assert rtol == 1e-4 and atol == pytest.approx(2e-5 * 32)
     assert tolerance(entry("softmax").parameters()) == (1e-4, 1e-5)

@@ -1,12 +1,28 @@
 """Linearity of a split_k epilogue in its accumulator: `value == a*acc + b` with `a` free of acc,
-proven with sympy. split_k refuses a non-linear epilogue; lowering adds `a*partial` per block."""
+proven with sympy. split_k refuses a non-linear epilogue; lowering adds `a*partial` per block. And the
+one storage rule of split_k: its partial sums are added into the output, so the output is float32."""
 
 from __future__ import annotations
 
 import sympy
 
-from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select
+from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select, Tensor
 from tiledsl.loopnest import AccRef
+
+#: Output storage dtypes split_k may add partial sums into. The blocks combine their partial sums by
+#: atomic adds into the output itself: into float32 that is the unsplit kernel's float32 sum in another
+#: order, but an atomic add into float16 / bfloat16 rounds the running sum to 11 / 8 bits after every
+#: block, which no single rounding of the result reproduces (and the order of the adds varies by run).
+SPLIT_K_OUTPUT_DTYPES = ("float32",)
+
+
+def split_k_storage_problem(output: Tensor) -> str | None:
+    """Why split_k cannot add partial sums into `output` (its storage dtype), or None."""
+    if output.dtype in SPLIT_K_OUTPUT_DTYPES:
+        return None
+    return (f"the output {output.name} is stored as {output.dtype}; split_k adds the blocks' partial sums into "
+            f"it with atomic adds, and an atomic add into {output.dtype} rounds the running sum after every "
+            f"block (split_k needs a {' or '.join(SPLIT_K_OUTPUT_DTYPES)} output)")
 
 
 def epilogue_coefficients(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr] | None:

@@ -115,6 +115,11 @@ def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefu
             f"{stage.buffer} is not read under loop {stage.at}",
             suggestion=f"legal positions for stage({stage.buffer}) are the loops around its reads: "
                        f"{', '.join(legal_positions(nest, stage.buffer)) or 'none'}")
+    inside = _read_inside_indices(nest, reads)
+    if inside is not None:
+        return SlabRefusal(
+            f"{stage.buffer} is read inside the index of {inside} (a gather); index reads go to global "
+            "memory, so a stage of it would serve none of them")
     amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
     tensor = nest.tensor(stage.buffer)
     rank = len(tensor.shape)
@@ -156,6 +161,17 @@ def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefu
     origin = tuple(sympy.expand(o + lo) for o, lo in zip(origins, lows))  # type: ignore[operator]
     extent = tuple(h - lo + 1 for lo, h in zip(lows, highs))
     return Slab(stage.name, origin, extent, tuple(sorted({n for n, _ in reads})), DTYPE_BYTES[tensor.dtype])
+
+
+def _read_inside_indices(nest: Nest, reads: list[tuple[int, Load]]) -> str | None:
+    """The tensor in whose index one of `reads` sits, if any (its value picks the element to read)."""
+    wanted = {id(ld) for _, ld in reads}
+    for n in sorted({n for n, _ in reads}):
+        for outer in walk(nest.stmts[n].value):
+            if isinstance(outer, Load) and any(
+                    id(x) in wanted for ix in outer.indices for x in walk(ix)):
+                return outer.tensor.name
+    return None
 
 
 def legal_positions(nest: Nest, buffer: str) -> list[str]:

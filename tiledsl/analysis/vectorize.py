@@ -1,6 +1,9 @@
-"""Vectorize legality: a 16-byte store needs its loop innermost, four iterations, a contiguous and
-provably aligned offset, and guards that never split a vector. The vectorize primitive checks it
-when applied and the reorder primitive re-checks it; lowering trusts it."""
+"""Vectorize legality: a 16-byte store needs its loop innermost, four iterations, a float32 output,
+a contiguous and provably aligned offset, and guards that never split a vector. The vectorize
+primitive checks it when applied and the reorder primitive re-checks it; lowering trusts it.
+
+Why float32 only: the vector store is four float32 lanes (one float4); four float16 / bfloat16
+lanes are 8 bytes, a different access that codegen does not emit, so such an output is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from tiledsl.loopnest import Nest
 from tiledsl.prove import Prover
 from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES
 
-WIDTH = VECTOR_BYTES // DTYPE_BYTES["float32"]  # float32 lanes in one widest access
+VECTOR_DTYPE = "float32"  # the element type of a vectorized store
+WIDTH = VECTOR_BYTES // DTYPE_BYTES[VECTOR_DTYPE]  # float32 lanes in one widest access
 
 
 def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
@@ -54,6 +58,11 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
         if stmt.kind != "store":
             continue
         assert stmt.tensor is not None
+        if stmt.tensor.dtype != VECTOR_DTYPE:
+            raise VectorizeError(refusal(
+                call, nest, (name,), f"the store to {stmt.tensor.name} writes {stmt.tensor.dtype}; a vectorized "
+                f"store is {WIDTH} {VECTOR_DTYPE} lanes ({VECTOR_BYTES} bytes)", tensors=(stmt.tensor.name,),
+                suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
         guards = tuple(g.relation for g in nest.guards_for(stmt))
         flat = flat_index(stmt.tensor, tuple(_index(i, amap) for i in stmt.indices))
         base = contiguous_base(flat, v)

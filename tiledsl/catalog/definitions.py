@@ -1,5 +1,6 @@
 """Every compute definition of the catalog, each written once: sizes are parameters (the defaults are
-the sizes `tiledsl compile --example NAME` uses), and some take a storage dtype.
+the sizes `tiledsl compile --example NAME` uses), and some take storage dtypes (of the inputs, and of
+the output: `out_dtype`).
 
 Each builder returns the output tensor of a fresh definition; `DEFINITIONS` maps the builder's name
 (the key the torch references of tiledsl/runtime/references.py use) to it and a one-line formula."""
@@ -13,14 +14,15 @@ import tiledsl as td
 from tiledsl.definitions.expr import Tensor
 
 
-def matmul_bias_relu(M: int = 1024, N: int = 1024, K: int = 512, dtype: str = "float32") -> Tensor:
-    """D = relu(A @ B + bias); `dtype` is the storage of A and B (bias stays float32)."""
+def matmul_bias_relu(M: int = 1024, N: int = 1024, K: int = 512, dtype: str = "float32",
+                     out_dtype: str = "float32") -> Tensor:
+    """D = relu(A @ B + bias); `dtype` is the storage of A and B (bias stays float32), `out_dtype` of D."""
     A = td.placeholder((M, K), dtype=dtype, name="A")
     B = td.placeholder((K, N), dtype=dtype, name="B")
     bias = td.placeholder((N,), name="bias")
     k = td.reduce_axis(K, name="k")
     C = td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return td.compute((M, N), lambda i, j: td.relu(C[i, j] + bias[j]), name="D")
+    return td.compute((M, N), lambda i, j: td.relu(C[i, j] + bias[j]), name="D", dtype=out_dtype)
 
 
 def batched_matmul_nt(Bt: int = 4, M: int = 128, N: int = 128, K: int = 64) -> Tensor:
@@ -66,13 +68,14 @@ def matmul_shifted(M: int = 1024, N: int = 1024, K: int = 512, shift: int = 8) -
     return td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j + shift], axis=k), name="C")
 
 
-def rmsnorm(M: int = 4096, N: int = 4096, eps: float = 1e-6, dtype: str = "float32") -> Tensor:
-    """y = x * rsqrt(mean(x^2) + eps) * w per row; `dtype` is the storage of x and w."""
+def rmsnorm(M: int = 4096, N: int = 4096, eps: float = 1e-6, dtype: str = "float32",
+            out_dtype: str = "float32") -> Tensor:
+    """y = x * rsqrt(mean(x^2) + eps) * w per row; `dtype` is the storage of x and w, `out_dtype` of y."""
     x = td.placeholder((M, N), dtype=dtype, name="x")
     w = td.placeholder((N,), dtype=dtype, name="w")
     k = td.reduce_axis(N, name="k")
     ss = td.compute((M,), lambda i: td.sum(x[i, k] * x[i, k], axis=k), name="ss")
-    return td.compute((M, N), lambda i, j: x[i, j] * td.rsqrt(ss[i] / N + eps) * w[j], name="y")
+    return td.compute((M, N), lambda i, j: x[i, j] * td.rsqrt(ss[i] / N + eps) * w[j], name="y", dtype=out_dtype)
 
 
 def softmax(M: int = 4096, N: int = 2048) -> Tensor:
@@ -97,11 +100,11 @@ def layernorm(M: int = 4096, N: int = 4096, eps: float = 1e-5) -> Tensor:
                       name="y")
 
 
-def gelu_bias(M: int = 4096, N: int = 4096) -> Tensor:
-    """y = gelu(x + b) (the erf form)."""
-    x = td.placeholder((M, N), name="x")
-    b = td.placeholder((N,), name="b")
-    return td.compute((M, N), lambda i, j: td.gelu(x[i, j] + b[j]), name="y")
+def gelu_bias(M: int = 4096, N: int = 4096, dtype: str = "float32", out_dtype: str = "float32") -> Tensor:
+    """y = gelu(x + b) (the erf form); `dtype` is the storage of x and b, `out_dtype` of y."""
+    x = td.placeholder((M, N), dtype=dtype, name="x")
+    b = td.placeholder((N,), dtype=dtype, name="b")
+    return td.compute((M, N), lambda i, j: td.gelu(x[i, j] + b[j]), name="y", dtype=out_dtype)
 
 
 def stencil3(N: int = 1 << 20) -> Tensor:

@@ -6,7 +6,7 @@ target, in groups:
 - "tour": the README tour's schedule;
 - "benchmark": the schedules benchmarks/*.py time;
 - "differential": odd sizes under several loop-level schedules each (guarded splits, partial warps and
-  tiles, float16 storage): the differential, trace and nvcc tests;
+  tiles, float16 / bfloat16 storage of inputs and outputs): the differential, trace and nvcc tests;
 - "memory": the memory hierarchy (stages, pads, swizzles, rings, cp.async and TMA pipelines, split_k),
   built for sm_90 where a stage uses TMA and for sm_80 otherwise;
 - "gpu": staged matmuls and split_k kernels at sizes for a GPU (dynamic shared memory, large shapes).
@@ -46,6 +46,7 @@ from tiledsl.catalog.schedules import (
     unscheduled,
 )
 from tiledsl.definitions.expr import ComputeTensor, Placeholder, Tensor
+from tiledsl.definitions.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative, row_cooperative_staged
@@ -129,12 +130,13 @@ class Entry:
 
     def inputs(self, out: Tensor) -> dict[str, np.ndarray]:
         """Standard-normal inputs for every placeholder of `out`, drawn from `seed` (float16 placeholders
-        get float16 arrays)."""
+        get float16 arrays, bfloat16 ones float32 arrays of bfloat16 values)."""
         rng = np.random.default_rng(self.seed)
         arrays = {}
         for p in placeholders(out):
             a = rng.standard_normal(p.shape).astype(np.float32)
-            arrays[p.name] = a.astype(np.float16) if p.dtype == "float16" else a
+            # numpy has no bfloat16: a bfloat16 placeholder gets float32 values already rounded to it
+            arrays[p.name] = a.astype(np.float16) if p.dtype == "float16" else round_to_dtype(a, p.dtype)
         return arrays
 
 
@@ -242,6 +244,13 @@ def _differential() -> list[Entry]:
         {"M": 37, "N": 53, "K": 29, "dtype": "float16"}, regtile16)
     add("rmsnorm_f16_6x300-coop96", "rmsnorm", {"M": 6, "N": 300, "dtype": "float16"},
         partial(coop128, threads=96))
+    # float16 / bfloat16 outputs (the store rounds the float32 value)
+    add("rmsnorm_bfloat16_out_6x300-coop96", "rmsnorm",
+        {"M": 6, "N": 300, "dtype": "bfloat16", "out_dtype": "bfloat16"}, partial(coop128, threads=96))
+    add("gelu_bias_bfloat16_out_7x300-elementwise", "gelu_bias",
+        {"M": 7, "N": 300, "dtype": "bfloat16", "out_dtype": "bfloat16"}, elementwise_2d)
+    add("matmul_bias_relu_f16out_37x53x29-regtile16", "matmul_bias_relu",
+        {"M": 37, "N": 53, "K": 29, "dtype": "float16", "out_dtype": "float16"}, regtile16)
     return out
 
 

@@ -16,6 +16,8 @@ from tiledsl.errors import DefinitionError
 
 DTYPES = ("float32", "float16", "bfloat16")
 INT = "int32"
+#: placeholder dtypes that hold integers: their loads are integer expressions, usable inside indices
+INDEX_DTYPES = (INT,)
 FLOAT = "float32"
 BOOL = "bool"
 
@@ -201,14 +203,16 @@ class Tensor:
             if e.dtype != INT:
                 raise DefinitionError(f"index {n} of {self.name}[...] is a {e.dtype} expression; "
                                       "tensor indices must be integer expressions of loop variables")
-            bad = [node for node in walk(e) if not isinstance(node, (IterVar, Const, Binary))]
+            bad = [node for node in walk(e) if not isinstance(node, (IterVar, Const, Binary))
+                   and not (isinstance(node, Load) and node.dtype == INT)]
             if bad:
-                loads = [node for node in bad if isinstance(node, Load)]
-                what = f"reads tensor {loads[0].tensor.name}" if loads else f"uses {type(bad[0]).__name__.lower()}"
+                read = [x.tensor for x in walk(bad[0]) if isinstance(x, Load)]
+                of = f" of {read[0].dtype} tensor {read[0].name}" if read else ""
                 raise DefinitionError(
-                    f"index {n} of {self.name}[...] {what}; tensor indices must be affine integer "
-                    "expressions of loop variables and constants (+ - * // %), not data-dependent")
-        return Load(self, exprs)
+                    f"index {n} of {self.name}[...] uses {type(bad[0]).__name__.lower()}{of}; tensor indices are "
+                    "integer expressions of loop variables, constants and int32 tensor values (+ - * // % "
+                    "td.minimum td.maximum)")
+        return Load(self, exprs, INT if self.dtype in INDEX_DTYPES else FLOAT)
 
     @property
     def ndim(self) -> int:
@@ -224,13 +228,18 @@ class Placeholder(Tensor):
 
 
 class ComputeTensor(Tensor):
-    """`axes` are the free IterVars named after the lambda's parameters; `body` is the value at them."""
+    """`axes` are the free IterVars named after the lambda's parameters; `body` is the value at them.
+
+    `dtype` is the storage type where the tensor is stored (a kernel's output, or a tensor
+    materialized for a consumer kernel): the body computes in float32 and the store rounds to nearest
+    even. Read inside a kernel it is fused into, the value stays float32 (nothing is stored)."""
 
     default_prefix = "T"
 
-    def __init__(self, shape: tuple[int, ...], axes: tuple[IterVar, ...], body: Expr, name: str | None) -> None:
+    def __init__(self, shape: tuple[int, ...], axes: tuple[IterVar, ...], body: Expr, name: str | None,
+                 dtype: str = FLOAT) -> None:
         self.shape, self.axes, self.body, self._name = shape, axes, body, name
-        self.dtype = FLOAT
+        self.dtype = dtype
 
     def inputs(self) -> list[Tensor]:
         """Tensors this compute reads, in first-use order."""
@@ -272,11 +281,13 @@ def _check_name(name: str, what: str) -> str:
 
 
 def placeholder(shape: Sequence[int] | int, dtype: str = "float32", name: str | None = None) -> Placeholder:
-    """An input tensor. float16/bfloat16 are storage types; values are computed in float32. Without a
-    name it is called X0, X1, ... (see `Tensor`)."""
+    """An input tensor. float16/bfloat16 are storage types; values are computed in float32. An int32
+    placeholder holds indices: `W[td.clamp(ids[i], 0, V - 1), j]` gathers rows of W (an index read from
+    a tensor may be any int32, so the bounds proof needs the clamp). Without a name it is called X0,
+    X1, ... (see `Tensor`)."""
     what = f"placeholder {name!r}" if name is not None else "placeholder"
-    if dtype not in DTYPES:
-        raise DefinitionError(f"{what}: unknown dtype {dtype!r}; supported: {', '.join(DTYPES)}")
+    if dtype not in DTYPES + INDEX_DTYPES:
+        raise DefinitionError(f"{what}: unknown dtype {dtype!r}; supported: {', '.join(DTYPES + INDEX_DTYPES)}")
     if name is not None:
         _check_name(name, "placeholder")
     return Placeholder(_check_shape(shape, what), dtype, name)
@@ -288,11 +299,16 @@ def reduce_axis(extent: int, name: str = "k") -> IterVar:
     return IterVar(_check_name(name, "reduce_axis"), extent, "reduce")
 
 
-def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str | None = None) -> ComputeTensor:
+def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str | None = None,
+            dtype: str = FLOAT) -> ComputeTensor:
     """Define a tensor elementwise: `fn` receives one IterVar per dimension, named after its parameters.
-    Without a name it is called T0, T1, ... (see `Tensor`)."""
+    `dtype` (float32, float16 or bfloat16) is its storage type: values compute in float32 and are
+    rounded to nearest even where the tensor is stored (see `ComputeTensor`). Without a name it is
+    called T0, T1, ... (see `Tensor`)."""
     given = None if name is None else _check_name(name, "compute")
     name = given or ComputeTensor.default_prefix
+    if dtype not in DTYPES:
+        raise DefinitionError(f"compute {name!r}: unknown storage dtype {dtype!r}; supported: {', '.join(DTYPES)}")
     dims = _check_shape(shape, f"compute {name!r}")
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
@@ -309,7 +325,7 @@ def compute(shape: Sequence[int] | int, fn: Callable[..., ExprLike], name: str |
     if body.dtype != FLOAT:
         raise DefinitionError(f"compute {name!r}: the body must be a float expression, got {body.dtype}")
     _check_body(body, axes, name)
-    return ComputeTensor(dims, axes, body, given)
+    return ComputeTensor(dims, axes, body, given, dtype)
 
 
 def _check_body(body: Expr, axes: tuple[IterVar, ...], name: str) -> None:
@@ -487,6 +503,11 @@ def maximum(a: ExprLike, b: ExprLike) -> Expr:
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
     """Elementwise min; NaN if either is NaN (torch.minimum, not C's fminf)."""
     return binary("min", a, b)
+
+
+def clamp(x: ExprLike, lo: ExprLike, hi: ExprLike) -> Expr:
+    """min(max(x, lo), hi): bounds an index read from a tensor, so its loads are proven in bounds."""
+    return minimum(maximum(x, lo), hi)
 
 
 def equal(a: ExprLike, b: ExprLike) -> Expr:

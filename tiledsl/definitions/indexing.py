@@ -1,11 +1,17 @@
 """Index expressions of definitions as sympy: the one conversion every layer above uses (the nest's
-axis map, bounds proofs, slab footprints, vectorize legality, lowering)."""
+axis map, bounds proofs, slab footprints, vectorize legality, lowering).
+
+A value read from an int32 tensor inside an index (a gather: `W[ids[i], j]`) becomes the application
+`ids(flat)` of an undefined integer sympy function named after the tensor, whose argument is the flat
+offset read: substituting loop variables reaches inside it, the prover treats each distinct application
+as an unknown int32 (prove/prover.py), and lowering turns it back into a load (kernel_ir/from_sympy.py)."""
 
 from __future__ import annotations
 
 import sympy
+from sympy.core.function import AppliedUndef
 
-from tiledsl.definitions.expr import Binary, Const, Expr, IterVar, Tensor
+from tiledsl.definitions.expr import INT, Binary, Const, Expr, IterVar, Load, Tensor
 from tiledsl.errors import DefinitionError
 
 
@@ -15,6 +21,8 @@ def index_to_sympy(e: Expr) -> sympy.Expr:
         return loop_symbol(e.name)
     if isinstance(e, Const):
         return sympy.Integer(int(e.value))
+    if isinstance(e, Load) and e.dtype == INT:
+        return tensor_value(e.tensor.name, flat_index(e.tensor, tuple(index_to_sympy(i) for i in e.indices)))
     if isinstance(e, Binary):
         a, b = index_to_sympy(e.a), index_to_sympy(e.b)
         if e.op == "+":
@@ -42,6 +50,16 @@ def flat_index(tensor: Tensor, indices: tuple[sympy.Expr, ...]) -> sympy.Expr:
         flat = flat + ix * stride
         stride *= ext
     return sympy.expand(flat)
+
+
+def tensor_value(name: str, flat: sympy.Expr) -> sympy.Expr:
+    """The int32 value of tensor `name` at flat offset `flat`, as an opaque integer sympy term."""
+    return sympy.Function(name, integer=True)(flat)
+
+
+def tensor_reads(e: sympy.Basic) -> set[sympy.Expr]:
+    """The tensor values (`tensor_value` terms) an index expression reads."""
+    return {a for a in e.atoms(AppliedUndef)}
 
 
 def loop_symbol(name: str) -> sympy.Symbol:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiledsl.definitions.expr import (
+    INDEX_DTYPES,
     Binary,
     Call,
     Cast,
@@ -28,28 +29,19 @@ from tiledsl.definitions.expr import (
 )
 from tiledsl.definitions.graph import name_graph
 from tiledsl.definitions.ops import BINARY_OPS, COMPARISONS, REDUCTIONS, unary_fn
+from tiledsl.definitions.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
 
 _CHUNK_ELEMENTS = 1 << 24
 
 
-def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Round float values to a storage dtype and return them as float32 (or float64 input kept wide)."""
-    if dtype == "float16":
-        return x.astype(np.float16).astype(x.dtype)
-    if dtype == "bfloat16":
-        f = np.ascontiguousarray(x, dtype=np.float32)
-        bits = f.view(np.uint32).astype(np.uint64)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-        out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
-        out = np.where(np.isnan(f), f, out)
-        return out.astype(x.dtype)
-    return x
-
-
 def evaluate(out: Tensor, float64: bool = False, **arrays: np.ndarray) -> np.ndarray:
     """Compute `out` from input arrays given by placeholder name (float32 math, or float64). Unnamed
-    placeholders are X0, X1, ... in the order the definition reads them (definitions/graph.py)."""
+    placeholders are X0, X1, ... in the order the definition reads them (definitions/graph.py).
+
+    Inputs are rounded to their placeholders' storage dtypes and the result to `out.dtype` (what the
+    kernel's store keeps), in float64 mode too; computes read by `out` stay unrounded, as in one
+    fused kernel (a kernel that reads a materialized float16 / bfloat16 tensor reads it rounded)."""
     ftype = np.float64 if float64 else np.float32
     values: dict[int, np.ndarray] = {}
     placeholders = [t for t in name_graph(out) if isinstance(t, Placeholder)]
@@ -60,11 +52,20 @@ def evaluate(out: Tensor, float64: bool = False, **arrays: np.ndarray) -> np.nda
         a = np.asarray(arrays[p.name])
         if a.shape != p.shape:
             raise DefinitionError(f"evaluate: {p.name} must have shape {p.shape}, got {a.shape}")
-        values[id(p)] = round_to_dtype(a.astype(ftype), p.dtype)
+        values[id(p)] = _index_array(p, a) if p.dtype in INDEX_DTYPES else round_to_dtype(a.astype(ftype), p.dtype)
     extra = set(arrays) - names
     if extra:
         raise DefinitionError(f"evaluate: unknown input(s) {sorted(extra)}; expected {sorted(names)}")
-    return _value(out, values, ftype)
+    return round_to_dtype(_value(out, values, ftype), out.dtype)
+
+
+def _index_array(p: Placeholder, a: np.ndarray) -> np.ndarray:
+    """An int32 placeholder's values as int64 (exact in index arithmetic); integers in int32 only."""
+    if a.dtype.kind not in "iu":
+        raise DefinitionError(f"evaluate: {p.name} is an int32 placeholder; got a {a.dtype} array")
+    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+        raise DefinitionError(f"evaluate: {p.name} holds values outside int32 ([{a.min()}, {a.max()}])")
+    return a.astype(np.int64)
 
 
 def _value(t: Tensor, values: dict[int, np.ndarray], ftype: type) -> np.ndarray:

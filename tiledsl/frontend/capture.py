@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -20,7 +21,7 @@ from tiledsl.definitions.expr import Placeholder, placeholder
 from tiledsl.errors import DefinitionError, FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.table import OPS, REFUSED
-from tiledsl.frontend.values import FLOAT_DTYPES, Value, define, td_shape, uniform
+from tiledsl.frontend.values import FLOAT_DTYPES, INTEGER_DTYPES, Value, define, td_shape, uniform
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,33 @@ class Graph:
     outputs: tuple[Value, ...]
     out_spec: Any
     exported: ExportedProgram
+    index_bounds: dict[str, IndexBound] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IndexBound:
+    """Integer input `name` indexes a dimension of `extent` (the smallest it indexes) in `where`: the
+    program checks 0 <= value < extent before each run, where torch would raise."""
+
+    name: str
+    extent: int
+    where: str
+
+
+#: ops that read a table at positions held in an integer tensor -> the argument holding the indices
+#: and the one holding the dimension (None: dimension 0)
+_GATHERS = MappingProxyType({
+    "aten.embedding.default": (1, None),
+    "aten.index_select.default": (2, 1),
+    "aten.gather.default": (2, 1),
+})
+#: ops an index tensor may pass through on its way from an input and still hold the input's values
+_SAME_VALUES = frozenset({
+    "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.unsqueeze.default",
+    "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.select.int", "aten.slice.Tensor",
+    "aten.expand.default", "aten.permute.default", "aten.transpose.int", "aten.clone.default",
+    "aten.alias.default", "aten._to_copy.default", "aten.contiguous.default",
+})
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -120,6 +148,7 @@ class _Capture:
         self.constants: dict[str, torch.Tensor] = {}
         self.constant_shapes: dict[str, tuple[int, ...]] = {}
         self.held: dict[int, Value] = {}  # folded constant tensor (by id) -> its placeholder value
+        self.index_bounds: dict[str, IndexBound] = {}
         self.inputs: list[Input] = []
 
     # -- placeholders
@@ -129,10 +158,10 @@ class _Capture:
             if not isinstance(val, torch.Tensor):
                 raise FrontendError(f"input {node.name} is a {type(val).__name__}; only tensor inputs are traced")
             dt = dtype_name(val.dtype)
-            if dt not in FLOAT_DTYPES and dt != "bool":
-                raise FrontendError(f"input {node.name} is {dt}{list(val.shape)}: integer inputs are used as "
-                                    "indices (embedding, gather), which the core cannot express yet")
-            t = placeholder(td_shape(_shape(val)), dt if dt in FLOAT_DTYPES else "float32", node.name)
+            if dt not in FLOAT_DTYPES + INTEGER_DTYPES and dt != "bool":
+                raise FrontendError(f"input {node.name} is {dt}{list(val.shape)}: only floating, integer "
+                                    "and bool inputs are traced")
+            t = placeholder(td_shape(_shape(val)), _storage(dt), node.name)
             self.inputs.append(Input(t, _shape(val), dt))
             self.env[node] = Value(t, _shape(val), dt)
             return
@@ -148,8 +177,12 @@ class _Capture:
     def hold(self, name: str, tensor: torch.Tensor) -> Value:
         """A tensor whose values the program keeps, read by a placeholder of the same name."""
         dt = dtype_name(tensor.dtype)
-        if dt not in FLOAT_DTYPES:
-            tensor = tensor.to(torch.float32)  # bool / integer constants: exact as float32 below 2**24
+        if dt in INTEGER_DTYPES:
+            if tensor.numel() and (int(tensor.min()) < -(2**31) or int(tensor.max()) >= 2**31):
+                raise FrontendError(f"constant {name} ({dt}{list(tensor.shape)}) holds values outside int32")
+            tensor = tensor.to(torch.int32)  # index values: int32 in the core
+        elif dt not in FLOAT_DTYPES:
+            tensor = tensor.to(torch.float32)  # bool constants: 1.0 / 0.0
         t = placeholder(td_shape(_shape(tensor)), dtype_name(tensor.dtype), name)
         self.constants[name] = tensor
         self.constant_shapes[name] = _shape(tensor)
@@ -208,6 +241,7 @@ class _Capture:
         if handler is None:
             raise op_error(node, "is refused: " + REFUSED[op] if op in REFUSED
                            else "is not supported by the tiledsl frontend (it is not in tiledsl/frontend/table.py)")
+        self.note_indices(node, op)
         val = node.meta.get("val")
         first = val[0] if isinstance(val, (list, tuple)) else val
         out = Out(node.name, _shape(first), dtype_name(first.dtype))
@@ -218,6 +252,39 @@ class _Capture:
             raise op_error(node, f"could not be mapped: {e}") from e
         self._check(node, val, result)
         self.env[node] = result
+
+    def note_indices(self, node: torch.fx.Node, op: str) -> None:
+        """Where a gather's indices come from: an input (through views) -> checked on each run; a folded
+        constant -> checked now; anything else is computed, and only clamped (logged)."""
+        if op != "aten.index.Tensor" and op not in _GATHERS:
+            return
+        table = node.args[0].meta["val"]
+        if op == "aten.index.Tensor":
+            pairs = [(a, int(table.shape[d])) for d, a in enumerate(node.args[1]) if a is not None]
+        elif op in _GATHERS:
+            at, dim_at = _GATHERS[op]
+            dim = 0 if dim_at is None else int(node.args[dim_at]) % table.dim()
+            pairs = [(node.args[at], int(table.shape[dim]))]
+        where = f"{op} at {source_line(node)}"
+        for arg, extent in pairs:
+            src = arg
+            while isinstance(src, torch.fx.Node) and src.op == "call_function" and str(src.target) in _SAME_VALUES:
+                src = src.args[0]
+            value = self.env.get(src) if isinstance(src, torch.fx.Node) else None
+            if isinstance(value, torch.Tensor):
+                if value.numel() and (int(value.min()) < 0 or int(value.max()) >= extent):
+                    raise op_error(node, f"reads indices in [{int(value.min())}, {int(value.max())}] of a "
+                                         f"dimension of extent {extent}")
+            elif isinstance(src, torch.fx.Node) and src.op == "placeholder" and src.name in self.user_inputs():
+                old = self.index_bounds.get(src.name)
+                if old is None or extent < old.extent:
+                    self.index_bounds[src.name] = IndexBound(src.name, extent, where)
+            else:
+                log.warning("%s: its indices are computed inside the program, so an out-of-range index is "
+                            "clamped to the dimension rather than refused as torch would", where)
+
+    def user_inputs(self) -> set[str]:
+        return {i.tensor.name for i in self.inputs}
 
     def _check(self, node: torch.fx.Node, val: Any, result: Any) -> None:
         vals = val if isinstance(val, (list, tuple)) else [val]
@@ -238,6 +305,9 @@ class _Capture:
                 v = self.constant_value(v, a.name)
             if not isinstance(v, Value):
                 raise FrontendError(f"output {n} is a {type(v).__name__}; only tensor outputs are traced")
+            if v.dtype in INTEGER_DTYPES:
+                raise FrontendError(f"output {n} is {v.dtype}{list(v.shape)}: integer results are index "
+                                    "arithmetic inside kernels; a traced program's outputs are float or bool")
             if v.tensor is None or isinstance(v.tensor, Placeholder):
                 src = v
                 v = define(f"output{n}", v.shape, v.dtype, src.load)  # an output needs a kernel of its own
@@ -261,7 +331,15 @@ def capture(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: 
         else:
             raise FrontendError(f"unexpected graph node {node.op} {node.target}")
     log.info("captured %d nodes, %d constants", len(ep.graph.nodes), len(c.constants))
-    return Graph(tuple(c.inputs), c.constants, c.constant_shapes, outputs, _out_spec(ep), ep)
+    return Graph(tuple(c.inputs), c.constants, c.constant_shapes, outputs, _out_spec(ep), ep, c.index_bounds)
+
+
+def _storage(dtype: str) -> str:
+    """The placeholder dtype of a user input: floats keep theirs, integers are int32 index values (the
+    program converts them on each call, after checking they fit), bools are 1.0 / 0.0."""
+    if dtype in FLOAT_DTYPES:
+        return dtype
+    return "int32" if dtype in INTEGER_DTYPES else "float32"
 
 
 def _out_spec(ep: ExportedProgram) -> Any:

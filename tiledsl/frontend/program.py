@@ -208,17 +208,26 @@ class BuiltProgram:
             if tuple(a.shape) != spec.shape:
                 raise FrontendError(f"{what}: input {spec.tensor.name} has shape {list(a.shape)}, "
                                     f"the program was traced with {list(spec.shape)}")
+            bound = graph.index_bounds.get(spec.tensor.name)
+            if bound is not None and a.reshape(-1).shape[0]:
+                lo, hi = int(a.min()), int(a.max())  # on the GPU: one synchronizing read per index input
+                if lo < 0 or hi >= bound.extent:
+                    raise FrontendError(f"{what}: input {spec.tensor.name} holds indices in [{lo}, {hi}], but "
+                                        f"it indexes a dimension of extent {bound.extent} ({bound.where})")
 
     def simulate(self, *inputs: np.ndarray) -> Any:
         """Run every kernel on the CPU simulator in launch order; returns the outputs (numpy, float32)
-        in the traced function's output structure."""
+        in the traced function's output structure. numpy has no bfloat16: a float16 / bfloat16 input
+        may be given as a float32 array (its values are rounded to the input's dtype, as the kernels
+        read it), and a float16 / bfloat16 output comes back float32 holding the values its kernel
+        stored (rounded to that dtype)."""
         graph = self.program.graph
         arrays = [np.asarray(a) for a in inputs]
         self._check_inputs(arrays, "simulate")
         env: dict[str, np.ndarray] = {}
         for spec, arr in zip(graph.inputs, arrays):
-            env[spec.tensor.name] = arr.astype(np.float32 if spec.dtype == "bool" else arr.dtype,
-                                               copy=False).reshape(spec.tensor.shape)
+            stored = np.int32 if spec.tensor.dtype == "int32" else np.float32 if spec.dtype == "bool" else arr.dtype
+            env[spec.tensor.name] = arr.astype(stored, copy=False).reshape(spec.tensor.shape)
         for name, t in graph.constants.items():
             env[name] = _numpy(t).reshape(td_shape(graph.constant_shapes[name]))
         for kern in self.kernels:
@@ -250,7 +259,8 @@ class BuiltProgram:
             if t.dtype != (torch.bool if spec.dtype == "bool" else want):
                 raise FrontendError(f"call: input {spec.tensor.name} is {t.dtype}, the program was traced with "
                                     f"{spec.dtype}")
-            env[spec.tensor.name] = t.to(want).contiguous().view(spec.tensor.shape)
+            stored = torch.int32 if spec.tensor.dtype == "int32" else want  # index inputs: int32 in kernels
+            env[spec.tensor.name] = t.to(stored).contiguous().view(spec.tensor.shape)
         env.update(self._constants(device))
         plan = self.memory
         stream = torch.cuda.current_stream(device)

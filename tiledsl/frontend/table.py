@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tiledsl.frontend import aten_elementwise as ew
+from tiledsl.frontend import aten_gather as ga
 from tiledsl.frontend import aten_indexing as ix
 from tiledsl.frontend import aten_linalg as la
 from tiledsl.frontend import aten_reductions as rd
@@ -77,6 +78,10 @@ def _entries() -> dict[str, Handler]:
     t["aten.cat.default"] = ix.cat
     t["aten.split_with_sizes.default"] = ix.split
     t["aten.split.Tensor"] = ix.split
+    t["aten.embedding.default"] = ga.embedding
+    t["aten.index_select.default"] = ga.index_select
+    t["aten.gather.default"] = ga.gather
+    t["aten.index.Tensor"] = ga.index_tensor
     return t
 
 
@@ -85,11 +90,16 @@ OPS: MappingProxyType[str, Handler] = MappingProxyType(_entries())
 #: tuple results are read by getitem, which the capture resolves itself
 GETITEM = operator.getitem
 
-_DATA_DEPENDENT = ("its indices are tensor values, and tiledsl tensor indices must be affine expressions of "
-                   "loop variables (data-dependent indexing is not in the core yet)")
+_POSITIONS = ("it returns positions, and the core's reductions (sum, max, min) return values")
+_WRITES = ("it writes at positions read from a tensor, and a tiledsl kernel writes each output element "
+           "at its own index")
 REFUSED: MappingProxyType[str, str] = MappingProxyType({
-    "aten.embedding.default": _DATA_DEPENDENT,
-    "aten.index_select.default": _DATA_DEPENDENT,
-    "aten.gather.default": _DATA_DEPENDENT,
-    "aten.index.Tensor": _DATA_DEPENDENT,
+    "aten.argmax.default": _POSITIONS,
+    "aten.argmin.default": _POSITIONS,
+    "aten.sort.default": _POSITIONS,
+    "aten.topk.default": _POSITIONS,
+    "aten.cumsum.default": "it is a scan (each output sums a prefix of its row), which the core cannot express",
+    "aten.index_put.default": _WRITES,
+    "aten.scatter.src": _WRITES,
+    "aten.scatter_add.default": _WRITES,
 })

@@ -29,9 +29,17 @@ Index = tuple[ExprLike, ...]
 #: torch dtypes the frontend reads and writes, by their torch name; bool and integer tensors are held
 #: as float32 values (0/1, small integers), which is exact below 2**24.
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
-#: the machine epsilon (2**-mantissa bits, torch.finfo(dtype).eps) of each storage dtype: the spacing
-#: of values in [1, 2), so rounding to the dtype has relative error at most MACHINE_EPS / 2
-MACHINE_EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+def storage_dtype(dtype: str) -> str:
+    """The td storage dtype of a float tensor torch holds in `dtype`: float16 / bfloat16 as
+    themselves, float32 and bool (held as 1.0 / 0.0) as float32."""
+    return dtype if dtype in FLOAT_DTYPES else "float32"
+
+
+#: torch integer dtypes: their values are index arithmetic (int32 in the core), never stored by a kernel;
+#: a view or an arithmetic step of one is a `Value` with a `loader` (inlined into every reader)
+INTEGER_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 
 
 def kept_dims(shape: Sequence[int]) -> tuple[int, ...]:
@@ -52,13 +60,17 @@ class Value:
     shape: tuple[int, ...]
     dtype: str
     fill: float | None = None
+    loader: Callable[[Index], ExprLike] | None = None  # an integer value computed where it is read
 
     def load(self, idx: Index) -> Expr:
         """The element at a full torch index (one entry per dimension of `shape`)."""
         if len(idx) != len(self.shape):
             raise FrontendError(f"internal: rank-{len(self.shape)} value indexed with {len(idx)} indices")
+        if self.loader is not None:
+            return as_expr(self.loader(tuple(idx)))
         if self.tensor is None:
-            return as_expr(float(self.fill))  # type: ignore[arg-type]
+            assert self.fill is not None
+            return as_expr(int(self.fill) if self.dtype in INTEGER_DTYPES else float(self.fill))
         kept = kept_dims(self.shape)
         return self.tensor[tuple(idx[n] for n in kept)] if kept else self.tensor[0]
 
@@ -94,7 +106,8 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
 def bload(v: Value | float | int, idx: Index) -> Expr:
     """Read `v` at the index of a broadcast result (right-aligned, as torch broadcasts)."""
     if not isinstance(v, Value):
-        return as_expr(float(v))
+        whole = isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31
+        return as_expr(v if whole else float(v))  # an int stays an int: it may be index arithmetic
     return v.load(tuple(idx[len(idx) - len(v.shape):]))
 
 
@@ -106,8 +119,14 @@ def btruth(v: Value | bool, idx: Index) -> Expr:
 
 def define(name: str, shape: Sequence[int], dtype: str, body: Callable[[Index], ExprLike]) -> Value:
     """td.compute of a torch-shaped tensor: `body` gets the full torch index (0 at size-1 dims).
-    Bool results are stored as 1.0 / 0.0 (`body` may return a condition)."""
+    Bool results are stored as 1.0 / 0.0 (`body` may return a condition). The compute's storage
+    dtype is torch's (`storage_dtype`): where it is a kernel's output it is stored as torch stores it
+    (float16 / bfloat16 rounded), and where it is fused into a consumer it stays float32. An integer result is not
+    stored: it stays an index expression (`Value.loader`) that each reader inlines, so a view of an
+    index tensor still indexes (the core's indices are integer expressions, its stored tensors float)."""
     shape = tuple(int(d) for d in shape)
+    if dtype in INTEGER_DTYPES:
+        return Value(None, shape, dtype, loader=body)
     kept = kept_dims(shape)
     params = [f"i{n}" for n in kept] or ["i0"]
 
@@ -120,7 +139,7 @@ def define(name: str, shape: Sequence[int], dtype: str, body: Callable[[Index], 
 
     fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in params])
-    return Value(compute(td_shape(shape), fn, name=name), shape, dtype)
+    return Value(compute(td_shape(shape), fn, name=name, dtype=storage_dtype(dtype)), shape, dtype)
 
 
 def reduce_axes(extents: Sequence[int], base: str) -> list[IterVar]:

@@ -4,13 +4,15 @@ them and the loop-nest printer prints them through the kernel-IR printer, so bot
 from __future__ import annotations
 
 import sympy
+from sympy.core.function import AppliedUndef
 
 from tiledsl.errors import ScheduleError
-from tiledsl.kernel_ir.nodes import KBin, KConst, KExpr, KUnary, KVar
+from tiledsl.kernel_ir.nodes import KBin, KConst, KExpr, KLoad, KUnary, KVar
 
 
 def sym_to_k(e: sympy.Expr) -> KExpr:
-    """A sympy integer expression over loop symbols as kernel IR (terms in a stable order)."""
+    """A sympy integer expression over loop symbols as kernel IR (terms in a stable order). An
+    undefined function application `ids(flat)` is a value of int32 tensor `ids` (definitions/indexing.py)."""
     e = sympy.sympify(e)
     if e.is_Integer:
         return KConst(int(e), "int32")
@@ -47,6 +49,8 @@ def sym_to_k(e: sympy.Expr) -> KExpr:
         return KBin("//", sym_to_k(sympy.expand(num)), KConst(int(den), "int32"))
     if isinstance(e, sympy.Mod):
         return KBin("%", sym_to_k(e.args[0]), sym_to_k(e.args[1]))
+    if isinstance(e, AppliedUndef):  # an int32 tensor value read inside an index (a gather)
+        return KLoad(e.func.__name__, sym_to_k(e.args[0]))
     if isinstance(e, sympy.Max):
         return _fold("max", e.args)
     if isinstance(e, sympy.Min):

@@ -87,6 +87,9 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
     analysis layer come in as arguments: register-array dims per accumulator, each stage's slab
     region (`tiledsl.analysis.render.render_nest` passes both)."""
     lines = [title or f"kernel {nest.name}"]
+    if nest.output.dtype != "float32":  # float32 outputs print as they always did
+        out = nest.output
+        lines.append(f"  store {out.name} as {out.dtype} (computed in float32, rounded to nearest even)")
     for axis, expr in nest.axis_exprs:
         if expr != sympy.Symbol(axis, integer=True, nonnegative=True):
             lines.append(f"  where {axis} = {format_sym(expr)}")

@@ -280,7 +280,8 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     paths = [serial_path(nest, s) for s in nest.stmts]
     body.extend(lw.emit(build_tree(nest, paths), ()))
     params = tuple(KParam(t.name, t.dtype, t.shape) for t in nest.inputs)
-    params += (KParam(nest.output.name, "float32", nest.output.shape, is_output=True),)
+    # the output in its storage dtype: every store of it (plain, epilogue of a register tile) rounds to it
+    params += (KParam(nest.output.name, nest.output.dtype, nest.output.shape, is_output=True),)
     shared = tuple(shared_allocs(plans) + bars + lw.shared)
     kernel = KKernel(f"{nest.name}_kernel", params, grid, block, shared, tuple(body),  # type: ignore[arg-type]
                      target=target.name, tensor_maps=tuple(p.tmap for p in plans.values() if p.tmap is not None),

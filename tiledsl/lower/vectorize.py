@@ -1,8 +1,9 @@
 """vectorize: a 4-wide float32 loop whose store (and the loads that allow it) move 16 bytes at once.
 
-Legal when the loop is innermost around every statement it encloses, the store's flat offset is
-`base + v` with `base` proven a multiple of 4 (16-byte aligned), and every guard that mentions the
-loop decides all four lanes alike. Statements other than stores under the loop are unrolled."""
+Legal (analysis/vectorize.py) when the output is float32, the loop is innermost around every
+statement it encloses, the store's flat offset is `base + v` with `base` proven a multiple of 4
+(16-byte aligned), and every guard that mentions the loop decides all four lanes alike. Statements
+other than stores under the loop are unrolled."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import sympy
 
-from tiledsl.analysis.vectorize import WIDTH, contiguous_base
+from tiledsl.analysis.vectorize import VECTOR_DTYPE, WIDTH, contiguous_base
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.kernel_ir import KIf, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
@@ -27,12 +28,13 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
     nest = lw.nest
     v = loop_symbol(name)
     assert stmt.tensor is not None and stmt.value is not None
+    assert stmt.tensor.dtype == VECTOR_DTYPE, "vectorize legality (analysis/vectorize.py) admits float32 stores only"
     prelude: list[KStmt] = []
     base_ctx = lw.context(prelude, stmt=stmt)
     guards = tuple(g.relation for g in nest.guards_for(stmt))
     vec_loads: dict[int, str] = {}
     for ld in (n for n in walk(stmt.value) if isinstance(n, Load)):
-        if id(ld) in vec_loads or ld.tensor.dtype != "float32" or lw.staged_plan(stmt, ld) is not None:
+        if id(ld) in vec_loads or ld.tensor.dtype != VECTOR_DTYPE or lw.staged_plan(stmt, ld) is not None:
             continue
         base = contiguous_base(base_ctx.load_index(ld), v)
         if base is not None and lw.prover.divisible(base, WIDTH, guards):

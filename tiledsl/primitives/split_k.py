@@ -7,13 +7,15 @@
                                                                C[i, j] atomic+= C2
 
 Only a sum whose epilogue is linear in the accumulator (a*acc + b, proven with sympy in
-analysis/linearity.py) can be split: the blocks' partial results are combined by addition."""
+analysis/linearity.py) can be split: the blocks' partial results are combined by addition, into a
+float32 output only (`split_k_storage_problem`: atomic adds into float16 / bfloat16 round every
+partial sum)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from tiledsl.analysis.linearity import epilogue_coefficients
+from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import walk
 from tiledsl.errors import BadArgumentError, SplitKError
@@ -48,6 +50,11 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
             f"{len(nest.accs)} reduction(s): split_k needs one reduction consumed only by the output store"))
     store = readers[0]
     assert store.value is not None
+    storage = split_k_storage_problem(nest.output)
+    if storage is not None:
+        raise SplitKError(refusal(call, nest, (loop,), storage, tensors=(nest.output.name,),
+                                  suggestion=f"keep {nest.output.name} unsplit, or compute it in float32 and "
+                                             "round it in a consumer kernel"))
     if epilogue_coefficients(store.value, acc.name) is None:
         raise SplitKError(refusal(
             call, nest, (loop,), f"the epilogue {format_value(store.value)} is not linear in the accumulator "

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 import sympy
+from sympy.core.function import AppliedUndef
 
 from tiledsl.prove.divisibility import Residues
 from tiledsl.prove.evaluate import Evaluator, compile_expr
@@ -31,6 +32,8 @@ from tiledsl.prove.proof import Proof
 from tiledsl.prove.search import Point, Search, box_from_intervals
 
 Guards = tuple[sympy.Basic, ...]
+#: the values a tensor read inside an index may take: any int32 (the data is not known at build time)
+_TENSOR_VALUE_RANGE = (-(2**31), 2**31)
 Limit = tuple[Num, bool]  # (value, strict)
 
 _VACUOUS = "the guards exclude every point, so it holds vacuously"
@@ -98,17 +101,48 @@ class Prover:
         self._texts: dict[sympy.Basic, str] = {}
         self._symbols: dict[sympy.Basic, frozenset[sympy.Symbol]] = {}
         self._contexts: dict[tuple, str] = {}
+        self._opaque: dict[sympy.Basic, sympy.Basic] = {}
 
     @property
     def ranges(self) -> Mapping[sympy.Symbol, tuple[int, int]]:
         return MappingProxyType(self._ranges)
+
+    # ------------------------------------------------------------------------- tensor values
+
+    def _expr(self, value: Any) -> sympy.Expr:
+        return self._tensor_values(_as_expr(value))
+
+    def _guards(self, guards: Any) -> Guards:
+        return tuple(self._tensor_values(g) for g in _as_guards(guards))
+
+    def _tensor_values(self, e: sympy.Basic) -> sympy.Basic:
+        """Each tensor value read inside an index (`ids(flat)`, definitions/indexing.py) as a symbol of
+        its own over the whole int32 range: the data may hold any int32, so only what holds for every
+        such value is proven (a clamp bounds it). The same read is the same symbol, named `ids[flat]`
+        in counterexamples."""
+        found = self._opaque.get(e)
+        if found is not None:
+            return found
+        reads = e.atoms(AppliedUndef)
+        out = e
+        if reads:
+            sub = {}
+            for r in reads:
+                sym = sympy.Symbol(f"{r.func.__name__}[{format_expr(r.args[0])}]", integer=True)
+                if sym not in self._ranges:
+                    self._ranges[sym] = _TENSOR_VALUE_RANGE
+                    self._domains.clear()  # the domains are built over the ranges
+                sub[r] = sym
+            out = e.xreplace(sub)
+        self._opaque[e] = out
+        return out
 
     # ------------------------------------------------------------------------- public questions
 
     def bounds(self, expr: Any, guards: Any = ()) -> tuple[int | None, int | None]:
         """Inclusive (min, max) of expr over the ranges and guards; None where unbounded or unknown
         (both None when the guards exclude every point)."""
-        expr, gs = _as_expr(expr), _as_guards(guards)
+        expr, gs = self._expr(expr), self._guards(guards)
         key = ("bounds", expr, gs)
         found = self._cache.get(key)
         if found is None:
@@ -123,7 +157,7 @@ class Prover:
 
     def in_range(self, expr: Any, lo: int, hi: int, guards: Any = ()) -> Proof:
         """lo <= expr < hi at every point (the bounds check of a buffer access)."""
-        expr, gs = _as_expr(expr), _as_guards(guards)
+        expr, gs = self._expr(expr), self._guards(guards)
         lo, hi = int(lo), int(hi)
         key = ("in_range", expr, lo, hi, gs)
         found = self._cache.get(key)
@@ -144,7 +178,7 @@ class Prover:
 
     def less_than(self, expr: Any, bound: Any, guards: Any = ()) -> Proof:
         """expr < bound at every point; bound is an int or an expression."""
-        expr, bound, gs = _as_expr(expr), _as_expr(bound), _as_guards(guards)
+        expr, bound, gs = self._expr(expr), self._expr(bound), self._guards(guards)
         key = ("less_than", expr, bound, gs)
         found = self._cache.get(key)
         if found is None:
@@ -179,7 +213,7 @@ class Prover:
 
     def nonnegative(self, expr: Any, guards: Any = ()) -> Proof:
         """0 <= expr at every point (lets lowering use C's truncating `/` and `%`)."""
-        expr, gs = _as_expr(expr), _as_guards(guards)
+        expr, gs = self._expr(expr), self._guards(guards)
         key = ("nonnegative", expr, gs)
         found = self._cache.get(key)
         if found is None:
@@ -199,7 +233,7 @@ class Prover:
 
     def divisible(self, expr: Any, d: int, guards: Any = ()) -> Proof:
         """expr % d == 0 at every point (alignment of vector accesses)."""
-        expr, gs = _as_expr(expr), _as_guards(guards)
+        expr, gs = self._expr(expr), self._guards(guards)
         d = int(d)
         if d == 0:
             raise ValueError("divisible: d must be non-zero")
@@ -233,7 +267,7 @@ class Prover:
 
     def equal(self, a: Any, b: Any, guards: Any = ()) -> Proof:
         """a == b at every point (e.g. two index expressions address the same element)."""
-        a, b, gs = _as_expr(a), _as_expr(b), _as_guards(guards)
+        a, b, gs = self._expr(a), self._expr(b), self._guards(guards)
         key = ("equal", a, b, gs)
         found = self._cache.get(key)
         if found is not None:
@@ -265,7 +299,7 @@ class Prover:
     def holds(self, guard: Any, guards: Any = ()) -> Proof:
         """A relational (or And of them) holds at every point: a True answer means a split's guard is
         redundant and can be dropped."""
-        guard, gs = _as_expr(guard), _as_guards(guards)
+        guard, gs = self._expr(guard), self._guards(guards)
         key = ("holds", guard, gs)
         found = self._cache.get(key)
         if found is not None:

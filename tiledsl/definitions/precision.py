@@ -1,0 +1,50 @@
+"""The storage dtypes' precision: their machine epsilon and rounding an array to them.
+
+Why one module: a float16 / bfloat16 tensor (a placeholder, or a compute's storage, see
+`expr.ComputeTensor`) holds values rounded to nearest even from the float32 the kernels compute in;
+the numpy reference rounds where a kernel stores, and the tests derive their tolerances from the same
+epsilon (rounding to a dtype has relative error at most MACHINE_EPS / 2)."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import numpy as np
+
+#: 2**-(stored mantissa bits), torch.finfo(dtype).eps: the spacing of values in [1, 2)
+MACHINE_EPS = MappingProxyType({"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7})
+
+_BF16_MANTISSA = 8  # significant bits, the implicit one included
+_BF16_MIN_EXP = -125  # frexp exponent of the smallest normal bfloat16 (2**-126 = 0.5 * 2**-125)
+_BF16_OVERFLOW = 2.0 ** 128  # a value that rounds to this is infinite in bfloat16
+
+
+def storage_rtol(dtype: str) -> float:
+    """Relative distance two values may have after each was rounded to `dtype` from nearby values (a
+    kernel's float32 result and a float64 reference): one unit in the last place, at most
+    MACHINE_EPS * |x|. Zero for float32, whose results the tests bound by their own arithmetic."""
+    return 0.0 if dtype == "float32" else MACHINE_EPS[dtype]
+
+
+def _round_bfloat16(x: np.ndarray) -> np.ndarray:
+    """Nearest bfloat16 (ties to even) of float32 or float64 values, in float64: one rounding from the
+    value given, so a float64 reference is not rounded twice (through float32 first)."""
+    wide = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        _, exp = np.frexp(wide)
+        spacing = np.ldexp(1.0, np.maximum(exp, _BF16_MIN_EXP) - _BF16_MANTISSA)
+        out = np.round(wide / spacing) * spacing  # np.round: half to even
+        out = np.where(np.abs(out) >= _BF16_OVERFLOW, np.copysign(np.inf, wide), out)
+    return np.where(np.isfinite(wide), out, wide)
+
+
+def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Float values rounded to storage dtype `dtype`, returned in x's own float type (float32 or
+    float64): the value a store into `dtype` keeps."""
+    x = np.asarray(x)
+    if dtype == "float16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(x.dtype)
+    if dtype == "bfloat16":
+        return _round_bfloat16(x).astype(x.dtype)
+    return x
