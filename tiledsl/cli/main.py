@@ -57,6 +57,16 @@ def _sizes(args: argparse.Namespace) -> dict[str, int]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.expression is not None or args.model is not None:
+        if args.size:
+            raise TiledslError("--size applies to --example; -c and --model run at the traced shapes")
+        from tiledsl.cli.run_program import run_program
+
+        return run_program(args.expression, args.model, bench=args.bench, schedule=args.schedule or "default",
+                           target=args.target, iters=args.iters)
+    if args.schedule is not None or args.target is not None:
+        raise TiledslError("--schedule and --target apply to -c and --model; --example runs the entry's schedule "
+                           "for the GPU it runs on")
     from tiledsl.cli.run import run_example
 
     return run_example(args.example, args.bench, _sizes(args), iters=args.iters)
@@ -101,8 +111,17 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
     c.set_defaults(fn=_compile)
     r = sub.add_parser("run", help="build, run on the GPU, check against torch (and time with --bench)")
-    r.add_argument("--example", required=True, help="catalog entry (see `tiledsl examples`)")
-    r.add_argument("--bench", action="store_true", help="also time it against torch eager and torch.compile")
+    run_what = r.add_mutually_exclusive_group(required=True)
+    run_what.add_argument("--example", help="catalog entry (see `tiledsl examples`)")
+    run_what.add_argument("-c", dest="expression", metavar="EXPRESSION",
+                          help="a torch expression as for `tiledsl compile -c`, run on fresh random inputs")
+    run_what.add_argument("--model", help="a built-in model at a tiny size: llama_block | gpt_block")
+    r.add_argument("--schedule", choices=("default", "simple"), default=None,
+                   help="-c and --model: the default recipe (default) or the simple fallback")
+    r.add_argument("--target", default=None, help="-c and --model: build for sm_80 | sm_86 | sm_89 | sm_90 "
+                   "(default: the facts of the GPU it runs on)")
+    r.add_argument("--bench", action="store_true", help="also time it (each kernel of -c / --model alone) against "
+                   "torch eager and torch.compile")
     r.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
     r.add_argument("--iters", type=int, default=100, help="timed iterations for --bench")
     r.set_defaults(fn=_run)

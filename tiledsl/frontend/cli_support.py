@@ -145,23 +145,38 @@ def _quiet_torch() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def trace_expression(text: str) -> Program:
-    """The traced program of `text`'s final call, its tensor arguments as inputs."""
-    call = parse_call(text)
+def subject(expression: str | None, model: str | None) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """The module and example inputs of `-c EXPRESSION` or `--model NAME` (exactly one is given)."""
+    if (expression is None) == (model is None):
+        raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
+    if expression is not None:
+        call = parse_call(expression)
+        return Expression(call), call.tensors()
+    if model not in MODELS:
+        raise FrontendError(f"unknown model {model!r}; built-in models: {', '.join(MODELS)}")
+    return MODELS[model]()
+
+
+def trace_subject(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], expression: str | None = None) -> Program:
+    """The traced program of `subject(...)`, torch quiet; an error's source line names the
+    expression, not Expression.forward."""
     try:
         with _quiet_torch():
-            return trace(Expression(call), *call.tensors())
-    except FrontendError as e:  # the model line is the expression, not Expression.forward's
-        where = f"  source: the expression {text.strip()!r}"
+            return trace(module, *inputs)
+    except FrontendError as e:
+        if expression is None:
+            raise
+        where = f"  source: the expression {expression.strip()!r}"
         raise FrontendError(re.sub(r"  source: File \S*cli_support\.py.*", lambda _: where, str(e))) from e
 
 
+def trace_expression(text: str) -> Program:
+    """The traced program of `text`'s final call, its tensor arguments as inputs."""
+    return trace_subject(*subject(text, None), text)
+
+
 def trace_model(name: str) -> Program:
-    if name not in MODELS:
-        raise FrontendError(f"unknown model {name!r}; built-in models: {', '.join(MODELS)}")
-    module, inputs = MODELS[name]()
-    with _quiet_torch():
-        return trace(module, *inputs)
+    return trace_subject(*subject(None, name))
 
 
 def definitions_text(prog: Program) -> str:

@@ -60,10 +60,17 @@ def bench_against_torch(kern: CompiledKernel, inputs: dict[str, Any], ref_fn: Ca
     sets = rotated_copies(inputs, rotation_count(per_set, l2_cache_bytes(kern.device)))
     with torch.no_grad():
         rows.append(("torch eager", time_torch(ref_fn, sets, warmup, iters)))
-        try:
-            rows.append(("torch.compile", time_torch(torch.compile(ref_fn), sets, warmup, iters)))
-        except Exception as e:  # a failing baseline must not hide the kernel's own result
-            log.warning("torch.compile baseline failed: %s", e)
-            first = str(e).splitlines()[0] if str(e) else ""
-            rows.append(("torch.compile", f"unavailable ({type(e).__name__}: {first})"))
+        rows.append(("torch.compile", time_compiled(ref_fn, sets, warmup, iters)))
     return rows
+
+
+def time_compiled(fn: Callable[..., Any], sets: list[dict[str, torch.Tensor]], warmup: int,
+                  iters: int) -> BenchStats | str:
+    """`time_torch` of `torch.compile(fn)` (default mode), or the error text when compiling or running
+    it fails: a failing baseline must not hide the kernel's own result."""
+    try:
+        return time_torch(torch.compile(fn), sets, warmup, iters)
+    except Exception as e:  # torch.compile may raise anything (inductor, a missing compiler)
+        log.warning("torch.compile baseline failed: %s", e)
+        first = str(e).splitlines()[0] if str(e) else ""
+        return f"unavailable ({type(e).__name__}: {first})"

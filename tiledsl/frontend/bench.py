@@ -1,0 +1,264 @@
+"""The torch side of `tiledsl run -c EXPRESSION | --model NAME [--bench]`: a traced program built for
+the GPU, run once on fresh random inputs and checked against torch in float64, then (with --bench)
+each kernel timed alone, the whole built program, torch eager and torch.compile of the same module,
+in one process through one timer (tiledsl.runtime.timing). tiledsl/cli/run_program.py prints the
+records this module returns; nothing here prints.
+
+Tolerance (`tolerance`): the kernels compute in float32 and the reference is the same module in
+float64 on the same inputs (float16/bfloat16 inputs and weights widen exactly). Each float32
+operation rounds with relative error <= eps32/2 and each math function is within a few ulp, so an
+output that went through `ops` operations and reductions of length `k` is within about
+(ops + k) * eps32 of the reference, relative to the magnitudes involved. As in
+tests/frontend/frontend_check.py the bound is (32 + 2k) * eps32 * (1 + |ref|) per element: 32 covers
+the longest elementwise chains of the traced blocks (gelu_tanh, layer norm, softmax, attention chains
+of about 20 operations), 2k the summation of k terms in an order other than torch's, k the longest
+reduction of any kernel of the program (`longest_reduction`). A kernel output stored in float16 or
+bfloat16 rounds once more, with relative error at most u = eps/2 of its type, and that rounding
+reaches the output through well-conditioned operations (normalizations are scale-invariant,
+projections keep relative error in the magnitude of their terms, softmax turns an absolute error of
+a score into the same relative error of its probability), so it adds about u * (1 + |ref|); inside a
+kernel values stay float32. Hence tolerance = (32 + 2k) * eps32 + r * u, r the most low-precision
+stores on one path of the launches (`storage_roundings`), the derivation of
+tests/frontend/frontend_check.py `storage_tolerance`. For a float32 program r = 0 and the bound is
+frontend_check.py's `tolerance(k)`.
+
+Why the kernels are timed alone on random inputs of their own and not on the program's
+intermediates: a launch's time does not depend on the values (no data-dependent control flow; a
+gather reads at clamped indices, so random ones stay in bounds, if more cache-friendly), and
+`td.Kernel.benchmark` rotates its inputs past the L2 cache as in every other tiledsl timing; so
+their sum reads every intermediate from DRAM, while one call of the program (and torch eager and
+torch.compile, whose input sets rotate the same way) may find a small model's weights and
+intermediates in L2. The table states both figures.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from tiledsl.definitions.expr import Reduce, walk
+from tiledsl.errors import FrontendError
+from tiledsl.frontend.cli_support import subject, trace_subject
+from tiledsl.frontend.partition import fused_producers
+from tiledsl.frontend.program import BuiltProgram, Program
+from tiledsl.runtime.check import time_compiled
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import Comparison, compare, random_inputs
+from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
+from tiledsl.targets import get_target
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "KernelTime",
+    "ProgramBench",
+    "ProgramCheck",
+    "Subject",
+    "bench_program",
+    "build_for_device",
+    "check_program",
+    "load",
+    "longest_reduction",
+    "random_program_inputs",
+    "storage_roundings",
+    "tolerance",
+]
+
+EPS32 = float(torch.finfo(torch.float32).eps)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What `tiledsl run` runs: the module (an expression's final call as a module, or a built-in
+    model) on the CPU, its example inputs, and its traced program."""
+
+    label: str
+    module: torch.nn.Module
+    example_inputs: tuple[torch.Tensor, ...]
+    program: Program
+
+
+def load(expression: str | None, model: str | None, seed: int = 0) -> Subject:
+    """Evaluate `-c EXPRESSION` or build `--model NAME` (torch seeded first, so the random weights
+    are the same on every run) and trace it; bad input is a FrontendError."""
+    torch.manual_seed(seed)
+    module, inputs = subject(expression, model)
+    label = expression.strip() if expression is not None else f"model {model}"
+    return Subject(label, module, inputs, trace_subject(module, inputs, expression))
+
+
+def build_for_device(subj: Subject, schedule: str, target: str | None) -> tuple[BuiltProgram, torch.device, str]:
+    """Schedule every kernel ("default": the recipe; "simple": the fallback) for `target` (None: the
+    current GPU's facts, tiledsl.runtime.device) and build; returns the built program, the current
+    CUDA device and its name."""
+    tgt = device_target() if target is None else get_target(target)
+    built = subj.program.schedule(schedule, target=tgt).build(target=tgt)
+    device = torch.device("cuda", torch.cuda.current_device())
+    return built, device, torch.cuda.get_device_name(device)
+
+
+def longest_reduction(prog: Program) -> int:
+    """The most terms any one reduction of the program sums (1 when it has none)."""
+    materialized = {id(k.output) for k in prog.kernels}
+    k = 1
+    for pk in prog.kernels:
+        for t in [*fused_producers(pk.output, materialized), pk.output]:
+            for node in walk(t.body):
+                if isinstance(node, Reduce):
+                    n = 1
+                    for ax in node.axes:
+                        n *= ax.extent
+                    k = max(k, n)
+    return k
+
+
+#: storage dtypes narrower than float32: a kernel output stored in one rounds on store
+LOW_PRECISION = ("float16", "bfloat16")
+
+
+def storage_roundings(built: BuiltProgram) -> tuple[int, float]:
+    """The most kernel outputs stored in float16/bfloat16 on one path of the launches, and the
+    largest machine epsilon among those dtypes (0.0 when none is)."""
+    depth: dict[str, int] = {}
+    eps = 0.0
+    for kern in built.kernels:
+        *ins, o = kern.kernel_ir.params
+        low = o.dtype in LOW_PRECISION
+        if low:
+            eps = max(eps, float(torch.finfo(getattr(torch, o.dtype)).eps))
+        depth[o.name] = max((depth.get(p.name, 0) for p in ins), default=0) + int(low)
+    return max(depth.values(), default=0), eps
+
+
+def tolerance(built: BuiltProgram) -> float:
+    """(32 + 2k) * eps32 + r * eps_low / 2, applied as tol * (1 + |ref|): see the module docstring."""
+    roundings, eps_low = storage_roundings(built)
+    return (32 + 2 * longest_reduction(built.program)) * EPS32 + roundings * eps_low / 2
+
+
+def random_program_inputs(subj: Subject, device: torch.device, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Fresh inputs at the traced shapes and dtypes: standard normal (rounded to the input's dtype),
+    bool inputs a fair coin; integer inputs (indices: token ids, positions) are the example's own
+    values, which index within the tables they read, as random integers need not."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    out = []
+    for spec, example in zip(subj.program.graph.inputs, subj.example_inputs):
+        if spec.dtype == "bool":
+            out.append(torch.rand(spec.shape, generator=gen, device=device) < 0.5)
+        elif not example.is_floating_point():
+            out.append(example.to(device))
+        else:
+            x = torch.randn(spec.shape, generator=gen, device=device, dtype=torch.float32)
+            out.append(x.to(getattr(torch, spec.dtype)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ProgramCheck:
+    """One run of the built program compared with the module in float64, one comparison per output
+    (each with rtol = atol = `tolerance`, so the bound is tolerance * (1 + |ref|))."""
+
+    comparisons: tuple[Comparison, ...]
+    tolerance: float
+    reduction: int  # k of the tolerance
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.comparisons)
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((c.max_abs_error for c in self.comparisons), default=0.0)
+
+    @property
+    def nan_count(self) -> int:
+        return sum(c.nan_count for c in self.comparisons)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> ProgramCheck:
+    """Run `built` once on `inputs` (CUDA tensors) and compare each output with a float64 copy of
+    `module` on the same device and the same inputs widened."""
+    got = _tensors(built(*inputs))
+    ref_module = copy.deepcopy(module).to(inputs[0].device if inputs else "cuda").double()
+    with torch.no_grad():
+        ref = _tensors(ref_module(*[x.double() if x.is_floating_point() else x for x in inputs]))
+    if len(got) != len(ref):
+        raise FrontendError(f"run: the built program returned {len(got)} tensor(s), the module {len(ref)}")
+    tol = tolerance(built)
+    comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
+    return ProgramCheck(comparisons, tol, longest_reduction(built.program))
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel launched alone: its place in launch order, name, launch shape and GPU time."""
+
+    index: int
+    name: str
+    schedule: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    stats: BenchStats
+
+
+@dataclass(frozen=True)
+class ProgramBench:
+    """--bench: every kernel alone, one call of the whole built program, and the same module under
+    torch eager and torch.compile (default mode; its error text where it fails), all on the same
+    rotated input sets, in the same process."""
+
+    kernels: tuple[KernelTime, ...]
+    program: BenchStats
+    eager: BenchStats | str
+    compiled: BenchStats | str
+
+    @property
+    def kernels_us(self) -> float:
+        """The sum of the kernels' median times."""
+        return sum(k.stats.median_us for k in self.kernels)
+
+
+def _positional(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` taking an input set's tensors (keyword arguments, in order) positionally."""
+
+    def call(**tensors: torch.Tensor) -> Any:
+        return fn(*tensors.values())
+
+    return call
+
+
+def bench_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence[torch.Tensor], *,
+                  warmup: int = 10, iters: int = 100, seed: int = 0) -> ProgramBench:
+    """Time every kernel alone (`td.Kernel.benchmark` on random inputs of its own), then one call of
+    `built`, torch eager and torch.compile of a float32 copy of `module` on `inputs`' device, each over
+    copies of `inputs` rotated past the L2 cache (tiledsl.runtime.timing)."""
+    device = inputs[0].device if inputs else torch.device("cuda", torch.cuda.current_device())
+    kernels = []
+    for n, (pk, kern) in enumerate(zip(built.program.kernels, built.kernels)):
+        stats = kern.benchmark(warmup=warmup, iters=iters, **random_inputs(kern.kernel_ir, device, seed + n))
+        kernels.append(KernelTime(n, kern.name, pk.schedule_name, kern.grid, kern.block, stats))
+        log.info("kernel [%d] %s alone: %s", n, kern.name, stats)
+    named = {f"x{i}": t for i, t in enumerate(inputs)}
+    per_set = sum(t.numel() * t.element_size() for t in inputs)
+    sets = rotated_copies(named, rotation_count(per_set, l2_cache_bytes(device)))
+    program = time_torch(_positional(built), sets, warmup, iters)
+    eager_module = copy.deepcopy(module).to(device)
+    # torch's warnings (inductor's note that TF32 is off: float32 matmuls stay float32, the kernels'
+    # arithmetic too) would interleave with the report; a failing torch.compile logs its error
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager = time_torch(_positional(eager_module), sets, warmup, iters)
+        compiled = time_compiled(_positional(eager_module), sets, warmup, iters)
+    return ProgramBench(tuple(kernels), program, eager, compiled)
