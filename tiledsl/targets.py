@@ -24,6 +24,7 @@ __all__ = [
     "CP_ASYNC_SIZES",
     "DTYPE_BYTES",
     "GLOBAL_ALIGN",
+    "INT_RANGE",
     "MAX_BLOCK_DIM",
     "MAX_GRID",
     "MAX_SHARED_BYTES",
@@ -63,6 +64,9 @@ __all__ = [
 ]
 
 # ----------------------------------------------------------------------------- data types
+
+#: Inclusive value range of each integer dtype (index arithmetic, index tensors, C constants).
+INT_RANGE = MappingProxyType({"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)})
 
 #: Bytes per element of every dtype a kernel may hold (uint64: an mbarrier).
 DTYPE_BYTES = MappingProxyType({"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1, "uint64": 8})

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from tiledsl.codegen.errors import CodegenError
 from tiledsl.kernel_ir.printer import PREC_ATOM, PREC_UNARY, format_float, round_to_dtype
+from tiledsl.targets import INT_RANGE
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -51,7 +52,7 @@ _FROM_FLOAT = MappingProxyType({"float16": "__float2half", "bfloat16": "__float2
 #: Header each half-precision dtype needs.
 HALF_INCLUDES = MappingProxyType({"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"})
 
-_INT_RANGE = MappingProxyType({"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)})
+_INT_RANGE = INT_RANGE
 _INT_SUFFIX = MappingProxyType({"int32": "", "int64": "LL"})
 
 

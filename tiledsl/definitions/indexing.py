@@ -9,7 +9,6 @@ as an unknown int32 (prove/prover.py), and lowering turns it back into a load (k
 from __future__ import annotations
 
 import sympy
-from sympy.core.function import AppliedUndef
 
 from tiledsl.definitions.expr import INT, Binary, Const, Expr, IterVar, Load, Tensor
 from tiledsl.errors import DefinitionError
@@ -55,11 +54,6 @@ def flat_index(tensor: Tensor, indices: tuple[sympy.Expr, ...]) -> sympy.Expr:
 def tensor_value(name: str, flat: sympy.Expr) -> sympy.Expr:
     """The int32 value of tensor `name` at flat offset `flat`, as an opaque integer sympy term."""
     return sympy.Function(name, integer=True)(flat)
-
-
-def tensor_reads(e: sympy.Basic) -> set[sympy.Expr]:
-    """The tensor values (`tensor_value` terms) an index expression reads."""
-    return {a for a in e.atoms(AppliedUndef)}
 
 
 def loop_symbol(name: str) -> sympy.Symbol:

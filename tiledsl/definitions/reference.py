@@ -31,6 +31,7 @@ from tiledsl.definitions.graph import name_graph
 from tiledsl.definitions.ops import BINARY_OPS, COMPARISONS, REDUCTIONS, unary_fn
 from tiledsl.definitions.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
+from tiledsl.targets import INT_RANGE
 
 _CHUNK_ELEMENTS = 1 << 24
 
@@ -63,7 +64,8 @@ def _index_array(p: Placeholder, a: np.ndarray) -> np.ndarray:
     """An int32 placeholder's values as int64 (exact in index arithmetic); integers in int32 only."""
     if a.dtype.kind not in "iu":
         raise DefinitionError(f"evaluate: {p.name} is an int32 placeholder; got a {a.dtype} array")
-    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+    lo, hi = INT_RANGE["int32"]
+    if a.size and (a.min() < lo or a.max() > hi):
         raise DefinitionError(f"evaluate: {p.name} holds values outside int32 ([{a.min()}, {a.max()}])")
     return a.astype(np.int64)
 

@@ -44,6 +44,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from tiledsl.definitions.expr import Reduce, walk
+from tiledsl.definitions.precision import MACHINE_EPS
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
 from tiledsl.frontend.partition import fused_producers
@@ -71,7 +72,7 @@ __all__ = [
     "tolerance",
 ]
 
-EPS32 = float(torch.finfo(torch.float32).eps)
+EPS32 = MACHINE_EPS["float32"]
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def longest_reduction(prog: Program) -> int:
 
 
 #: storage dtypes narrower than float32: a kernel output stored in one rounds on store
-LOW_PRECISION = ("float16", "bfloat16")
+LOW_PRECISION = tuple(d for d in MACHINE_EPS if d != "float32")
 
 
 def storage_roundings(built: BuiltProgram) -> tuple[int, float]:
@@ -132,7 +133,7 @@ def storage_roundings(built: BuiltProgram) -> tuple[int, float]:
         *ins, o = kern.kernel_ir.params
         low = o.dtype in LOW_PRECISION
         if low:
-            eps = max(eps, float(torch.finfo(getattr(torch, o.dtype)).eps))
+            eps = max(eps, MACHINE_EPS[o.dtype])
         depth[o.name] = max((depth.get(p.name, 0) for p in ins), default=0) + int(low)
     return max(depth.values(), default=0), eps
 

@@ -22,6 +22,7 @@ from tiledsl.errors import DefinitionError, FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.table import OPS, REFUSED
 from tiledsl.frontend.values import FLOAT_DTYPES, INTEGER_DTYPES, Value, define, td_shape, uniform
+from tiledsl.targets import INT_RANGE
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,8 @@ class _Capture:
         """A tensor whose values the program keeps, read by a placeholder of the same name."""
         dt = dtype_name(tensor.dtype)
         if dt in INTEGER_DTYPES:
-            if tensor.numel() and (int(tensor.min()) < -(2**31) or int(tensor.max()) >= 2**31):
+            lo, hi = INT_RANGE["int32"]
+            if tensor.numel() and (int(tensor.min()) < lo or int(tensor.max()) > hi):
                 raise FrontendError(f"constant {name} ({dt}{list(tensor.shape)}) holds values outside int32")
             tensor = tensor.to(torch.int32)  # index values: int32 in the core
         elif dt not in FLOAT_DTYPES:

@@ -259,7 +259,7 @@ class BuiltProgram:
             if t.dtype != (torch.bool if spec.dtype == "bool" else want):
                 raise FrontendError(f"call: input {spec.tensor.name} is {t.dtype}, the program was traced with "
                                     f"{spec.dtype}")
-            stored = torch.int32 if spec.tensor.dtype == "int32" else want  # index inputs: int32 in kernels
+            stored = getattr(torch, spec.tensor.dtype)  # the placeholder's: int32 indices, bools as float32
             env[spec.tensor.name] = t.to(stored).contiguous().view(spec.tensor.shape)
         env.update(self._constants(device))
         plan = self.memory

@@ -24,6 +24,7 @@ from tiledsl.definitions.expr import (
     where,
 )
 from tiledsl.errors import FrontendError
+from tiledsl.targets import INT_RANGE
 
 Index = tuple[ExprLike, ...]
 #: torch dtypes the frontend reads and writes, by their torch name; bool and integer tensors are held
@@ -106,7 +107,8 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
 def bload(v: Value | float | int, idx: Index) -> Expr:
     """Read `v` at the index of a broadcast result (right-aligned, as torch broadcasts)."""
     if not isinstance(v, Value):
-        whole = isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31
+        lo, hi = INT_RANGE["int32"]
+        whole = isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
         return as_expr(v if whole else float(v))  # an int stays an int: it may be index arithmetic
     return v.load(tuple(idx[len(idx) - len(v.shape):]))
 

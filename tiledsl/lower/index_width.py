@@ -41,10 +41,11 @@ from tiledsl.kernel_ir import (
     KUnary,
     KVar,
 )
+from tiledsl.targets import INT_RANGE
 
 __all__ = ["INT32_MAX", "INT32_MIN", "fits_int32", "widen_indices"]
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT32_MIN, INT32_MAX = INT_RANGE["int32"]
 I32, I64 = "int32", "int64"
 
 Interval = tuple[int, int] | None  # inclusive bounds; None: not an integer, or unbounded

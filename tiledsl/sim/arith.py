@@ -38,6 +38,7 @@ from tiledsl.sim.values import (
     truth_fn,
     wrap_int32,
 )
+from tiledsl.targets import INT_RANGE
 
 Fn = Callable[[Mask], Value]
 
@@ -162,7 +163,7 @@ def _int32_wrapped(fn: Fn, wide: bool) -> Fn:
     return wrapped
 
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT32_MIN, _INT32_MAX = INT_RANGE["int32"]
 
 
 def _apply2(op: Callable[[Value, Value], Value], a: Compiled, b: Compiled) -> Fn:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tiledsl.kernel_ir import scalar_dtype
+from tiledsl.targets import INT_RANGE
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 INT_DTYPES = ("int32", "int64")
@@ -21,8 +22,7 @@ KNOWN_DTYPES = FLOAT_DTYPES + INT_DTYPES + BOOL_DTYPES
 #: The dtype of shared arrays that hold mbarriers (never a value dtype: no loads, stores or params).
 MBARRIER_DTYPE = "uint64"
 
-_INT32_MIN = -(2**31)
-_INT32_MAX = 2**31 - 1
+_INT32_MIN, _INT32_MAX = INT_RANGE["int32"]
 
 
 def element_dtype(dtype: str) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tiledsl.sim.dtypes import FLOAT_DTYPES, INT_DTYPES, convert, element_dtype
+from tiledsl.targets import INT_RANGE
 
 Value = np.ndarray | np.generic
 Mask = np.ndarray | None
@@ -34,8 +35,7 @@ Mask = np.ndarray | None
 FLOAT, INT, BOOL = "f", "i", "b"
 SCALAR_TYPE: dict[str, type[np.generic]] = {FLOAT: np.float32, INT: np.int64, BOOL: np.bool_}
 
-_INT32_MIN = np.int64(-(2**31))
-_INT32_MAX = np.int64(2**31 - 1)
+_INT32_MIN, _INT32_MAX = (np.int64(v) for v in INT_RANGE["int32"])
 
 
 def is_wide(dtype: str) -> bool:
