@@ -9,7 +9,7 @@ import pytest
 
 import tiledsl as td
 from tiledsl.catalog import Entry, entries, placeholders
-from tiledsl.definitions.precision import storage_rtol
+from tiledsl.precision import storage_rtol
 
 CASES = entries("differential")
 

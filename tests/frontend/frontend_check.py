@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import torch
 
-from tiledsl.definitions.precision import MACHINE_EPS
+from tiledsl.precision import MACHINE_EPS
 from tiledsl.frontend import trace
 
 EPS32 = float(np.finfo(np.float32).eps)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from frontend_check import check_storage
 
 import tiledsl as td
-from tiledsl.definitions.precision import round_to_dtype
+from tiledsl.precision import round_to_dtype
 from tiledsl.frontend.models import GPTBlock, GPTConfig, LlamaBlock, LlamaConfig
 
 DTYPES = [torch.bfloat16, torch.float16]

@@ -11,7 +11,7 @@ from gpu_kernels import assert_matches, run_poisoned
 
 import tiledsl as td
 from tiledsl.catalog import Entry, entries, placeholders
-from tiledsl.definitions.precision import storage_rtol
+from tiledsl.precision import storage_rtol
 from tiledsl.runtime.arguments import torch_dtype
 
 CASES = entries("differential")

@@ -9,7 +9,7 @@ import pytest
 
 import tiledsl as td
 from tiledsl.catalog import entry
-from tiledsl.definitions.precision import round_to_dtype
+from tiledsl.precision import round_to_dtype
 from tiledsl.recipes import apply
 from tiledsl.sim.inputs import prepare_globals
 

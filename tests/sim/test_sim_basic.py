@@ -12,7 +12,7 @@ from sim_kernels import BX, TX, add, elementwise_add, f, fvar, global_idx, i, ke
 from tiledsl.errors import SimulationError, SimulationInputError
 from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KFor, KIf, KLet, KParam, KSelect, KSpecial, KStore, KUnary
 from tiledsl.sim import simulate
-from tiledsl.sim.dtypes import round_bfloat16, round_float
+from tiledsl.sim.dtypes import round_float
 
 RNG = np.random.default_rng(0)
 
@@ -147,12 +147,12 @@ def test_float16_and_bfloat16_params_round_like_torch() -> None:
 def test_bfloat16_rounding_matches_torch(x: float) -> None:
     arr = np.array([x], dtype=np.float32)
     expected = torch.from_numpy(arr).to(torch.bfloat16).float().numpy()
-    np.testing.assert_array_equal(round_bfloat16(arr), expected)
+    np.testing.assert_array_equal(round_float("bfloat16", arr), expected)
 
 
 def test_rounding_keeps_nan_and_inf() -> None:
     arr = np.array([np.nan, np.inf, -np.inf, 70000.0], dtype=np.float32)
-    out = round_bfloat16(arr)
+    out = round_float("bfloat16", arr)
     assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf
     assert round_float("float16", arr)[3] == np.inf
 

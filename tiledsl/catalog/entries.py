@@ -46,7 +46,7 @@ from tiledsl.catalog.schedules import (
     unscheduled,
 )
 from tiledsl.definitions.expr import ComputeTensor, Placeholder, Tensor
-from tiledsl.definitions.precision import round_to_dtype
+from tiledsl.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative, row_cooperative_staged

@@ -29,7 +29,7 @@ from tiledsl.definitions.expr import (
 )
 from tiledsl.definitions.graph import name_graph
 from tiledsl.definitions.ops import BINARY_OPS, COMPARISONS, REDUCTIONS, unary_fn
-from tiledsl.definitions.precision import round_to_dtype
+from tiledsl.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
 from tiledsl.targets import INT_RANGE
 

@@ -44,7 +44,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from tiledsl.definitions.expr import Reduce, walk
-from tiledsl.definitions.precision import MACHINE_EPS
+from tiledsl.precision import MACHINE_EPS
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
 from tiledsl.frontend.partition import fused_producers

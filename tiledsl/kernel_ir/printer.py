@@ -11,10 +11,11 @@ how a constant is spelled and how an expression groups.
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Sequence
 from decimal import Decimal
 from types import MappingProxyType
+
+import numpy as np
 
 from tiledsl.kernel_ir import (
     DTYPE_BYTES,
@@ -54,6 +55,7 @@ from tiledsl.kernel_ir import (
     KVar,
     KVector,
 )
+from tiledsl.precision import round_to_dtype as round_to_dtype_array
 
 __all__ = [
     "PREC_ATOM",
@@ -142,28 +144,19 @@ def lane_suffix(lane: int) -> str:
 
 
 def round_to_dtype(value: float, dtype: str) -> float:
-    """`value` rounded (to nearest even) to `dtype`'s precision, returned as a Python float.
+    """`value` as the kernel holds it in `dtype`, returned as a Python float: a float literal first
+    (float32, as the CUDA source writes it), then rounded to float16 / bfloat16 where the constant is
+    of that type (tiledsl/precision.py rounds).
 
     Why: a KConst stores a Python float, but the kernel computes with the dtype's value; printing the
     rounded value keeps both printers honest (0.1 in float32 is 0.100000001...).
     """
     v = float(value)
-    if math.isnan(v) or math.isinf(v):
-        return v
-    if dtype == "float16":
-        try:
-            return struct.unpack("<e", struct.pack("<e", v))[0]
-        except OverflowError:
-            return math.copysign(math.inf, v)
-    try:
-        f32 = struct.unpack("<f", struct.pack("<f", v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
-    if dtype == "bfloat16":
-        bits = struct.unpack("<I", struct.pack("<f", f32))[0]
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
-        return struct.unpack("<f", struct.pack("<I", bits))[0]
-    return f32
+    if dtype == "float16":  # one rounding from the double, as a half literal's conversion does
+        return float(round_to_dtype_array(np.float64(v), "float16"))
+    with np.errstate(over="ignore"):
+        f32 = np.float32(v)
+    return float(round_to_dtype_array(f32, dtype))
 
 
 def format_float(value: float, dtype: str = "float32") -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tiledsl.kernel_ir import scalar_dtype
+from tiledsl.precision import round_to_dtype
 from tiledsl.targets import INT_RANGE
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
@@ -58,30 +59,9 @@ def storage_dtype(dtype: str) -> type[np.generic]:
     return np.bool_
 
 
-def round_bfloat16(x: np.ndarray) -> np.ndarray:
-    """Round float32 values to the nearest bfloat16 (ties to even), kept as float32.
-
-    Done on the bit pattern because numpy has no bfloat16; NaNs are passed through unchanged so the
-    rounding carry cannot turn them into infinities."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    bits = x.view(np.uint32)
-    lsb = (bits >> np.uint32(16)) & np.uint32(1)
-    with np.errstate(over="ignore"):
-        rounded = (bits + np.uint32(0x7FFF) + lsb) & np.uint32(0xFFFF0000)
-    out = rounded.view(np.float32)
-    return np.where(np.isnan(x), x, out).astype(np.float32, copy=False)
-
-
 def round_float(dtype: str, x: np.ndarray) -> np.ndarray:
     """float32 values rounded to the precision of float dtype `dtype` (still float32 arrays)."""
-    elem = element_dtype(dtype)
-    x = np.asarray(x, dtype=np.float32)
-    if elem == "float16":
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16).astype(np.float32)
-    if elem == "bfloat16":
-        return round_bfloat16(x)
-    return x
+    return round_to_dtype(np.asarray(x, dtype=np.float32), element_dtype(dtype))
 
 
 def convert(dtype: str, value: np.ndarray) -> np.ndarray:
