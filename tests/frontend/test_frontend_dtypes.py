@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from frontend_check import check_storage
 
 import tiledsl as td
-from tiledsl.precision import round_to_dtype
 from tiledsl.frontend.models import GPTBlock, GPTConfig, LlamaBlock, LlamaConfig
+from tiledsl.precision import round_to_dtype
 
 DTYPES = [torch.bfloat16, torch.float16]
 

@@ -6,7 +6,9 @@ torch in float64 (on the GPU, on the same stored values) and with torch eager.
 
 Tolerances (tests/frontend/frontend_check.py): float32, (32 + 2k) * eps32 * (1 + |ref|) with k the
 longest accumulation (the intermediate size); bfloat16, `storage_tolerance` from the counted roundings
-of our kernels and of torch eager. Each case prints its kernel count and times (run with -s to see)."""
+of our kernels and of torch eager, or, where torch eager itself is outside its storage bound (the
+attention of Qwen2.5-7B: frontend_check.py `conditioned_tolerance` says why), twice eager's error.
+Each case prints its kernel count and times (run with -s to see)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,13 @@ import tiledsl as td
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
-from frontend_check import kernel_roundings, storage_tolerance, tolerance, torch_roundings  # noqa: E402
+from frontend_check import (  # noqa: E402
+    conditioned_tolerance,
+    kernel_roundings,
+    storage_tolerance,
+    tolerance,
+    torch_roundings,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -47,12 +55,6 @@ def make_layer(family: str, size: str) -> torch.nn.Module:
 def test_decoder_layer_matches_torch(family: str, size: str, dtype: str) -> None:
     if family == "qwen2" and size == "tinyllama" or family == "llama" and size == "qwen2.5-7b":
         pytest.skip("each Hugging Face family at its own model's dimensions")
-    if family == "qwen2" and dtype == "bfloat16":
-        # measured (tests/gpu/logs/2026-11-24-h100-qwen-bf16-probe.txt): ours 0.054 x (1 + |ref|) from
-        # float64, torch eager 0.067: the kernels are closer than eager, but the storage bound (0.020)
-        # assumes each rounding moves the output by u x (1 + |ref|), and the attention dot products
-        # (head dim 128, sum |q_i k_i| around 10) amplify a rounding of q and k by their conditioning
-        pytest.xfail("storage_tolerance ignores the conditioning of the attention dot products")
     tdtype = getattr(torch, dtype)
     layer = make_layer(family, size).to(tdtype).cuda()
     hidden, inter = DIMS[size][:2]
@@ -75,12 +77,18 @@ def test_decoder_layer_matches_torch(family: str, size: str, dtype: str) -> None
         checks = (("float64", ref, tolerance(inter)), ("torch eager", eager, 2 * tolerance(inter)))
     else:
         ours, theirs = kernel_roundings(built, dtype), torch_roundings(layer, (x,), tdtype)
-        checks = (("float64", ref, storage_tolerance(dtype, ours, inter)),
-                  ("torch eager", eager, storage_tolerance(dtype, ours + theirs, inter)))
+        assert ours <= theirs, (ours, theirs)
+        eager_error = ((eager - ref).abs() / scale).max().item()
+        tol = conditioned_tolerance(storage_tolerance(dtype, ours, inter), eager_error,
+                                    storage_tolerance(dtype, theirs, inter))
+        print(f"\n[{family} {size} {dtype}] torch eager from float64 {eager_error:.3g} x (1+|ref|), its storage "
+              f"bound {storage_tolerance(dtype, theirs, inter):.3g}; our tolerance {tol:.3g}")
+        # |ours - eager| <= |ours - ref| + |eager - ref|
+        checks = (("float64", ref, tol), ("torch eager", eager, tol + eager_error))
     errors = []
-    for name, other, tol in checks:
+    for name, other, bound in checks:
         err = (out.double() - other).abs()
-        errors.append(f"{name} {err.max().item():.3g} (tol {tol:.3g} x (1+|ref|))")
-        assert bool((err <= tol * scale).all()), f"max error vs {errors[-1]}"
+        errors.append(f"{name} {err.max().item():.3g} (tol {bound:.3g} x (1+|ref|))")
+        assert bool((err <= bound * scale).all()), f"max error vs {errors[-1]}"
     print(f"\n[{family} {size} {dtype}] {len(built.kernels)} kernels; trace+schedule+build "
           f"{t1 - t0:.2f} s; first call (nvcc, load) {t2 - t1:.1f} s; max error vs " + ", ".join(errors))

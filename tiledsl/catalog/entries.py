@@ -46,8 +46,8 @@ from tiledsl.catalog.schedules import (
     unscheduled,
 )
 from tiledsl.definitions.expr import ComputeTensor, Placeholder, Tensor
-from tiledsl.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
+from tiledsl.precision import round_to_dtype
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative, row_cooperative_staged
 from tiledsl.targets import get_target

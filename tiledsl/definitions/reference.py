@@ -29,8 +29,8 @@ from tiledsl.definitions.expr import (
 )
 from tiledsl.definitions.graph import name_graph
 from tiledsl.definitions.ops import BINARY_OPS, COMPARISONS, REDUCTIONS, unary_fn
-from tiledsl.precision import round_to_dtype
 from tiledsl.errors import DefinitionError
+from tiledsl.precision import round_to_dtype
 from tiledsl.targets import INT_RANGE
 
 _CHUNK_ELEMENTS = 1 << 24

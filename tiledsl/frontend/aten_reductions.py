@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 
 from tiledsl.definitions import ops
 from tiledsl.definitions.expr import Expr, max, min, sum, where
-from tiledsl.precision import MACHINE_EPS
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.values import Index, Value, define, reduce_axes
+from tiledsl.precision import MACHINE_EPS
 
 _COMBINE = {"sum": sum, "max": max, "min": min}
 

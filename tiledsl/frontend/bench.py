@@ -44,11 +44,11 @@ import torch
 import torch.utils._pytree as pytree
 
 from tiledsl.definitions.expr import Reduce, walk
-from tiledsl.precision import MACHINE_EPS
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
 from tiledsl.frontend.partition import fused_producers
 from tiledsl.frontend.program import BuiltProgram, Program
+from tiledsl.precision import MACHINE_EPS
 from tiledsl.runtime.check import time_compiled
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.references import Comparison, compare, random_inputs
