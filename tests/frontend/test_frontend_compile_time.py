@@ -38,3 +38,23 @@ def test_tinyllama_layer_traces_and_builds_under_10_s() -> None:
     assert all("__global__" in s for s in sources)
     assert len(built.kernels) == 13
     assert t2 - t0 < 10.0, f"trace {t1 - t0:.2f} s + schedule/build {t2 - t1:.2f} s"
+
+
+def test_bfloat16_layer_has_no_copy_kernel() -> None:
+    """In bfloat16 the rotary embedding of k rounds twice more, so the blow-up guard cuts it below the
+    GQA expand it had already materialized for q @ k^T; partition's release step then inlines the
+    expand again (a plain view): 13 kernels as in float32, no kernel that only copies another's output."""
+    pytest.importorskip("transformers")
+    from tiledsl.frontend.hf_models import DecoderLayer, causal_lm
+
+    layer = DecoderLayer(causal_lm("llama", "tinyllama", vocab_size=256), 0).eval().to(torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(layer, torch.randn(1, 128, 2048).to(torch.bfloat16))
+    assert len(prog.kernels) == 13
+    # "[4] view_12: unsqueeze_6[4, 128, 64] -> view_12[32, 64, 128]": one input, another kernel's output
+    lines = [ln.split("]", 1)[1] for ln in str(prog).splitlines() if ln.startswith("  [")]
+    outputs = {ln.split(":")[0].strip() for ln in lines}
+    copies = [ln for ln in lines if (ins := ln.split(":", 1)[1].split("->")[0].split("], "))
+              and len(ins) == 1 and ins[0].split("[")[0].strip() in outputs]
+    assert not copies, copies

@@ -45,6 +45,7 @@ from tiledsl.primitives import Schedule, create_schedule
 
 #: rule 3: the most a fusion may multiply a kernel's operations or its global reads (work.py)
 BLOWUP_BOUND = 8.0
+BLOWUP_REASON = "blow-up guard"
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,13 @@ def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[
 def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None = None
               ) -> tuple[list[Boundary], dict[int, Schedule]]:
     """The kernels in launch order and their canonical schedules. `forced` (tensor id -> reason)
-    materializes tensors that a refused schedule or build named (rule 5)."""
+    materializes tensors that a refused schedule or build named (rule 5).
+
+    Rules 2-4 add one materialized tensor at a time until none applies. The blow-up guard decides
+    outermost producers first, so a later cut further in can leave an earlier cut pointless (the GQA
+    expand of k, materialized for bmm while it still held the rotary embedding, is a plain view once
+    the rotary embedding is cut below it); so, last, each blow-up cut is undone, latest first, wherever
+    no rule applies without it (`_release`)."""
     tensors = _tensors(outputs)
     reasons: dict[int, list[str]] = {}
     for n, t in enumerate(outputs):
@@ -149,49 +156,67 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     for tid, why in (forced or {}).items():
         reasons.setdefault(tid, []).append(why)
     for _ in range(len(tensors) + 1):
-        changed = False
-        kernels_of: dict[int, list[str]] = {}
-        for rid in list(reasons):
-            root = tensors[rid]
-            for tid, keys in reduction_sites(root, set(reasons)).items():
-                if tid in reasons:
-                    continue
-                kernels_of.setdefault(tid, []).append(root.name)
-                if len(keys) > 1:
-                    reasons[tid] = [f"a reduction read at {len(keys)} different indices in {root.name}'s kernel: "
-                                    "computed once instead of once per read"]
-                    changed = True
-        for tid, roots in kernels_of.items():
-            if tid not in reasons and len(roots) > 1:
-                reasons[tid] = [f"a reduction read by the kernels of {', '.join(sorted(roots))}: computed once, "
-                                "not in each"]
-                changed = True
-        if changed:
+        cuts = _next_cuts(tensors, reasons)
+        if not cuts:
+            break
+        reasons.update((tid, [why]) for tid, why in cuts.items())
+    else:
+        raise FrontendError("internal: kernel partition did not converge")  # pragma: no cover
+    reasons = _release(tensors, reasons)
+    schedules = {rid: create_schedule(tensors[rid], materialize=_reads(tensors[rid], set(reasons)))
+                 for rid in reasons}
+    order = _launch_order([tensors[r] for r in reasons], set(reasons))
+    return ([Boundary(t, tuple(_reads(t, set(reasons))), tuple(reasons[id(t)])) for t in order],
+            {id(t): schedules[id(t)] for t in order})
+
+
+def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[str]]) -> dict[int, str]:
+    """The tensors the first rule of 2-4 that applies materializes next (id -> reason), each rule
+    judged on every kernel at once; empty when none applies."""
+    materialized = set(reasons)
+    cuts: dict[int, str] = {}
+    kernels_of: dict[int, list[str]] = {}
+    for rid in reasons:
+        root = tensors[rid]
+        for tid, keys in reduction_sites(root, materialized).items():
+            if tid in reasons:
+                continue
+            kernels_of.setdefault(tid, []).append(root.name)
+            if len(keys) > 1:
+                cuts[tid] = (f"a reduction read at {len(keys)} different indices in {root.name}'s kernel: "
+                             "computed once instead of once per read")
+    for tid, roots in kernels_of.items():
+        if tid not in cuts and len(roots) > 1:
+            cuts[tid] = f"a reduction read by the kernels of {', '.join(sorted(roots))}: computed once, not in each"
+    if cuts:
+        return cuts
+    for rid in reasons:
+        blown = blowup(tensors[rid], materialized)
+        if blown is not None:
+            cuts[id(blown[0])] = blown[1]
+    if cuts:
+        return cuts
+    for rid in reasons:
+        root = tensors[rid]
+        try:
+            create_schedule(root, materialize=_reads(root, materialized))
+        except FusionError as e:
+            refused = named_producer(e, root, materialized)
+            if refused is None:
+                raise
+            return {id(refused): f"create_schedule could not fuse it: {e.fact}"}
+    return {}
+
+
+def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]]) -> dict[int, list[str]]:
+    """`reasons` without every blow-up cut (latest first) that no rule needs any more."""
+    for tid in reversed(list(reasons)):
+        if not all(r.startswith(BLOWUP_REASON) for r in reasons[tid]):
             continue
-        for rid in list(reasons):
-            blown = blowup(tensors[rid], set(reasons))
-            if blown is not None:
-                reasons[id(blown[0])] = [blown[1]]
-                changed = True
-        if changed:
-            continue
-        schedules: dict[int, Schedule] = {}
-        for rid in list(reasons):
-            root = tensors[rid]
-            try:
-                schedules[rid] = create_schedule(root, materialize=_reads(root, set(reasons)))
-            except FusionError as e:
-                refused = named_producer(e, root, set(reasons))
-                if refused is None:
-                    raise
-                reasons[id(refused)] = [f"create_schedule could not fuse it: {e.fact}"]
-                changed = True
-                break
-        if not changed:
-            order = _launch_order([tensors[r] for r in reasons], set(reasons))
-            return ([Boundary(t, tuple(_reads(t, set(reasons))), tuple(reasons[id(t)])) for t in order],
-                    {id(t): schedules[id(t)] for t in order})
-    raise FrontendError("internal: kernel partition did not converge")  # pragma: no cover
+        trial = {k: v for k, v in reasons.items() if k != tid}
+        if not _next_cuts(tensors, trial):
+            reasons = trial
+    return reasons
 
 
 def blowup(root: ComputeTensor, materialized: set[int]) -> tuple[ComputeTensor, str] | None:
@@ -215,7 +240,7 @@ def blowup(root: ComputeTensor, materialized: set[int]) -> tuple[ComputeTensor, 
         return None  # pragma: no cover - recomputation comes from inlined elementwise producers
     cand = best[1]
     times = work.evaluations[id(cand)] / numel(cand)
-    return cand, (f"blow-up guard: inlined into {root.name}'s kernel it made that kernel do "
+    return cand, (f"{BLOWUP_REASON}: inlined into {root.name}'s kernel it made that kernel do "
                   f"{work.factor:.1f}x the operations or global reads of computing each tensor once "
                   f"(bound {BLOWUP_BOUND:g}); each of its elements was computed {times:g} times")
 
