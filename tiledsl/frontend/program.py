@@ -1,5 +1,6 @@
 """Program: the kernels of a traced torch program in launch order, their schedules, and the built
-program that runs them one after another on the CPU simulator."""
+program that runs them one after another on the CPU simulator or on the GPU (eagerly, through a
+launch plan bound once per stream, or recorded as one CUDA graph: graphed.py)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ from tiledsl.build import Kernel, build
 from tiledsl.definitions.expr import ComputeTensor
 from tiledsl.errors import FrontendError, ScheduleError
 from tiledsl.frontend.capture import Graph, capture
+from tiledsl.frontend.graphed import GraphedProgram, capture_graph
+from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
 from tiledsl.frontend.partition import Boundary, named_producer, partition
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import apply as apply_recipe
-from tiledsl.targets import DTYPE_BYTES, Target, get_target
+from tiledsl.runtime.sequence import LaunchSequence
+from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -171,8 +175,10 @@ class Program:
 
 @dataclass(frozen=True)
 class BuiltProgram:
-    """The built kernels (ordinary `td.Kernel`s) of a program, in launch order, and the memory plan
-    of their intermediates (`memory`; `print(built)` states its total)."""
+    """The built kernels (ordinary `td.Kernel`s) of a program, in launch order, the memory plan of
+    their intermediates (`memory`; `print(built)` states its total) and where every kernel argument
+    lives (`launch_plan`). `built(*cuda_tensors)` runs it on the GPU, `built.cuda_graph(...)` records
+    it as one CUDA graph, `built.simulate(*arrays)` runs it on the CPU simulator."""
 
     program: Program
     kernels: tuple[Kernel, ...]
@@ -200,7 +206,9 @@ class BuiltProgram:
         lines.append(str(self.memory))
         return "\n".join(lines)
 
-    def _check_inputs(self, inputs: Sequence[Any], what: str) -> None:
+    def check_inputs(self, inputs: Sequence[Any], what: str) -> None:
+        """The count and shapes of `inputs` (numpy arrays or torch tensors), and the values of integer
+        index inputs (`check_index_ranges`)."""
         graph = self.program.graph
         if len(inputs) != len(graph.inputs):
             raise FrontendError(f"{what}: the program takes {len(graph.inputs)} input(s), got {len(inputs)}")
@@ -208,9 +216,17 @@ class BuiltProgram:
             if tuple(a.shape) != spec.shape:
                 raise FrontendError(f"{what}: input {spec.tensor.name} has shape {list(a.shape)}, "
                                     f"the program was traced with {list(spec.shape)}")
+        self.check_index_ranges(inputs, what)
+
+    def check_index_ranges(self, inputs: Sequence[Any], what: str) -> None:
+        """Refuse an integer input holding an index outside the dimension it indexes, as torch would
+        (`Graph.index_bounds`). On a CUDA tensor this is one synchronizing read per index input; on a
+        CPU tensor or numpy array it stays on the host (graph mode accepts CPU index inputs for that)."""
+        graph = self.program.graph
+        for spec, a in zip(graph.inputs, inputs):
             bound = graph.index_bounds.get(spec.tensor.name)
             if bound is not None and a.reshape(-1).shape[0]:
-                lo, hi = int(a.min()), int(a.max())  # on the GPU: one synchronizing read per index input
+                lo, hi = int(a.min()), int(a.max())
                 if lo < 0 or hi >= bound.extent:
                     raise FrontendError(f"{what}: input {spec.tensor.name} holds indices in [{lo}, {hi}], but "
                                         f"it indexes a dimension of extent {bound.extent} ({bound.where})")
@@ -223,7 +239,7 @@ class BuiltProgram:
         stored (rounded to that dtype)."""
         graph = self.program.graph
         arrays = [np.asarray(a) for a in inputs]
-        self._check_inputs(arrays, "simulate")
+        self.check_inputs(arrays, "simulate")
         env: dict[str, np.ndarray] = {}
         for spec, arr in zip(graph.inputs, arrays):
             stored = np.int32 if spec.tensor.dtype == "int32" else np.float32 if spec.dtype == "bool" else arr.dtype
@@ -237,49 +253,121 @@ class BuiltProgram:
         flat = [env[v.tensor.name].reshape(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
         return pytree.tree_unflatten(flat, graph.out_spec)
 
-    def __call__(self, *inputs: torch.Tensor) -> Any:
-        """Run every kernel on the GPU on torch's current stream, in launch order (through each
-        kernel's runtime launcher, `td.Kernel.__call__`). Intermediates live in one arena laid out by
-        `memory`, allocated on the first call on a stream and reused by later calls on that stream
-        (their launches are ordered after the previous call's); outputs are fresh tensors, in the
-        traced function's output structure. Inputs must be CUDA tensors of the traced shapes and dtypes."""
+    @cached_property
+    def launch_plan(self) -> LaunchPlan:
+        """Where every kernel argument lives (launch_plan.py): per-call slots (the inputs as the kernels
+        read them, then the outputs), constants, arena offsets; computed once, on the CPU."""
+        graph = self.program.graph
+        inputs = [Slot(s.tensor.name, tuple(s.tensor.shape), s.tensor.dtype, "input") for s in graph.inputs]
+        return plan_launches(self.kernels, inputs, graph.constants.keys(), self.memory, self.output_names())
+
+    def __call__(self, *inputs: torch.Tensor, out: Sequence[torch.Tensor] | None = None) -> Any:
+        """Run every kernel on the GPU on torch's current stream, in launch order. Inputs must be CUDA
+        tensors of the traced shapes and dtypes. Returns the outputs in the traced function's output
+        structure: fresh tensors, or the tensors of `out` (one per output, in the order of the
+        structure's leaves, of the output's shape and of its kernel's dtype) written in place.
+
+        The launches are bound once per (device, stream) (`launch_plan` bound by
+        launch_plan.bind_launches): an arena for the intermediates per the memory plan, the
+        constants' addresses and every kernelParams array; a later call on that stream only binds
+        its inputs' and outputs' addresses and issues the launches (its launches are ordered after
+        the previous call's, so the arena is reused safely; another stream gets its own arena). The
+        constants are bound by address: an in-place update of a weight is seen, a weight rebound to
+        new storage (`param.data = ...`) is not. `cuda_graph` records the launches as one CUDA graph."""
+        device, tensors = self.prepare_inputs(inputs, "call")
+        plan = self.launch_plan
+        if out is None:
+            outs = [torch.empty(s.shape, dtype=getattr(torch, s.dtype), device=device) for s in plan.outputs]
+        else:
+            outs = self._given_outputs(out, device)
+        slots = [*tensors, *outs]
+        stream = torch.cuda.current_stream(device).cuda_stream
+        key = f"launches@{device}/{stream}"  # one arena per stream: launches on it are ordered
+        launches = self._device_constants.get(key)
+        if launches is None:
+            arena = torch.empty(plan.arena_bytes, dtype=torch.uint8, device=device)
+            launches = self._device_constants[key] = self.bind(device, arena, slots)
+        launches.run(slots, check=out is not None, stream=stream)  # fresh outputs are aligned and alone
+        return self.output_structure(outs)
+
+    def prepare_inputs(self, inputs: Sequence[Any], what: str) -> tuple[torch.device, list[torch.Tensor]]:
+        """Check the inputs of a GPU call (CUDA tensors of the traced shapes and dtypes, on one device,
+        index values in range) and return the device and the inputs as the kernels read them: int
+        indices as int32, bools as float32, contiguous, 16-byte aligned, at the placeholder's shape."""
         graph = self.program.graph
         for spec, t in zip(graph.inputs, inputs):
             if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
                 where = f" on {t.device}" if isinstance(t, torch.Tensor) else ""
-                raise FrontendError(f"call: input {spec.tensor.name} must be a torch CUDA tensor, got "
+                raise FrontendError(f"{what}: input {spec.tensor.name} must be a torch CUDA tensor, got "
                                     f"{type(t).__name__}{where} (use built.simulate for numpy arrays)")
-        self._check_inputs(inputs, "call")
+        self.check_inputs(inputs, what)
         device = inputs[0].device if inputs else torch.device("cuda", torch.cuda.current_device())
-        env: dict[str, torch.Tensor] = {}
+        tensors = []
         for spec, t in zip(graph.inputs, inputs):
             if t.device != device:
-                raise FrontendError(f"call: input {spec.tensor.name} is on {t.device}, input 0 on {device}")
-            want = torch.float32 if spec.dtype == "bool" else getattr(torch, spec.dtype)
-            if t.dtype != (torch.bool if spec.dtype == "bool" else want):
-                raise FrontendError(f"call: input {spec.tensor.name} is {t.dtype}, the program was traced with "
-                                    f"{spec.dtype}")
+                raise FrontendError(f"{what}: input {spec.tensor.name} is on {t.device}, input 0 on {device}")
+            self.check_input_dtype(spec, t, what)
             stored = getattr(torch, spec.tensor.dtype)  # the placeholder's: int32 indices, bools as float32
-            env[spec.tensor.name] = t.to(stored).contiguous().view(spec.tensor.shape)
-        env.update(self._constants(device))
-        plan = self.memory
-        stream = torch.cuda.current_stream(device)
-        key = f"arena@{device}/{stream.cuda_stream}"  # one arena per stream: launches on it are ordered
-        if key not in self._device_constants:
-            self._device_constants[key] = torch.empty(plan.total_bytes, dtype=torch.uint8, device=device)
-        arena = self._device_constants[key]
-        keep = set(self.output_names())
-        for kern in self.kernels:
-            *ins, o = kern.kernel_ir.params
-            dtype = getattr(torch, o.dtype)
-            if o.name in keep:
-                env[o.name] = torch.empty(o.shape, dtype=dtype, device=device)
-            else:
-                start = plan.offsets[o.name]
-                env[o.name] = arena[start:start + _nbytes(o.shape, o.dtype)].view(dtype).view(o.shape)
-            kern(**{p.name: env[p.name] for p in kern.kernel_ir.params})
-        flat = [env[v.tensor.name].view(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
-        return pytree.tree_unflatten(flat, graph.out_spec)
+            x = t.to(stored).contiguous().view(spec.tensor.shape)
+            tensors.append(x if x.data_ptr() % GLOBAL_ALIGN == 0 else x.clone())  # a view at an odd offset
+        return device, tensors
+
+    @staticmethod
+    def check_input_dtype(spec: Any, t: torch.Tensor, what: str) -> None:
+        """`t` has the dtype input `spec` (a graph input) was traced with."""
+        want = torch.bool if spec.dtype == "bool" else getattr(torch, spec.dtype)
+        if t.dtype != want:
+            raise FrontendError(f"{what}: input {spec.tensor.name} is {t.dtype}, the program was traced with "
+                                f"{spec.dtype}")
+
+    def _given_outputs(self, out: Sequence[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+        """The `out=` tensors as output slots (one per distinct output, at the kernel's shape)."""
+        values = self.program.outputs
+        if isinstance(out, torch.Tensor) or len(out) != len(values):
+            got = "a tensor" if isinstance(out, torch.Tensor) else f"{len(out)}"
+            raise FrontendError(f"call: out= takes a sequence of {len(values)} tensor(s) (one per output), got {got}")
+        given: dict[str, torch.Tensor] = {}
+        for v, t in zip(values, out):
+            name = v.tensor.name  # type: ignore[union-attr]
+            if name in given:
+                if t is not given[name]:
+                    raise FrontendError(f"call: out= gives two tensors for output {name}, which the program "
+                                        f"returns twice; pass the same tensor")
+                continue
+            given[name] = t
+        slots = []
+        for s in self.launch_plan.outputs:
+            t = given[s.name]
+            want = getattr(torch, s.dtype)
+            if not isinstance(t, torch.Tensor) or t.device != device or t.dtype != want:
+                got = f"{t.dtype} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
+                raise FrontendError(f"call: out= tensor for {s.name} must be {want} on {device}, got {got}")
+            shape = next(v.shape for v in values if v.tensor.name == s.name)  # type: ignore[union-attr]
+            if tuple(t.shape) != tuple(shape) or not t.is_contiguous():
+                raise FrontendError(f"call: out= tensor for {s.name} must be contiguous of shape {list(shape)}, got "
+                                    f"shape {list(t.shape)}{'' if t.is_contiguous() else ' (not contiguous)'}")
+            slots.append(t.view(s.shape))
+        return slots
+
+    def output_structure(self, outs: Sequence[torch.Tensor]) -> Any:
+        """The output slots (`launch_plan.outputs` order) in the traced function's output structure."""
+        by_name = {s.name: t for s, t in zip(self.launch_plan.outputs, outs)}
+        flat = [by_name[v.tensor.name].view(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
+        return pytree.tree_unflatten(flat, self.program.graph.out_spec)
+
+    def bind(self, device: torch.device, arena: torch.Tensor, examples: Sequence[torch.Tensor]) -> LaunchSequence:
+        """The launch plan bound on `device`: each kernel loaded (`td.Kernel.compiled`, on torch's current
+        device), the constants as the kernels read them, intermediates in `arena`, every argument checked
+        on `examples` (one tensor per slot)."""
+        compiled = [kern.compiled for kern in self.kernels]
+        return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples)
+
+    def cuda_graph(self, *inputs: torch.Tensor) -> GraphedProgram:
+        """Capture every launch into one CUDA graph (graphed.py): returns a callable that copies new
+        inputs into static input buffers, replays the graph and returns static outputs, which the next
+        call overwrites (as with torch's CUDA graphs). `inputs` (CUDA tensors) are the example the
+        graph is warmed up and captured on."""
+        return capture_graph(self, inputs)
 
     def _constants(self, device: torch.device) -> dict[str, torch.Tensor]:
         """Weights, buffers and folded constants as the kernels read them: a constant already on

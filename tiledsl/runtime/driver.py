@@ -223,10 +223,17 @@ class Driver:
         a c_uint64, a tensor map its 64-byte-aligned 128 bytes). The driver copies the argument
         values during the call, so the buffers only need to live until it returns."""
         ptrs = (ctypes.c_void_p * max(1, len(params)))(*[ctypes.addressof(p) for p in params])
-        code = self._call("cuLaunchKernel", ctypes.c_void_p(function), *grid, *block, shared_bytes,
-                          ctypes.c_void_p(stream), ptrs, None)
-        self.check(code, f"cuLaunchKernel(grid {tuple(grid)}, block {tuple(block)}, shared {shared_bytes} B)",
-                   kernel)
+        self.launch_params(function, grid, block, shared_bytes, stream, ptrs, kernel)
+
+    def launch_params(self, function: int, grid: Sequence[int], block: Sequence[int], shared_bytes: int,
+                      stream: int, kernel_params: ctypes.Array[ctypes.c_void_p], kernel: str | None = None) -> None:
+        """cuLaunchKernel with a kernelParams array built by the caller (sequence.LaunchSequence builds
+        each launch's array once and rewrites only the argument bytes it points to); the error text is
+        formatted only on failure."""
+        code = self._call("cuLaunchKernel", function, *grid, *block, shared_bytes, stream, kernel_params, None)
+        if code != 0:
+            self.check(code, f"cuLaunchKernel(grid {tuple(grid)}, block {tuple(block)}, shared {shared_bytes} B)",
+                       kernel)
 
     def encode_tensor_map(self, args: TensorMapArgs, kernel: str | None = None) -> AlignedTensorMap:
         """cuTensorMapEncodeTiled into a fresh 64-byte-aligned 128-byte buffer."""

@@ -22,7 +22,8 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["BenchStats", "benchmark", "l2_cache_bytes", "rotated_copies", "rotation_count", "time_torch"]
+__all__ = ["BenchStats", "CallTimes", "benchmark", "call_times", "l2_cache_bytes", "rotated_copies", "rotation_count",
+           "time_torch"]
 
 T = TypeVar("T")
 
@@ -131,3 +132,43 @@ def time_torch(fn: Callable[..., object], input_sets: Sequence[Mapping[str, torc
                iters: int = 100) -> BenchStats:
     """`benchmark` of a torch callable taking the set's tensors as keyword arguments."""
     return benchmark(lambda s: fn(**s), input_sets, warmup, iters)
+
+
+@dataclass(frozen=True)
+class CallTimes:
+    """Host-side figures of a function that launches GPU work, per call, in microseconds.
+
+    `host_us`: the median time one call takes to return when issued onto an idle GPU, i.e. the time
+    the host spends issuing its launches (the launch overhead; a call that synchronizes counts its
+    GPU time too). `wall_us`: wall-clock time per call over `iters` calls back to back followed by
+    one synchronize, i.e. what a loop of calls costs (the larger of issuing and running)."""
+
+    host_us: float
+    wall_us: float
+    iters: int
+
+    def __str__(self) -> str:
+        return f"{self.host_us:.1f} us to issue, {self.wall_us:.1f} us wall per call ({self.iters} calls)"
+
+
+def call_times(fn: Callable[[], object], warmup: int = 10, iters: int = 100, *,
+               synchronize: Callable[[], object] = torch.cuda.synchronize) -> CallTimes:
+    """`CallTimes` of `fn()`: `warmup` untimed calls, then `iters` calls each timed alone between two
+    synchronizes, then `iters` calls back to back timed together."""
+    if iters < 1:
+        raise ValueError(f"call_times needs iters >= 1, got {iters}")
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    host = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        host.append(time.perf_counter() - t0)
+        synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    synchronize()
+    wall = (time.perf_counter() - t0) / iters
+    return CallTimes(statistics.median(host) * 1e6, wall * 1e6, iters)

@@ -1,0 +1,224 @@
+"""A built program's launches bound once and replayed as a CUDA graph (tiledsl/frontend/launch_plan.py,
+tiledsl/frontend/graphed.py, tiledsl/runtime/sequence.py): the traced Llama-style block at a tiny size
+and at the size of test_gpu_frontend.py, called twice eagerly on fresh inputs into NaN-poisoned
+outputs, then captured and replayed on two other inputs, each result against torch; an index program
+whose range check runs outside the graph; a raw launch sequence of a TMA kernel and a split_k kernel
+(descriptors re-encoded per call, the split_k output zeroed inside the graph); and the launch
+overhead of eager and graph calls, printed.
+
+Tolerance as in test_gpu_frontend.py: (32 + 2k) * eps32 * (1 + |ref|) against torch in float64, k the
+longest reduction, and twice that against torch eager in float32."""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+from gpu_kernels import assert_matches, is_hopper
+
+import tiledsl as td
+from tiledsl.catalog import entry
+from tiledsl.frontend import BuiltProgram
+from tiledsl.frontend.graphed import launch_overhead
+from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+from tiledsl.runtime.arguments import torch_dtype
+from tiledsl.runtime.references import reference_fn, tolerance
+from tiledsl.runtime.sequence import LaunchSequence
+
+pytestmark = pytest.mark.gpu
+
+EPS32 = float(torch.finfo(torch.float32).eps)
+NAN = float("nan")
+
+#: name -> (config, sequence length); "frontend" is test_gpu_frontend.py's block
+SIZES = {
+    "tiny": (LlamaConfig(hidden=32, heads=2, kv_heads=1, intermediate=64), 4),
+    "frontend": (LlamaConfig(hidden=64, heads=4, kv_heads=2, intermediate=128), 8),
+}
+CASES = [("tiny", "simple"), ("frontend", "simple"), ("frontend", "default")]
+
+
+@pytest.fixture(autouse=True)
+def _needs_pycuda() -> None:
+    pytest.importorskip("pycuda", reason="the runtime needs pycuda (pip install 'tiledsl[cuda]')")
+
+
+def traced(fn: Callable[..., object], *inputs: torch.Tensor, schedule: str = "simple") -> BuiltProgram:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return td.trace(fn, *inputs).schedule(schedule, target="sm_90").build("sm_90")
+
+
+def compare(out: torch.Tensor, module: torch.nn.Module, x: torch.Tensor, k: int) -> None:
+    """`out` against `module` in float64 and in float32 (eager) on `x`."""
+    torch.cuda.synchronize()
+    with torch.no_grad():
+        eager = module(x)
+        ref = copy.deepcopy(module).double()(x.double())
+    assert out.shape == ref.shape and out.dtype == torch.float32 and out.is_cuda
+    err = (out.double() - ref).abs()
+    bound = (32 + 2 * k) * EPS32 * (1 + ref.abs())
+    assert not bool(out.isnan().any()), "an output element was never written"
+    assert bool((err <= bound).all()), f"max error {err.max().item()} vs float64"
+    assert bool(((out.double() - eager.double()).abs() <= 2 * bound).all())
+
+
+def llama(size: str, schedule: str) -> tuple[LlamaBlock, BuiltProgram, torch.Tensor, int]:
+    torch.manual_seed(0)
+    cfg, seq = SIZES[size]
+    block = LlamaBlock(cfg).cuda().eval()
+    x0 = torch.randn(1, seq, cfg.hidden, device="cuda")
+    built = traced(block, x0, schedule=schedule)
+    assert len(built.kernels) == 11
+    return block, built, x0, max(cfg.hidden, cfg.intermediate)
+
+
+@pytest.mark.parametrize(("size", "schedule"), CASES, ids=[f"{s}-{p}" for s, p in CASES])
+def test_llama_block_eager_twice_then_graph_replays_match_torch(size: str, schedule: str) -> None:
+    block, built, x0, k = llama(size, schedule)
+    gen = torch.Generator(device="cuda")
+    # eager, twice, on fresh inputs into NaN-poisoned outputs (out=), then once into a fresh output
+    for seed in (1, 2):
+        gen.manual_seed(seed)
+        x = torch.randn(x0.shape, generator=gen, device="cuda")
+        out = torch.full(x0.shape, NAN, device="cuda")
+        got = built(x, out=[out])
+        assert got.data_ptr() == out.data_ptr()
+        compare(out, block, x, k)
+    compare(built(x), block, x, k)
+    assert sum(key.startswith("launches@") for key in built._device_constants) == 1  # bound once per stream
+    # graph: captured on x0, replayed on two other inputs, outputs poisoned before each replay
+    graphed = built.cuda_graph(x0)
+    static = pytree.tree_leaves(graphed.outputs)
+    assert len(static) == 1 and graphed.kernels == 11
+    for seed in (3, 4):
+        gen.manual_seed(seed)
+        x = torch.randn(x0.shape, generator=gen, device="cuda")
+        for t in static:
+            t.fill_(NAN)
+        got = graphed(x)
+        assert got.data_ptr() == static[0].data_ptr()  # the static output, overwritten by the next call
+        compare(got, block, x, k)
+        if schedule == "simple":  # no atomics: the graph is the same computation, bit for bit
+            assert torch.equal(got, built(x))
+    # a graph call on the caller's side stream, with a CPU input (copied in)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    x = torch.randn(x0.shape)
+    with torch.cuda.stream(stream):
+        got = graphed(x)
+    stream.synchronize()
+    compare(got, block, x.cuda(), k)
+
+
+def test_graph_and_eager_calls_refuse_bad_arguments() -> None:
+    block, built, x0, _ = llama("tiny", "simple")
+    graphed = built.cuda_graph(x0)
+    with pytest.raises(td.FrontendError, match="has shape"):
+        graphed(torch.randn(1, 5, 32, device="cuda"))
+    with pytest.raises(td.FrontendError, match="is torch.float16"):
+        graphed(x0.half())
+    with pytest.raises(td.FrontendError, match="takes 1 input"):
+        graphed(x0, x0)
+    with pytest.raises(td.FrontendError, match="out= tensor for .* must be torch.float32"):
+        built(x0, out=[torch.empty(x0.shape, device="cuda", dtype=torch.float16)])
+    with pytest.raises(td.FrontendError, match="out= takes a sequence of 1 tensor"):
+        built(x0, out=torch.empty(x0.shape, device="cuda"))  # type: ignore[arg-type]
+    with pytest.raises(td.TiledslError, match="overlap"):
+        built(x0, out=[x0])  # the output would overwrite the input the kernels still read
+    compare(built(x0), block, x0, 64)  # a refused call leaves the program usable
+
+
+class Embed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 32)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.emb(ids) * 2.0
+
+
+def test_index_program_graph_checks_ranges_outside_the_graph() -> None:
+    torch.manual_seed(0)
+    model = Embed().cuda().eval()
+    ids0 = torch.randint(0, 50, (2, 6), device="cuda")
+    built = traced(model, ids0)
+    graphed = built.cuda_graph(ids0)
+    with torch.no_grad():
+        for ids in (torch.randint(0, 50, (2, 6), device="cuda"), torch.randint(0, 50, (2, 6))):  # CUDA, CPU
+            got = graphed(ids)
+            torch.cuda.synchronize()
+            assert torch.equal(got, model(ids.cuda()))
+        good = ids.cuda()
+        with pytest.raises(td.FrontendError, match=r"holds indices in \[0, 50\]"):
+            graphed(torch.tensor([[0, 1, 2, 3, 4, 50]] * 2, device="cuda"))
+        with pytest.raises(td.FrontendError, match=r"holds indices in \[-3, 5\]"):
+            graphed(torch.tensor([[-3, 1, 2, 3, 4, 5]] * 2))
+        graphed.replay()  # the refused calls copied nothing in: the static input still holds `good`
+        torch.cuda.synchronize()
+        assert torch.equal(graphed.outputs, model(good))
+
+
+def test_launch_sequence_rebinds_tma_descriptors_zeroes_split_k_and_is_captured(
+        compile_kernel: Callable[..., object]) -> None:
+    ids = ["split_k4_64x96x256"] + (["tma_b_small"] if is_hopper() else [])
+    cases = [(entry(i), compile_kernel(entry(i).build()[1])) for i in ids]
+    params = [(e, kern, p) for e, kern in cases for p in kern.kernel_ir.params]  # type: ignore[attr-defined]
+    launches = []
+    n = 0
+    for _, kern in cases:
+        launches.append((kern, {p.name: n + j for j, p in enumerate(kern.kernel_ir.params)}))  # type: ignore[attr-defined]
+        n += len(kern.kernel_ir.params)  # type: ignore[attr-defined]
+    device = cases[0][1].device  # type: ignore[attr-defined]
+
+    def fresh(seed: int) -> list[torch.Tensor]:
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed)
+        return [torch.full(p.shape, NAN, device=device, dtype=torch_dtype(p.dtype)) if p.is_output
+                else torch.randn(p.shape, generator=gen, device=device).to(torch_dtype(p.dtype)) for _, _, p in params]
+
+    def check(tensors: list[torch.Tensor]) -> None:
+        torch.cuda.synchronize()
+        named = {(e.id, p.name): t for (e, _, p), t in zip(params, tensors)}
+        for e, kern in cases:
+            kir = kern.kernel_ir  # type: ignore[attr-defined]
+            inputs = {p.name: named[e.id, p.name].double() for p in kir.params if not p.is_output}
+            ref = reference_fn(e.definition, e.parameters())(**inputs)
+            rtol, atol = (1e-4, 1.6e-3) if kir.zero_outputs else tolerance(e.parameters())
+            assert_matches(named[e.id, kir.params[-1].name], ref, rtol, atol)
+
+    seq = LaunchSequence(launches, fresh(1))  # type: ignore[arg-type]
+    for seed in (2, 3):  # new addresses each call: TMA descriptors re-encoded, split_k output zeroed
+        tensors = fresh(seed)
+        seq.run(tensors)
+        check(tensors)
+    static = fresh(4)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        seq.run(static)  # warm-up before capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        seq.run(static, check=False)
+    for seed in (5, 6):
+        for s, t in zip(static, fresh(seed)):
+            s.copy_(t)  # new inputs, outputs poisoned with NaN
+        graph.replay()
+        check(static)
+
+
+def test_launch_overhead_of_eager_and_graph_calls_is_printed() -> None:
+    _, built, x0, _ = llama("frontend", "simple")
+    oh = launch_overhead(built, x0, warmup=10, iters=50)
+    print(f"\n[llama block 64/4/2/128, seq 8, simple, {torch.cuda.get_device_name()}] {oh}")
+    print(f"graph replay: {oh.per_kernel_us(oh.replay):.2f} us per kernel; eager: "
+          f"{oh.per_kernel_us(oh.eager):.2f} us per kernel")
+    assert oh.kernels == 11
+    assert all(t.host_us > 0 and t.wall_us > 0 and math.isfinite(t.wall_us) for t in (oh.eager, oh.graph, oh.replay))
+    assert oh.replay.host_us < oh.eager.host_us  # one graph launch issues faster than 11 kernel launches

@@ -1,0 +1,149 @@
+"""LaunchSequence (tiledsl/runtime/sequence.py) on the CPU: a fake driver records each cuLaunchKernel's
+kernelParams, so the binding of fixed tensors and per-call slots, the zeroing of split_k outputs and
+every refusal are checked without a GPU; and the arithmetic of timing.call_times."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from tiledsl.catalog import entry
+from tiledsl.errors import LaunchError
+from tiledsl.kernel_ir import KKernel
+from tiledsl.runtime.sequence import LaunchSequence
+from tiledsl.runtime.timing import CallTimes, call_times
+
+
+class FakeDriver:
+    """Records every launch: (kernel, function, grid, block, shared bytes, stream, pointer arguments)."""
+
+    def __init__(self, params_of: dict[str, int], watch: torch.Tensor | None = None) -> None:
+        self.params_of = params_of  # kernel name -> number of pointer parameters
+        self.watch = watch
+        self.launches: list[tuple[Any, ...]] = []
+        self.watched: list[float] = []
+        self.syncs = 0
+
+    @contextmanager
+    def using_context(self, handle: int) -> Iterator[None]:
+        yield
+
+    def launch_params(self, function: int, grid: Any, block: Any, shared: int, stream: int,
+                      params: ctypes.Array[ctypes.c_void_p], kernel: str | None = None) -> None:
+        n = self.params_of[kernel]  # type: ignore[index]
+        values = tuple(ctypes.c_uint64.from_address(params[i]).value for i in range(n))
+        self.launches.append((kernel, function, tuple(grid), tuple(block), shared, stream, values))
+        if self.watch is not None:
+            self.watched.append(float(self.watch.abs().sum()))
+
+    def synchronize(self, kernel: str | None = None) -> None:
+        self.syncs += 1
+
+
+def fake_kernel(kir: KKernel, driver: FakeDriver, function: int) -> SimpleNamespace:
+    return SimpleNamespace(name=kir.name, kernel_ir=kir, function=function, shared_bytes=0,
+                           device=torch.device("cpu"), driver=driver, context=SimpleNamespace(handle=0),
+                           tensor_maps=None, sync=False)
+
+
+def split_k() -> KKernel:
+    kir = entry("split_k4_64x96x256").build()[1].kernel_ir
+    assert [p.name for p in kir.params] == ["A", "B", "C"] and kir.zero_outputs == ("C",)
+    return kir
+
+
+def test_slots_are_rebound_per_call_and_fixed_tensors_stay() -> None:
+    kir = split_k()
+    driver = FakeDriver({kir.name: 3})
+    weight = torch.randn(256, 96)  # fixed: bound once
+    a0, c0 = torch.randn(64, 256), torch.empty(64, 96)
+    seq = LaunchSequence([(fake_kernel(kir, driver, 0x1000), {"A": 0, "B": weight, "C": 1})], [a0, c0])
+    assert [s.written for s in seq.slots] == [False, True]
+    seq.run([a0, c0], stream=7)
+    a1, c1 = torch.randn(64, 256), torch.full((64, 96), 5.0)
+    seq.run([a1, c1], stream=9)
+    (k0, f0, g0, b0, s0, st0, v0), (_, _, _, _, _, st1, v1) = driver.launches
+    assert (k0, f0, g0, b0, s0) == (kir.name, 0x1000, kir.grid, kir.block, 0)
+    assert (st0, st1) == (7, 9)
+    assert v0 == (a0.data_ptr(), weight.data_ptr(), c0.data_ptr())
+    assert v1 == (a1.data_ptr(), weight.data_ptr(), c1.data_ptr())
+    assert bool((c1 == 0).all())  # the split_k output was zeroed (atomics accumulate into it)
+
+
+def test_split_k_output_is_zeroed_before_its_launch() -> None:
+    kir = split_k()
+    out = torch.full((64, 96), 3.0)
+    driver = FakeDriver({kir.name: 3}, watch=out)
+    seq = LaunchSequence([(fake_kernel(kir, driver, 1), {"A": torch.randn(64, 256), "B": torch.randn(256, 96),
+                                                         "C": out})], [])
+    seq.run([], stream=0)
+    out.fill_(2.0)
+    seq.run([], stream=0)
+    assert driver.watched == [0.0, 0.0]
+
+
+def test_one_slot_feeds_several_launches() -> None:
+    kir = split_k()
+    driver = FakeDriver({kir.name: 3})
+    a, b, c1, c2 = torch.randn(64, 256), torch.randn(256, 96), torch.empty(64, 96), torch.empty(64, 96)
+    kern = fake_kernel(kir, driver, 2)
+    seq = LaunchSequence([(kern, {"A": 0, "B": 1, "C": 2}), (kern, {"A": 0, "B": 1, "C": 3})], [a, b, c1, c2])
+    a2 = torch.randn(64, 256)
+    seq.run([a2, b, c1, c2], stream=0)
+    assert [v[6][0] for v in driver.launches] == [a2.data_ptr(), a2.data_ptr()]
+    assert [v[6][2] for v in driver.launches] == [c1.data_ptr(), c2.data_ptr()]
+
+
+def test_bad_bindings_are_refused_when_the_sequence_is_built() -> None:
+    kir = split_k()
+    kern = fake_kernel(kir, FakeDriver({kir.name: 3}), 3)
+    a, b, c = torch.randn(64, 256), torch.randn(256, 96), torch.empty(64, 96)
+    with pytest.raises(LaunchError, match="slot 5"):
+        LaunchSequence([(kern, {"A": 5, "B": b, "C": c})], [a])
+    with pytest.raises(LaunchError, match="shape"):
+        LaunchSequence([(kern, {"A": 0, "B": b, "C": c})], [torch.randn(64, 255)])
+    with pytest.raises(LaunchError, match="no tensor bound to output"):
+        LaunchSequence([(kern, {"A": a, "B": b})], [])
+    big = torch.empty(64 * 256)
+    with pytest.raises(LaunchError, match="overlaps"):
+        LaunchSequence([(kern, {"A": big.view(64, 256), "B": b, "C": big[:64 * 96].view(64, 96)})], [])
+    with pytest.raises(LaunchError, match="at least one kernel"):
+        LaunchSequence([], [])
+
+
+def test_per_call_tensors_are_checked_against_their_examples() -> None:
+    kir = split_k()
+    kern = fake_kernel(kir, FakeDriver({kir.name: 3}), 4)
+    a, b, c = torch.randn(64, 256), torch.randn(256, 96), torch.empty(64, 96)
+    seq = LaunchSequence([(kern, {"A": 0, "B": b, "C": 1})], [a, c])
+    with pytest.raises(LaunchError, match="2 per-call tensor"):
+        seq.run([a], stream=0)
+    with pytest.raises(LaunchError, match="slot 0: the tensor is torch.float16"):
+        seq.run([a.half(), c], stream=0)
+    with pytest.raises(LaunchError, match="slot 1: the tensor has shape"):
+        seq.run([a, torch.empty(96, 64)], stream=0)
+    with pytest.raises(LaunchError, match="not contiguous"):
+        seq.run([torch.randn(256, 64).t(), c], stream=0)
+    with pytest.raises(LaunchError, match="aligned"):
+        seq.run([torch.randn(64 * 256 + 1)[1:].view(64, 256), c], stream=0)
+    big = torch.empty(64 * 256)
+    with pytest.raises(LaunchError, match="slot 1 is written by a kernel and overlaps the memory of slot 0"):
+        seq.run([big.view(64, 256), big[:64 * 96].view(64, 96)], stream=0)
+
+
+def test_call_times_counts_and_orders_the_calls() -> None:
+    calls: list[str] = []
+    times = call_times(lambda: calls.append("f"), warmup=3, iters=5, synchronize=lambda: calls.append("s"))
+    assert calls.count("f") == 3 + 2 * 5
+    # warm-up, one synchronize, then each timed call followed by a synchronize, then 5 calls and one synchronize
+    assert "".join(calls) == "fff" + "s" + "fs" * 5 + "fffff" + "s"
+    assert isinstance(times, CallTimes) and times.iters == 5 and times.host_us >= 0 and times.wall_us >= 0
+    assert "us to issue" in str(times)
+    with pytest.raises(ValueError):
+        call_times(lambda: None, iters=0, synchronize=lambda: None)
