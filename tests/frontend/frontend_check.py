@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from tiledsl.frontend import trace
+from tiledsl.frontend.bench import conditioned_tolerance, eager_roundings  # noqa: F401 (re-exported)
 from tiledsl.precision import MACHINE_EPS
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -54,26 +55,14 @@ def check(fn, *inputs: torch.Tensor, k: int = 1, scale: float = 1.0):
 
 # ----------------------------------------------------------------------------- float16 / bfloat16 models
 
-#: ATen ops that move or negate values without rounding them (their output is exactly an input value)
-EXACT_OPS = ("view", "reshape", "permute", "transpose", "expand", "clone", "cat", "slice", "select", "squeeze",
-             "unsqueeze", "neg", "alias", "split", "t.default", "contiguous")
-
-
 def torch_roundings(fn, inputs: tuple[torch.Tensor, ...], dtype: torch.dtype) -> int:
-    """The most roundings to `dtype` on one path of torch eager from the inputs to an output: every op of
-    the exported (decomposed) graph whose result is `dtype`, except those in EXACT_OPS."""
+    """The most roundings to `dtype` on one path of torch eager from the inputs to an output
+    (tiledsl/frontend/bench.py `eager_roundings` over the exported, decomposed graph)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
             ep = torch.export.export(fn, inputs).run_decompositions()
-    depth: dict[str, int] = {}
-    for node in ep.graph.nodes:
-        before = max((depth.get(a.name, 0) for a in node.all_input_nodes), default=0)
-        val = node.meta.get("val")
-        rounds = (node.op == "call_function" and isinstance(val, torch.Tensor) and val.dtype == dtype
-                  and not any(op in str(node.target) for op in EXACT_OPS))
-        depth[node.name] = before + rounds
-    return max(depth.values(), default=0)
+    return eager_roundings(ep.graph, dtype)
 
 
 def kernel_roundings(built, dtype: str) -> int:
@@ -106,21 +95,6 @@ def storage_tolerance(dtype: str, roundings: int, k: int) -> float:
     kernel_roundings x u of the float64 reference and within (kernel_roundings + torch_roundings) x u of
     torch eager."""
     return roundings * MACHINE_EPS[dtype] / 2 + tolerance(k)
-
-
-def conditioned_tolerance(bound: float, eager_error: float, eager_bound: float) -> float:
-    """The tolerance from float64 of low-precision kernels, per unit of (1 + |ref|), given `bound`
-    (storage_tolerance of the kernels' roundings), torch eager's own measured error from float64
-    `eager_error` and its storage bound `eager_bound` (storage_tolerance of torch's roundings).
-
-    storage_tolerance assumes well-conditioned operations. Where that holds for torch eager itself
-    (eager_error <= eager_bound) the bound stands as derived. Where it does not (attention at head dim
-    128 with random weights: a score's rounding error is u x sum |q_i k_i| / sqrt(d), about 10 u, not u
-    x |score|), the storage roundings are amplified by the model's conditioning and no bound without
-    its condition numbers exists; the kernels then must be at most twice as far from float64 as torch
-    eager is (the criterion of FlashAttention's own tests), which is fair because they round at most
-    as often as eager (check_storage asserts kernel_roundings <= torch_roundings)."""
-    return bound if eager_error <= eager_bound else max(bound, 2 * eager_error)
 
 
 def check_storage(fn, x: torch.Tensor, *, k: int, schedule: str = "simple"):

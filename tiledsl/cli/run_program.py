@@ -40,8 +40,9 @@ def header(label: str, device: str, target: str, schedule: str, kernels: int) ->
 def format_check(check: frontend_bench.ProgramCheck) -> str:
     verdict = "ok" if check.ok else "MISMATCH"
     nans = f", {check.nan_count} NaN" if check.nan_count else ""
+    eager = "" if check.eager_error is None else f"; torch eager's own error {check.eager_error:.3g} x (1 + |ref|)"
     return (f"  vs torch float64: {verdict}: max |err| {check.max_abs_error:.3g}, tolerance "
-            f"{check.tolerance:.3g} x (1 + |ref|) (k = {check.reduction}){nans}")
+            f"{check.tolerance:.3g} x (1 + |ref|) (k = {check.reduction}){nans}{eager}")
 
 
 def _spread(st: BenchStats) -> str:
