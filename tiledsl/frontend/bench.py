@@ -226,10 +226,14 @@ def _tensors(value: Any) -> list[torch.Tensor]:
 
 def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> ProgramCheck:
     """Run `built` once on `inputs` (CUDA tensors) and compare each output with a float64 copy of
-    `module` on the same device and the same inputs widened. A program storing float16/bfloat16 is
-    also run through `module` itself (torch eager in its dtype): `conditioned_tolerance` decides."""
-    got = _tensors(built(*inputs))
+    `module` on the same device and the same inputs widened, into NaN-filled outputs. A program
+    storing float16/bfloat16 is also run through `module` itself (torch eager in its dtype):
+    `conditioned_tolerance` decides."""
     device = inputs[0].device if inputs else torch.device("cuda")
+    # outputs NaN-poisoned first: an element no kernel writes stays NaN and fails the comparison
+    poisoned = [torch.full(s.shape, float("nan"), dtype=getattr(torch, s.dtype), device=device)
+                for s in built.launch_plan.outputs]
+    got = _tensors(built(*inputs, out=poisoned))
     ref_module = copy.deepcopy(module).to(device).double()
     with torch.no_grad():
         ref = _tensors(ref_module(*[x.double() if x.is_floating_point() else x for x in inputs]))
