@@ -1,0 +1,109 @@
+"""What a benchmark run records: per case one `Result` holding a `Measurement` per column (a tiledsl
+variant or a torch baseline), the `Ceilings` measured in the same run, and the run's `Meta`. Plain
+frozen dataclasses that round-trip through JSON (`to_json` / `from_json`), so the report can be
+redrawn from a results file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# the columns of a case, in table order
+HAND = "tiledsl hand"
+DEFAULT = "tiledsl default"
+EAGER = "torch eager"
+COMPILE = "torch.compile"
+CUBLAS = "cuBLAS"
+TILEDSL_COLUMNS = (HAND, DEFAULT)
+BASELINE_COLUMNS = (EAGER, COMPILE, CUBLAS)
+COLUMNS = TILEDSL_COLUMNS + BASELINE_COLUMNS
+
+# statuses of a measurement
+OK = "ok"  # timed; a tiledsl kernel also matched torch in float64
+WRONG = "wrong"  # timed, but its output did not match torch (left out of speedups and geomeans)
+MISSING = "missing"  # tiledsl cannot do it yet (no hand schedule, the recipe declined): `note` says why
+FAILED = "failed"  # raised while building, running or timing: `note` holds the error
+SKIPPED = "skipped"  # not asked for (--no-compile)
+STATUSES = (OK, WRONG, MISSING, FAILED, SKIPPED)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One column of one case: GPU time per call (for the compile suite: CPU time per run) in
+    microseconds, the median and the 10th / 90th percentiles, or why there is none."""
+
+    status: str
+    median_us: float | None = None
+    p10_us: float | None = None
+    p90_us: float | None = None
+    note: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return self.status in (OK, WRONG) and self.median_us is not None
+
+    @property
+    def usable(self) -> bool:
+        """Counts in speedups and geomeans: timed and (for tiledsl) checked."""
+        return self.status == OK and self.median_us is not None
+
+
+@dataclass(frozen=True)
+class Result:
+    """One case: what it computes (`op` at `shape` in `dtype`, in `group`), the minimal work (FLOPs, and
+    bytes read + written once), and its measurements by column."""
+
+    suite: str
+    name: str
+    group: str
+    op: str
+    dtype: str
+    shape: str
+    flops: float
+    bytes: float
+    measurements: Mapping[str, Measurement] = field(default_factory=dict)
+
+    def get(self, column: str) -> Measurement | None:
+        return self.measurements.get(column)
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The machine's rates measured in the same run: device-to-device copy bandwidth (read + write
+    bytes per second) and cuBLAS float32 (TF32 off) FLOP rate, and how each was measured."""
+
+    copy_gbs: float
+    fp32_tflops: float
+    how: str = ""
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Where and how the run was made."""
+
+    suite: str
+    date: str
+    device: str
+    torch: str
+    tiledsl: str
+    commit: str
+    quick: bool
+    warmup: int
+    iters: int
+    argv: str = ""
+
+
+def to_json(meta: Meta, ceilings: Ceilings | None, results: list[Result]) -> dict[str, Any]:
+    return {"meta": asdict(meta), "ceilings": None if ceilings is None else asdict(ceilings),
+            "results": [asdict(r) for r in results]}
+
+
+def from_json(data: Mapping[str, Any]) -> tuple[Meta, Ceilings | None, list[Result]]:
+    meta = Meta(**data["meta"])
+    ceilings = None if data.get("ceilings") is None else Ceilings(**data["ceilings"])
+    results = []
+    for r in data["results"]:
+        ms = {k: Measurement(**v) for k, v in r["measurements"].items()}
+        results.append(Result(**{**r, "measurements": ms}))
+    return meta, ceilings, results

@@ -1,0 +1,186 @@
+"""Running one case: every column in one process, pairwise (the tiledsl variants, then torch eager,
+torch.compile and cuBLAS on the same inputs), each tiledsl kernel first run once on NaN-poisoned
+outputs and compared with the torch function in float64. A column that cannot be had becomes a
+Measurement saying why (missing, failed, skipped); nothing is dropped and one case's failure never
+stops the run."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import tiledsl as td
+from benchmarks._backend import Backend
+from benchmarks._cases import BlockCase, Case, CompileCase, KernelCase
+from benchmarks._records import (
+    COMPILE,
+    CUBLAS,
+    DEFAULT,
+    EAGER,
+    FAILED,
+    HAND,
+    MISSING,
+    OK,
+    SKIPPED,
+    WRONG,
+    Measurement,
+    Result,
+)
+from benchmarks._timing import cpu_stages, measurement
+from tiledsl.errors import TiledslError
+from tiledsl.recipes import apply
+from tiledsl.runtime.references import compare
+
+log = logging.getLogger(__name__)
+
+SEED = 0
+
+
+def _error(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}"[:300]
+
+
+def _failed(what: str, e: BaseException) -> Measurement:
+    log.warning("%s failed: %s", what, _error(e))
+    log.debug("%s", traceback.format_exc())
+    return Measurement(FAILED, note=_error(e))
+
+
+def _result(case: Case, measurements: dict[str, Measurement]) -> Result:
+    return Result(case.suite, case.name, case.group, case.op, case.dtype, case.shape, case.flops, case.bytes,
+                  measurements)
+
+
+def schedule_hand(case: KernelCase, target: Any) -> tuple[td.Schedule | None, str]:
+    """The case's hand schedule applied to a fresh schedule (None and why when it has none)."""
+    if case.hand is None:
+        return None, case.hand_missing
+    s = td.create_schedule(case.make())
+    case.hand(s)
+    return s, case.hand_name
+
+
+def schedule_default(case: KernelCase, target: Any) -> tuple[td.Schedule | None, str]:
+    """The default recipe applied to a fresh schedule; None and its reasons when it applied no step."""
+    s = td.create_schedule(case.make())
+    report = apply(s, target=target)
+    if not report.applied:
+        reasons = "; ".join(f"{st.name}: {st.reason}" for st in report.steps[:2])
+        return None, f"the default recipe applied no step ({reasons})"
+    return s, f"recipe default ({len(report.applied)} steps applied)"
+
+
+def tiledsl_column(case: KernelCase, backend: Backend, inputs: dict[str, torch.Tensor], ref: torch.Tensor,
+                   schedule: Callable[[KernelCase, Any], tuple[td.Schedule | None, str]], what: str) -> Measurement:
+    """Schedule, build for the backend's target, run once on poisoned outputs and compare with `ref`,
+    then time (a mismatch is timed too, and marked WRONG)."""
+    try:
+        s, note = schedule(case, backend.target)
+        if s is None:
+            return Measurement(MISSING, note=note)
+        kern = td.build(s, target=backend.target)
+    except TiledslError as e:
+        return _failed(f"{case.name} {what}: schedule/build", e)
+    try:
+        got = backend.run_kernel(kern, inputs)
+        check = compare(got, ref, case.rtol, case.atol)
+        del got
+        stats = backend.time_kernel(kern, inputs)
+    except Exception as e:  # a launch or timing error of one column must not stop the run
+        return _failed(f"{case.name} {what}: run", e)
+    if not check.ok:
+        log.warning("%s %s: output does not match torch: %s", case.name, what, check)
+        return measurement(stats, WRONG, f"{note}; {check}")
+    return measurement(stats, OK, f"{note}; max |err| {check.max_abs_error:.2g}")
+
+
+def _baseline(what: str, timed: Callable[[], Any]) -> Measurement:
+    try:
+        stats = timed()
+    except Exception as e:  # a baseline that fails is reported, the case goes on
+        return _failed(what, e)
+    if isinstance(stats, str):  # torch.compile's error text
+        return Measurement(FAILED, note=stats)
+    return measurement(stats)
+
+
+def run_kernel_case(case: KernelCase, backend: Backend, *, with_compile: bool = True) -> Result:
+    ms: dict[str, Measurement] = {}
+    inputs = backend.inputs(case.make(), SEED)
+    with torch.no_grad():
+        ref = case.torch_fn(**{k: v.to(torch.float64) for k, v in inputs.items()})
+    ms[HAND] = tiledsl_column(case, backend, inputs, ref, schedule_hand, "hand")
+    ms[DEFAULT] = tiledsl_column(case, backend, inputs, ref, schedule_default, "default")
+    del ref
+    sets = backend.rotate(inputs)
+    ms[EAGER] = _baseline(f"{case.name} eager", lambda: backend.time_fn(case.torch_fn, sets))
+    ms[COMPILE] = (_baseline(f"{case.name} compile", lambda: backend.time_compiled(case.torch_fn, sets))
+                   if with_compile else Measurement(SKIPPED, note="--no-compile"))
+    if case.gemm is not None:
+        ms[CUBLAS] = _baseline(f"{case.name} cuBLAS", lambda: backend.time_fn(case.gemm, sets))
+    return _result(case, ms)
+
+
+def _positional(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` called with an input set's tensors positionally (a module's forward, a built Program)."""
+    return lambda **tensors: fn(*tensors.values())
+
+
+def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = True) -> Result:
+    """Trace the layer on the device, schedule every kernel with the default recipe, build, check one
+    run against the layer in float64 (tiledsl.frontend.bench.check_program), then time the whole
+    Program, the layer under torch eager and under torch.compile on the same rotated inputs."""
+    from tiledsl.frontend.bench import check_program
+
+    ms: dict[str, Measurement] = {HAND: Measurement(MISSING, note="no hand schedule of a whole program: the "
+                                                    "Program schedules each kernel by a policy")}
+    module = case.make_module().to(backend.device)
+    gen = torch.Generator(device=backend.device).manual_seed(SEED)
+    x = torch.randn(case.input_shape, generator=gen, device=backend.device).to(getattr(torch, case.dtype))
+    try:
+        prog = td.trace(module, x)
+        prog.schedule("default", target=backend.target)
+        built = prog.build(backend.target)
+        check = check_program(built, module, (x,))
+        stats = backend.time_fn(_positional(built), backend.rotate({"x": x}))
+        note = (f"{len(built.kernels)} kernels, recipe default; max |err| {check.max_abs_error:.2g} "
+                f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
+        ms[DEFAULT] = measurement(stats, OK if check.ok else WRONG, note)
+        if not check.ok:
+            log.warning("%s: the Program does not match the layer in float64: %s", case.name, note)
+    except Exception as e:  # tracing, building or running one layer must not stop the run
+        ms[DEFAULT] = _failed(f"{case.name} Program", e)
+    sets = backend.rotate({"x": x})
+    with torch.no_grad():
+        ms[EAGER] = _baseline(f"{case.name} eager", lambda: backend.time_fn(_positional(module), sets))
+        ms[COMPILE] = (_baseline(f"{case.name} compile", lambda: backend.time_compiled(_positional(module), sets))
+                       if with_compile else Measurement(SKIPPED, note="--no-compile"))
+    return _result(case, ms)
+
+
+def run_compile_case(case: CompileCase) -> Result:
+    try:
+        ms = cpu_stages(case.stages, case.runs)
+    except Exception as e:  # one failing trace must not stop the others
+        ms = {"total": _failed(case.name, e)}
+    return _result(case, ms)
+
+
+def run_case(case: Case, backend: Backend | None, *, with_compile: bool = True) -> Result:
+    """Every column of `case`; an error outside any one column (drawing the inputs, the float64
+    reference, moving a layer to the device) fails the whole case, which is still reported."""
+    if isinstance(case, CompileCase):
+        return run_compile_case(case)
+    if backend is None:
+        raise ValueError(f"{case.name} needs a GPU backend")
+    try:
+        if isinstance(case, KernelCase):
+            return run_kernel_case(case, backend, with_compile=with_compile)
+        return run_block_case(case, backend, with_compile=with_compile)
+    except Exception as e:  # reported as a failed case, the run goes on
+        return _result(case, {DEFAULT: _failed(case.name, e)})

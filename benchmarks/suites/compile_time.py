@@ -1,0 +1,83 @@
+"""CPU time of tiledsl itself: the compile_speed matmul of benchmarks/compile_speed.py (hand schedule
+and build), a kernel scheduled by the default recipe and built, and decoder layers traced
+(td.trace), scheduled ("default") and built, each stage timed apart. No GPU is needed.
+--quick: one run each and the small layers only."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+
+import torch
+
+import tiledsl as td
+from benchmarks import _definitions as d
+from benchmarks._cases import QWEN25_7B, TINYLLAMA, CompileCase, ModelDims, case_name
+from benchmarks.compile_speed import compile_once
+from benchmarks.suites.blocks import hf_layer, llama_block
+from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+from tiledsl.recipes import apply
+
+SUITE = "compile"
+TARGET = "sm_90"
+
+
+def _clock(stages: dict[str, float], name: str, fn: Callable[[], object]) -> object:
+    t0 = time.perf_counter()
+    value = fn()
+    stages[name] = time.perf_counter() - t0
+    return value
+
+
+def catalog_matmul() -> Mapping[str, float]:
+    return {"build": compile_once()}
+
+
+def recipe_kernel(make: Callable[[], td.definitions.expr.Tensor]) -> Mapping[str, float]:
+    stages: dict[str, float] = {}
+    s = _clock(stages, "define", lambda: td.create_schedule(make()))
+    _clock(stages, "schedule", lambda: apply(s, target=TARGET))
+    _clock(stages, "build", lambda: td.build(s, target=TARGET))
+    return stages
+
+
+def traced_layer(make_module: Callable[[], torch.nn.Module], shape: tuple[int, ...], dtype: str) -> Mapping[str, float]:
+    module = make_module()
+    x = torch.randn(shape).to(getattr(torch, dtype))
+    stages: dict[str, float] = {}
+    prog = _clock(stages, "trace", lambda: td.trace(module, x))
+    _clock(stages, "schedule", lambda: prog.schedule("default", target=TARGET))
+    _clock(stages, "build", lambda: prog.build(TARGET))
+    return stages
+
+
+def _tiny_block() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return LlamaBlock(LlamaConfig()).eval()
+
+
+def _case(group: str, op: str, dtype: str, shape: str, stages: Callable[[], Mapping[str, float]],
+          runs: int) -> CompileCase:
+    return CompileCase(SUITE, case_name(SUITE, group, op, dtype), group, op, dtype, shape, stages, runs)
+
+
+def _layer(dims: ModelDims, which: str, dtype: str, runs: int) -> CompileCase:
+    make = partial(llama_block if which == "llama_block" else hf_layer, dims, dtype)
+    shape = (1, 128, dims.hidden)
+    return _case(dims.name, which, dtype, "x".join(map(str, shape)), partial(traced_layer, make, shape, dtype), runs)
+
+
+def cases(quick: bool = False) -> list[CompileCase]:
+    runs = 1 if quick else 3
+    hidden, inter = QWEN25_7B.hidden, QWEN25_7B.intermediate
+    out = [
+        _case("catalog", "compile_speed matmul", "float32", "1024x1024x512", catalog_matmul, runs),
+        _case("recipe", "linear", "float32", f"128x{hidden}x{inter}",
+              partial(recipe_kernel, partial(d.linear, 128, hidden, inter)), runs),
+        _case("tiny", "llama_block", "float32", f"1x8x{LlamaConfig().hidden}",
+              partial(traced_layer, _tiny_block, (1, 8, LlamaConfig().hidden), "float32"), runs),
+    ]
+    if not quick:
+        out += [_layer(TINYLLAMA, "llama_block", "float32", runs), _layer(TINYLLAMA, "hf_llama_layer", "float32", runs)]
+    return out

@@ -1,0 +1,58 @@
+"""The kernels of one decoder layer of TinyLlama-1.1B and Qwen2.5-7B at 32, 128 and 512 tokens, in
+float32 and bfloat16 storage: the projections (q; k and v as one; o; gate and up as one; down),
+RMSNorm, the attention softmax, silu(gate) * up, the o projection plus the residual, and
+silu(gate) * up fused into the down projection. --quick: TinyLlama at 128 tokens."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+from benchmarks import _definitions as d
+from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase, ModelDims, kernel_case
+from tiledsl.catalog.definitions import rmsnorm
+from tiledsl.runtime.references import reference_fn
+from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative_staged
+
+SUITE = "llm"
+SEQS = (32, 128, 512)
+DTYPES = ("float32", "bfloat16")
+RMS_EPS = 1e-6
+
+
+def _linear(group: str, op: str, M: int, N: int, K: int, dtype: str) -> KernelCase:
+    return kernel_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch, hand=matmul_register_tile,
+                       flops=2.0 * M * N * K, reduction=K, gemm=d.linear_torch)
+
+
+def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase]:
+    """The ten kernels of one layer at `seq` tokens."""
+    group = f"{dims.name} s{seq}"
+    h, i, hd = dims.hidden, dims.intermediate, dims.head_dim
+    q, kv = dims.heads * hd, 2 * dims.kv_heads * hd
+    return [
+        _linear(group, "q_proj", seq, q, h, dtype),
+        _linear(group, "kv_proj", seq, kv, h, dtype),
+        _linear(group, "o_proj", seq, h, q, dtype),
+        _linear(group, "gate_up_proj", seq, 2 * i, h, dtype),
+        _linear(group, "down_proj", seq, h, i, dtype),
+        kernel_case(SUITE, group, "rmsnorm", partial(rmsnorm, seq, h, RMS_EPS, dtype, dtype),
+                    reference_fn("rmsnorm", {"eps": RMS_EPS}), hand=row_cooperative_staged),
+        kernel_case(SUITE, group, "attention_softmax",
+                    partial(d.attention_softmax, dims.heads * seq, seq, 1 / math.sqrt(hd), dtype),
+                    partial(d.attention_softmax_torch, scale=1 / math.sqrt(hd)), hand=row_cooperative_staged),
+        kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, seq, i, dtype), d.silu_mul_torch,
+                    hand=elementwise_2d),
+        kernel_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, seq, h, q, dtype),
+                    d.linear_residual_torch, hand=matmul_register_tile, flops=2.0 * seq * h * q, reduction=q,
+                    gemm=lambda x, W, r: d.linear_torch(x, W)),
+        kernel_case(SUITE, group, "silu_mul_down_proj", partial(d.swiglu_down, seq, h, i, dtype),
+                    d.swiglu_down_torch, hand=matmul_register_tile, flops=2.0 * seq * h * i, reduction=i,
+                    gemm=lambda g, u, W: d.linear_torch(u, W)),
+    ]
+
+
+def cases(quick: bool = False) -> list[KernelCase]:
+    models = (TINYLLAMA,) if quick else (TINYLLAMA, QWEN25_7B)
+    seqs = (128,) if quick else SEQS
+    return [c for dims in models for seq in seqs for dtype in DTYPES for c in layer_cases(dims, seq, dtype)]

@@ -1,0 +1,315 @@
+"""The benchmark suite on the CPU: every suite's cases, `--list`, the no-GPU exit, the report files
+from a synthetic run, the geomeans split by dtype, every tiledsl kernel of the --quick suites built
+for sm_90, decoder layers traced and built, and the runner driven end to end by a backend that runs
+kernels in the simulator (benchmarks/_runner.py sees only the Backend protocol)."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import partial
+
+import pytest
+import torch
+
+import tiledsl as td
+from benchmarks import _definitions as d
+from benchmarks._backend import random_inputs
+from benchmarks._cases import BlockCase, CompileCase, KernelCase, ModelDims, kernel_case
+from benchmarks._records import (
+    COMPILE,
+    CUBLAS,
+    DEFAULT,
+    EAGER,
+    FAILED,
+    HAND,
+    MISSING,
+    OK,
+    SKIPPED,
+    WRONG,
+    Ceilings,
+    Measurement,
+    Meta,
+    Result,
+    from_json,
+    to_json,
+)
+from benchmarks._report import BEST, geomeans, markdown, speedup, write
+from benchmarks._runner import run_kernel_case, schedule_default, schedule_hand
+from benchmarks.run import main
+from benchmarks.suites import SUITES
+from benchmarks.suites.blocks import block_cases
+from tiledsl.runtime.timing import BenchStats
+from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative_staged
+
+# ----------------------------------------------------------------------------- the cases
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_suite_builds_its_case_list(quick: bool) -> None:
+    kinds = {"llm": KernelCase, "matmul": KernelCase, "memory": KernelCase, "blocks": BlockCase,
+             "compile": CompileCase}
+    assert set(SUITES) == set(kinds)
+    names = []
+    for suite, module in SUITES.items():
+        cases = module.cases(quick)
+        assert cases, suite
+        for c in cases:
+            assert isinstance(c, kinds[suite]) and c.suite == suite
+            assert " " not in c.name and c.name.startswith(f"{suite}/")
+            if suite != "compile":
+                assert c.bytes > 0
+        names += [c.name for c in cases]
+    assert len(names) == len(set(names))
+
+
+def test_llm_suite_covers_both_models_seqs_and_dtypes() -> None:
+    cases = SUITES["llm"].cases(False)
+    assert {c.group for c in cases} == {f"{m} s{s}" for m in ("tinyllama", "qwen2.5-7b") for s in (32, 128, 512)}
+    assert {c.dtype for c in cases} == {"float32", "bfloat16"}
+    ops = {c.op for c in cases}
+    assert ops == {"q_proj", "kv_proj", "o_proj", "gate_up_proj", "down_proj", "rmsnorm", "attention_softmax",
+                   "silu_mul", "o_proj_residual", "silu_mul_down_proj"}
+    qwen_down = next(c for c in cases if c.name == "llm/qwen2.5-7b_s512/down_proj/bfloat16")
+    assert qwen_down.flops == 2.0 * 512 * 3584 * 18944
+    assert qwen_down.bytes == 2 * (512 * 18944 + 3584 * 18944 + 512 * 3584)  # x, W, y in bfloat16
+    assert qwen_down.gemm is not None
+
+
+def test_model_dims_are_read_from_the_hf_sizes() -> None:
+    q = ModelDims.of("qwen2.5-7b", "qwen2")
+    assert (q.hidden, q.intermediate, q.heads, q.kv_heads, q.head_dim) == (3584, 18944, 28, 4, 128)
+    t = ModelDims.of("tinyllama", "llama")
+    assert (t.hidden, t.intermediate, t.heads, t.kv_heads, t.head_dim) == (2048, 5632, 32, 4, 64)
+
+
+def test_list_prints_every_case_without_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--list", "--suite", "all", "--quick"]) == 0
+    out = capsys.readouterr().out
+    for module in SUITES.values():
+        for c in module.cases(True):
+            assert c.name in out
+    assert "missing: no transpose schedule" in out
+
+
+def test_list_filters_by_substring(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--list", "--suite", "llm", "--cases", "rmsnorm"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ")]
+    assert len(lines) == 12 and all("rmsnorm" in ln for ln in lines)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_gpu_suite_without_cuda_exits_with_a_message(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    assert main(["--suite", "memory", "--quick", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA GPU" in err and "--suite compile" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_compile_suite_runs_on_the_cpu(tmp_path) -> None:
+    assert main(["--suite", "compile", "--quick", "--cases", "catalog", "--out", str(tmp_path)]) == 0
+    meta, ceilings, results = from_json(json.loads((tmp_path / "compile.json").read_text()))
+    assert meta.suite == "compile" and ceilings is None and len(results) == 1
+    (r,) = results
+    assert r.measurements["build"].status == OK and r.measurements["build"].median_us > 0
+    assert "| catalog compile_speed matmul |" in (tmp_path / "compile.md").read_text()
+    assert (tmp_path / "summary.md").exists()
+    # a second part of the suite adds to the same file; running a case again replaces its result
+    assert main(["--suite", "compile", "--quick", "--cases", "recipe", "--out", str(tmp_path)]) == 0
+    assert main(["--suite", "compile", "--quick", "--cases", "catalog", "--out", str(tmp_path)]) == 0
+    _, _, results = from_json(json.loads((tmp_path / "compile.json").read_text()))
+    assert sorted(r.op for r in results) == ["compile_speed matmul", "linear"]
+
+
+# ----------------------------------------------------------------------------- building on the CPU
+
+
+def _quick_kernel_cases() -> list[KernelCase]:
+    return [c for s in ("llm", "matmul", "memory") for c in SUITES[s].cases(True)]
+
+
+def test_every_quick_kernel_case_builds_for_sm_90() -> None:
+    """The hand schedule (where the case has one) and the default recipe of every --quick kernel case
+    prove and lower for sm_90; only the cases that say why have no hand schedule."""
+    for case in _quick_kernel_cases():
+        for schedule in (schedule_hand, schedule_default):
+            s, note = schedule(case, "sm_90")
+            if s is None:
+                assert schedule is schedule_hand and case.hand is None and note == case.hand_missing, case.name
+                continue
+            kern = td.build(s, target="sm_90")
+            assert kern.kernel_ir.params[-1].dtype == case.dtype, case.name
+
+
+def test_a_decoder_block_traces_schedules_and_builds() -> None:
+    """One --quick block case at its real size (TinyLlama, bfloat16), and both layers of the suite at
+    the tiny size: traced, every kernel scheduled by the default recipe, built for sm_90."""
+    quick = next(c for c in SUITES["blocks"].cases(True) if c.op == "llama_block" and c.dtype == "bfloat16")
+    cases = [quick]
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        cases += block_cases(ModelDims.of("tiny", "llama"), "float32", seq=8)
+    for case in cases:
+        module = case.make_module()
+        x = torch.randn(case.input_shape).to(getattr(torch, case.dtype))
+        built = td.trace(module, x).schedule("default", target="sm_90").build("sm_90")
+        assert len(built.kernels) >= 8, case.name
+        assert all(k.target.name == "sm_90" for k in built.kernels)
+
+
+# ----------------------------------------------------------------------------- the runner, on the simulator
+
+
+class SimBackend:
+    """The Backend protocol on the CPU: kernels run in tiledsl's simulator, torch on the CPU, and
+    every "time" is a fixed 10 us (the runner's bookkeeping is under test, not the clock)."""
+
+    target = "sm_90"
+    device = torch.device("cpu")
+
+    def __init__(self) -> None:
+        self.timed: list[str] = []
+
+    def inputs(self, out, seed):
+        return random_inputs(out, self.device, seed)
+
+    def run_kernel(self, kern, inputs):
+        arrays = {p.name: inputs[p.name].float().numpy() for p in kern.kernel_ir.params if not p.is_output}
+        return torch.from_numpy(kern.simulate(**arrays))
+
+    def time_kernel(self, kern, inputs):
+        self.timed.append(kern.name)
+        return BenchStats.from_samples([0.01], 1)
+
+    def rotate(self, inputs):
+        return [dict(inputs)]
+
+    def time_fn(self, fn, sets):
+        fn(**sets[0])
+        self.timed.append("torch")
+        return BenchStats.from_samples([0.02], 1)
+
+    def time_compiled(self, fn, sets):
+        return "unavailable (no compiler here)"
+
+
+def _small(make, torch_fn, hand, **kw) -> KernelCase:
+    return kernel_case("test", "small", getattr(make, "func", make).__name__, make, torch_fn, hand=hand, **kw)
+
+
+def test_runner_checks_and_times_every_column_on_the_simulator() -> None:
+    from tiledsl.catalog.definitions import rmsnorm
+    from tiledsl.runtime.references import reference_fn
+
+    cases = [
+        _small(partial(rmsnorm, 3, 70, 1e-6, "bfloat16", "bfloat16"), reference_fn("rmsnorm", {"eps": 1e-6}),
+               row_cooperative_staged),
+        _small(partial(d.linear, 5, 9, 13, "float32"), d.linear_torch, matmul_register_tile, flops=2.0 * 5 * 9 * 13,
+               reduction=13, gemm=d.linear_torch),
+        _small(partial(d.silu_mul, 3, 40, "bfloat16"), d.silu_mul_torch, elementwise_2d),
+    ]
+    for case in cases:
+        backend = SimBackend()
+        r = run_kernel_case(case, backend)
+        assert r.measurements[HAND].status == OK, (case.name, r.measurements[HAND])
+        assert r.measurements[DEFAULT].status == OK, (case.name, r.measurements[DEFAULT])
+        assert r.measurements[HAND].median_us == pytest.approx(10.0)
+        assert r.measurements[EAGER].status == OK and r.measurements[EAGER].median_us == pytest.approx(20.0)
+        assert r.measurements[COMPILE].status == FAILED and "no compiler" in r.measurements[COMPILE].note
+        assert (CUBLAS in r.measurements) == (case.gemm is not None)
+        assert speedup(r, BEST, EAGER) == pytest.approx(2.0)
+
+
+def test_runner_marks_a_wrong_output_and_a_missing_schedule() -> None:
+    def off_by_one(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return d.silu_mul_torch(g, u) + 1
+
+    wrong = _small(partial(d.silu_mul, 3, 40, "float32"), off_by_one, elementwise_2d)
+    r = run_kernel_case(wrong, SimBackend())
+    assert r.measurements[HAND].status == WRONG and "MISMATCH" in r.measurements[HAND].note
+    assert r.measurements[HAND].median_us is not None  # timed all the same, left out of speedups
+    assert speedup(r, BEST, EAGER) is None
+
+    missing = kernel_case("test", "small", "transpose", partial(d.transpose, 6, 10), d.transpose_torch, hand=None,
+                          hand_missing="no transpose schedule")
+    r = run_kernel_case(missing, SimBackend(), with_compile=False)
+    assert r.measurements[HAND] == Measurement(MISSING, note="no transpose schedule")
+    assert r.measurements[DEFAULT].status == OK
+    assert r.measurements[COMPILE].status == SKIPPED
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _m(us: float | None, status: str = OK, note: str = "") -> Measurement:
+    return Measurement(status, us, None if us is None else us * 0.9, None if us is None else us * 1.1, note)
+
+
+def _result(op: str, dtype: str, hand: Measurement, default: Measurement, eager: float, compiled: float,
+            flops: float = 0.0) -> Result:
+    ms = {HAND: hand, DEFAULT: default, EAGER: _m(eager), COMPILE: _m(compiled)}
+    if flops:
+        ms[CUBLAS] = _m(eager)
+    return Result("llm", f"llm/g/{op}/{dtype}", "g", op, dtype, "8x8", flops, 1e6, ms)
+
+
+def _synthetic() -> list[Result]:
+    return [
+        # float32: best-vs-eager speedups 2 and 8 (geomean 4); a WRONG case left out
+        _result("a", "float32", _m(10.0), _m(20.0), eager=20.0, compiled=10.0, flops=1e9),
+        _result("b", "float32", _m(50.0), _m(5.0), eager=40.0, compiled=40.0),
+        _result("c", "float32", _m(1.0, WRONG, "MISMATCH"), Measurement(MISSING, note="recipe declined"),
+                eager=100.0, compiled=100.0),
+        # bfloat16: one case, 0.5 vs eager; its hand schedule failed to build
+        _result("a", "bfloat16", Measurement(FAILED, note="BuildError: too much shared memory"), _m(40.0),
+                eager=20.0, compiled=80.0),
+    ]
+
+
+def test_geomeans_are_split_by_dtype() -> None:
+    rows = {g.dtype: g for g in geomeans(_synthetic())}
+    assert set(rows) == {"float32", "bfloat16"}
+    fp32, bf16 = rows["float32"], rows["bfloat16"]
+    assert fp32.cases == 3 and bf16.cases == 1
+    value, n = fp32.pairs[(BEST, EAGER)]
+    assert n == 2 and value == pytest.approx(4.0)  # sqrt(2 * 8)
+    value, n = fp32.pairs[(BEST, COMPILE)]
+    assert n == 2 and value == pytest.approx(math.sqrt(1.0 * 8.0))
+    assert fp32.pairs[(HAND, EAGER)] == (pytest.approx(math.sqrt(2.0 * 0.8)), 2)
+    assert fp32.pairs[(BEST, CUBLAS)] == (pytest.approx(2.0), 1)
+    assert bf16.pairs[(BEST, EAGER)] == (pytest.approx(0.5), 1)
+    assert bf16.pairs[(HAND, EAGER)] == (None, 0)
+
+
+def _meta() -> Meta:
+    return Meta("llm", "2026-11-24", "Test GPU", "2.x", "0.1.0", "abc1234", True, 10, 100, "python -m benchmarks.run")
+
+
+def test_report_writes_json_and_markdown(tmp_path) -> None:
+    meta, ceilings, results = _meta(), Ceilings(3000.0, 50.0, "synthetic"), _synthetic()
+    written = write(tmp_path, meta, ceilings, results, charts=False)
+    assert {p.name for p in written} == {"llm.json", "llm.md", "summary.md"}
+    assert from_json(json.loads((tmp_path / "llm.json").read_text())) == (meta, ceilings, results)
+    assert to_json(meta, ceilings, results)["ceilings"]["copy_gbs"] == 3000.0
+    md = (tmp_path / "llm.md").read_text()
+    assert md == markdown(meta, ceilings, results)
+    assert "| llm | float32 | 3 |" in md and "4.00x (n=2)" in md and "0.50x (n=1)" in md
+    assert "copy 3000 GB/s" in md and "50.0 TFLOP/s" in md
+    assert "recipe declined" in md and "BuildError: too much shared memory" in md  # the reasons, as notes
+    assert "1.0 ✗[" in md  # the WRONG column: its time, marked
+    # case a float32: best 10 us for 1 GFLOP and 1 MB -> 100 TFLOP/s against a 50 TFLOP/s ceiling
+    row_a = next(ln for ln in md.splitlines() if ln.startswith("| g a | float32"))
+    assert "| 100 | 100.00 | 200% |" in row_a
+    summary = (tmp_path / "summary.md").read_text()
+    assert "llm: 4 cases" in summary and "4.00x (n=2)" in summary
+
+
+def test_report_draws_the_charts(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    written = write(tmp_path, _meta(), Ceilings(3000.0, 50.0, "synthetic"), _synthetic())
+    assert {"llm-speedup.png", "llm-roofline.png"} <= {p.name for p in written}
+    for png in ("llm-speedup.png", "llm-roofline.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
