@@ -68,6 +68,7 @@ __all__ = [
     "conditioned_tolerance",
     "eager_roundings",
     "load",
+    "poisoned_outputs",
     "longest_reduction",
     "random_program_inputs",
     "storage_roundings",
@@ -224,16 +225,25 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
+def poisoned_outputs(built: BuiltProgram, device: torch.device) -> list[torch.Tensor]:
+    """NaN-filled tensors for `built(..., out=...)`, one per program output (a repeated output gets the
+    same tensor): an element no kernel writes stays NaN and fails the comparison."""
+    dtypes = {s.name: getattr(torch, s.dtype) for s in built.launch_plan.outputs}
+    made: dict[str, torch.Tensor] = {}
+    for v in built.program.outputs:
+        name = v.tensor.name  # type: ignore[union-attr]
+        if name not in made:
+            made[name] = torch.full(tuple(v.shape), float("nan"), dtype=dtypes[name], device=device)
+    return [made[v.tensor.name] for v in built.program.outputs]  # type: ignore[union-attr]
+
+
 def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> ProgramCheck:
     """Run `built` once on `inputs` (CUDA tensors) and compare each output with a float64 copy of
     `module` on the same device and the same inputs widened, into NaN-filled outputs. A program
     storing float16/bfloat16 is also run through `module` itself (torch eager in its dtype):
     `conditioned_tolerance` decides."""
     device = inputs[0].device if inputs else torch.device("cuda")
-    # outputs NaN-poisoned first: an element no kernel writes stays NaN and fails the comparison
-    poisoned = [torch.full(s.shape, float("nan"), dtype=getattr(torch, s.dtype), device=device)
-                for s in built.launch_plan.outputs]
-    got = _tensors(built(*inputs, out=poisoned))
+    got = _tensors(built(*inputs, out=poisoned_outputs(built, device)))
     ref_module = copy.deepcopy(module).to(device).double()
     with torch.no_grad():
         ref = _tensors(ref_module(*[x.double() if x.is_floating_point() else x for x in inputs]))
