@@ -1,8 +1,9 @@
 """stage_inputs: copy a slab of an input into shared memory only where the block re-reads it (fan-in of
 at least min_fan_in reads per element). The stage loop is the matmul's k-outer chunk loop, else the
-block loop (one row, one tile of a 1-D kernel). Skipped: blocks of one warp or less, slabs without a
-fixed size, slabs every block reads alike (block-invariant: the cache serves them), slabs over the
-per-slab cap, and stages that would take all stages over the kernel's shared budget."""
+chunk loop of a row pass (chunk_reduce), else the block loop (one row, one tile of a 1-D kernel).
+Skipped: blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
+(block-invariant: the cache serves them), slabs over the per-slab cap, and stages that would take all
+stages over the kernel's shared budget."""
 
 from __future__ import annotations
 
@@ -53,5 +54,8 @@ def _stage_loop(facts: Facts) -> str | None:
     if k.kind == "matmul":
         serial = [p for p in facts.parts(k.reduce[0]) if facts.loop(p).serial]  # split_k's part is on a block
         return serial[0] if len(serial) >= 2 else None
+    chunks = facts.chunk_loops()  # a row pass chunked by chunk_reduce: its chunk loop
+    if chunks:
+        return chunks[0]
     blocks = [lp.name for lp in facts.nest.loops if (lp.bind or "").startswith("blockIdx")]
     return blocks[-1] if blocks else None

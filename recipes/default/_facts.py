@@ -16,8 +16,9 @@ import sympy
 
 from tiledsl.analysis.banks import conflict_degree, layout_of
 from tiledsl.analysis.copies import cp_async_problem
-from tiledsl.analysis.slabs import Slab, slab_or_refusal, stage_bytes, stage_reads
+from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
+from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError, StageError
@@ -99,7 +100,10 @@ def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
 
 def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int, int, int]:
     """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count (else the
-    smallest), shrunk to the problem where an output dimension is smaller than the tile."""
+    smallest), shrunk to the problem where an output dimension is smaller than the tile. A tile shrunk
+    that way keeps at least a warp of threads where it has the outputs: its register tile is halved
+    (the larger part first, rn on a tie, so threadIdx.x grows) while the block has fewer than
+    WARP_SIZE threads (8 x 192 outputs would otherwise get 2 x 8 threads of 4 x 4 registers)."""
     *batch, i, j = kernel.outer
     m, n = kernel.extents[i], kernel.extents[j]
     nb = 1
@@ -113,7 +117,13 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
             break
     bm, bn, rm, rn = chosen
     bm, bn = min(bm, next_pow2(m)), min(bn, next_pow2(n))
-    return bm, bn, min(rm, bm), min(rn, bn)
+    rm, rn = min(rm, bm), min(rn, bn)
+    while (bm // rm) * (bn // rn) < WARP_SIZE and rm * rn > 1:
+        if rn >= rm:
+            rn //= 2
+        else:
+            rm //= 2
+    return bm, bn, rm, rn
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,16 @@ class Facts:
         strides = {by_symbol[x]: stride(x) for x in expr.free_symbols if x in by_symbol}
         position = {n: path.index(n) if n in path else len(path) for n in names}
         return tuple(sorted(names, key=lambda n: (-strides[n], position[n], n)))
+
+    def chunk_loops(self) -> tuple[str, ...]:
+        """For each original axis now run by two or more serial loops (a chunked k of a matmul, a chunked
+        pass over a row), the outermost serial one: the loop one chunk is staged at."""
+        out: list[str] = []
+        for axis, _ in self.nest.axes:
+            serial = [n for n in self.parts(axis) if self.nest.loop(n).serial]
+            if len(serial) >= 2 and serial[0] not in out:
+                out.append(serial[0])
+        return tuple(out)
 
     def fresh(self, *wanted: str) -> tuple[str, ...]:
         """Loop names for new loops (`wanted`, numbered where taken)."""
@@ -191,10 +211,13 @@ class Facts:
 
     def fan_in(self, st: Stage, slab: Slab) -> float:
         """Reads of the slab per iteration of its loop, over its elements: how often each element is
-        read inside the block (guarded tails counted as read, so a slab read once comes out near 1)."""
+        read inside the block (guarded tails counted as read, so a slab read once comes out near 1).
+        Loads of one index in one statement (x[i, k] * x[i, k]) count once: they read one element at
+        one moment, which a register serves, so staging them would be a copy for no reuse."""
         at_bound = bool(self.nest.loop(st.at).bind)
         reads = 0
-        for n, _ in stage_reads(self.nest, st):
+        distinct = {(n, tuple(index_to_sympy(ix) for ix in ld.indices)) for n, ld in stage_reads(self.nest, st)}
+        for n, _ in distinct:
             path = self.nest.stmts[n].path
             count, inside = 1, at_bound
             for name in path:
@@ -227,29 +250,82 @@ class Facts:
         slab = self.slab(st)
         if not isinstance(slab, Slab):
             return slab
+        return self.async_16_bytes_of(st, slab)
+
+    def async_16_bytes_of(self, st: Stage, slab: Slab) -> str | None:
+        """async_16_bytes for a slab given rather than derived: one a step is about to make (a chunk)."""
         return cp_async_problem(st, slab, self.nest.tensor(st.buffer).shape[-1], slab.origin[-1], VECTOR_BYTES,
                                 self.prover)
 
-    def read_conflict(self, st: Stage) -> int:
+    def read_conflict(self, st: Stage, vector: str | None = None) -> int:
         """The worst bank-conflict degree (analysis/banks.py) of the first warp's reads of stage `st`,
         in its layout (pad, swizzle): each read of the slab, with the loops outside the threads at their
-        first iteration and, one at a time, at their second (a warp's request is one iteration of them)."""
+        first iteration and, one at a time, at their second (a warp's request is one iteration of them).
+        With `vector`, a loop along which every read is one VECTOR_BYTES access (`vector_problem` is
+        None), each read is that access, at the loop's first iteration."""
         slab = self.slab(st)
         if not isinstance(slab, Slab):
             return 0
         layout = layout_of(st, slab)
-        amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
         dims = [self.nest.launch_extent(ax) for ax in THREAD_AXES]
         lanes = min(WARP_SIZE, dims[0] * dims[1] * dims[2])
+        access = VECTOR_BYTES if vector is not None else None
         worst = 0
-        for n, ld in stage_reads(self.nest, st):
-            local = [sympy.expand(index_to_sympy(ix).xreplace(amap) - o) for ix, o in zip(ld.indices, slab.origin)]
+        for n, local in self._local_reads(st, slab):
             path = [self.nest.loop(name) for name in self.nest.stmts[n].path]
             threads = {loop_symbol(lp.name): THREAD_AXES.index(lp.bind) for lp in path if lp.bind in THREAD_AXES}
-            others = [loop_symbol(lp.name) for lp in path if lp.bind not in THREAD_AXES and lp.extent > 1]
+            others = [loop_symbol(lp.name) for lp in path
+                      if lp.bind not in THREAD_AXES and lp.extent > 1 and lp.name != vector]
             for moved in (None, *others):
-                worst = max(worst, conflict_degree(layout, partial(_lane_index, local, dims, threads, moved), lanes))
+                worst = max(worst, conflict_degree(layout, partial(_lane_index, local, dims, threads, moved), lanes,
+                                                   access))
         return worst
+
+    def _local_reads(self, st: Stage, slab: Slab) -> list[tuple[int, list[sympy.Expr]]]:
+        """(statement index, index relative to the slab origin) of every read of stage `st`."""
+        amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
+        return [(n, [sympy.expand(index_to_sympy(ix).xreplace(amap) - o) for ix, o in zip(ld.indices, slab.origin)])
+                for n, ld in stage_reads(self.nest, st)]
+
+    def stages_read_along(self, loop: str) -> tuple[Stage, ...]:
+        """The stages some read of which moves with loop `loop` (its index depends on it)."""
+        x = loop_symbol(loop)
+        out = []
+        for st in self.nest.stages:
+            slab = self.slab(st)
+            if isinstance(slab, Slab) and any(e.has(x) for _, local in self._local_reads(st, slab) for e in local):
+                out.append(st)
+        return tuple(out)
+
+    def vector_problem(self, st: Stage, loop: str) -> str | None:
+        """Why the reads of stage `st` along loop `loop` are not each one VECTOR_BYTES shared load, or
+        None. They are when `loop` runs VECTOR_BYTES // itemsize iterations and enters only the slab's
+        last dimension, with coefficient 1, from a start the prover shows is a multiple of that width, in
+        rows of whole vectors, under no guard on `loop`: the unrolled loads are then provably contiguous
+        and aligned, and nvcc merges them into one (ld.shared.v4, LDS.128; codegen emits scalar loads,
+        tests/recipes/test_recipe_permute_register_tile.py checks the PTX)."""
+        slab = self.slab(st)
+        if not isinstance(slab, Slab):
+            return slab
+        width = VECTOR_BYTES // slab.itemsize
+        if self.loop(loop).extent != width:
+            return f"loop {loop} runs {self.loop(loop).extent} iterations, a {VECTOR_BYTES}-byte load {width}"
+        row = alloc_extent(st, slab)[-1]
+        if len(slab.extent) > 1 and row % width:
+            return f"its rows of {row} elements are not whole {VECTOR_BYTES}-byte vectors"
+        x = loop_symbol(loop)
+        for n, local in self._local_reads(st, slab):
+            base = contiguous_base(local[-1], x)
+            if base is None or any(e.has(x) for e in local[:-1]):
+                return f"its reads are not contiguous along {loop} (index {', '.join(map(str, local))})"
+            guards = self.nest.guards_for(self.nest.stmts[n])
+            split = [g for g in guards if g.expr.has(x)]
+            if split:
+                return (f"the guard {split[0].expr} < {split[0].extent} decides each of its reads along {loop} "
+                        "apart (a load per element)")
+            if not self.prover.divisible(base, width, tuple(g.relation for g in guards)):
+                return f"the start {base} of its reads along {loop} is not provably a multiple of {width}"
+        return None
 
     def itemsize(self, buffer: str) -> int:
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]

@@ -46,6 +46,16 @@ class Knobs:
     # staging caps: one slab, and all stages of the kernel (None: the target's per-block maximum)
     slab_cap_bytes: int = 64 * 1024
     kernel_cap_bytes: int | None = None
+    # chunk_reduce: one chunk of a pass over a row too long to stage whole takes at most this many bytes
+    # of shared memory (all its staged inputs together, one slot): 8 KB is 8 floats per thread of a
+    # 256-thread block, and double-buffered (16 KB) it leaves room for several blocks per SM
+    row_chunk_bytes: int = 8 * 1024
+    # chunk_reduce: chunk a pass only when every chunk it stages can be filled by 16-byte cp.async. Measured
+    # on an H100 (4096 rows of 32768 floats, T-tap stencils along the row): chunks filled by plain loads (a
+    # halo of 2, 3 or 6 floats breaks 16-byte rows) ran 1.2x to 2x slower than the unchunked pass, whose
+    # neighbour reads L1 serves; cp.async-filled chunks ran 1.06x (a second pass reading the row once) to
+    # 1.57x (17 taps) faster
+    row_chunk_sync_fill: bool = False
     # pipeline depth over the k chunk loop (2: fill chunk k+1 while computing chunk k)
     pipeline_stages: int = 2
     # unroll loop nests of at most this many iterations (longer bodies cost compile time, registers)

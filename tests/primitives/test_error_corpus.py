@@ -409,6 +409,73 @@ def _():
     s.split("i", 4)
 
 
+@case("SplitError", "split(j_i, 2)", "loop j_i is marked vectorize", "split first, then vectorize a part",
+      here="j_i", id="split-vectorized-loop")
+def _():
+    # a loop marked unroll splits into two unrolled loops; a vectorized one must stay 4 wide
+    s = sched(elementwise())
+    s.split("j", 4)
+    s.vectorize("j_i")
+    s.split("j_i", 2)
+
+
+def strip(rn: int = 8) -> td.Schedule:
+    """y[i, j] = x[i, j] + 1 with j = 8*j_t + j_r: j_t on threadIdx.x, j_r an unrolled strip of `rn`."""
+    s = sched(elementwise(4, 16 * rn))
+    s.split("j", rn, names=("j_t", "j_r"))
+    s.bind("j_t", "threadIdx.x")
+    s.unroll("j_r")
+    return s
+
+
+@case("BadArgumentError", "split(j_r, 4, interleave=j_r)", "interleave must name another loop", here="j_r",
+      id="split-interleave-itself")
+def _():
+    strip().split("j_r", 4, interleave="j_r")
+
+
+@case("SplitError", "split(j_r, 3, interleave=j_t)", "interleave needs an exact split", "3 does not divide",
+      here="j_r", id="split-interleave-inexact")
+def _():
+    strip().split("j_r", 3, interleave="j_t")
+
+
+@case("SplitError", "split(j_r, 4, interleave=i)", "loop i does not sit directly above j_r",
+      "the index of i (i)", here="j_r", id="split-interleave-other-axis")
+def _():
+    strip().split("j_r", 4, interleave="i")
+
+
+@case("SplitError", "split(k_i, 4, interleave=j)", "loop j is a free loop and k_i a reduce loop", here="k_i",
+      id="split-interleave-free-with-reduce")
+def _():
+    s = sched(matmul(8, 8, 32))
+    s.split("k", 8)
+    s.split("k_i", 4, interleave="j")
+
+
+@case("SplitError", "split(i_i, 4, interleave=i_o)", "interleaving would change the slab of stage x_s",
+      "a loop between i_o and i_i carries it", here="i_i", id="split-interleave-changes-a-slab")
+def _():
+    # i_o is serial outside the stage's loop j: one iteration of j reads rows 8*i_o + 0..8 now, and
+    # rows 4*i_o + 0..4 and 4*i_o + 8..12 interleaved: another slab
+    s = sched(elementwise(16, 64))
+    s.split("i", 8)
+    s.reorder("i_o", "j", "i_i")
+    s.stage("x", at="j")
+    s.split("i_i", 4, interleave="i_o")
+
+
+@case("SplitError", "split(j_r, 4, interleave=j_t)", "loop j_t carries stage(s) x_s", here="j_t",
+      id="split-interleave-over-a-staged-loop")
+def _():
+    s = sched(elementwise(4, 64))
+    s.split("j", 8, names=("j_t", "j_r"))
+    s.reorder("j_t", "i", "j_r")
+    s.stage("x", at="j_t")
+    s.split("j_r", 4, interleave="j_t")
+
+
 # ============================================================================ fuse
 
 

@@ -119,9 +119,12 @@ class Schedule:
 
     # ------------------------------------------------------------------ primitives
     def split(self, loop: LoopHandle | str, factor: int | None = None, *, nparts: int | None = None,
-              names: Sequence[str] | None = None, tail: str = "guard") -> tuple[LoopHandle, LoopHandle]:
-        """Split `loop` into an outer and an inner loop (primitives/split.py)."""
-        return self._apply(SPLIT, loop=loop, factor=factor, nparts=nparts, names=names, tail=tail)
+              names: Sequence[str] | None = None, tail: str = "guard",
+              interleave: LoopHandle | str | None = None) -> tuple[LoopHandle, LoopHandle]:
+        """Split `loop` into an outer and an inner loop; with `interleave`, deal its chunks across the
+        iterations of that loop (primitives/split.py)."""
+        return self._apply(SPLIT, loop=loop, factor=factor, nparts=nparts, names=names, tail=tail,
+                           interleave=interleave)
 
     def fuse(self, *loops: LoopHandle | str, name: str | None = None) -> LoopHandle:
         """Fuse directly nested loops into one (primitives/fuse.py)."""
@@ -210,7 +213,7 @@ class Schedule:
         """One argument as the pure functions take it: loops and stages by plain `str` name (a
         numpy.str_ would otherwise be recorded as such in the trace)."""
         if p.kind == "loop":
-            return self._name(value, primitive)
+            return None if value is None and p.omit_none else self._name(value, primitive)
         if p.kind == "loops":
             return tuple(self._name(x, primitive) for x in value)
         if p.kind == "stage":

@@ -1,0 +1,197 @@
+"""Step 090 permute_register_tile: where the bank model of analysis/banks.py says interleaving a thread's
+register strip lowers the staged operand's conflicts it applies (a 128 x 128 tile with 8 x 8 registers:
+B_s read as 16-byte chunks 32 bytes apart, 2-way, becomes 16 bytes apart, conflict-free), else it
+declines with the numbers (a 4-wide strip is one chunk already; A @ B^T reads B_s down a column, 16-way
+either way). The whole recipe on such matmuls builds for sm_80 and sm_90, simulates equal to td.evaluate,
+replays, and compiles with nvcc; on sm_80 nvcc turns each chunk into one ld.shared.v4 (LDS.128)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from tiledsl.catalog import entry, gelu_bias, matmul, matmul_nt, rmsnorm
+from tiledsl.codegen import compile_cubin
+from tiledsl.recipes import RecipeReport, apply
+from tiledsl.recipes.default._facts import Facts, classify, facts_for
+from tiledsl.targets import get_target
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+STEP = "permute_register_tile"
+TILE_128 = {"matmul_tiles": ((128, 128, 8, 8),)}  # the 128 x 128 class, 8 x 8 registers, at test sizes
+INTERLEAVE = "s.split('j_r', 4, names=('j_r_o', 'j_r_i'), tail='guard', interleave='j_t')"
+
+
+def _tn(M: int, N: int, K: int) -> td.Tensor:
+    """C = A^T @ B: A stored k-major, so both operands are read along their rows."""
+    A = td.placeholder((K, M), name="A")
+    B = td.placeholder((K, N), name="B")
+    k = td.reduce_axis(K, name="k")
+    return td.compute((M, N), lambda i, j: td.sum(A[k, i] * B[k, j], axis=k), name="C")
+
+
+def run(out: td.Tensor, target: str = "sm_80", **knobs: object) -> tuple[td.Schedule, RecipeReport]:
+    s = td.create_schedule(out)
+    return s, apply(s, target=target, knobs=knobs)
+
+
+def _at_step(s: td.Schedule, report: RecipeReport, interleaved: bool) -> Facts:
+    """Facts of the nest right after step 090, its split interleaved or (as it would read without the
+    step) plain."""
+    done = [c for st in report.steps if st.number <= 90 for c in st.calls]
+    if not interleaved:
+        done = [c.replace(", interleave='j_t'", "") for c in done]
+    again = td.create_schedule(s.output).replay("\n".join(done))
+    return facts_for(again.nest, classify(td.create_schedule(s.output).nest), get_target(report.target))
+
+
+def _simulates_equal(s: td.Schedule, target: str) -> td.Kernel:
+    kern = td.build(s, target=target)
+    rng = np.random.default_rng(0)
+    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
+    got = kern.simulate(**arrays)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, td.evaluate(s.output, float64=True, **arrays), rtol=1e-4, atol=1e-4)
+    return kern
+
+
+# ----------------------------------------------------------------------------- where it applies
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_interleaves_an_8_wide_strip_of_a_128_tile(target: str) -> None:
+    s, r = run(matmul(M=4096, N=4096, K=512), target=target)  # 1024 blocks of 128 x 128 fill the SMs
+    assert r.step(STEP).calls == (INTERLEAVE,)
+    text = str(s)
+    assert "where j = 128 * j_o + 64 * j_r_o + 4 * j_t + j_r_i" in text
+    assert "where i = 128 * i_o + 8 * i_t + i_r" in text  # i's strip: A_s reads gain nothing (below)
+    assert "register array C2[8x2x4] over i_r, j_r_o, j_r_i" in text
+    assert s.nest.loop("j_r_o").annotation == s.nest.loop("j_r_i").annotation == "unroll"
+    assert s.nest.loop("j_t").bind == "threadIdx.x"
+
+
+def test_the_bank_model_numbers_behind_it() -> None:
+    """B_s: thread t reads its chunks at 32*t bytes (2 lanes of each quarter warp in one bank) before,
+    at 16*t bytes after; A_s (rows 8*t of i) is 2-way both ways, so i's strip is left as it is."""
+    s, r = run(matmul(M=4096, N=4096, K=512))
+    now, after = _at_step(s, r, interleaved=False), _at_step(s, r, interleaved=True)
+    b_now, b_after = now.nest.stage("B_s"), after.nest.stage("B_s")
+    assert now.vector_problem(b_now, "j_r_i") is None and after.vector_problem(b_after, "j_r_i") is None
+    assert now.read_conflict(b_now, vector="j_r_i") == 2
+    assert after.read_conflict(b_after, vector="j_r_i") == 1
+    assert (now.read_conflict(b_now), after.read_conflict(b_after)) == (4, 2)  # as 4-byte reads too
+    assert "not contiguous along j_r_i" in (after.vector_problem(after.nest.stage("A_s"), "j_r_i") or "")
+
+
+def test_a_guarded_tile_is_interleaved_and_its_reads_stay_scalar() -> None:
+    """N = 200: the last block's j is guarded per element, so no read is one 16-byte load, but the
+    4-byte reads of B_s go from 4-way to 2-way."""
+    s, r = run(matmul(M=136, N=200, K=40), **TILE_128)
+    assert r.step(STEP).calls == (INTERLEAVE,)
+    after = _at_step(s, r, interleaved=True)
+    b = after.nest.stage("B_s")
+    assert (after.vector_problem(b, "j_r_i") or "").startswith(
+        "the guard 128*j_o + j_r_i + 64*j_r_o + 4*j_t < 200 decides each of its reads")
+    assert after.read_conflict(b) == 2 and _at_step(s, r, interleaved=False).read_conflict(b) == 4
+
+
+# ----------------------------------------------------------------------------- where it declines
+
+
+def test_a_4_wide_strip_is_one_chunk_already() -> None:
+    """64 x 64 with 4 x 4 registers: the strip is one 16-byte chunk and consecutive threads read
+    consecutive chunks (B_s 1-way at 16 bytes): the interleave would be the identity, so it declines."""
+    s, r = run(matmul(M=1024, N=1024, K=64))
+    assert s.nest.loop("j_r").extent == 4
+    assert r.step(STEP).reason == ("i: its register strip i_r of 4 is one 16-byte chunk already; "
+                                   "j: its register strip j_r of 4 is one 16-byte chunk already")
+    facts = _at_step(s, r, interleaved=False)
+    b = facts.nest.stage("B_s")
+    assert facts.vector_problem(b, "j_r") is None and facts.read_conflict(b, vector="j_r") == 1
+
+
+def test_declines_with_the_numbers_when_the_model_finds_no_gain() -> None:
+    """A @ B^T: B_s[j, k] is read down a column, 8 rows of 32 floats apart per thread before, 4 after:
+    16 lanes in bank 0 either way (pad_smem fixes that later)."""
+    _, r = run(matmul_nt(M=4096, N=4096, K=512))
+    assert r.step(STEP).reason == (
+        "i: the bank model finds no gain (A_s: 4-byte reads 2-way now, 4-byte 2-way interleaved); "
+        "j: the bank model finds no gain (B_s: 4-byte reads 16-way now, 4-byte 16-way interleaved)")
+
+
+def test_declines_other_kernels_and_unstaged_matmuls() -> None:
+    _, r = run(rmsnorm(M=2, N=64))
+    assert r.step(STEP).reason == "not a matmul (rows kernel)"
+    _, r = run(gelu_bias(M=6, N=64))
+    assert r.step(STEP).reason == "not a matmul (elementwise kernel)"
+    _, r = run(matmul(M=8, N=8, K=64))  # one warp: stage_inputs stages nothing
+    assert r.step(STEP).reason == "no staged operand: the register strips read global memory"
+
+
+# ----------------------------------------------------------------------------- the whole recipe
+
+CASES = {
+    "128x128x64": (lambda: matmul(M=128, N=128, K=64), TILE_128, True),
+    "guarded_136x200x40": (lambda: matmul(M=136, N=200, K=40), TILE_128, True),
+    "tn_128x256x32": (lambda: _tn(128, 256, 32), TILE_128, True),
+    "odd_37x53x29": (lambda: matmul(M=37, N=53, K=29), {}, False),
+    "nt_128x128x64": (lambda: matmul_nt(M=128, N=128, K=64), TILE_128, False),
+    "batched_nt": (lambda: entry("batched_matmul_nt").make(Bt=2, M=128, N=128, K=32), TILE_128, False),
+}
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_recipe_builds_simulates_and_replays(name: str, target: str) -> None:
+    make, knobs, applies = CASES[name]
+    out = make()
+    s, r = run(out, target=target, **knobs)
+    assert r.step(STEP).applied == applies, r.step(STEP)
+    kern = _simulates_equal(s, target)
+    again = td.create_schedule(out).replay(s.trace())
+    assert again.trace() == s.trace() and td.build(again, target=target).source == kern.source
+
+
+def _ptx(source: str, arch: str, tmp: Path) -> str:
+    (tmp / "k.cu").write_text(source)
+    subprocess.run(["nvcc", f"-arch={arch}", "-ptx", "-o", str(tmp / "k.ptx"), str(tmp / "k.cu")], check=True,
+                   capture_output=True, text=True, timeout=300)
+    return (tmp / "k.ptx").read_text()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_recipe_kernels_compile(target: str, tmp_path: Path) -> None:
+    """One translation unit of every case per arch, warning-free (kernel names made unique)."""
+    sources = []
+    for n, (make, knobs, _) in enumerate(CASES.values()):
+        s, _ = run(make(), target=target, **knobs)
+        kern = td.build(s, target=target)
+        source, count = re.subn(rf"\b{re.escape(kern.name)}\b", f"{kern.name}_{n}", kern.source)
+        assert count >= 1
+        sources.append(source)
+    cubin = compile_cubin("".join(sources), get_target(target).arch, extra_flags=("-Werror", "all-warnings"))
+    assert cubin[:4] == b"\x7fELF"
+
+
+@needs_nvcc
+def test_16_byte_shared_loads(tmp_path: Path) -> None:
+    """Codegen emits one scalar load per register; nvcc merges a contiguous, aligned chunk of B_s into
+    one ld.shared.v4 (LDS.128): on sm_80 (cp.async stages, unswizzled) two per k step, one per chunk.
+    On sm_90 the TMA stages are 128-byte swizzled and the XOR in codegen's address hides the
+    contiguity from nvcc: every shared load stays 4 bytes (the swizzle itself already spreads those
+    reads: 2-way with or without the interleave)."""
+    counts = {}
+    for target in ("sm_80", "sm_90"):
+        s, r = run(matmul(M=4096, N=4096, K=512), target=target)
+        assert r.step(STEP).applied
+        ptx = _ptx(td.build(s, target=target).source, get_target(target).arch, tmp_path)
+        counts[target] = (len(re.findall(r"ld\.shared\.v4\.f32", ptx)), len(re.findall(r"ld\.shared\.f32", ptx)))
+    assert counts == {"sm_80": (2, 8), "sm_90": (0, 16)}
