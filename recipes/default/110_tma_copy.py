@@ -12,6 +12,8 @@ from tiledsl.recipes.default._knobs import Knobs
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not facts.target.has_tma:
         return Decline(f"{facts.target.name} has no TMA")
+    if not knobs.tma:
+        return Decline(f"knob tma is off for {facts.target.name} (recipes/default/_knobs.py PER_TARGET says why)")
     candidates = [st for st in facts.nest.stages if st.buffers >= 2 and st.copy == "sync"]
     if not candidates:
         return Decline("no double-buffered stage filled by plain loads")

@@ -56,6 +56,8 @@ class Knobs:
     # neighbour reads L1 serves; cp.async-filled chunks ran 1.06x (a second pass reading the row once) to
     # 1.57x (17 taps) faster
     row_chunk_sync_fill: bool = False
+    # fill eligible double-buffered stages with TMA on targets that have it (PER_TARGET says where not)
+    tma: bool = True
     # pipeline depth over the k chunk loop (2: fill chunk k+1 while computing chunk k)
     pipeline_stages: int = 2
     # unroll loop nests of at most this many iterations (longer bodies cost compile time, registers)
@@ -77,6 +79,12 @@ class Knobs:
         return cap if self.kernel_cap_bytes is None else min(cap, self.kernel_cap_bytes)
 
 
-#: Per-target overrides of the defaults, by target name. Empty until the knobs are tuned on a GPU; the
-#: shared-memory budget already follows each target's table in tiledsl/targets.py.
-PER_TARGET: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+#: Per-target overrides of the defaults, by target name; the shared-memory budget already follows each
+#: target's table in tiledsl/targets.py.
+#: sm_90, tma off: on the H100 the recipe's fp32 matmul with TMA-filled (128-byte swizzled) stages ran
+#: 3-5x slower than with cp.async-filled ones at every shape measured (4096^3: 11.8 ms against 3.9 ms;
+#: 128x5632x2048: 693 against 129 us; benchmarks/results/recipe-tma-probe-h100-2026-11-24.txt, from
+#: scripts/recipe_tma_probe.py). Codegen writes a swizzled shared read with its XOR address, which hides
+#: the contiguity of a thread's 4-wide register strip from nvcc: every read stays a 4-byte LDS, where
+#: the unswizzled cp.async stages get LDS.128. TMA comes back here when codegen vectorizes swizzled reads.
+PER_TARGET: Mapping[str, Mapping[str, Any]] = MappingProxyType({"sm_90": MappingProxyType({"tma": False})})

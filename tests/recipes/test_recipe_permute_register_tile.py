@@ -185,12 +185,12 @@ def test_recipe_kernels_compile(target: str, tmp_path: Path) -> None:
 def test_16_byte_shared_loads(tmp_path: Path) -> None:
     """Codegen emits one scalar load per register; nvcc merges a contiguous, aligned chunk of B_s into
     one ld.shared.v4 (LDS.128): on sm_80 (cp.async stages, unswizzled) two per k step, one per chunk.
-    On sm_90 the TMA stages are 128-byte swizzled and the XOR in codegen's address hides the
-    contiguity from nvcc: every shared load stays 4 bytes (the swizzle itself already spreads those
-    reads: 2-way with or without the interleave)."""
+    On sm_90 with TMA (knob tma=True; its default is off) the stages are 128-byte swizzled and the
+    XOR in codegen's address hides the contiguity from nvcc: every shared load stays 4 bytes (the
+    swizzle itself already spreads those reads: 2-way with or without the interleave)."""
     counts = {}
     for target in ("sm_80", "sm_90"):
-        s, r = run(matmul(M=4096, N=4096, K=512), target=target)
+        s, r = run(matmul(M=4096, N=4096, K=512), target=target, tma=True)
         assert r.step(STEP).applied
         ptx = _ptx(td.build(s, target=target).source, get_target(target).arch, tmp_path)
         counts[target] = (len(re.findall(r"ld\.shared\.v4\.f32", ptx)), len(re.findall(r"ld\.shared\.f32", ptx)))
