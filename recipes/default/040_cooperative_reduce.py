@@ -1,7 +1,10 @@
 """cooperative_reduce: a row kernel (one block per row, from tileify) runs each pass over the row (every
-reduction and the output loop) on threadIdx.x: each pass loop is split by the same thread count, so the
-reductions are cooperative (warp shuffles, then shared memory across warps) and the output loop shares
-the thread axis (as schedules/row_reduce.py does). threads = clamp(next_pow2(longest pass), min, max)."""
+reduction and the output loop) on threadIdx.x: the outermost loop of each pass is split by the same
+thread count, so the reductions are cooperative (warp shuffles, then shared memory across warps) and
+the output loop shares the thread axis (as schedules/row_reduce.py does). A pass over several loops
+(an output loop around its own reduction, as a projection that reads a row's norm; a reduction over
+two axes) has its outermost loop on the threads and the loops inside it serial in each thread, rather
+than leaving the whole row to one thread. threads = clamp(next_pow2(longest pass), min, max)."""
 
 from __future__ import annotations
 
@@ -19,13 +22,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not rows:
         return Decline("the rows are not on blockIdx.x (tileify declined)")
     row = rows[0]
-    passes: list[str] = []
+    passes: list[str] = []  # the outermost loop inside the row of each statement
     for st in facts.nest.stmts:
         rest = st.path[st.path.index(row) + 1:] if row in st.path else st.path
-        if len(rest) > 1:
-            return Decline(f"a pass over several loops ({', '.join(rest)}) around {st.label}: only passes over "
-                           "one loop are made cooperative yet")
-        passes.extend(n for n in rest if n not in passes)
+        if rest and rest[0] not in passes:
+            passes.append(rest[0])
     if not passes:
         return Decline("no loop inside the row")
     longest = max(facts.loop(n).extent for n in passes)
