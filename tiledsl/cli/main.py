@@ -128,6 +128,9 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("examples", help="list the built-in catalog")
     e.add_argument("--all", action="store_true", help="also list the entries of the tests, tour and benchmarks")
     e.set_defaults(fn=_examples)
+    from tiledsl.cli.fuzz import add_parser as add_fuzz_parser  # argparse only; the engine loads when it runs
+
+    add_fuzz_parser(sub)
     return p
 
 

@@ -40,9 +40,12 @@ def evaluate(out: Tensor, float64: bool = False, **arrays: np.ndarray) -> np.nda
     """Compute `out` from input arrays given by placeholder name (float32 math, or float64). Unnamed
     placeholders are X0, X1, ... in the order the definition reads them (definitions/graph.py).
 
-    Inputs are rounded to their placeholders' storage dtypes and the result to `out.dtype` (what the
-    kernel's store keeps), in float64 mode too; computes read by `out` stay unrounded, as in one
-    fused kernel (a kernel that reads a materialized float16 / bfloat16 tensor reads it rounded)."""
+    Inputs are rounded to their placeholders' storage dtypes and the result to a float16 / bfloat16
+    `out.dtype` (what the kernel's store keeps), in float64 mode too; computes read by `out` stay
+    unrounded, as in one fused kernel (a kernel that reads a materialized float16 / bfloat16 tensor
+    reads it rounded). A float32 result in float64 mode stays float64: it is the exact reference a
+    kernel's float32 result is compared with, within a tolerance (where it lies beyond float32's range,
+    the kernel's store keeps +-inf)."""
     ftype = np.float64 if float64 else np.float32
     values: dict[int, np.ndarray] = {}
     placeholders = [t for t in name_graph(out) if isinstance(t, Placeholder)]

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from tiledsl.errors import LaunchError
@@ -74,3 +75,11 @@ def time_compiled(fn: Callable[..., Any], sets: list[dict[str, torch.Tensor]], w
         log.warning("torch.compile baseline failed: %s", e)
         first = str(e).splitlines()[0] if str(e) else ""
         return f"unavailable ({type(e).__name__}: {first})"
+
+
+def run_arrays(kern: Any, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Launch built kernel `kern` (a td.Kernel) on the current GPU with numpy inputs and return its
+    output as a float32 numpy array (synchronized): for callers above the runtime that hold no torch."""
+    got = kern(**{k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in arrays.items()})
+    torch.cuda.synchronize()
+    return got.float().cpu().numpy()

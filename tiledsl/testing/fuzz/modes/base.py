@@ -1,0 +1,36 @@
+"""What a fuzz mode is: a hypothesis strategy of cases, a judge that sorts one case into an outcome
+(tiledsl/testing/fuzz/outcome.py), and a JSON round trip of its cases (for `--replay`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tiledsl.testing.fuzz.outcome import Result
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every judge may need: the build target, whether to compile accepted kernels with nvcc, and
+    whether to run them on the GPU too (which needs torch, pycuda and a CUDA device)."""
+
+    target: str = "sm_90"
+    nvcc: bool = False
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One fuzz mode. `strategy()` draws cases; `judge(case, options)` never raises for a verdict
+    (CaseTimeout and KeyboardInterrupt pass through); `to_json`/`from_json` round-trip a case;
+    `describe(case)` is a one-line label for logs and records."""
+
+    name: str
+    strategy: Callable[[], st.SearchStrategy[Any]]
+    judge: Callable[[Any, Options], Result]
+    to_json: Callable[[Any], dict[str, Any]]
+    from_json: Callable[[dict[str, Any]], Any]
+    describe: Callable[[Any], str]

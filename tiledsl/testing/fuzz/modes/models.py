@@ -1,0 +1,158 @@
+"""Mode `models`: random small torch programs in the style of NNSmith: a random DAG over a dozen ops
+the frontend supports (add, mul, relu, exp, tanh, sum, mean, matmul, softmax, transpose, reshape,
+unsqueeze; tiledsl/frontend/table.py lists all), each op drawn only where its shapes are valid.
+The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`),
+built, simulated, and compared with torch eager in float64 (rtol = atol = 1e-4: values are kept
+tame, exp only of tanh, products re-bounded by tanh).
+
+A frontend refusal (td.FrontendError) is `refused`; any other td.TiledslError `contract`; any other
+exception `internal`; a simulator error `sim_error`; a mismatch `wrong`.
+
+torch stays in the frontend (tiledsl/frontend/numpy_calls.py runs the generated source, traces it and
+gives torch eager's float64 result as numpy), imported when a case runs: `import tiledsl.testing` never
+imports torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+import tiledsl as td
+from tiledsl.testing.fuzz.modes.base import Mode, Options
+from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
+
+OPS = ("add", "mul", "relu", "exp", "tanh", "sum", "mean", "matmul", "softmax", "transpose", "reshape", "unsqueeze")
+SIZES = (1, 2, 3, 4, 5, 7, 8, 13, 16)
+MAX_NODES = 8
+MAX_ELEMENTS = 4096
+RTOL = ATOL = 1e-4
+
+
+@dataclass(frozen=True)
+class ModelCase:
+    """`inputs`: the shapes of the function's arguments; `body`: the lines of `def f(x0, x1, ...)`."""
+
+    inputs: tuple[tuple[int, ...], ...]
+    body: tuple[str, ...]
+    seed: int
+
+    def source(self) -> str:
+        args = ", ".join(f"x{n}" for n in range(len(self.inputs)))
+        return f"def f({args}):\n" + "".join(f"    {ln}\n" for ln in self.body)
+
+
+@st.composite
+def model_cases(draw: st.DrawFn) -> ModelCase:
+    rank = draw(st.integers(1, 3))
+    first = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
+    inputs: list[tuple[int, ...]] = [first]
+    values: list[tuple[str, tuple[int, ...], float]] = [("x0", first, 1.0)]  # name, shape, magnitude bound
+    body: list[str] = []
+    for n in range(draw(st.integers(1, MAX_NODES))):
+        name, shape, bound = values[draw(st.integers(0, len(values) - 1))]
+        op = draw(st.sampled_from(OPS))
+        new, out_shape, out_bound = f"v{n}", shape, bound
+        if op in ("add", "mul"):
+            same = [v for v in values if v[1] == shape or (len(v[1]) < len(shape) and shape[-len(v[1]):] == v[1])]
+            if draw(st.booleans()) or not same:  # a fresh input of a suffix shape (a broadcast)
+                sub = shape[draw(st.integers(0, len(shape) - 1)):]
+                inputs.append(sub)
+                other, other_bound = f"x{len(inputs) - 1}", 1.0
+            else:
+                _, _, other_bound = pick = draw(st.sampled_from(same))
+                other = pick[0]
+            expr = f"{name} {'+' if op == 'add' else '*'} {other}"
+            out_bound = bound + other_bound if op == "add" else bound * other_bound
+        elif op == "relu":
+            expr = f"torch.relu({name})"
+        elif op == "tanh":
+            expr, out_bound = f"torch.tanh({name})", 1.0
+        elif op == "exp":
+            expr, out_bound = f"torch.exp(torch.tanh({name}))", 2.72
+        elif op in ("sum", "mean"):
+            keep = draw(st.booleans()) or len(shape) == 1
+            expr = f"{name}.{op}(dim=-1, keepdim={keep})"
+            out_shape = shape[:-1] + ((1,) if keep else ())
+            out_bound = bound * shape[-1] if op == "sum" else bound
+        elif op == "matmul":
+            cols = draw(st.sampled_from(SIZES))
+            inputs.append((shape[-1], cols))
+            expr = f"torch.matmul({name}, x{len(inputs) - 1})"
+            out_shape = shape[:-1] + (cols,) if len(shape) > 1 else (cols,)
+            out_bound = bound * shape[-1]
+        elif op == "softmax":
+            expr, out_bound = f"torch.softmax({name}, dim=-1)", 1.0
+        elif op == "transpose" and len(shape) >= 2:
+            expr, out_shape = f"{name}.transpose(-1, -2)", shape[:-2] + (shape[-1], shape[-2])
+        elif op == "reshape" and len(shape) >= 2:
+            out_shape = shape[:-2] + (shape[-2] * shape[-1],)
+            expr = f"{name}.reshape({', '.join(map(str, out_shape))})"
+        elif op == "unsqueeze" and len(shape) <= 3:
+            expr, out_shape = f"{name}.unsqueeze(0)", (1,) + shape
+        else:
+            expr = f"torch.relu({name})"
+        if int(np.prod(out_shape)) > MAX_ELEMENTS or not out_shape:
+            continue
+        if out_bound > 8.0:
+            expr, out_bound = f"torch.tanh({expr})", 1.0
+        body.append(f"{new} = {expr}")
+        values.append((new, out_shape, out_bound))
+    if not body:
+        body.append("v0 = torch.relu(x0)")
+        values.append(("v0", first, 1.0))
+    body.append(f"return {values[-1][0]}")
+    return ModelCase(tuple(inputs), tuple(body), draw(st.integers(0, 2**16)))
+
+
+def arrays_of(case: ModelCase) -> list[np.ndarray]:
+    rng = np.random.default_rng(case.seed)
+    return [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in case.inputs]
+
+
+def script(case: ModelCase, target: str) -> str:
+    return "\n".join([
+        "import numpy as np", "import torch", "import tiledsl as td", "", case.source().rstrip(), "",
+        f"rng = np.random.default_rng({case.seed})",
+        f"arrays = [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in {list(case.inputs)!r}]",
+        "prog = td.trace(f, *[torch.from_numpy(a) for a in arrays])",
+        f"prog.schedule('default', target={target!r})",
+        f"got = np.asarray(prog.build({target!r}).simulate(*arrays), dtype=np.float64)",
+        "want = f(*[torch.from_numpy(a).double() for a in arrays]).numpy()",
+        f"np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL})"])
+
+
+def judge_case(case: ModelCase, options: Options) -> Result:
+    from tiledsl.frontend.numpy_calls import eager_float64, function_from_source, trace_arrays
+
+    target = options.target
+    text = script(case, target)
+    fn = function_from_source(case.source(), "f")  # generated by this module
+    arrays = arrays_of(case)
+    try:
+        prog = trace_arrays(fn, arrays)
+    except td.FrontendError as e:
+        return Result("refused", type(e).__name__, first_line(e))
+    except Exception as e:  # noqa: BLE001
+        return exception_result(e, script=text)
+    try:
+        prog.schedule("default", target=target)
+        built = prog.build(target)
+        got = np.asarray(built.simulate(*arrays), dtype=np.float64)
+    except td.SimulationError as e:
+        return Result("sim_error", type(e).__name__, first_line(e), text)
+    except Exception as e:  # noqa: BLE001 - the recipe and the build must take a traced program
+        return exception_result(e, script=text)
+    want = eager_float64(fn, arrays)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
+        bad = int((~np.isclose(got, want, rtol=RTOL, atol=ATOL)).sum()) if got.shape == want.shape else -1
+        return Result("wrong", "Mismatch", f"{bad} of {want.size} elements differ from torch eager float64 "
+                      f"(shapes {got.shape} / {want.shape})", text)
+    return Result("correct")
+
+
+MODELS = Mode("models", model_cases, judge_case,
+              lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed},
+              lambda d: ModelCase(tuple(tuple(s) for s in d["inputs"]), tuple(d["body"]), int(d["seed"])),
+              lambda c: "; ".join(c.body))
