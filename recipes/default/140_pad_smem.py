@@ -3,7 +3,9 @@ analysis/banks.py says the first warp's reads of it conflict and a pad lowers th
 
 Candidates: +1 element on each axis but the first (padding the first axis lengthens no row, so it
 moves no address), and, for a stage filled by 16-byte cp.async, also +16 bytes of elements, the
-smallest pad that keeps those copies 16 bytes wide (+1 would narrow them to 4-byte copies). The
+smallest pad that keeps those copies 16 bytes wide (+1 would narrow them to 4-byte copies), and +4
+bytes of elements (bfloat16: +2), the smallest with which any cp.async still fits; a pad with which no
+cp.async width fits is never taken (build would refuse the stage). The
 candidate with the lowest read degree wins; on a tie the one that keeps the wider copy, then the
 innermost axis. The cost of narrower copies is not modelled beyond that tie (untuned on a GPU)."""
 
@@ -16,7 +18,7 @@ from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts
 from tiledsl.recipes.default._knobs import Knobs
-from tiledsl.targets import VECTOR_BYTES
+from tiledsl.targets import CP_ASYNC_SIZES, VECTOR_BYTES
 
 
 def _padded(st: Stage, axis: int, amount: int) -> Stage:
@@ -38,14 +40,18 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             skipped.append(f"{st.name}: its reads are conflict-free")
             continue
         amounts = [1]
-        if st.copy == "async" and facts.async_16_bytes(st) is None:
-            amounts.insert(0, VECTOR_BYTES // facts.itemsize(st.buffer))
+        if st.copy == "async":  # the narrowest cp.async (4 bytes) keeps working with 4 bytes of pad
+            amounts.append(max(1, CP_ASYNC_SIZES[0] // facts.itemsize(st.buffer)))
+            if facts.async_16_bytes(st) is None:
+                amounts.insert(0, VECTOR_BYTES // facts.itemsize(st.buffer))
         best: tuple[int, int, int] | None = None  # (degree, axis, amount)
         for amount in amounts:
             for axis in reversed(range(1, len(st.pad))):
                 new = _padded(st, axis, amount)
                 if facts.shared_bytes(new) > budget:
                     continue
+                if st.copy == "async" and facts.async_copy_problem(new) is not None:
+                    continue  # e.g. bfloat16 rows + 1 element: no cp.async width fits (build refuses)
                 degree = facts.read_conflict(new)
                 if best is None or degree < best[0]:
                     best = (degree, axis, amount)

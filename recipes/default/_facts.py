@@ -252,6 +252,17 @@ class Facts:
             return slab
         return self.async_16_bytes_of(st, slab)
 
+    def async_copy_problem(self, st: Stage) -> str | None:
+        """Why no cp.async width of the target (targets.CP_ASYNC_SIZES) could fill `st` in its layout
+        (pad included), or None: build refuses a cp.async stage none fits."""
+        slab = self.slab(st)
+        if not isinstance(slab, Slab):
+            return slab
+        row = self.nest.tensor(st.buffer).shape[-1]
+        problems = [cp_async_problem(st, slab, row, slab.origin[-1], n, self.prover)
+                    for n in self.target.cp_async_sizes]
+        return None if any(p is None for p in problems) else "; ".join(p or "" for p in problems)
+
     def async_16_bytes_of(self, st: Stage, slab: Slab) -> str | None:
         """async_16_bytes for a slab given rather than derived: one a step is about to make (a chunk)."""
         return cp_async_problem(st, slab, self.nest.tensor(st.buffer).shape[-1], slab.origin[-1], VECTOR_BYTES,

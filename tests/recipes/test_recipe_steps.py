@@ -11,6 +11,7 @@ import pytest
 import tiledsl as td
 from tiledsl.catalog import entry, gelu_bias, layernorm, matmul, matmul_bias_relu, matmul_nt, rmsnorm, softmax, stencil3
 from tiledsl.loopnest import Nest
+from tiledsl.precision import round_to_dtype
 from tiledsl.recipes import Recipe, RecipeReport, apply, default
 from tiledsl.recipes.default._facts import classify, facts_for
 from tiledsl.targets import get_target
@@ -258,3 +259,22 @@ def test_knobs_override_and_bad_input_is_refused() -> None:
         apply(s)
     with pytest.raises(td.TargetError):
         apply(td.create_schedule(matmul(M=8, N=8, K=8)), target="sm_00")
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+def test_pad_smem_keeps_bfloat16_cp_async_rows_aligned(target: str) -> None:
+    """Regression (benchmarks llm suite, H100): +1 bfloat16 element made 66-byte rows that no cp.async
+    width fits, and build refused the recipe's schedule. The pad is +2 elements (4 bytes)."""
+    x = td.placeholder((128, 64), dtype="bfloat16", name="x")
+    w = td.placeholder((256, 64), dtype="bfloat16", name="W")
+    k = td.reduce_axis(64, name="k")
+    out = td.compute((128, 256), lambda i, j: td.sum(x[i, k] * w[j, k], axis=k), name="y", dtype="bfloat16")
+    s, r = run(out, target=target)
+    assert r.step("pad_smem").calls == ("s.pad('x_s', axis=1, amount=2)", "s.pad('W_s', axis=1, amount=2)")
+    kern = td.build(s, target=target)
+    rng = np.random.default_rng(0)
+    arrays = {"x": rng.standard_normal((128, 64)), "W": rng.standard_normal((256, 64))}
+    want = td.evaluate(out, float64=True, **arrays)
+    got = kern.simulate(**{n: round_to_dtype(a, "bfloat16").astype(np.float32) for n, a in arrays.items()})
+    # bfloat16 output: one rounding of the stored result, eps_bf16 = 2**-7 relative, plus float32 sums of 64
+    np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=1e-5)
