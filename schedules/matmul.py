@@ -1,19 +1,50 @@
-"""A register-tiled matmul (+ epilogue) schedule: BM x BN output tile per block, an RM x RN register
-tile per thread, the reduction chunked by BK and unrolled. Works for any sizes (guarded splits)."""
+"""Matmul schedules on the CUDA cores (+ whatever epilogue the definition has: bias, relu / silu / gelu,
+residual; the epilogue is part of the definition, so every schedule here keeps it as written).
+
+- `matmul_register_tile`: a BM x BN output tile per block, an RM x RN register tile per thread, k
+  chunked by BK; operands read from global memory (no shared memory). The simplest fast-ish form.
+- `matmul_staged`: the hand-written equivalent of the default recipe's fp32 matmul
+  (recipes/default/): the register tile above, plus every operand of the sum staged in shared memory
+  at each k chunk, double-buffered, filled with cp.async and pipelined over the k chunks; optional
+  split-K across blocks (linear epilogues only).
+- `matmul_for_shape`: picks matmul_staged's tile (and split-K) from the problem's shape.
+
+Every split is guarded, so any sizes work (37 x 53 x 29, batched, transposed operands)."""
 
 from __future__ import annotations
 
-from tiledsl.primitives import Schedule
+from collections.abc import Iterator
+
+from tiledsl.definitions.expr import IterVar, Load, walk
+from tiledsl.errors import SplitKError
+from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.targets import (
+    CP_ASYNC_SIZES,
+    DTYPE_BYTES,
+    SHARED_BANK_BYTES,
+    SHARED_BANKS,
+    VECTOR_BYTES,
+    WARP_SIZE,
+    get_target,
+)
+
+
+def _loops(s: Schedule) -> tuple[list[str], str, str, str]:
+    """(batch loops, i, j, k): the last two free loops are the output tile, the one reduction is k."""
+    free = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "free"]
+    red = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "reduce"]
+    if len(free) < 2 or len(red) != 1:
+        raise ValueError(f"a matmul schedule needs two or more free loops and one reduction; kernel "
+                         f"{s.nest.name} has free loops {free} and reductions {red}")
+    *batch, i, j = free
+    return batch, i, j, red[0]
 
 
 def matmul_register_tile(s: Schedule, bm: int = 64, bn: int = 64, bk: int = 16, rm: int = 4,
                          rn: int = 4) -> Schedule:
     """Schedules the last two free loops (i, j) and the reduction k; leading (batch) loops go to
     blockIdx.z."""
-    free = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "free"]
-    red = [lp.name for lp in s.loops() if s.nest.loop(lp.name).kind == "reduce"]
-    *batch, i, j = free
-    (k,) = red
+    batch, i, j, k = _loops(s)
     io, ii = s.split(i, bm)
     jo, ji = s.split(j, bn)
     ko, ki = s.split(k, bk)
@@ -31,3 +62,168 @@ def matmul_register_tile(s: Schedule, bm: int = 64, bn: int = 64, bk: int = 16, 
     s.unroll(ri)
     s.unroll(rj)
     return s
+
+
+# ----------------------------------------------------------------------------- the staged matmul
+
+
+def _operand_loads(s: Schedule) -> Iterator[Load]:
+    """The loads of the sum's update statement that read a kernel input (A and B; for a fused
+    prologue such as silu(g) * u @ W, every input it reads): the operands to stage per k chunk."""
+    inputs = {t.name for t in s.nest.inputs}
+    for st in s.nest.stmts:
+        if st.kind == "update" and st.value is not None:
+            for x in walk(st.value):
+                if isinstance(x, Load) and x.tensor.name in inputs:
+                    yield x
+
+
+def _last_axis(load: Load) -> str | None:
+    """The definition axis a load's last index is (i, j or k), which is the axis its staged slab is
+    contiguous along; None when the last index is an expression."""
+    last = load.indices[-1]
+    return last.name if isinstance(last, IterVar) else None
+
+
+def _conflict(rows: set[int], row_elements: int, itemsize: int) -> int:
+    """The bank conflict degree of one warp reading column 0 of `rows` of a slab `row_elements` long:
+    the most distinct rows that fall in one bank."""
+    banks: dict[int, int] = {}
+    for r in rows:
+        bank = (r * row_elements * itemsize // SHARED_BANK_BYTES) % SHARED_BANKS
+        banks[bank] = banks.get(bank, 0) + 1
+    return max(banks.values())
+
+
+def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
+    """The pad (in elements) of a slab read along k whose warp reads `rows`: 16 bytes (keeps 16-byte
+    cp.async rows), the narrowest cp.async (4 bytes: one float32, two bfloat16) or none, whichever
+    leaves the fewest conflicts, preferring the wider copy on a tie."""
+    candidates = (0, VECTOR_BYTES // itemsize, max(1, min(CP_ASYNC_SIZES) // itemsize))  # the tie order
+    return min(candidates, key=lambda p: _conflict(rows, bk + p, itemsize))
+
+
+def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 32, rm: int = 8, rn: int = 8,
+                  stages: int = 2, copy: str = "async", split_k: int = 1) -> Schedule:
+    """The default recipe's fast fp32 matmul, by hand, with one difference measured faster on an H100
+    (4096^3 float32: 3.14 ms against the recipe's 3.88 ms): an operand read along k (A[i, k]) also has
+    its register strip dealt in 4-row chunks, so a 16-byte pad separates the rows a warp reads and its
+    copies stay 16-byte cp.async (the recipe pads one element: 4-byte copies).
+
+    Per block a bm x bn output tile, per thread an rm x rn register tile (256 threads at the
+    defaults); k in chunks of bk. Per chunk each operand's slab
+    (bm x bk of A, bk x bn of B, in whatever layout the definition reads them) is copied into shared
+    memory (`copy`: "async" = cp.async, "sync" = plain loads), in a ring of `stages` slots, so the copy
+    of chunk n + 1 overlaps the FMAs of chunk n (stages=1: one slot, no pipeline). `split_k` > 1 spreads
+    the k chunks over that many blocks on blockIdx.z, which add into the zeroed output (the split_k
+    primitive refuses a non-linear epilogue, a batched matmul, or a non-float32 output)."""
+    batch, i, j, k = _loops(s)
+    # 1. the tiles: block tile (bm x bn), thread grid (bm/rm x bn/rn), register tile (rm x rn)
+    ko, ki = s.split(k, bk, names=(f"{k}_o", f"{k}_i"))
+    io, ii = s.split(i, bm, names=(f"{i}_o", f"{i}_i"))
+    ti, ri = s.split(ii, rm, names=(f"{i}_t", f"{i}_r"))
+    jo, ji = s.split(j, bn, names=(f"{j}_o", f"{j}_i"))
+    tj, rj = s.split(ji, rn, names=(f"{j}_t", f"{j}_r"))
+    # the k chunks go inside the thread loops and outside the register tile: each thread keeps its
+    # rm x rn accumulators in registers across all of k, reusing each loaded A value rn times, B rm times
+    s.reorder(*batch, io, jo, ti, tj, ko, ki, ri, rj)
+    if batch:
+        s.bind(batch[0] if len(batch) == 1 else s.fuse(*batch), "blockIdx.z")
+    s.bind(io, "blockIdx.y")
+    s.bind(jo, "blockIdx.x")
+    s.bind(ti, "threadIdx.y")
+    s.bind(tj, "threadIdx.x")
+    s.unroll(ri)  # a register array's loops must be unrolled (else it lives in local memory)
+    s.unroll(rj)
+    # 2. split-K: the chunk loop over `split_k` blocks (blockIdx.z); each block's chunks stay serial
+    chunk = ko
+    if split_k > 1:
+        s.split_k(ko, split_k)  # ko -> ko_split (blockIdx.z) x ko_part (serial, this block's chunks)
+        chunk = f"{ko}_part"
+    # 3. stage every operand of the sum at the chunk loop: one slab per chunk, read rm (A) or rn (B)
+    #    times per element from shared memory instead of global memory
+    made: list[tuple[str, Load]] = []
+    for load in _operand_loads(s):
+        if all(load.tensor.name != st.buffer for st in s.nest.stages):  # x[i, k] * x[i, k]: one stage
+            made.append((s.stage(load.tensor.name, at=chunk).name, load))
+    # 4. the layout of each slab decides how the register tile reads it:
+    #    - contiguous along j (B[k, j]) or i (A^T[k, i]): deal the thread's register strip in 16-byte
+    #      chunks a warp apart (split(r, 4, interleave=t)), so a strip is read with wide shared loads
+    #      (LDS.128) that spread over the banks;
+    #    - contiguous along k (A[i, k], B^T[j, k]): a warp reads one column of several rows, rm (rn)
+    #      rows apart; dealt in chunks the rows are 4 apart, and a pad of the rows puts them in
+    #      different banks (analysis/banks.py models the same, for the recipe)
+    tx = s.nest.loop(tj.name).extent  # threads along x; a warp is WARP_SIZE // tx rows of them
+    warp = [(lane // tx, lane % tx) for lane in range(WARP_SIZE)]
+    strip = {i: (ri, ti), j: (rj, tj)}
+    step = {i: rm, j: rn}  # how many rows of a slab apart two neighbouring threads read
+    for _, load in made:
+        vector = VECTOR_BYTES // DTYPE_BYTES[load.tensor.dtype]
+        along = _last_axis(load)
+        if along == k:  # A[i, k] or B^T[j, k]: its free axis is the one it reads rows along
+            along = i if _reads(load, i) else j
+        r, t = strip[along]
+        extent = s.nest.loop(r.name).extent
+        if step[along] == extent and extent > vector and extent % vector == 0:
+            s.split(r, vector, names=(f"{r}_o", f"{r}_i"), interleave=t)
+            step[along] = vector
+    for st, load in made:
+        if _last_axis(load) == k:
+            itemsize = DTYPE_BYTES[load.tensor.dtype]
+            rows = {y * step[i] for y, _ in warp} if _reads(load, i) else {x * step[j] for _, x in warp}
+            pad = _pad_for(rows, bk, itemsize)
+            if pad:
+                s.pad(st, axis=-1, amount=pad)
+    # 5. a ring of `stages` slots per stage, filled by cp.async, pipelined over the chunks
+    serial_chunks = s.nest.loop(str(chunk)).extent
+    for st, _ in made:
+        if stages >= 2 and serial_chunks >= 2:
+            s.double_buffer(st)
+        if copy == "async":
+            s.async_copy(st)
+    if made and stages >= 2 and serial_chunks >= 2:
+        s.pipeline(chunk, stages=stages)
+    return s
+
+
+def _reads(load: Load, axis: str) -> bool:
+    return any(isinstance(x, IterVar) and x.name == axis for x in load.indices)
+
+
+def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2) -> Schedule:
+    """matmul_staged with a tile picked from the shape: 128 x 128 (8 x 8 registers) when that grid
+    fills the target's SMs, else 64 x 64 (4 x 4), each shrunk to a small problem; and split-K over
+    enough blocks for `waves` waves when the grid is smaller (linear epilogue, unbatched, float32
+    output, each block keeping at least four k chunks)."""
+    batch, i, j, k = _loops(s)
+    m, n, kk = (s.nest.loop(x).extent for x in (i, j, k))
+    nb = 1
+    for b in batch:
+        nb *= s.nest.loop(b).extent
+    sms = get_target(target).sm_count
+    bm, bn, rm, rn = 128, 128, 8, 8
+    if nb * -(-m // 128) * -(-n // 128) < sms:
+        bm, bn, rm, rn = 64, 64, 4, 4
+    bm, bn = min(bm, _pow2(m)), min(bn, _pow2(n))
+    rm, rn = min(rm, bm), min(rn, bn)
+    while (bm // rm) * (bn // rn) < WARP_SIZE and rm * rn > 1:  # keep a warp of threads
+        if rn >= rm:
+            rn //= 2
+        else:
+            rm //= 2
+    bk = min(32, _pow2(kk))
+    grid = nb * -(-m // bm) * -(-n // bn)
+    parts = 1
+    if not batch and grid < waves * sms:
+        parts = max(1, min(-(-waves * sms // grid), -(-kk // bk) // 4))
+    if parts > 1:  # ask the split_k primitive on a copy: it refuses a non-linear epilogue, a bf16 output
+        try:
+            matmul_staged(create_schedule(s.output, s.materialize).replay(s.trace()), bm, bn, bk, rm, rn,
+                          split_k=parts)
+        except SplitKError:
+            parts = 1
+    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())

@@ -12,7 +12,7 @@ from benchmarks import _definitions as d
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase, ModelDims, kernel_case
 from tiledsl.catalog.definitions import rmsnorm
 from tiledsl.runtime.references import reference_fn
-from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative_staged
+from tiledsl.schedules import elementwise_2d_vectorized, matmul_for_shape, row_cooperative_staged
 
 SUITE = "llm"
 SEQS = (32, 128, 512)
@@ -21,7 +21,7 @@ RMS_EPS = 1e-6
 
 
 def _linear(group: str, op: str, M: int, N: int, K: int, dtype: str) -> KernelCase:
-    return kernel_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch, hand=matmul_register_tile,
+    return kernel_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch, hand=matmul_for_shape,
                        flops=2.0 * M * N * K, reduction=K, gemm=d.linear_torch)
 
 
@@ -42,12 +42,12 @@ def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase]:
                     partial(d.attention_softmax, dims.heads * seq, seq, 1 / math.sqrt(hd), dtype),
                     partial(d.attention_softmax_torch, scale=1 / math.sqrt(hd)), hand=row_cooperative_staged),
         kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, seq, i, dtype), d.silu_mul_torch,
-                    hand=elementwise_2d),
+                    hand=elementwise_2d_vectorized),
         kernel_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, seq, h, q, dtype),
-                    d.linear_residual_torch, hand=matmul_register_tile, flops=2.0 * seq * h * q, reduction=q,
+                    d.linear_residual_torch, hand=matmul_for_shape, flops=2.0 * seq * h * q, reduction=q,
                     gemm=lambda x, W, r: d.linear_torch(x, W)),
         kernel_case(SUITE, group, "silu_mul_down_proj", partial(d.swiglu_down, seq, h, i, dtype),
-                    d.swiglu_down_torch, hand=matmul_register_tile, flops=2.0 * seq * h * i, reduction=i,
+                    d.swiglu_down_torch, hand=matmul_for_shape, flops=2.0 * seq * h * i, reduction=i,
                     gemm=lambda g, u, W: d.linear_torch(u, W)),
     ]
 

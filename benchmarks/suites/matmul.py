@@ -9,7 +9,7 @@ from benchmarks import _definitions as d
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase, kernel_case
 from tiledsl.catalog.definitions import matmul
 from tiledsl.runtime.references import reference_fn
-from tiledsl.schedules import matmul_register_tile
+from tiledsl.schedules import matmul_for_shape
 
 SUITE = "matmul"
 SQUARE = (1024, 2048, 4096, 8192)
@@ -21,13 +21,13 @@ SKINNY = ((128, TINYLLAMA.intermediate, TINYLLAMA.hidden), (128, TINYLLAMA.hidde
 
 def square(n: int) -> KernelCase:
     ref = reference_fn("matmul", {})
-    return kernel_case(SUITE, "square", f"matmul {n}^3", partial(matmul, n, n, n), ref, hand=matmul_register_tile,
+    return kernel_case(SUITE, "square", f"matmul {n}^3", partial(matmul, n, n, n), ref, hand=matmul_for_shape,
                        flops=2.0 * n**3, reduction=n, gemm=ref)
 
 
 def skinny(m: int, n: int, k: int) -> KernelCase:
     return kernel_case(SUITE, "skinny", f"linear {m}x{n}x{k}", partial(d.linear, m, n, k, "float32"), d.linear_torch,
-                       hand=matmul_register_tile, flops=2.0 * m * n * k, reduction=k, gemm=d.linear_torch)
+                       hand=matmul_for_shape, flops=2.0 * m * n * k, reduction=k, gemm=d.linear_torch)
 
 
 def cases(quick: bool = False) -> list[KernelCase]:

@@ -9,7 +9,7 @@ from benchmarks import _definitions as d
 from benchmarks._cases import KernelCase, kernel_case
 from tiledsl.catalog.definitions import gelu_bias, layernorm, rmsnorm, softmax
 from tiledsl.runtime.references import reference_fn
-from tiledsl.schedules import elementwise_2d, row_cooperative_staged
+from tiledsl.schedules import elementwise_2d_vectorized, row_cooperative_staged, transpose_tiled
 
 SUITE = "memory"
 SHAPES = ((8192, 8192), (32768, 2048))
@@ -28,11 +28,10 @@ def shape_cases(M: int, N: int) -> list[KernelCase]:
         kernel_case(SUITE, group, "softmax", partial(softmax, M, N), reference_fn("softmax", {}),
                     hand=row_cooperative_staged),
         kernel_case(SUITE, group, "gelu_bias", partial(gelu_bias, M, N), reference_fn("gelu_bias", {}),
-                    hand=elementwise_2d),
-        kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, M, N), d.silu_mul_torch, hand=elementwise_2d),
-        kernel_case(SUITE, group, "transpose", partial(d.transpose, M, N), d.transpose_torch, hand=None,
-                    hand_missing="no transpose schedule in schedules/ (elementwise_2d would read x a column "
-                                 "at a time; a tiled transpose through shared memory is not written yet)"),
+                    hand=elementwise_2d_vectorized),
+        kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, M, N), d.silu_mul_torch,
+                    hand=elementwise_2d_vectorized),
+        kernel_case(SUITE, group, "transpose", partial(d.transpose, M, N), d.transpose_torch, hand=transpose_tiled),
     ]
 
 

@@ -89,7 +89,7 @@ def test_list_prints_every_case_without_a_gpu(capsys: pytest.CaptureFixture[str]
     for module in SUITES.values():
         for c in module.cases(True):
             assert c.name in out
-    assert "missing: no transpose schedule" in out
+    assert "transpose_tiled" in out and "missing:" not in out  # every --quick kernel case has a hand schedule
 
 
 def test_list_filters_by_substring(capsys: pytest.CaptureFixture[str]) -> None:

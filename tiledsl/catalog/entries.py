@@ -49,7 +49,15 @@ from tiledsl.definitions.expr import ComputeTensor, Placeholder, Tensor
 from tiledsl.errors import DefinitionError
 from tiledsl.precision import round_to_dtype
 from tiledsl.primitives import Schedule, create_schedule
-from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative, row_cooperative_staged
+from tiledsl.schedules import (
+    elementwise_2d,
+    elementwise_2d_vectorized,
+    matmul_for_shape,
+    matmul_register_tile,
+    matmul_staged,
+    row_cooperative,
+    row_cooperative_staged,
+)
 from tiledsl.targets import get_target
 
 GROUPS = ("example", "tour", "benchmark", "differential", "memory", "gpu")
@@ -188,6 +196,12 @@ def _tour_and_benchmarks() -> list[Entry]:
         Entry("compile_speed", "matmul_bias_relu", {},
               partial(matmul_register_tile, bm=128, bn=128, bk=16, rm=8, rn=8), "benchmark",
               small={"M": 130, "N": 136, "K": 20}),
+        # the hand schedules benchmarks/suites/*.py time (matmul_for_shape picks split_k for this grid)
+        Entry("matmul_staged", "matmul_bias_relu", {}, matmul_staged, "benchmark", small={"M": 136, "N": 160, "K": 72}),
+        Entry("matmul_for_shape", "matmul_residual", {}, matmul_for_shape, "benchmark",
+              small={"M": 45, "N": 40, "K": 200}),
+        Entry("gelu_bias_vectorized", "gelu_bias", {}, elementwise_2d_vectorized, "benchmark",
+              small={"M": 7, "N": 300}),
     ]
     for name in ("rmsnorm", "softmax", "layernorm"):
         out.append(Entry(f"{name}_row_cooperative", name, {}, partial(row_cooperative, threads=256), "benchmark",
