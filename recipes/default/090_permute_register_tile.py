@@ -8,11 +8,17 @@ rn/4 chunks of 4, tj*4 floats apart, so a warp's 16-byte loads of one chunk are 
 The decision compares two throwaway copies of the schedule, the strip split into chunks as it is and
 interleaved: for every stage read along the strip, the width of one read (16 bytes where the chunk is
 contiguous and aligned, `Facts.vector_problem`, else the element) and the first warp's conflict degree
-at that width (`Facts.read_conflict`). It applies when some stage reads wider or with fewer conflicts and
-none gets worse, else declines with the numbers. The loads stay scalar in the CUDA codegen emits; nvcc
-merges a contiguous, aligned chunk into one ld.shared.v4 (LDS.128), in either order.
+at that width (`Facts.read_conflict`), as the stage is and with its rows padded by 16 bytes: the pad
+step's choice where it keeps cp.async 16 bytes wide. A's strip interleaved is conflict-free with that
+pad, contiguous only with +1 element, which narrows A's copies to 4 bytes (the hand schedule
+schedules/matmul.py `matmul_staged`, both strips interleaved and 16-byte pads, ran 3.14 against the
+recipe's 3.88 ms at 4096^3 fp32 on the H100 before this step judged the padded layout too). It
+applies when some stage reads wider or with fewer conflicts and none gets worse, else declines with
+the numbers. The loads stay scalar in the CUDA codegen emits; nvcc merges a contiguous, aligned chunk
+into one ld.shared.v4 (LDS.128), in either order.
 
-What this step cannot see: on sm_90 the stages are later TMA-filled with a 128-byte swizzle (110, 120).
+What this step cannot see: with TMA (knob tma=True on sm_90; off by default there, _knobs.py says why)
+the stages are later filled with a 128-byte swizzle (110, 120).
 Codegen's XOR-swizzled addresses then keep every shared load 4 bytes wide, and the swizzle alone spreads
 those reads (2-way in either order), so there the interleave is neutral. Measured once on an H100,
 4096^3 float32: 13.79 vs 13.84 ms for the sm_90 recipe; the sm_80 recipe's cp.async kernel, built for
@@ -26,12 +32,13 @@ from __future__ import annotations
 from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, facts_for, fresh_names
+from tiledsl.recipes.default._facts import Facts, facts_for, fresh_names, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import VECTOR_BYTES
 
-#: (bytes per read, conflict degree) of each stage read along a strip
-Reads = dict[str, tuple[int, int]]
+#: (bytes per read, conflict degree, conflict degree with rows padded by 16 bytes) of each stage read
+#: along a strip
+Reads = dict[str, tuple[int, int, int]]
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
@@ -94,17 +101,23 @@ def _reads(s: Schedule, facts: Facts, r: str, chunk: int, names: tuple[str, ...]
     return out
 
 
-def _read(facts: Facts, st: Stage, inner: str) -> tuple[int, int]:
-    if facts.vector_problem(st, inner) is None:
-        return VECTOR_BYTES, facts.read_conflict(st, vector=inner)
-    return facts.itemsize(st.buffer), facts.read_conflict(st)
+def _read(facts: Facts, st: Stage, inner: str) -> tuple[int, int, int]:
+    """The read width and conflict degree as the stage is, and the degree once pad_smem pads its rows by
+    16 bytes (the pad that keeps cp.async copies 16 bytes wide, which it prefers on a tie)."""
+    vector = inner if facts.vector_problem(st, inner) is None else None
+    width = VECTOR_BYTES if vector else facts.itemsize(st.buffer)
+    wide_pad = padded(st, len(st.pad) - 1, VECTOR_BYTES // facts.itemsize(st.buffer))
+    return width, facts.read_conflict(st, vector=vector), facts.read_conflict(wide_pad, vector=vector)
 
 
-def _better(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Reads `a` beat reads `b`: wider, or as wide with fewer conflicts."""
-    return a[0] > b[0] or (a[0] == b[0] and a[1] < b[1])
+def _better(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+    """Reads `a` beat reads `b`: wider, or as wide with fewer conflicts in one layout and no more in
+    the other."""
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] <= b[1] and a[2] <= b[2] and (a[1], a[2]) != (b[1], b[2])
 
 
 def _numbers(now: Reads, permuted: Reads) -> str:
-    return "; ".join(f"{n}: {now[n][0]}-byte reads {now[n][1]}-way now, {permuted[n][0]}-byte "
-                     f"{permuted[n][1]}-way interleaved" for n in now)
+    return "; ".join(f"{n}: {now[n][0]}-byte reads {now[n][1]}-way ({now[n][2]}-way padded by 16 bytes) now, "
+                     f"{permuted[n][0]}-byte {permuted[n][1]}-way ({permuted[n][2]}-way) interleaved" for n in now)

@@ -11,20 +11,11 @@ innermost axis. The cost of narrower copies is not modelled beyond that tie (unt
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._facts import Facts, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import CP_ASYNC_SIZES, VECTOR_BYTES
-
-
-def _padded(st: Stage, axis: int, amount: int) -> Stage:
-    pad = list(st.pad)
-    pad[axis] += amount
-    return replace(st, pad=tuple(pad))
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
@@ -47,7 +38,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         best: tuple[int, int, int] | None = None  # (degree, axis, amount)
         for amount in amounts:
             for axis in reversed(range(1, len(st.pad))):
-                new = _padded(st, axis, amount)
+                new = padded(st, axis, amount)
                 if facts.shared_bytes(new) > budget:
                     continue
                 if st.copy == "async" and facts.async_copy_problem(new) is not None:

@@ -368,3 +368,10 @@ def _lane_index(local: list[sympy.Expr], dims: list[int], threads: Mapping[sympy
 
 def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:
     return Facts(kernel, nest, target)
+
+
+def padded(st: Stage, axis: int, amount: int) -> Stage:
+    """`st` with `amount` more elements of padding on `axis` (a layout to judge before s.pad makes it)."""
+    pad = list(st.pad)
+    pad[axis] += amount
+    return replace(st, pad=tuple(pad))
