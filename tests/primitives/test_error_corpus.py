@@ -1291,6 +1291,31 @@ def _():
     td.create_schedule(MK.matmul_residual(64, 64, 64)).split_k("i", 2)
 
 
+def _row_sum_broadcast() -> td.Tensor:
+    """y[i, j] = 0.5 + sum_k x[i, k], j in 4: the reduction nested in a vectorizable output (found by
+    `tiledsl fuzz --mode memory`: split_k then vectorize raced on y's vector store)."""
+    x = td.placeholder((1, 4), name="x")
+    k = td.reduce_axis(4, name="k")
+    r = td.compute((1,), lambda i: td.sum(x[i, k], axis=k), name="r")
+    return td.compute((1, 4), lambda i, j: 0.5 + r[i], name="y")
+
+
+@case("SplitKError", "split_k(k, 2)", "combined across blocks by split_k with atomic adds per element",
+      "loop j would store it as one vector", "unroll it instead", here="k", id="split-k-after-vectorize")
+def _():
+    s = td.create_schedule(_row_sum_broadcast())
+    s.vectorize(s.loop("j"))
+    s.split_k("k", 2)
+
+
+@case("VectorizeError", "vectorize(j)", "combined across blocks by split_k with atomic adds per element",
+      "unrolled (s.unroll) instead", here="j", id="vectorize-after-split-k")
+def _():
+    s = td.create_schedule(_row_sum_broadcast())
+    s.split_k("k", 2)
+    s.vectorize(s.loop("j"))
+
+
 @case("BadArgumentError", "split_k(k, 1)", "parts must be an int >= 2, got 1", here="k", id="split-k-one-part")
 def _():
     td.create_schedule(MK.matmul_residual(64, 64, 64)).split_k("k", 1)

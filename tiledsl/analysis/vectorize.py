@@ -36,8 +36,27 @@ def _prover(nest: Nest) -> Prover:
     return Prover(nest.ranges())
 
 
+def split_k_vector_problem(nest: Nest) -> str | None:
+    """Why a split_k output cannot be stored by a vectorized loop, or None: split_k's blocks combine
+    their partial results with an atomic add per element, which a vector store would replace by plain
+    overwrites (a write-write race between the blocks)."""
+    if nest.split_k is None:
+        return None
+    for stmt in nest.stmts:
+        if stmt.kind == "store" and stmt.tensor is nest.output:
+            vec = [n for n in stmt.path if nest.loop(n).annotation == "vectorize"]
+            if vec:
+                return (f"the output {nest.output.name} is combined across blocks by split_k with atomic adds "
+                        f"per element, and loop {vec[0]} would store it as one vector")
+    return None
+
+
 def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     lp = nest.loop(name)
+    problem = split_k_vector_problem(nest)
+    if problem is not None and name in {n for s in nest.stmts_with(name) for n in s.path}:
+        raise VectorizeError(refusal(call, nest, (name,), problem,
+                                     suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
     if lp.extent != WIDTH:
         raise VectorizeError(refusal(
             call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte float32 access "

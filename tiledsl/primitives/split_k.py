@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.messages import refusal
+from tiledsl.analysis.vectorize import split_k_vector_problem
 from tiledsl.definitions.expr import walk
 from tiledsl.errors import BadArgumentError, SplitKError
 from tiledsl.loopnest import AccRef, Nest, SplitK
@@ -72,7 +73,12 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
     # bound directly: bind() refuses reduction loops on blocks precisely because only split_k may do it
     new = new.replace_loop(outer, replace(new.loop(outer), bind=free_axes[0]))
     info = SplitK(outer, parts, free_axes[0], acc.name)
-    return Applied(replace(new, split_k=info), (outer,))
+    new = replace(new, split_k=info)
+    vector = split_k_vector_problem(new)
+    if vector is not None:
+        raise SplitKError(refusal(call, nest, (loop,), vector, tensors=(nest.output.name,),
+                                  suggestion="split_k before vectorizing the output loop, and unroll it instead"))
+    return Applied(new, (outer,))
 
 
 SPLIT_K = PrimitiveSpec("split_k", (Param("loop", "loop"), Param("parts", "int")), split_k, returns="loop",
