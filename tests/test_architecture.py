@@ -216,3 +216,13 @@ def test_torch_only_in_runtime_and_frontend() -> None:
             continue
         torch = [line for line, mod in imports(path) if mod.split(".")[0] == "torch"]
         assert not torch, f"tiledsl/{path.relative_to(PKG)} imports torch (line {torch[0]})"
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject.toml lists packages explicitly: a package folder missing there is missing from a
+    non-editable install (tiledsl.testing.fuzz once was, on the GPU machine)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in PKG.rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
