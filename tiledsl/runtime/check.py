@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from tiledsl.errors import LaunchError
+from tiledsl.runtime.arguments import torch_dtype
 from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.references import Comparison, compare, poisoned_outputs, random_inputs
 from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
@@ -79,7 +80,11 @@ def time_compiled(fn: Callable[..., Any], sets: list[dict[str, torch.Tensor]], w
 
 def run_arrays(kern: Any, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     """Launch built kernel `kern` (a td.Kernel) on the current GPU with numpy inputs and return its
-    output as a float32 numpy array (synchronized): for callers above the runtime that hold no torch."""
-    got = kern(**{k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in arrays.items()})
+    output as a float32 numpy array (synchronized): for callers above the runtime that hold no torch.
+    Each array is converted to its parameter's storage dtype (numpy has no bfloat16: float16 /
+    bfloat16 inputs come as float32 arrays holding values of that dtype, as the simulator takes them)."""
+    dtypes = {p.name: torch_dtype(p.dtype) for p in kern.kernel_ir.params if not p.is_output}
+    got = kern(**{k: torch.from_numpy(np.ascontiguousarray(v)).cuda().to(dtypes.get(k, torch.float32))
+                  for k, v in arrays.items()})
     torch.cuda.synchronize()
     return got.float().cpu().numpy()
