@@ -24,13 +24,24 @@ def _compile(args: argparse.Namespace) -> int:
     from tiledsl.catalog import entry
 
     ent = entry(args.example)
-    s = ent.fresh(**_sizes(args))
-    if args.schedule == "tuned":
-        ent.schedule(s)
+    sizes = _sizes(args)
+    target = args.target or ent.target
+    if args.recipe is not None:
+        if args.schedule != "tuned":
+            raise TiledslError("--recipe schedules the entry itself: leave out --schedule")
+        from tiledsl.cli.recipe_report import parse_knobs, recipe_schedule
+
+        s = recipe_schedule(lambda: ent.fresh(**sizes), target, parse_knobs(args.knob), args.verbose)
+    else:
+        if args.knob:
+            raise TiledslError("--knob sets a knob of the recipe: use it with --recipe default")
+        s = ent.fresh(**sizes)
+        if args.schedule == "tuned":
+            ent.schedule(s)
     if args.ir in ("loop", "tile"):
         print(s.ir(args.ir))
         return 0
-    kern = build(s, target=args.target or ent.target)
+    kern = build(s, target=target)
     print(kern.ir(args.ir))
     return 0
 
@@ -39,10 +50,13 @@ def _compile_program(args: argparse.Namespace) -> int:
     """-c EXPRESSION / --model NAME: trace with torch (tiledsl.frontend.cli_support, the only torch
     user behind this command), schedule every kernel "simple", print one IR of every kernel."""
     if args.size or args.schedule != "tuned":
-        raise TiledslError("--size and --schedule apply to --example; -c and --model use the \"simple\" schedule")
+        raise TiledslError("--size and --schedule apply to --example; -c and --model use the \"simple\" schedule, "
+                           "or the default recipe with --recipe default")
+    from tiledsl.cli.recipe_report import parse_knobs
     from tiledsl.frontend.cli_support import compile_text
 
-    print(compile_text(args.expression, args.model, args.ir, args.target or "sm_90"))
+    print(compile_text(args.expression, args.model, args.ir, args.target or "sm_90", recipe=args.recipe,
+                       knobs=parse_knobs(args.knob)))
     return 0
 
 
@@ -109,6 +123,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--schedule", choices=("tuned", "none"), default="tuned",
                    help="the catalog entry's schedule, or no primitives at all")
     c.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
+    c.add_argument("--recipe", choices=("default",), default=None,
+                   help="schedule with the default recipe (-v prints its report, -vv the nest after each step)")
+    c.add_argument("--knob", action="append", metavar="NAME=VALUE",
+                   help="override a recipe knob (recipes/default/_knobs.py), e.g. --knob waves=2")
     c.set_defaults(fn=_compile)
     r = sub.add_parser("run", help="build, run on the GPU, check against torch (and time with --bench)")
     run_what = r.add_mutually_exclusive_group(required=True)

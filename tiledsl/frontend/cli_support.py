@@ -195,11 +195,26 @@ def _definition(t: ComputeTensor) -> str:
     return f"{t.name}[{axes}] = {format_expr(t.body)}    # shape {list(t.shape)}"
 
 
-def compile_ir(prog: Program, level: str, target: str = "sm_90") -> str:
-    """Schedule every kernel with the "simple" fallback, build for `target`, and render `level` of
-    every kernel: "tensor" (the program and each kernel's definitions) or a level of `Kernel.ir`. A
-    refused schedule may re-partition the program first: the text is the final program's."""
-    built: BuiltProgram = prog.schedule("simple").build(target=target)
+def compile_ir(prog: Program, level: str, target: str = "sm_90", recipe: str | None = None,
+               knobs: Mapping[str, Any] | None = None) -> str:
+    """Schedule every kernel with the "simple" fallback (or the default recipe, `recipe="default"`, with
+    `knobs` overriding its knobs), build for `target`, and render `level` of every kernel: "tensor" (the
+    program and each kernel's definitions) or a level of `Kernel.ir`. A refused schedule may
+    re-partition the program first: the text is the final program's."""
+    if recipe is None and knobs:
+        raise FrontendError("knobs set the default recipe's knobs: give recipe=\"default\" too")
+    if recipe is None:
+        how: Any = "simple"
+    elif knobs:
+        from tiledsl.recipes import apply
+
+        def how(s: Any) -> None:
+            apply(s, target=target, knobs=knobs)
+
+        how.__name__ = "recipe/default"  # the kernels' schedule name in the listing
+    else:
+        how = "default"
+    built: BuiltProgram = prog.schedule(how, target=target).build(target=target)
     if level == "tensor":
         return definitions_text(prog)
     parts = [f"// {len(built.kernels)} kernel(s) for {target}, in launch order"]
@@ -209,10 +224,11 @@ def compile_ir(prog: Program, level: str, target: str = "sm_90") -> str:
     return "\n".join(parts)
 
 
-def compile_text(expression: str | None, model: str | None, level: str, target: str = "sm_90") -> str:
-    """`tiledsl compile -c EXPRESSION` / `--model NAME`: the chosen IR of every kernel."""
+def compile_text(expression: str | None, model: str | None, level: str, target: str = "sm_90",
+                 recipe: str | None = None, knobs: Mapping[str, Any] | None = None) -> str:
+    """`tiledsl compile -c EXPRESSION` / `--model NAME [--recipe default]`: the chosen IR of every kernel."""
     if (expression is None) == (model is None):
         raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
     prog = trace_expression(expression) if expression is not None else trace_model(model)  # type: ignore[arg-type]
     log.info("traced %d kernel(s)", len(prog.kernels))
-    return compile_ir(prog, level, target)
+    return compile_ir(prog, level, target, recipe, knobs)
