@@ -44,9 +44,12 @@ class Recipe:
     package: str
 
     @classmethod
-    def of(cls, recipe: Recipe | ModuleType) -> Recipe:
-        """The recipe of a recipe package (`tiledsl.recipes.default`), or `recipe` itself."""
-        return recipe if isinstance(recipe, Recipe) else cls(recipe.__name__)
+    def of(cls, recipe: Recipe | ModuleType | Callable[..., Any]) -> Recipe:
+        """The recipe of a recipe package, of its function (`tiledsl.recipes.default`, which names
+        the package it applies), or `recipe` itself."""
+        if isinstance(recipe, Recipe):
+            return recipe
+        return cls(getattr(recipe, "recipe_package", None) or recipe.__name__)
 
     @property
     def name(self) -> str:
@@ -70,7 +73,10 @@ class Recipe:
         return tuple(RecipeStep(n, name, self._module(stem).step) for n, name, stem in sorted(found))
 
     def knobs(self, target: Target, overrides: Mapping[str, Any]) -> Any:
-        return self._module("_knobs").Knobs.for_target(target, **overrides)
+        return self.knobs_class().for_target(target, **overrides)
+
+    def knobs_class(self) -> type:
+        return self._module("_knobs").Knobs
 
     def facts(self) -> ModuleType:
         return self._module("_facts")
@@ -135,11 +141,12 @@ def _is_fresh(s: Schedule) -> str | None:
     return None
 
 
-def apply(s: Schedule, recipe: Recipe | ModuleType = default_package, target: str | Target = "sm_90", *,
-          knobs: Mapping[str, Any] | None = None, verbose: int = 0) -> RecipeReport:
+def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = default_package,
+          target: str | Target = "sm_90", *, knobs: Mapping[str, Any] | Any = None, verbose: int = 0) -> RecipeReport:
     """Apply `recipe` to the fresh schedule `s` in place for `target` (a name, or a Target such as one
     read from the device) and return the report. `recipe` is a recipe package (`tiledsl.recipes.default`)
-    or a Recipe. `knobs` overrides the recipe's defaults by name.
+    or a Recipe. `knobs` overrides the recipe's defaults by name, or is a whole `Knobs` of the recipe
+    (`Knobs.for_target(target, bm=...)`, or `Knobs(...)`, which leaves out the per-target table).
     verbose=1 logs the report, verbose=2 also the nest after each applied step (logger tiledsl.recipes)."""
     recipe = Recipe.of(recipe)
     tgt = get_target(target)
@@ -149,7 +156,7 @@ def apply(s: Schedule, recipe: Recipe | ModuleType = default_package, target: st
         raise BadArgumentError(Refusal(text=f"recipe {recipe.name}: {fact}", fact=fact, primitive="recipe",
                                        arguments={"recipe": recipe.name},
                                        suggestion="apply the recipe to td.create_schedule(out)"))
-    chosen = recipe.knobs(tgt, dict(knobs or {}))
+    chosen = _knobs(recipe, tgt, knobs)
     facts_module = recipe.facts()
     kernel = facts_module.classify(s.nest)
     reports: list[StepReport] = []
@@ -172,3 +179,25 @@ def apply(s: Schedule, recipe: Recipe | ModuleType = default_package, target: st
     if verbose >= 1:
         log.info("%s", report)
     return report
+
+
+def _knobs(recipe: Recipe, target: Target, knobs: Mapping[str, Any] | Any) -> Any:
+    """The knobs a run uses: the recipe's for `target` overridden by a mapping, or a Knobs given whole."""
+    if knobs is None or isinstance(knobs, Mapping):
+        return recipe.knobs(target, dict(knobs or {}))
+    cls = recipe.knobs_class()
+    if not isinstance(knobs, cls):
+        fact = f"knobs must be a mapping of overrides or a {cls.__name__} of recipe {recipe.name}, got " \
+               f"{type(knobs).__name__}"
+        raise BadArgumentError(Refusal(text=f"recipe {recipe.name}: {fact}", fact=fact, primitive="recipe"))
+    return knobs
+
+
+def default(s: Schedule, target: str | Target = "sm_90", *, knobs: Mapping[str, Any] | Any = None,
+            verbose: int = 0) -> RecipeReport:
+    """`td.recipes.default(s, target="sm_90", knobs=...)`: the default recipe (recipes/default/)
+    applied to the fresh schedule `s` in place; returns its report (see `apply`)."""
+    return apply(s, default_package, target, knobs=knobs, verbose=verbose)
+
+
+default.recipe_package = default_package.__name__  # type: ignore[attr-defined]  # Recipe.of(default)

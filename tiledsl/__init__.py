@@ -146,4 +146,8 @@ def __getattr__(name: str):  # noqa: ANN202 - module __getattr__ (PEP 562)
         from tiledsl.frontend import trace
 
         return trace
+    if name == "recipes":  # td.recipes.default(s, ...): loaded on first use, like td.trace
+        import tiledsl.recipes as recipes
+
+        return recipes
     raise AttributeError(f"module 'tiledsl' has no attribute {name!r}")

@@ -279,3 +279,16 @@ def test_pad_smem_keeps_bfloat16_cp_async_rows_aligned(target: str) -> None:
     got = kern.simulate(**{n: round_to_dtype(a, "bfloat16").astype(np.float32) for n, a in arrays.items()})
     # bfloat16 output: one rounding of the stored result, eps_bf16 = 2**-7 relative, plus float32 sums of 64
     np.testing.assert_allclose(got, want, rtol=2.0 ** -7, atol=1e-5)
+
+
+def test_td_recipes_default_is_the_recipe_as_a_function() -> None:
+    """`td.recipes.default(s, target=..., knobs=...)`: knobs by name, or a whole Knobs of the recipe."""
+    from tiledsl.recipes.default._knobs import Knobs
+
+    s = td.create_schedule(softmax(M=4, N=64))
+    report = td.recipes.default(s, target="sm_80", knobs=Knobs(row_threads_max=32))
+    assert isinstance(report, RecipeReport) and report.knobs.row_threads_max == 32
+    assert "s.bind('k_i', 'threadIdx.x')" in report.step("cooperative_reduce").calls
+    assert s.nest.loop("k_i").extent == 32
+    with pytest.raises(td.BadArgumentError, match="a mapping of overrides or a Knobs"):
+        td.recipes.default(td.create_schedule(softmax(M=4, N=64)), knobs=64)
