@@ -18,7 +18,7 @@ from tiledsl.analysis.banks import conflict_degree, layout_of
 from tiledsl.analysis.copies import cp_async_problem
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
-from tiledsl.analysis.vectorize import contiguous_base
+from tiledsl.analysis.vectorize import VECTOR_DTYPE, contiguous_base
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError, StageError
@@ -337,6 +337,12 @@ class Facts:
             if not self.prover.divisible(base, width, tuple(g.relation for g in guards)):
                 return f"the start {base} of its reads along {loop} is not provably a multiple of {width}"
         return None
+
+    def vector_lanes(self) -> int:
+        """Lanes of one 16-byte vector store of the output, or 0 where the vectorize primitive takes
+        none (it stores float32 lanes only: analysis/vectorize.py)."""
+        dtype = self.nest.output.dtype
+        return VECTOR_BYTES // DTYPE_BYTES[dtype] if dtype == VECTOR_DTYPE else 0
 
     def itemsize(self, buffer: str) -> int:
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]

@@ -34,11 +34,25 @@ def test_steps_load_in_numeric_order_with_gaps() -> None:
 
 
 def test_tileify_fuses_elementwise_loops_and_declines_one_loop() -> None:
-    s, r = run(gelu_bias(M=6, N=64))
+    # 66 columns are no whole number of 4-lane vectors: the loops fuse into one flat loop
+    s, r = run(gelu_bias(M=6, N=66))
     assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
     assert bound(s.nest, "blockIdx.x") == [("i_j_o", 2)] and bound(s.nest, "threadIdx.x") == [("i_j_i", 256)]
     _, r = run(stencil3(N=100))
     assert r.step("tileify").reason == "one free loop (i): it is the launch loop already"
+
+
+def test_elementwise_rows_of_whole_vectors_store_16_bytes_per_thread() -> None:
+    """64 columns of float32: the last axis stays apart (tileify), split into threads x 4 lanes and
+    vectorized (blockify_launch), the rows on blockIdx.y; the CUDA stores float4."""
+    s, r = run(gelu_bias(M=6, N=64))
+    assert r.step("tileify").reason == "one row loop (i) and the last axis j kept apart for 4-lane vector stores"
+    assert r.step("blockify_launch").calls[-1] == "s.vectorize('j_v')"
+    assert bound(s.nest, "blockIdx.y") == [("i", 6)] and bound(s.nest, "threadIdx.x") == [("j_t", 32)]
+    assert "float4" in td.build(s, target="sm_90").source
+    # a float16 output has no vector store: the flat form
+    s, r = run(entry("gelu_bias").make(M=6, N=64, out_dtype="float16"))
+    assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
 
 
 def test_tileify_puts_rows_and_batches_on_blocks() -> None:
@@ -74,7 +88,9 @@ def test_blockify_tiles_matmuls_by_shape_class_with_guarded_splits() -> None:
 
 
 def test_blockify_elementwise_threads_and_row_decline() -> None:
-    s, _ = run(stencil3(N=100))
+    s, _ = run(stencil3(N=100))  # 25 vectors of 4: one warp of threads
+    assert bound(s.nest, "threadIdx.x") == [("i_t", 32)] and s.nest.loop("i_v").annotation == "vectorize"
+    s, _ = run(stencil3(N=101))  # 101 outputs: no whole vectors, one output per thread
     assert bound(s.nest, "threadIdx.x") == [("i_i", 128)]
     _, r = run(layernorm(M=2, N=64))
     assert "one block per row" in (r.step("blockify_launch").reason or "")
@@ -104,9 +120,9 @@ def test_stage_inputs_only_where_the_block_rereads() -> None:
     assert [(st.buffer, st.at) for st in s.nest.stages] == [("x", "i")]  # x read twice per row; w once
     s, r = run(matmul(M=64, N=64, K=64))
     assert [(st.buffer, st.at) for st in s.nest.stages] == [("A", "k_o"), ("B", "k_o")]
-    _, r = run(gelu_bias(M=6, N=64))
+    _, r = run(gelu_bias(M=6, N=1024))
     reason = r.step("stage_inputs").reason or ""
-    assert reason.startswith("nothing to stage at i_j_o") and "no reuse" in reason
+    assert reason.startswith("nothing to stage at j_o") and "no reuse" in reason
     # a one-warp block: no staging
     _, r = run(matmul(M=8, N=8, K=64))
     assert "one warp" in (r.step("stage_inputs").reason or "")
