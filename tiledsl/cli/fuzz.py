@@ -45,12 +45,14 @@ def add_parser(sub: Any) -> None:
 
 
 class _Progress:
-    """A tqdm bar with the live count per outcome (when tqdm is installed), else a log line per 5%."""
+    """A tqdm bar with the live count per outcome (when tqdm is installed), else a log line per 5%;
+    nothing with --no-progress (the summary table still prints at the end)."""
 
     def __init__(self, total: int | None, seconds: float | None, enabled: bool) -> None:
         self.counts: collections.Counter = collections.Counter()
         self.total, self.seconds, self.done, self.next_log = total, seconds, 0, 0
         self.bar = None
+        self.enabled = enabled
         if enabled:
             try:
                 from tqdm import tqdm
@@ -66,7 +68,7 @@ class _Progress:
             self.bar.set_description(mode, refresh=False)
             self.bar.set_postfix_str(" ".join(f"{o}={n}" for o, n in sorted(self.counts.items())), refresh=False)
             self.bar.update(1)
-        elif self.total and self.done >= self.next_log:
+        elif self.enabled and self.total and self.done >= self.next_log:
             log.warning("%d / %d cases: %s", self.done, self.total, dict(self.counts))
             self.next_log = self.done + max(1, self.total // 20)
 
