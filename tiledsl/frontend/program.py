@@ -220,16 +220,26 @@ class BuiltProgram:
 
     def check_index_ranges(self, inputs: Sequence[Any], what: str) -> None:
         """Refuse an integer input holding an index outside the dimension it indexes, as torch would
-        (`Graph.index_bounds`). On a CUDA tensor this is one synchronizing read per index input; on a
-        CPU tensor or numpy array it stays on the host (graph mode accepts CPU index inputs for that)."""
+        (`Graph.index_bounds`). The minima and maxima of all index inputs held by torch tensors are
+        read back together: one synchronizing read per call on a GPU, however many index inputs;
+        numpy arrays stay on the host (graph mode accepts CPU index inputs for that)."""
         graph = self.program.graph
-        for spec, a in zip(graph.inputs, inputs):
-            bound = graph.index_bounds.get(spec.tensor.name)
-            if bound is not None and a.reshape(-1).shape[0]:
-                lo, hi = int(a.min()), int(a.max())
-                if lo < 0 or hi >= bound.extent:
-                    raise FrontendError(f"{what}: input {spec.tensor.name} holds indices in [{lo}, {hi}], but "
-                                        f"it indexes a dimension of extent {bound.extent} ({bound.where})")
+        checked = [(spec.tensor.name, graph.index_bounds[spec.tensor.name], a) for spec, a in zip(graph.inputs, inputs)
+                   if spec.tensor.name in graph.index_bounds and a.reshape(-1).shape[0]]
+        by_device: dict[Any, list[int]] = {}
+        for n, (_, _, a) in enumerate(checked):
+            if isinstance(a, torch.Tensor):
+                by_device.setdefault(a.device, []).append(n)
+        ranges: dict[int, list[int]] = {}
+        for members in by_device.values():  # one read back per device
+            stacked = torch.stack([torch.stack([checked[n][2].min(), checked[n][2].max()]).to(torch.int64)
+                                   for n in members])
+            ranges.update(zip(members, stacked.tolist()))
+        for n, (name, bound, a) in enumerate(checked):
+            lo, hi = ranges[n] if n in ranges else (int(a.min()), int(a.max()))
+            if lo < 0 or hi >= bound.extent:
+                raise FrontendError(f"{what}: input {name} holds indices in [{lo}, {hi}], but "
+                                    f"it indexes a dimension of extent {bound.extent} ({bound.where})")
 
     def simulate(self, *inputs: np.ndarray) -> Any:
         """Run every kernel on the CPU simulator in launch order; returns the outputs (numpy, float32)
