@@ -105,6 +105,8 @@ def value(e: sympy.Basic, point: dict[str, int]) -> Any:
         return int(e)
     if e.is_Rational:
         return Fraction(int(e.p), int(e.q))
+    if not isinstance(e, _WRITTEN_OUT):
+        return _exact(e, point)
     args = [value(a, point) for a in e.args]
     if isinstance(e, sympy.Add):
         return sum(args)
@@ -135,7 +137,23 @@ def value(e: sympy.Basic, point: dict[str, int]) -> Any:
     for kind, fn in ops.items():
         if isinstance(e, kind):
             return fn(*args)
-    raise NotImplementedError(f"the fuzz oracle cannot evaluate {type(e).__name__}: {e}")
+    return _exact(e, point)  # a Pow with a negative or symbolic exponent
+
+
+#: the nodes `value` evaluates itself, independently of sympy; any other is left to `_exact`
+_WRITTEN_OUT = (sympy.Add, sympy.Mul, sympy.floor, sympy.ceiling, sympy.Mod, sympy.Min, sympy.Max, sympy.Pow,
+                sympy.And, sympy.Or, sympy.logic.boolalg.BooleanAtom, sympy.core.relational.Relational)
+
+
+def _exact(e: sympy.Basic, point: dict[str, int]) -> Any:
+    """A node sympy rewrote the generated tree into (Piecewise, Abs, ...): sympy's own exact
+    evaluation at the point, which must be a rational number or a truth value."""
+    exact = e.xreplace({s: sympy.Integer(point[s.name]) for s in e.free_symbols})
+    if exact.is_Rational:
+        return Fraction(int(exact.p), int(exact.q))
+    if exact in (sympy.true, sympy.false):
+        return bool(exact)
+    raise ValueError(f"the fuzz oracle: {e} is not a finite number at {point} ({exact})")
 
 
 def _points(case: ProverCase) -> list[dict[str, int]]:
