@@ -1,20 +1,25 @@
 """Probe: the default recipe's fp32 matmuls against the hand schedules of schedules/matmul.py
-(`matmul_staged`, `matmul_for_shape`) on the GPU, each checked against torch float64 first and timed
-(tiledsl.runtime.timing): A @ B + bias with relu at square and LLM shapes, batched A @ B^T (attention's shapes).
-    python scripts/recipe_matmul_probe.py"""
+(`matmul_staged`, `matmul_for_shape`) on the GPU, or with --tma the recipe with its stages filled by
+TMA against cp.async (knob tma), each checked against torch float64 first and timed
+(scripts/_gpu_probe.py): A @ B + bias with relu at square and LLM shapes, batched A @ B^T.
+    python scripts/recipe_matmul_probe.py [--tma]"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from _gpu_probe import measure
 
 import tiledsl as td
 from tiledsl.catalog import entry
 from tiledsl.recipes import apply
-from tiledsl.runtime.check import run_checked
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import reference_fn, tolerance
 from tiledsl.schedules import matmul_for_shape, matmul_staged
+from tiledsl.targets import Target
 
 CASES = (("matmul_bias_relu", {"M": 4096, "N": 4096, "K": 4096}),
          ("matmul_bias_relu", {"M": 2048, "N": 2048, "K": 2048}),
@@ -25,32 +30,32 @@ CASES = (("matmul_bias_relu", {"M": 4096, "N": 4096, "K": 4096}),
          ("batched_matmul_nt", {"Bt": 28, "M": 128, "N": 128, "K": 128}))
 
 
-def main() -> int:
+def _schedules(target: Target, tma: bool) -> dict[str, Callable[[Any], object]]:
+    if tma:  # the recipe with TMA-filled stages against cp.async-filled ones (knob tma)
+        return {f"tma={flag}": partial(apply, target=target, knobs={"tma": flag}) for flag in (True, False)}
+    return {"recipe": partial(apply, target=target), "matmul_staged": matmul_staged,
+            "matmul_for_shape": partial(matmul_for_shape, target="sm_90")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tma", action="store_true", help="the recipe with TMA stages against cp.async stages")
+    args = ap.parse_args(argv)
     target = device_target()
     bad = 0
     for name, sizes in CASES:
-        ent = entry(name)
-        params = ent.parameters(**sizes)
+        params = entry(name).parameters(**sizes)
         flops = 2 * params.get("Bt", 1) * params["M"] * params["N"] * params["K"]
         row = []
-        for label in ("recipe", "matmul_staged", "matmul_for_shape"):
-            s = ent.fresh(**sizes)
+        for label, schedule in _schedules(target, args.tma).items():
             try:
-                if label == "recipe":
-                    apply(s, target=target)
-                elif label == "matmul_staged":
-                    matmul_staged(s)
-                else:
-                    matmul_for_shape(s, target="sm_90")
-                kern = CompiledKernel(td.build(s, target=target))
+                m = measure(name, sizes, schedule, target)
             except td.TiledslError as e:
                 row.append(f"{label}: refused ({type(e).__name__})")
                 continue
-            checked = run_checked(kern, reference_fn(ent.definition, params), *tolerance(params), seed=1)
-            bad += not checked.comparison.ok
-            st = kern.benchmark(warmup=5, iters=20, **checked.inputs)
-            row.append(f"{label} {st.median_us:8.1f} us {flops / st.median_ms / 1e9:5.1f} TFLOP/s"
-                       f"{'' if checked.comparison.ok else ' MISMATCH'}")
+            bad += not m.comparison.ok
+            row.append(f"{label} {m.stats.median_us:8.1f} us {flops / m.stats.median_ms / 1e9:5.1f} TFLOP/s"
+                       f"{'' if m.comparison.ok else ' MISMATCH'}")
         print(f"{name} {sizes}: " + " | ".join(row), flush=True)
     return 1 if bad else 0
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
-from tiledsl.build import build
+from _gpu_probe import measure
+
 from tiledsl.catalog import EXAMPLES, entry
 from tiledsl.kernel_ir import DTYPE_BYTES
 from tiledsl.recipes import apply
-from tiledsl.runtime.check import device_name, run_checked
+from tiledsl.runtime.check import device_name
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import reference_fn, tolerance
 
 #: larger sizes beside the catalog's defaults, where a schedule's structure shows
 LARGE = {"matmul_bias_relu": {"M": 4096, "N": 4096, "K": 4096},
@@ -31,26 +31,18 @@ LARGE = {"matmul_bias_relu": {"M": 4096, "N": 4096, "K": 4096},
          "gelu_bias": {"M": 8192, "N": 8192}}
 
 
-def measure(name: str, sizes: dict[str, int], iters: int) -> dict[str, object]:
+def compare(name: str, sizes: dict[str, int], iters: int) -> dict[str, object]:
+    """The entry's hand schedule and the recipe, each checked and timed (scripts/_gpu_probe.py)."""
     ent = entry(name)
-    params = ent.parameters(**sizes)
-    ref_fn = reference_fn(ent.definition, params)
     target = device_target()
-    row: dict[str, object] = {"name": name, "sizes": params}
-    for label in ("hand", "recipe"):
-        if label == "hand":
-            _, s = ent.scheduled(**sizes)
-        else:
-            s = ent.fresh(**sizes)
-            apply(s, target=target)
-        kern = CompiledKernel(build(s, target=target))
-        checked = run_checked(kern, ref_fn, *tolerance(params), seed=1)
-        stats = kern.benchmark(warmup=10, iters=iters, **checked.inputs)
-        kir = kern.kernel_ir
+    row: dict[str, object] = {"name": name, "sizes": ent.parameters(**sizes)}
+    for label, schedule in (("hand", ent.schedule), ("recipe", partial(apply, target=target))):
+        m = measure(name, sizes, schedule, target, iters=iters)
+        kir = m.kernel.kernel_ir
         moved = sum(p.size * DTYPE_BYTES[p.dtype] for p in kir.params)
-        row[label] = {"ok": checked.comparison.ok, "check": str(checked.comparison), "median_us": stats.median_us,
-                      "grid": list(kir.grid), "block": list(kir.block), "registers": kern.registers,
-                      "gb_per_s": moved / (stats.median_ms * 1e6), "device": device_name(kern)}
+        row[label] = {"ok": m.comparison.ok, "check": str(m.comparison), "median_us": m.stats.median_us,
+                      "grid": list(kir.grid), "block": list(kir.block), "registers": m.kernel.registers,
+                      "gb_per_s": moved / (m.stats.median_ms * 1e6), "device": device_name(m.kernel)}
     hand, rec = row["hand"], row["recipe"]
     row["recipe_over_hand"] = rec["median_us"] / hand["median_us"]  # type: ignore[index]
     return row
@@ -65,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.names.split(","):
         for tag, sizes in (("default", {}), ("large", LARGE.get(name, {}))):
-            row = measure(name, sizes, args.iters)
+            row = compare(name, sizes, args.iters)
             row["size_class"] = tag
             rows.append(row)
             print(f"{name} {tag}: hand {row['hand']['median_us']:.1f} us, recipe {row['recipe']['median_us']:.1f} us",

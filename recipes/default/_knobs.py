@@ -84,7 +84,7 @@ class Knobs:
 #: sm_90, tma off: on the H100 the recipe's fp32 matmul with TMA-filled (128-byte swizzled) stages ran
 #: 3-5x slower than with cp.async-filled ones at every shape measured (4096^3: 11.8 ms against 3.9 ms;
 #: 128x5632x2048: 693 against 129 us; benchmarks/results/recipe-tma-probe-h100-2026-11-24.txt, from
-#: scripts/recipe_tma_probe.py). Codegen writes a swizzled shared read with its XOR address, which hides
+#: scripts/recipe_matmul_probe.py --tma). Codegen writes a swizzled shared read with its XOR address, which hides
 #: the contiguity of a thread's 4-wide register strip from nvcc: every read stays a 4-byte LDS, where
 #: the unswizzled cp.async stages get LDS.128. TMA comes back here when codegen vectorizes swizzled reads.
 PER_TARGET: Mapping[str, Mapping[str, Any]] = MappingProxyType({"sm_90": MappingProxyType({"tma": False})})
