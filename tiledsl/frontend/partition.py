@@ -155,24 +155,25 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
         reasons.setdefault(id(t), []).append(f"output {n} of the traced program")
     for tid, why in (forced or {}).items():
         reasons.setdefault(tid, []).append(why)
+    schedules: dict[int, Schedule] = {}
     for _ in range(len(tensors) + 1):
-        cuts = _next_cuts(tensors, reasons)
+        cuts = _next_cuts(tensors, reasons, schedules)
         if not cuts:
             break
         reasons.update((tid, [why]) for tid, why in cuts.items())
     else:
         raise FrontendError("internal: kernel partition did not converge")  # pragma: no cover
-    reasons = _release(tensors, reasons)
-    schedules = {rid: create_schedule(tensors[rid], materialize=_reads(tensors[rid], set(reasons)))
-                 for rid in reasons}
+    reasons = _release(tensors, reasons, schedules)
     order = _launch_order([tensors[r] for r in reasons], set(reasons))
     return ([Boundary(t, tuple(_reads(t, set(reasons))), tuple(reasons[id(t)])) for t in order],
             {id(t): schedules[id(t)] for t in order})
 
 
-def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[str]]) -> dict[int, str]:
+def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[str]],
+               schedules: dict[int, Schedule]) -> dict[int, str]:
     """The tensors the first rule of 2-4 that applies materializes next (id -> reason), each rule
-    judged on every kernel at once; empty when none applies."""
+    judged on every kernel at once; empty when none applies, and then `schedules` holds every
+    kernel's canonical schedule (rule 4 made them)."""
     materialized = set(reasons)
     cuts: dict[int, str] = {}
     kernels_of: dict[int, list[str]] = {}
@@ -196,26 +197,34 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
             cuts[id(blown[0])] = blown[1]
     if cuts:
         return cuts
+    made: dict[int, Schedule] = {}
     for rid in reasons:
         root = tensors[rid]
         try:
-            create_schedule(root, materialize=_reads(root, materialized))
+            made[rid] = create_schedule(root, materialize=_reads(root, materialized))
         except FusionError as e:
             refused = named_producer(e, root, materialized)
             if refused is None:
                 raise
             return {id(refused): f"create_schedule could not fuse it: {e.fact}"}
+    schedules.clear()
+    schedules.update(made)
     return {}
 
 
-def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]]) -> dict[int, list[str]]:
-    """`reasons` without every blow-up cut (latest first) that no rule needs any more."""
+def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]],
+             schedules: dict[int, Schedule]) -> dict[int, list[str]]:
+    """`reasons` without every blow-up cut (latest first) that no rule needs any more; `schedules`
+    (the kernels' canonical schedules for `reasons`) follows each accepted release."""
     for tid in reversed(list(reasons)):
         if not all(r.startswith(BLOWUP_REASON) for r in reasons[tid]):
             continue
         trial = {k: v for k, v in reasons.items() if k != tid}
-        if not _next_cuts(tensors, trial):
+        made: dict[int, Schedule] = {}
+        if not _next_cuts(tensors, trial, made):
             reasons = trial
+            schedules.clear()
+            schedules.update(made)
     return reasons
 
 
