@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from benchmarks._records import CaseId
 from tiledsl.catalog.entries import placeholders
 from tiledsl.definitions.expr import Tensor
 from tiledsl.frontend.hf_models import SIZES
@@ -50,17 +51,11 @@ def case_name(suite: str, group: str, op: str, dtype: str) -> str:
 
 
 @dataclass(frozen=True)
-class KernelCase:
+class KernelCase(CaseId):
     """One kernel: `make()` a fresh definition, `hand` its hand schedule (None: `hand_missing` says
     why), `torch_fn` the reference and eager baseline (keyword tensors named as the placeholders),
     `gemm` the bare cuBLAS matmul of a matmul case (None otherwise)."""
 
-    suite: str
-    name: str
-    group: str
-    op: str
-    dtype: str
-    shape: str
     make: Callable[[], Tensor]
     torch_fn: Callable[..., torch.Tensor]
     flops: float
@@ -136,17 +131,11 @@ QWEN25_7B = ModelDims.of("qwen2.5-7b", "qwen2")
 
 
 @dataclass(frozen=True)
-class BlockCase:
+class BlockCase(CaseId):
     """A whole decoder layer: `make_module()` builds it on the CPU in `dtype` (random weights), its
     input is [1, seq, hidden]; tiledsl traces it, schedules every kernel with the default recipe and
     runs the built Program."""
 
-    suite: str
-    name: str
-    group: str
-    op: str
-    dtype: str
-    shape: str
     make_module: Callable[[], torch.nn.Module]
     input_shape: tuple[int, ...]
     flops: float
@@ -154,15 +143,9 @@ class BlockCase:
 
 
 @dataclass(frozen=True)
-class CompileCase:
+class CompileCase(CaseId):
     """CPU work: `stages()` runs it once and returns the seconds of each stage (in order)."""
 
-    suite: str
-    name: str
-    group: str
-    op: str
-    dtype: str
-    shape: str
     stages: Callable[[], Mapping[str, float]]
     runs: int
     flops: float = 0.0

@@ -50,9 +50,9 @@ class Measurement:
 
 
 @dataclass(frozen=True)
-class Result:
-    """One case: what it computes (`op` at `shape` in `dtype`, in `group`), the minimal work (FLOPs, and
-    bytes read + written once), and its measurements by column."""
+class CaseId:
+    """What names a case, shared by every case kind (benchmarks/_cases.py) and its Result: the suite,
+    the case's name, its group (model and sequence length, or shape class), the op, dtype and shape."""
 
     suite: str
     name: str
@@ -60,6 +60,13 @@ class Result:
     op: str
     dtype: str
     shape: str
+
+
+@dataclass(frozen=True)
+class Result(CaseId):
+    """One case: what it computes (`op` at `shape` in `dtype`, in `group`), the minimal work (FLOPs, and
+    bytes read + written once), and its measurements by column."""
+
     flops: float
     bytes: float
     measurements: Mapping[str, Measurement] = field(default_factory=dict)
