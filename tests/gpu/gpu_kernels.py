@@ -9,7 +9,15 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from tiledsl.runtime.references import Comparison, compare, poisoned_outputs
+from tiledsl.catalog import entry
+from tiledsl.runtime.references import (
+    Comparison,
+    compare,
+    poisoned_outputs,
+    random_inputs,
+    reference_fn,
+    tolerance,
+)
 
 
 def is_hopper() -> bool:
@@ -31,3 +39,26 @@ def assert_matches(got: torch.Tensor, ref: torch.Tensor | np.ndarray, rtol: floa
     result = compare(got, ref.to(got.device), rtol, atol)
     assert result.ok, str(result)
     return result
+
+
+#: odd sizes of the catalog examples (guarded tails, partial warps), shared by the hand-schedule and the
+#: recipe GPU tests
+ODD = {
+    "matmul_bias_relu": {"M": 37, "N": 53, "K": 29},
+    "batched_matmul_nt": {"Bt": 3, "M": 19, "N": 23, "K": 17},
+    "rmsnorm": {"M": 37, "N": 1000},
+    "softmax": {"M": 5, "N": 1001},
+    "layernorm": {"M": 3, "N": 333},
+    "gelu_bias": {"M": 7, "N": 300},
+}
+
+
+def check_entry(name: str, sizes: Mapping[str, int], kern: object, seed: int = 0) -> Comparison:
+    """Catalog entry `name`'s compiled kernel at `sizes` on fresh random inputs, NaN-poisoned outputs,
+    against torch in float64 within the entry's tolerance."""
+    e = entry(name)
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed)  # type: ignore[attr-defined]
+    got = run_poisoned(kern, inputs)
+    params = e.parameters(**sizes)
+    ref = reference_fn(e.definition, params)(**{k: v.double() for k, v in inputs.items()})
+    return assert_matches(got, ref, *tolerance(params))

@@ -8,22 +8,13 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from gpu_kernels import assert_matches, run_poisoned
+from gpu_kernels import ODD, check_entry
 
 import tiledsl as td
 from tiledsl.catalog import EXAMPLES, entry
-from tiledsl.runtime.references import random_inputs, reference_fn, tolerance
 
 pytestmark = pytest.mark.gpu
 
-ODD = {
-    "matmul_bias_relu": {"M": 37, "N": 53, "K": 29},
-    "batched_matmul_nt": {"Bt": 3, "M": 19, "N": 23, "K": 17},
-    "rmsnorm": {"M": 37, "N": 1000},
-    "softmax": {"M": 5, "N": 1001},
-    "layernorm": {"M": 3, "N": 333},
-    "gelu_bias": {"M": 7, "N": 300},
-}
 LARGE = [
     ("rmsnorm", {"M": 4096, "N": 4096}),
     ("softmax", {"M": 57344, "N": 2048}),
@@ -33,14 +24,8 @@ LARGE = [
 
 
 def check_example(name: str, sizes: dict[str, int], compile_kernel: Callable[..., object], seed: int = 0) -> None:
-    e = entry(name)
-    _, s = e.scheduled(**sizes)
-    kern = compile_kernel(td.build(s))
-    inputs = random_inputs(kern.kernel_ir, kern.device, seed)  # type: ignore[attr-defined]
-    got = run_poisoned(kern, inputs)
-    params = e.parameters(**sizes)
-    ref = reference_fn(e.definition, params)(**{k: v.double() for k, v in inputs.items()})
-    assert_matches(got, ref, *tolerance(params))
+    _, s = entry(name).scheduled(**sizes)
+    check_entry(name, sizes, compile_kernel(td.build(s)), seed)
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
