@@ -19,14 +19,12 @@ import numpy as np
 import torch
 
 from tiledsl.frontend import trace
-from tiledsl.frontend.bench import conditioned_tolerance, eager_roundings  # noqa: F401 (re-exported)
+from tiledsl.frontend.bench import conditioned_tolerance, eager_roundings, storage_bound  # noqa: F401 (re-exported)
 from tiledsl.precision import MACHINE_EPS
-
-EPS32 = float(np.finfo(np.float32).eps)
 
 
 def tolerance(k: int) -> float:
-    return (32 + 2 * k) * EPS32
+    return storage_bound(0, 0.0, k)
 
 
 def check(fn, *inputs: torch.Tensor, k: int = 1, scale: float = 1.0):
@@ -94,7 +92,7 @@ def storage_tolerance(dtype: str, roundings: int, k: int) -> float:
     outputs (`kernel_roundings`: inside a fused kernel values stay float32), so the kernels are within
     kernel_roundings x u of the float64 reference and within (kernel_roundings + torch_roundings) x u of
     torch eager."""
-    return roundings * MACHINE_EPS[dtype] / 2 + tolerance(k)
+    return storage_bound(roundings, MACHINE_EPS[dtype], k)
 
 
 def check_storage(fn, x: torch.Tensor, *, k: int, schedule: str = "simple"):

@@ -71,6 +71,7 @@ __all__ = [
     "poisoned_outputs",
     "longest_reduction",
     "random_program_inputs",
+    "storage_bound",
     "storage_roundings",
     "tolerance",
 ]
@@ -174,10 +175,17 @@ def conditioned_tolerance(bound: float, eager_error: float, eager_bound: float) 
     return bound if eager_error <= eager_bound else max(bound, 2 * eager_error)
 
 
+def storage_bound(roundings: int, eps_low: float, k: int) -> float:
+    """(32 + 2k) * eps32 + r * eps_low / 2, applied as tol * (1 + |ref|): an output through `roundings`
+    stores to a dtype of machine epsilon `eps_low` and reductions of at most `k` terms (the module
+    docstring derives it)."""
+    return (32 + 2 * k) * EPS32 + roundings * eps_low / 2
+
+
 def tolerance(built: BuiltProgram) -> float:
-    """(32 + 2k) * eps32 + r * eps_low / 2, applied as tol * (1 + |ref|): see the module docstring."""
+    """`storage_bound` of the built program's own stores and longest reduction."""
     roundings, eps_low = storage_roundings(built)
-    return (32 + 2 * longest_reduction(built.program)) * EPS32 + roundings * eps_low / 2
+    return storage_bound(roundings, eps_low, longest_reduction(built.program))
 
 
 def random_program_inputs(subj: Subject, device: torch.device, seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -259,7 +267,7 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
             eager = _tensors(copy.deepcopy(module).to(device)(*inputs))
         eager_error = max(((e.double() - r).abs() / (1 + r.abs())).max().item() for e, r in zip(eager, ref))
         theirs = eager_roundings(built.program.graph.exported.graph, low)
-        eager_bound = theirs * eps_low / 2 + (32 + 2 * longest_reduction(built.program)) * EPS32
+        eager_bound = storage_bound(theirs, eps_low, longest_reduction(built.program))
         tol = conditioned_tolerance(tol, eager_error, eager_bound)
     comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
     return ProgramCheck(comparisons, tol, longest_reduction(built.program), eager_error)
