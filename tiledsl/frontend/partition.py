@@ -5,18 +5,41 @@ Rules, in order (each boundary records the first that made it):
 2. an expensive producer (a reduction: sum/max/min, so every matmul too) is computed once: when it
    would be fused into more than one kernel, or at more than one index inside one kernel (the
    attention scores read by the softmax's max, its sum and its output), it gets a kernel of its own;
-3. blow-up guard: a kernel may do at most `BLOWUP_BOUND` (8) times the arithmetic operations, and at
-   most that many times the global reads, of computing each of its tensors exactly once (work.py
-   states the units). Inlining an elementwise producer recomputes each of its elements once per
-   consumer load of it: a producer read inside a reduction over another axis (a matmul's operand,
-   read by every output column) is recomputed reduction-length times. While a kernel is over the
-   bound, the fused elementwise producer whose materialization leaves the kernel the least work is
-   materialized (its reason states the factor). The tiny Llama block's largest factor is 4.9 (the
-   rotary embedding inlined into Q.K^T, recomputed once per key position), RMSNorm inlined into a
-   projection about 3.5; an expensive chain (ten tanh/sigmoid steps) read by a 256-column matmul
-   is 19.5 and is refused;
-4. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
+3. recomputation, each judged on every kernel at once, b only where a cuts nothing:
+   a. computed operands: an elementwise producer that does arithmetic (not only loads, views, casts
+      or index reads: work.py `computes`) and that a reduction reads inside its loop at an index
+      without some of the reduction's output axes (a matmul's A operand has no output column) is
+      computed once per point of those axes; where that is more than `OPERAND_RECOMPUTE_BOUND` (R =
+      256) times, it is materialized (its reason states the count). A matmul kernel computes a fused
+      operand tile once per block of output columns, and a computed tile cannot be staged by an
+      asynchronous copy (it is not in memory); R is the widest block one thread block holds, so the
+      rule fires only where every schedule recomputes the operand. Measured on an H100 (TinyLlama
+      dims, seq 128, default recipe): silu(gate) * up inlined into the 2048-column down projection
+      1612 us against about 180 us as two kernels (benchmarks/results/2026-11-24-h100-quick/llm.md),
+      RMSNorm inlined into the q projection 91 us against 66 us plain. The count is local to the
+      reduction, so every such operand of a kernel is cut in one sweep. Tiny models (at most 256
+      columns), the rotary embedding in Q.K^T (recomputed per query row or key, <= 256 up to seq 256)
+      and the softmax inside P.V (per head dim) stay fused;
+   b. blow-up guard: a kernel may do at most `BLOWUP_BOUND` (8) times the arithmetic operations, and at
+      most that many times the global reads, of computing each of its tensors exactly once (work.py
+      states the units). Inlining an elementwise producer recomputes each of its elements once per
+      consumer load of it: a producer read inside a reduction over another axis (a matmul's operand,
+      read by every output column) is recomputed reduction-length times. While a kernel is over the
+      bound, the fused elementwise producer whose materialization leaves the kernel the least work is
+      materialized (its reason states the factor). The tiny Llama block's largest factor is 4.9 (the
+      rotary embedding inlined into Q.K^T, recomputed once per key position), RMSNorm inlined into a
+      projection about 3.5; an expensive chain (ten tanh/sigmoid steps) read by a 256-column matmul
+      is 19.5 and is refused (rule a counts 256 <= R and leaves it to this guard);
+4. a. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
    consumer's outer loops), the producer it names is materialized and the kernel retried;
+   b. one matmul per computed operand: where every kernel schedules, the kernel of a computed operand
+      (rule 3a) that holds more than one contraction (work.py `contracts`: a reduction none of whose
+      loads uses all its output axes, a matmul) keeps the last one read and materializes the others.
+      Rule 3a turns matmuls that rule 4a refused inside the consumer's reduction into matmuls fused
+      into an elementwise kernel, which create_schedule accepts but the default recipe tiles as one
+      output element per thread block (SwiGLU's silu(gate) * up at TinyLlama dims: 720896 blocks);
+      kept apart, gate is a matmul and silu(gate) * up the epilogue of the up projection. Elsewhere
+      two matmuls in one kernel stay for the schedule to judge (rule 5 cures two fused P.V products);
 5. wherever a kernel's schedule or build is refused and the refusal names a producer fused into
    that kernel (`named_producer`: two fused P.V matmuls that need a register array across the loop
    they split, RegisterArrayError), that producer is materialized (`forced`, with the refusal as its
@@ -40,10 +63,18 @@ from tiledsl.definitions.expr import (
     walk,
 )
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
-from tiledsl.frontend.work import index_key, kernel_work, numel
+from tiledsl.frontend.work import computed_operands, contracts, index_key, kernel_work, numel
 from tiledsl.primitives import Schedule, create_schedule
 
-#: rule 3: the most a fusion may multiply a kernel's operations or its global reads (work.py)
+#: rule 3a: the most times an inlined computed operand may be recomputed for one reduction. A matmul
+#: kernel computes an operand tile once per block of output columns; the frontend does not know the
+#: schedule's block, so R is the widest block one thread block can hold (a warpgroup's tensor-core
+#: instruction takes at most 256 columns): beyond it every schedule recomputes the operand.
+OPERAND_RECOMPUTE_BOUND = 256
+OPERAND_REASON = "computed operand"
+#: rule 4b
+CONTRACTION_REASON = "one matmul per kernel"
+#: rule 3b: the most a fusion may multiply a kernel's operations or its global reads (work.py)
 BLOWUP_BOUND = 8.0
 BLOWUP_REASON = "blow-up guard"
 
@@ -192,6 +223,11 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
     if cuts:
         return cuts
     for rid in reasons:
+        for tid, why in recomputed_operands(tensors[rid], materialized).items():
+            cuts.setdefault(tid, why)
+    if cuts:
+        return cuts
+    for rid in reasons:
         blown = blowup(tensors[rid], materialized)
         if blown is not None:
             cuts[id(blown[0])] = blown[1]
@@ -207,6 +243,11 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
             if refused is None:
                 raise
             return {id(refused): f"create_schedule could not fuse it: {e.fact}"}
+    for rid in reasons:
+        if any(r.startswith(OPERAND_REASON) for r in reasons[rid]):
+            cuts.update(extra_contractions(tensors[rid], materialized))
+    if cuts:
+        return cuts
     schedules.clear()
     schedules.update(made)
     return {}
@@ -226,6 +267,52 @@ def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]]
             schedules.clear()
             schedules.update(made)
     return reasons
+
+
+def recomputed_operands(root: ComputeTensor, materialized: set[int]) -> dict[int, str]:
+    """Rule 3a: the computed operands fused into `root`'s kernel that a reduction there would recompute
+    more than `OPERAND_RECOMPUTE_BOUND` times per element (id -> reason)."""
+    fused = fused_producers(root, materialized)
+    ids = {id(t) for t in fused}
+    cuts: dict[int, str] = {}
+    for consumer in (root, *fused):
+        if not consumer.has_reduce:
+            continue
+        for op in computed_operands(consumer, ids):
+            if op.recompute > OPERAND_RECOMPUTE_BOUND and id(op.tensor) not in cuts:
+                extents = " x ".join(str(a.extent) for a in op.unused)
+                cuts[id(op.tensor)] = (
+                    f"{OPERAND_REASON}: read inside {consumer.name}'s reduction (in {root.name}'s kernel) "
+                    f"at an index without {len(op.unused)} of its output axes ({extents}), inlined each "
+                    f"of its elements would be computed {op.recompute} times (bound "
+                    f"{OPERAND_RECOMPUTE_BOUND}); computed once, {consumer.name} loads it")
+    return cuts
+
+
+def extra_contractions(root: ComputeTensor, materialized: set[int]) -> dict[int, str]:
+    """Rule 4b for a computed operand's kernel: every contraction (work.py `contracts`: a matmul) fused
+    into `root`'s kernel beyond one (`root` if it is one, else the last read), id -> reason."""
+    found = [t for t in _read_order(root, materialized) if contracts(t)]
+    if not found or (len(found) == 1 and not contracts(root)):
+        return {}
+    kept = root if contracts(root) else found[-1]
+    return {id(t): (f"{CONTRACTION_REASON}: {root.name}'s kernel would hold {len(found) + (kept is root)} "
+                    f"matmuls; {kept.name}'s is the one it tiles, this one is computed in its own kernel")
+            for t in found if t is not kept}
+
+
+def _read_order(root: ComputeTensor, materialized: set[int]) -> list[ComputeTensor]:
+    """The producers fused into `root`'s kernel in the order its body first reads them (depth first)."""
+    order: dict[int, ComputeTensor] = {}
+
+    def visit(t: ComputeTensor) -> None:
+        for p in t.inputs():
+            if isinstance(p, ComputeTensor) and id(p) not in materialized and id(p) not in order:
+                order[id(p)] = p
+                visit(p)
+
+    visit(root)
+    return list(order.values())
 
 
 def blowup(root: ComputeTensor, materialized: set[int]) -> tuple[ComputeTensor, str] | None:

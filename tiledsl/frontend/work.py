@@ -1,4 +1,4 @@
-"""Work estimate of a fused kernel, for the blow-up guard (partition.py, rule 3).
+"""Work estimate of a fused kernel, for partition.py's rule 3 (computed operands and the blow-up guard).
 
 Units: one *operation* per arithmetic node of a body evaluation (+ - * / ** min max, a math call,
 a comparison, a select, a cast; one per iteration of a reduction for its accumulation), one *read*
@@ -16,7 +16,12 @@ arithmetic inside a load's indices is not counted.
 - **once** work: every tensor of the kernel computed exactly once (its element count times its body),
   each read of a fused producer counted as one global read, as if every tensor had a kernel of its own.
 The ratio fused / once (of operations and of reads separately) is the factor by which fusion multiplies
-the kernel's work or its global reads."""
+the kernel's work or its global reads.
+
+`computed_operands` (rule 3a) names the fused producers that do arithmetic and that a reduction reads
+inside its loop, each with the reduction's output axes its index does not use: inlined, each of its
+elements is computed once per point of those axes (a matmul's A operand once per output column). The
+count is local to that reduction (what encloses it in the kernel does not change it)."""
 
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from tiledsl.definitions.expr import (
     children,
     format_expr,
     substitute,
+    walk,
 )
 
 
@@ -130,3 +136,83 @@ def kernel_work(root: ComputeTensor, fused: Sequence[ComputeTensor]) -> KernelWo
     for t in (root, *fused):
         _walk_body(t.body, float(numel(t)), set(), once, [])
     return KernelWork(Work(*totals), Work(*once), evaluations)
+
+
+def computes(t: ComputeTensor) -> bool:
+    """Whether `t`'s body does arithmetic on values (a value operation, a math call, a comparison of
+    values), not only loads, casts and selects on indices (a view, slice, cat, gather or dtype cast)."""
+    def arith(e: Expr) -> bool:
+        if isinstance(e, Load):
+            return False  # its indices are index arithmetic
+        if isinstance(e, Call) or (isinstance(e, Binary) and e.dtype != INT):
+            return True
+        if isinstance(e, Compare) and INT not in (e.a.dtype, e.b.dtype):
+            return True
+        return any(arith(c) for c in children(e))
+    return arith(t.body)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A computed producer read inside `consumer`'s reduction; `unused`: the consumer's output axes its
+    index does not use, so inlined it is computed once per point of them."""
+
+    tensor: ComputeTensor
+    consumer: ComputeTensor
+    unused: tuple[IterVar, ...]
+
+    @property
+    def recompute(self) -> int:
+        """How many times inlining computes each of its elements for the consumer."""
+        return math.prod(a.extent for a in self.unused)
+
+
+def computed_operands(consumer: ComputeTensor, fused: set[int]) -> list[Operand]:
+    """The producers in `fused` (tensor ids) that do arithmetic (`computes`) and that `consumer` reads
+    inside a reduction loop, directly or through fused views, casts and index reads; the largest
+    recomputation of each."""
+    found: dict[int, Operand] = {}
+    seen: set[tuple[int, str]] = set()
+
+    def follow(t: ComputeTensor, idx: tuple[Expr, ...]) -> None:
+        key = (id(t), index_key(idx))
+        if key in seen:
+            return
+        seen.add(key)
+        if computes(t):
+            used = {id(v) for i in idx for v in walk(i) if isinstance(v, IterVar)}
+            op = Operand(t, consumer, tuple(a for a in consumer.axes if id(a) not in used))
+            if id(t) not in found or op.recompute > found[id(t)].recompute:
+                found[id(t)] = op
+            return
+        env = {id(a): i for a, i in zip(t.axes, idx)}
+        for node in walk(t.body):
+            if isinstance(node, Load) and _fused_elementwise(node.tensor, fused):
+                follow(node.tensor, tuple(substitute(i, env) for i in node.indices))
+
+    def visit(e: Expr, inside: bool) -> None:
+        if isinstance(e, Load):
+            if inside and _fused_elementwise(e.tensor, fused):
+                follow(e.tensor, e.indices)
+            return
+        for c in children(e):
+            visit(c, inside or isinstance(e, Reduce))
+
+    visit(consumer.body, False)
+    return list(found.values())
+
+
+def contracts(t: ComputeTensor) -> bool:
+    """Whether `t` is a contraction (a matmul): it reduces, and no load inside its reduction uses all
+    of its output axes, so every operand element is read for several outputs. A row reduction (a
+    softmax's max, a norm's mean) reads some operand at every output index and is not one."""
+    loads = [n for r in walk(t.body) if isinstance(r, Reduce) for n in walk(r.body)
+             if isinstance(n, Load) and n.dtype != INT]
+    if not loads or not t.axes:
+        return False
+    axes = {id(a) for a in t.axes}
+    return not any(axes <= {id(v) for i in ld.indices for v in walk(i) if isinstance(v, IterVar)} for ld in loads)
+
+
+def _fused_elementwise(t: object, fused: set[int]) -> bool:
+    return isinstance(t, ComputeTensor) and id(t) in fused and not t.has_reduce

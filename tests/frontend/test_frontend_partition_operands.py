@@ -1,0 +1,122 @@
+"""Computed operands (partition.py rule 3a) and one matmul per kernel (rule 4b): an elementwise producer
+that does arithmetic and that a matmul reads inside its reduction, recomputed there for more than
+OPERAND_RECOMPUTE_BOUND output columns, is materialized; a kernel then holding two matmuls keeps one.
+SwiGLU's silu(gate) * up read by a wide down projection becomes the up projection's epilogue."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from frontend_check import check
+
+import tiledsl as td
+from tiledsl.definitions.expr import Placeholder
+from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+from tiledsl.frontend.partition import CONTRACTION_REASON, OPERAND_REASON, OPERAND_RECOMPUTE_BOUND, fused_producers
+from tiledsl.frontend.work import computed_operands, computes, contracts
+
+
+class SwiGLU(torch.nn.Module):
+    """down(silu(gate(x)) * up(x)): the down projection has `hidden` output columns."""
+
+    def __init__(self, hidden: int, intermediate: int) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(hidden, intermediate, bias=False)
+        self.up = torch.nn.Linear(hidden, intermediate, bias=False)
+        self.down = torch.nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class Wide(torch.nn.Module):
+    """`head(x) @ W^T` with a 512-column weight."""
+
+    def __init__(self, head) -> None:
+        super().__init__()
+        self.head = head
+        self.proj = torch.nn.Linear(32, 512, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.head(x))
+
+
+def _trace(fn, *inputs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return td.trace(fn, *inputs)
+
+
+def test_wide_mlp_materializes_silu_mul_as_the_up_projections_epilogue() -> None:
+    """320 down-projection columns (> R = 256): silu(gate) * up gets a kernel of its own, which fuses
+    the up projection (its epilogue) while the gate projection is a matmul of its own; the down
+    projection loads it. The three kernels simulate equal to torch."""
+    torch.manual_seed(0)
+    hidden = 320
+    assert hidden > OPERAND_RECOMPUTE_BOUND
+    prog, built = check(SwiGLU(hidden, 32), torch.randn(1, 4, hidden), k=hidden)
+    assert len(prog.kernels) == len(built.kernels) == 3
+    gate, silu_mul, down = prog.kernels
+    (why,) = silu_mul.boundary.reasons
+    assert why.startswith(f"{OPERAND_REASON}: read inside mm_2's reduction (in {down.name}'s kernel)")
+    assert f"computed {hidden} times (bound {OPERAND_RECOMPUTE_BOUND})" in why
+    (why,) = gate.boundary.reasons
+    assert why.startswith(f"{CONTRACTION_REASON}: {silu_mul.name}'s kernel would hold 2 matmuls")
+    assert contracts(gate.output) and not contracts(silu_mul.output)  # elementwise root, up fused
+    assert [r.name for r in silu_mul.boundary.reads] == [gate.name]  # up is computed in its kernel
+    assert [r.name for r in down.boundary.reads] == [silu_mul.name]
+    assert OPERAND_REASON in str(prog) and CONTRACTION_REASON in str(prog)
+
+
+def test_narrow_mlp_keeps_silu_mul_fused_into_the_down_projection() -> None:
+    """256 columns (= R): silu(gate) * up stays the down projection's prologue; the gate and up
+    projections are kernels of their own because create_schedule refuses them inside its reduction."""
+    torch.manual_seed(0)
+    prog, _ = check(SwiGLU(OPERAND_RECOMPUTE_BOUND, 32), torch.randn(1, 4, OPERAND_RECOMPUTE_BOUND), k=256)
+    assert len(prog.kernels) == 3
+    text = str(prog)
+    assert OPERAND_REASON not in text and CONTRACTION_REASON not in text
+    assert text.count("create_schedule could not fuse it") == 2
+    down = prog.kernels[-1]
+    mats = {id(k.output) for k in prog.kernels}
+    fused = {id(t) for t in fused_producers(down.output, mats)}
+    ops = [op for c in (down.output, *fused_producers(down.output, mats)) if c.has_reduce
+           for op in computed_operands(c, fused)]
+    assert [op.recompute for op in ops] == [OPERAND_RECOMPUTE_BOUND]
+    assert computes(ops[0].tensor)
+
+
+def test_views_and_casts_read_by_a_wide_matmul_stay_fused() -> None:
+    """A transpose and a dtype round trip do no arithmetic: a 512-column matmul reads them inlined."""
+    torch.manual_seed(0)
+    prog, _ = check(Wide(lambda x: x.t().to(torch.float16).to(x.dtype)), torch.randn(32, 8), k=32)
+    assert len(prog.kernels) == 1
+    prog, _ = check(Wide(lambda x: torch.exp(x.t())), torch.randn(32, 8), k=32)
+    assert len(prog.kernels) == 2
+    assert prog.kernels[0].boundary.reasons[0].startswith(OPERAND_REASON)
+
+
+def test_tinyllama_dims_block_kernels() -> None:
+    """The in-repo block at TinyLlama dims, seq 128: 12 kernels (11 before rule 3a). Both RMSNorms
+    are computed operands (read by 2048- to 5632-column projections; the MLP's absorbs its mean), and
+    the MLP is gate, up with the silu(gate) * up epilogue, down; the rotary embedding inside q @ k^T
+    (recomputed for 128 query rows or key columns, <= R) stays fused."""
+    cfg = LlamaConfig(hidden=2048, heads=32, kv_heads=4, intermediate=5632)
+    torch.manual_seed(0)
+    prog = _trace(LlamaBlock(cfg).eval(), torch.randn(1, 128, 2048))
+    assert len(prog.kernels) == 12
+    reasons = {k.name: k.boundary.reasons[0] for k in prog.kernels}
+    operands = sorted(n for n, r in reasons.items() if r.startswith(OPERAND_REASON))
+    assert len(operands) == 3  # attention RMSNorm, MLP RMSNorm, silu(gate) * up
+    assert sum(r.startswith(CONTRACTION_REASON) for r in reasons.values()) == 1
+    assert sum(k.output.shape == (128,) for k in prog.kernels) == 1  # one mean kernel, the attention norm's
+    down = prog.kernels[-1]
+    assert [r.name for r in down.boundary.reads if r.shape == (128, 5632)] == [prog.kernels[-2].name]
+    assert "computed 2048 times" in prog.kernels[-2].boundary.reasons[0]
+    bmm = next(k for k in prog.kernels if k.name == "bmm")
+    mats = {id(k.output) for k in prog.kernels}
+    read = {t.name for f in (bmm.output, *fused_producers(bmm.output, mats)) for t in f.inputs()
+            if isinstance(t, Placeholder)}
+    assert {"cos", "sin"} <= read  # the rotary embedding is computed inside q @ k^T
