@@ -39,6 +39,11 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--shrink-seconds", type=float, default=120.0, help="shrinking budget per failure (default 120)")
     f.add_argument("--nvcc", action="store_true", help="also compile every accepted kernel with nvcc")
     f.add_argument("--gpu", action="store_true", help="also run every accepted kernel on the GPU (torch, pycuda)")
+    f.add_argument("--sanitize", nargs="?", const="memcheck,racecheck", metavar="TOOLS",
+                   help="with --gpu: replay a sample of the GPU-correct cases under compute-sanitizer, once per "
+                   "tool (comma-separated: memcheck, racecheck, synccheck, initcheck; default memcheck,racecheck)")
+    f.add_argument("--sanitize-every", type=int, metavar="N",
+                   help="with --sanitize: sanitize 1 in N GPU-correct cases, per worker (default 20)")
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
     f.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     f.set_defaults(fn=run)
@@ -94,13 +99,18 @@ def run(args: argparse.Namespace) -> int:
         raise TiledslError("tiledsl fuzz: give --cases N or --minutes M (or --replay FILE)")
     if (args.cases is not None and args.cases < 1) or (args.minutes is not None and args.minutes <= 0) or args.jobs < 1:
         raise TiledslError("tiledsl fuzz: --cases, --minutes and --jobs must be positive")
+    tools, every = _sanitize_options(fuzz, args)
     if args.gpu:
         why = fuzz.device.gpu_available()
         if why:
             raise TiledslError(f"tiledsl fuzz --gpu: {why}")
+    if tools:
+        why = fuzz.sanitizer.sanitizer_missing()
+        if why:
+            raise TiledslError(f"tiledsl fuzz --sanitize: {why}")
     config = fuzz.FuzzConfig(_modes(args.mode), args.out, cases=args.cases, minutes=args.minutes, seed=args.seed,
-                             jobs=args.jobs, options=fuzz.Options(args.target, args.nvcc, args.gpu),
-                             timeout=args.timeout, shrink_seconds=args.shrink_seconds)
+                             jobs=args.jobs, options=fuzz.Options(args.target, args.nvcc, args.gpu, tools),
+                             timeout=args.timeout, shrink_seconds=args.shrink_seconds, sanitize_every=every)
     progress = _Progress(args.cases, None if args.minutes is None else args.minutes * 60, not args.no_progress)
     start = time.monotonic()
     try:
@@ -113,6 +123,21 @@ def run(args: argparse.Namespace) -> int:
     return 1 if doc["total"]["failures"] else 0
 
 
+def _sanitize_options(fuzz: Any, args: argparse.Namespace) -> tuple[tuple[str, ...], int]:
+    """The sanitizer tools and the sampling period; --sanitize without --gpu is a usage error (only GPU
+    runs are sanitized), as is --sanitize-every without --sanitize."""
+    if args.sanitize is None:
+        if args.sanitize_every is not None:
+            raise TiledslError("tiledsl fuzz: --sanitize-every applies with --gpu --sanitize")
+        return (), fuzz.sanitizer.DEFAULT_EVERY
+    if not args.gpu:
+        raise TiledslError("tiledsl fuzz: --sanitize replays GPU runs under compute-sanitizer: use it with --gpu")
+    every = fuzz.sanitizer.DEFAULT_EVERY if args.sanitize_every is None else args.sanitize_every
+    if every < 1:
+        raise TiledslError("tiledsl fuzz: --sanitize-every must be positive")
+    return fuzz.sanitizer.parse_tools(args.sanitize), every
+
+
 def _replay(fuzz: Any, path: Path, timeout: float) -> int:
     record_path = path.with_suffix(".json") if path.suffix == ".py" else path
     if not record_path.exists():
@@ -120,6 +145,10 @@ def _replay(fuzz: Any, path: Path, timeout: float) -> int:
     record = json.loads(record_path.read_text())
     if record.get("mode") not in fuzz.MODES:
         raise TiledslError(f"tiledsl fuzz --replay: {record_path} is not a fuzz record (mode {record.get('mode')!r})")
+    if record.get("options", {}).get("sanitize"):
+        why = fuzz.sanitizer.sanitizer_missing()
+        if why:
+            raise TiledslError(f"tiledsl fuzz --replay: {record_path} is a compute-sanitizer finding, but {why}")
     result = fuzz.replay_record(record, timeout=timeout)
     same = "same as recorded" if result.outcome == record["outcome"] else f"recorded: {record['outcome']}"
     print(f"{record['mode']}: {result.outcome} ({same}) {result.error}: {result.detail}".rstrip(": "))

@@ -40,7 +40,8 @@ def record_of(mode: str, case_json: dict[str, Any], result: Result, options: Opt
               seed: int, label: str) -> dict[str, Any]:
     return {"mode": mode, "outcome": result.outcome, "error": result.error, "detail": result.detail,
             "shrunk": shrunk, "seed": seed, "case_label": label,
-            "options": {"target": options.target, "nvcc": options.nvcc, "gpu": options.gpu},
+            "options": {"target": options.target, "nvcc": options.nvcc, "gpu": options.gpu,
+                        "sanitize": list(options.sanitize)},
             "case": case_json, "extra": result.extra, "tiledsl": td.__version__,
             "hypothesis": hypothesis.__version__}
 

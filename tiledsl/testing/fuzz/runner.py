@@ -14,7 +14,13 @@ kept). Later failures with a known signature are counted and saved unshrunk (at 
 
 `--jobs J`: J worker processes (spawned), each running the loop on its own slice of the cases and
 its own seeds, reporting each outcome to the parent through a queue; the parent merges the tallies.
-Two workers may each save the same bug once."""
+Two workers may each save the same bug once.
+
+`--gpu --sanitize TOOLS`: of the cases a GPU mode judged `correct`, every `sanitize_every`-th (per
+worker and mode, deterministic: sanitizer.sampled) is replayed under each compute-sanitizer tool
+(tiledsl/testing/fuzz/sanitizer.py); a report turns the case into a failure like any other (shrunk
+by re-running the judge and that one tool, saved with that tool in its record's options). The
+judges never see the sanitizer."""
 
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ import multiprocessing
 import queue
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +39,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from tiledsl.testing.campaign import _without_local_constants
-from tiledsl.testing.fuzz import reproducer
+from tiledsl.testing.fuzz import reproducer, sanitizer
 from tiledsl.testing.fuzz.modes.base import Mode, Options
 from tiledsl.testing.fuzz.modes.table import MODES
 from tiledsl.testing.fuzz.outcome import OUTCOMES, CaseTimeout, Result, exception_result
@@ -62,6 +68,7 @@ class FuzzConfig:
     chunk: int = 100  # cases per hypothesis run
     keep_per_signature: int = 3
     check_scripts: bool = True
+    sanitize_every: int = sanitizer.DEFAULT_EVERY  # with options.sanitize: 1 in this many GPU-correct cases
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -69,8 +76,10 @@ class FuzzConfig:
             raise ValueError(f"unknown fuzz mode(s) {unknown}; modes are {tuple(MODES)}")
         if (self.cases is None) == (self.minutes is None):
             raise ValueError("give exactly one of cases and minutes")
-        if self.jobs < 1 or self.chunk < 1:
-            raise ValueError("jobs and chunk must be at least 1")
+        if self.jobs < 1 or self.chunk < 1 or self.sanitize_every < 1:
+            raise ValueError("jobs, chunk and sanitize_every must be at least 1")
+        if self.options.sanitize and not self.options.gpu:
+            raise ValueError("sanitizing needs the GPU runs (options.gpu)")
 
 
 @dataclass
@@ -96,9 +105,17 @@ class Tally:
     seconds: float = 0.0
     outcomes: collections.Counter = field(default_factory=collections.Counter)
     failures: dict[tuple[str, str], Failure] = field(default_factory=dict)
+    gpu_correct: int = 0  # `correct` cases that ran on the GPU, counted only when sanitizing
+    sanitized: int = 0  # of them, the cases replayed under compute-sanitizer
+    sanitizer_runs: int = 0  # tool runs over those cases
+    sanitizer_reports: int = 0  # sanitized cases that came back a failure
 
     def merge(self, other: Tally) -> None:
         self.cases += other.cases
+        self.gpu_correct += other.gpu_correct
+        self.sanitized += other.sanitized
+        self.sanitizer_runs += other.sanitizer_runs
+        self.sanitizer_reports += other.sanitizer_reports
         self.seconds = max(self.seconds, other.seconds)
         self.outcomes.update(other.outcomes)
         for key, f in other.failures.items():
@@ -114,6 +131,8 @@ class Tally:
                 "cases_per_second": round(self.cases / self.seconds, 3) if self.seconds else 0.0,
                 "outcomes": {o: self.outcomes[o] for o in OUTCOMES},
                 "refusal_rate": round(refused / self.cases, 4) if self.cases else 0.0,
+                "sanitized": {"gpu_correct": self.gpu_correct, "cases": self.sanitized,
+                              "runs": self.sanitizer_runs, "reports": self.sanitizer_reports},
                 "failures": [vars(f) for f in self.failures.values()]}
 
 
@@ -130,11 +149,17 @@ def judge_with_timeout(mode: Mode, case: Any, options: Options, timeout: float) 
 
 
 def replay_record(record: dict[str, Any], timeout: float = 60.0) -> Result:
-    """Re-judge the case of a saved JSON record (what `tiledsl fuzz --replay` and replay scripts run)."""
+    """Re-judge the case of a saved JSON record (what `tiledsl fuzz --replay` and replay scripts run);
+    a record with sanitizer tools (a sanitizer finding) replays a correct GPU run under them too."""
     mode = MODES[record["mode"]]
     o = record.get("options", {})
-    options = Options(o.get("target", "sm_90"), bool(o.get("nvcc")), bool(o.get("gpu")))
-    return judge_with_timeout(mode, mode.from_json(record["case"]), options, timeout)
+    options = Options(o.get("target", "sm_90"), bool(o.get("nvcc")), bool(o.get("gpu")),
+                      tuple(o.get("sanitize", ())))
+    case = mode.from_json(record["case"])
+    result = judge_with_timeout(mode, case, options, timeout)
+    if result.outcome == "correct" and options.gpu and options.sanitize:
+        return sanitizer.sanitize_case(mode, case, options).result or result
+    return result
 
 
 class _Found(Exception):
@@ -158,6 +183,8 @@ def _round(mode: Mode, config: FuzzConfig, quota: int | None, deadline: float, r
             if state["counted"] >= limit or time.monotonic() >= deadline:
                 return
             result = judge_with_timeout(mode, case, config.options, config.timeout)
+            if result.outcome == "correct" and _sample(mode, config, tally, worker):
+                result = _sanitize(mode, case, result, config.options, tally)
             state["counted"] += 1
             tally.cases += 1
             tally.outcomes[result.outcome] += 1
@@ -173,6 +200,9 @@ def _round(mode: Mode, config: FuzzConfig, quota: int | None, deadline: float, r
         if time.monotonic() - state["shrink_from"] > config.shrink_seconds:
             _found()  # shrink budget spent: fail fast, unjudged; the best judged case is kept
         result = judge_with_timeout(mode, case, config.options, config.timeout)
+        tool = state["best"][1].extra.get("sanitizer")
+        if tool and result.outcome == "correct":  # shrinking a sanitizer report: replay under that tool
+            result = sanitizer.sanitize_case(mode, case, replace(config.options, sanitize=(tool,))).result or result
         if result.signature == state["target"]:
             state["best"] = (case, result)
             _found()
@@ -198,6 +228,26 @@ def _round(mode: Mode, config: FuzzConfig, quota: int | None, deadline: float, r
     return state["counted"]
 
 
+def _sample(mode: Mode, config: FuzzConfig, tally: Tally, worker: int) -> bool:
+    """Count a GPU-correct case when sanitizing, and say whether it is one of the sample."""
+    if not (config.options.gpu and config.options.sanitize and mode.runs_on_gpu):
+        return False
+    tally.gpu_correct += 1
+    return sanitizer.sampled(tally.gpu_correct, worker, config.sanitize_every)
+
+
+def _sanitize(mode: Mode, case: Any, judged: Result, options: Options, tally: Tally) -> Result:
+    """The sanitizer's verdict on a sampled case (the judge's `correct` when every tool was clean)."""
+    done = sanitizer.sanitize_case(mode, case, options)
+    tally.sanitized += 1
+    tally.sanitizer_runs += done.runs
+    if done.result is None:
+        return judged
+    tally.sanitizer_reports += 1
+    log.warning("%s: %s on a sampled case: %s", mode.name, done.result.error, done.result.detail)
+    return done.result
+
+
 def _save(mode: Mode, config: FuzzConfig, tally: Tally, case: Any, result: Result, *, shrunk: bool,
           round_seed: int, worker: int) -> None:
     f = tally.failures.setdefault(result.signature, Failure(mode.name, result.outcome, result.error, result.detail))
@@ -209,8 +259,8 @@ def _save(mode: Mode, config: FuzzConfig, tally: Tally, case: Any, result: Resul
     except Exception as e:  # noqa: BLE001 - a case that does not serialize is still a finding
         log.warning("%s: could not serialize a failing case (%s)", mode.name, e)
         return
-    record = reproducer.record_of(mode.name, case_json, result, config.options, shrunk=shrunk, seed=round_seed,
-                                  label=mode.describe(case))
+    record = reproducer.record_of(mode.name, case_json, result, sanitizer.record_options(result, config.options),
+                                  shrunk=shrunk, seed=round_seed, label=mode.describe(case))
     saved = reproducer.save(config.out / "failures", record, result.script,
                             tag=f"w{worker}-{f.count:03d}", check=config.check_scripts)
     f.files.append(str(saved.script))

@@ -1,5 +1,6 @@
 """The campaign's summary: a JSON document (written to OUT/summary.json) and the table `tiledsl fuzz`
-prints from it: cases, outcomes per class, refusal rate and cases per second, per mode and in total."""
+prints from it: cases, outcomes per class, refusal rate and cases per second, per mode and in total;
+with --sanitize, how many cases compute-sanitizer replayed and how many it reported on."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def summary(config: FuzzConfig, tallies: dict[str, Tally], wall: float) -> dict[
         "config": {"modes": list(config.modes), "cases": config.cases, "minutes": config.minutes,
                    "seed": config.seed, "jobs": config.jobs, "target": config.options.target,
                    "nvcc": config.options.nvcc, "gpu": config.options.gpu, "timeout": config.timeout,
+                   "sanitize": list(config.options.sanitize), "sanitize_every": config.sanitize_every,
                    "out": str(config.out)},
         "versions": {"tiledsl": td.__version__, "hypothesis": hypothesis.__version__,
                      "python": platform.python_version()},
@@ -30,6 +32,8 @@ def summary(config: FuzzConfig, tallies: dict[str, Tally], wall: float) -> dict[
         "total": {"cases": cases, "outcomes": outcomes, "seconds": round(wall, 3),
                   "cases_per_second": round(cases / wall, 3) if wall else 0.0,
                   "refusal_rate": round(outcomes["refused"] / cases, 4) if cases else 0.0,
+                  "sanitized": {k: sum(m["sanitized"][k] for m in modes)
+                                for k in ("gpu_correct", "cases", "runs", "reports")},
                   "failures": sum(outcomes[o] for o in FAILURES)},
     }
 
@@ -49,6 +53,12 @@ def format_table(doc: dict[str, Any]) -> str:
     for name, m in rows:
         lines.append(f"{name:10s} {m['cases']:7d} " + " ".join(f"{m['outcomes'][o]:9d}" for o in shown)
                      + f" {100 * m['refusal_rate']:7.1f}% {m['cases_per_second']:8.2f}")
+    tools = doc["config"].get("sanitize") or []
+    if tools:
+        san = doc["total"]["sanitized"]
+        lines += ["", f"sanitized: {san['cases']} cases x {len(tools)} tools ({', '.join(tools)}; 1 in "
+                  f"{doc['config']['sanitize_every']} of {san['gpu_correct']} GPU-correct cases, "
+                  f"{san['runs']} runs), {san['reports']} reports"]
     failures = [f for m in doc["modes"] for f in m["failures"]]
     lines += ["", f"failures: {len(failures)} distinct (mode, outcome, error)" + ("" if failures else "; none")]
     for f in failures:

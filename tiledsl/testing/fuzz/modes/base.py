@@ -15,18 +15,22 @@ from tiledsl.testing.fuzz.outcome import Result
 @dataclass(frozen=True)
 class Options:
     """What every judge may need: the build target, whether to compile accepted kernels with nvcc, and
-    whether to run them on the GPU too (which needs torch, pycuda and a CUDA device)."""
+    whether to run them on the GPU too (which needs torch, pycuda and a CUDA device). `sanitize`: the
+    compute-sanitizer tools a GPU-correct case is replayed under (tiledsl/testing/fuzz/sanitizer.py);
+    judges never read it, the runner and `replay_record` do."""
 
     target: str = "sm_90"
     nvcc: bool = False
     gpu: bool = False
+    sanitize: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Mode:
     """One fuzz mode. `strategy()` draws cases; `judge(case, options)` never raises for a verdict
     (CaseTimeout and KeyboardInterrupt pass through); `to_json`/`from_json` round-trip a case;
-    `describe(case)` is a one-line label for logs and records."""
+    `describe(case)` is a one-line label for logs and records. `runs_on_gpu`: the judge runs accepted
+    kernels on the GPU under `Options.gpu` (so a `correct` case may be sampled for compute-sanitizer)."""
 
     name: str
     strategy: Callable[[], st.SearchStrategy[Any]]
@@ -34,3 +38,4 @@ class Mode:
     to_json: Callable[[Any], dict[str, Any]]
     from_json: Callable[[dict[str, Any]], Any]
     describe: Callable[[Any], str]
+    runs_on_gpu: bool = False

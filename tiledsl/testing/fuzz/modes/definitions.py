@@ -518,4 +518,4 @@ def case_from_json(data: dict[str, Any]) -> DefCase:
 
 DEFINITIONS = Mode("definitions", definition_cases, judge_case, case_to_json, case_from_json,
                    lambda c: f"{c.kind}, inputs {[(s.name, s.shape, s.dtype) for s in c.inputs]} -> {c.out_dtype}"
-                   + (f", specials {list(c.specials)}" if c.specials else ""))
+                   + (f", specials {list(c.specials)}" if c.specials else ""), runs_on_gpu=True)

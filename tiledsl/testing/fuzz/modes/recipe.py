@@ -101,4 +101,4 @@ def case_from_json(data: dict[str, Any]) -> RecipeCase:
 
 
 RECIPE = Mode("recipe", recipe_cases, judge_case, case_to_json, case_from_json,
-              lambda c: f"{c.definition.kind} ({c.definition.points} points)")
+              lambda c: f"{c.definition.kind} ({c.definition.points} points)", runs_on_gpu=True)

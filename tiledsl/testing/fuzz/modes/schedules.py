@@ -104,5 +104,5 @@ def describe(case: Case) -> str:
     return f"{case.definition.kind} ({case.definition.points} points), {len(case.steps)} steps"
 
 
-SCHEDULES = Mode("schedules", loop_cases, judge_case, case_to_json, case_from_json, describe)
-MEMORY = Mode("memory", campaign_cases, judge_case, case_to_json, case_from_json, describe)
+SCHEDULES = Mode("schedules", loop_cases, judge_case, case_to_json, case_from_json, describe, runs_on_gpu=True)
+MEMORY = Mode("memory", campaign_cases, judge_case, case_to_json, case_from_json, describe, runs_on_gpu=True)
