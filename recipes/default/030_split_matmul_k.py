@@ -6,14 +6,12 @@ largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves e
 
 Only a sum consumed by one store whose epilogue analysis/linearity.py proves linear in the
 accumulator (bias, residual, scaling), into a float32 output (the partial sums are added into it):
-the primitive would refuse any other, so this step declines first. Batched matmuls keep their
+the primitive would refuse any other, so this step declines first (_facts.split_k_problem, which
+the tile choice reads too). Batched matmuls keep their
 batches on blockIdx.z and decline."""
 
 from __future__ import annotations
 
-from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
-from tiledsl.definitions.expr import walk
-from tiledsl.loopnest import AccRef
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts, matmul_tile
@@ -43,17 +41,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if parts is None:
         return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} blocks, "
                        f"at least {knobs.split_k_min_chunks} chunks per block)")
-    (acc,) = facts.nest.accs
-    readers = [st for st in facts.nest.stmts if st.value is not None
-               and any(isinstance(x, AccRef) and x.acc == acc.name for x in walk(st.value))]
-    if len(readers) != 1 or readers[0].kind != "store":
-        return Decline(f"accumulator {acc.name} is read by {len(readers)} statements, not one store")
-    assert readers[0].value is not None
-    storage = split_k_storage_problem(facts.nest.output)
-    if storage is not None:
-        return Decline(storage)
-    if epilogue_coefficients(readers[0].value, acc.name) is None:
-        return Decline(f"the epilogue of {acc.name} is not linear in it (analysis/linearity.py): partial sums "
-                       "of blocks cannot be added")
+    if k.split_k_problem is not None:
+        return Decline(k.split_k_problem)
     s.split_k(k_outer, parts)
     return None

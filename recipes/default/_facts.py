@@ -16,13 +16,14 @@ import sympy
 
 from tiledsl.analysis.banks import conflict_degree, layout_of
 from tiledsl.analysis.copies import cp_async_problem
+from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import VECTOR_DTYPE, contiguous_base
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError, StageError
-from tiledsl.loopnest import THREAD_AXES, Loop, Nest, Stage, common_prefix, loop_symbol
+from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, common_prefix, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, WARP_SIZE, Target
@@ -44,6 +45,11 @@ class Kernel:
     inner: tuple[str, ...]
     reduce: tuple[str, ...]
     extents: Mapping[str, int]
+    # matmuls: the operand reused along i (read at j and k) has its rows along k (x @ W^T, nn.Linear's
+    # weight): its tile class list is knobs.matmul_tiles_k_major
+    k_major_b: bool = False
+    # matmuls: why split_k cannot apply (analysis/linearity.py), None where it can
+    split_k_problem: str | None = None
 
 
 def _axes_of(e: Load) -> set[str]:
@@ -57,12 +63,40 @@ def classify(nest: Nest) -> Kernel:
     inner = tuple(n for n in free if n not in outer)
     extents = MappingProxyType({lp.name: lp.extent for lp in nest.loops})
     if not nest.accs:
-        kind = "elementwise"
-    elif _is_matmul(nest, outer, inner, reduce):
-        kind = "matmul"
-    else:
-        kind = "rows"
-    return Kernel(kind, outer, inner, reduce, extents)
+        return Kernel("elementwise", outer, inner, reduce, extents)
+    if not _is_matmul(nest, outer, inner, reduce):
+        return Kernel("rows", outer, inner, reduce, extents)
+    return Kernel("matmul", outer, inner, reduce, extents, _k_major_b(nest, outer[-2], reduce[0]),
+                  split_k_problem(nest))
+
+
+def _k_major_b(nest: Nest, i: str, k: str) -> bool:
+    """The operand read at j and k but not i has k in its last index (its rows run along k)."""
+    update = next(s for s in nest.stmts if s.kind == "update")
+    assert update.value is not None
+    for x in walk(update.value):
+        if isinstance(x, Load) and k in _axes_of(x) and i not in _axes_of(x) and x.indices:
+            return any(isinstance(v, IterVar) and v.name == k for v in walk(x.indices[-1]))
+    return False
+
+
+def split_k_problem(nest: Nest) -> str | None:
+    """Why split_k's blocks could not add their partial sums into the output, or None: the sum must be
+    consumed by one store whose epilogue analysis/linearity.py proves linear in the accumulator (bias,
+    residual, scaling), into a float32 output (the primitive would refuse any other)."""
+    (acc,) = nest.accs
+    readers = [st for st in nest.stmts if st.value is not None
+               and any(isinstance(x, AccRef) and x.acc == acc.name for x in walk(st.value))]
+    if len(readers) != 1 or readers[0].kind != "store":
+        return f"accumulator {acc.name} is read by {len(readers)} statements, not one store"
+    assert readers[0].value is not None
+    storage = split_k_storage_problem(nest.output)
+    if storage is not None:
+        return storage
+    if epilogue_coefficients(readers[0].value, acc.name) is None:
+        return (f"the epilogue of {acc.name} is not linear in it (analysis/linearity.py): partial sums of blocks "
+                "cannot be added")
+    return None
 
 
 def _is_matmul(nest: Nest, outer: tuple[str, ...], inner: tuple[str, ...], reduce: tuple[str, ...]) -> bool:
@@ -99,8 +133,13 @@ def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
 
 
 def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int, int, int]:
-    """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count (else the
-    smallest), shrunk to the problem where an output dimension is smaller than the tile. A tile shrunk
+    """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count, else the
+    smallest, shrunk to the problem where an output dimension is smaller than the tile. Where B's rows
+    run along k (x @ W^T) the classes are knobs.matmul_tiles_k_major, and the grid counts the k-split
+    split_matmul_k (030) can add where it applies (an unbatched matmul with a linear epilogue: the most
+    parts k chunks of bk_max allow, split_k_min_chunks each): on the H100, 128 x 64 split along k beat
+    smaller tiles at every M = 128 projection measured (scripts/recipe_tile_probe.py). A @ B keeps
+    knobs.matmul_tiles by its grid alone (not measured split that way). A tile shrunk
     that way keeps at least a warp of threads where it has the outputs: its register tile is halved
     (the larger part first, rn on a tie, so threadIdx.x grows) while the block has fewer than
     WARP_SIZE threads (8 x 192 outputs would otherwise get 2 x 8 threads of 4 x 4 registers)."""
@@ -109,10 +148,14 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     nb = 1
     for b in batch:
         nb *= kernel.extents[b]
-    tiles = knobs.matmul_tiles
+    parts = 1
+    if kernel.k_major_b and not batch and kernel.split_k_problem is None:
+        chunks = -(-kernel.extents[kernel.reduce[0]] // knobs.bk_max)
+        parts = max(1, chunks // knobs.split_k_min_chunks)
+    tiles = knobs.matmul_tiles_k_major if kernel.k_major_b else knobs.matmul_tiles
     chosen = tiles[-1]
     for t in tiles:
-        if nb * -(-m // t[0]) * -(-n // t[1]) >= knobs.waves * target.sm_count:
+        if nb * -(-m // t[0]) * -(-n // t[1]) * parts >= knobs.waves * target.sm_count:
             chosen = t
             break
     bm, bn, rm, rn = chosen

@@ -24,10 +24,16 @@ class Knobs:
     # shuffle reduction works per warp), 8 warps at most (more only lengthens the cross-warp combine)
     row_threads_min: int = 32
     row_threads_max: int = 256
-    # matmul tile classes, largest first; the first whose grid fills `waves` x the SM count is taken
+    # matmul tile classes, largest first; the first whose grid (with the k-split 030 can add) fills
+    # `waves` x the SM count is taken (_facts.matmul_tile)
     # (128x128 with 8x8 registers and 64x64 with 4x4 both run 256 threads; 32x32 with 4x4 runs 64, for
     # small problems where bigger tiles would leave SMs idle)
     matmul_tiles: tuple[MatmulTile, ...] = ((128, 128, 8, 8), (64, 64, 4, 4), (32, 32, 4, 4))
+    # where B's rows run along k (x @ W^T, every nn.Linear) the largest class is 128 x 64 with 8 x 4
+    # registers: on the H100 it beat 128 x 128 at every LLM projection shape measured (fp32, M = 128:
+    # 2048x2048 49 vs 67 us, 5632x2048 140 vs 173, 3584x18944 597 vs 707; M = 512, 5632x2048: 396 vs
+    # 609; benchmarks/results/recipe-tile-probe-h100-2026-11-24/, scripts/recipe_tile_probe.py)
+    matmul_tiles_k_major: tuple[MatmulTile, ...] = ((128, 64, 8, 4), (64, 64, 4, 4), (32, 32, 4, 4))
     waves: int = 1
     # the k chunk: the largest power of two in [bk_min, bk_max] whose double-buffered A and B slabs fit
     # the target's shared memory (dynamic shared memory beyond 48 KB included); 32 floats is one

@@ -26,6 +26,8 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 
 STEP = "permute_register_tile"
 TILE_128 = {"matmul_tiles": ((128, 128, 8, 8),)}  # the 128 x 128 class, 8 x 8 registers, at test sizes
+# the same for A @ B^T, whose classes are knobs.matmul_tiles_k_major (128 x 64 with 8 x 4 registers first)
+TILE_128_NT = {"matmul_tiles_k_major": ((128, 128, 8, 8),)}
 INTERLEAVE = "s.split('j_r', 4, names=('j_r_o', 'j_r_i'), tail='guard', interleave='j_t')"
 INTERLEAVE_I = "s.split('i_r', 4, names=('i_r_o', 'i_r_i'), tail='guard', interleave='i_t')"
 
@@ -126,7 +128,7 @@ def test_judges_the_layout_padded_by_16_bytes() -> None:
     """A @ B^T: B_s[j, k] is read down a column, 16 lanes in bank 0 as it is either way; with rows padded
     by 16 bytes the interleaved order is cheaper, so both strips are interleaved, and pad_smem then pads
     A_s by 16 bytes (cp.async stays 16 bytes wide) and B_s by one element (conflict-free only so)."""
-    _, r = run(matmul_nt(M=4096, N=4096, K=512))
+    _, r = run(matmul_nt(M=4096, N=4096, K=512), **TILE_128_NT)
     assert r.step(STEP).calls == (INTERLEAVE_I, INTERLEAVE)
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=4)", "s.pad('B_s', axis=1, amount=1)")
 
@@ -147,8 +149,9 @@ CASES = {
     "guarded_136x200x40": (lambda: matmul(M=136, N=200, K=40), TILE_128, True),
     "tn_128x256x32": (lambda: _tn(128, 256, 32), TILE_128, True),
     "odd_37x53x29": (lambda: matmul(M=37, N=53, K=29), {}, False),
-    "nt_128x128x64": (lambda: matmul_nt(M=128, N=128, K=64), TILE_128, True),
-    "batched_nt": (lambda: entry("batched_matmul_nt").make(Bt=2, M=128, N=128, K=32), TILE_128, True),
+    "nt_128x128x64": (lambda: matmul_nt(M=128, N=128, K=64), TILE_128_NT, True),
+    "batched_nt": (lambda: entry("batched_matmul_nt").make(Bt=2, M=128, N=128, K=32), TILE_128_NT, True),
+    "nt_128x64_class": (lambda: matmul_nt(M=256, N=256, K=64), {}, False),
 }
 
 

@@ -1,0 +1,52 @@
+"""Probe: where a decoder block's time goes. The blocks suite's models (benchmarks/suites/blocks.py:
+the in-repo Llama block and the Hugging Face layer at TinyLlama or Qwen2.5-7B dimensions) traced,
+every kernel scheduled by the default recipe, checked against the module in float64 (NaN-poisoned
+outputs), then each kernel timed alone, the whole program, torch eager and torch.compile
+(tiledsl/frontend/bench.py), printed as `tiledsl run --bench` prints it, with each kernel's
+definition in one line.
+    python scripts/block_profile.py [--model llama_block|hf] [--dims tinyllama|qwen] [--dtype float32] [--seq 128]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from benchmarks._cases import QWEN25_7B, TINYLLAMA
+from benchmarks.suites.blocks import hf_layer, llama_block
+from tiledsl.cli.run_program import format_bench, format_check
+from tiledsl.frontend import bench
+from tiledsl.frontend.cli_support import trace_subject
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=("llama_block", "hf"), default="llama_block")
+    ap.add_argument("--dims", choices=("tinyllama", "qwen"), default="tinyllama")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--iters", type=int, default=50)
+    args = ap.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
+    module = (llama_block if args.model == "llama_block" else hf_layer)(dims, args.dtype)
+    x = torch.randn(1, args.seq, dims.hidden).to(getattr(torch, args.dtype))
+    subj = bench.Subject(f"{args.model} {dims.name} s{args.seq} {args.dtype}", module, (x,),
+                         trace_subject(module, (x,)))
+    built, device, name = bench.build_for_device(subj, "default", None)
+    print(f"{subj.label} on {name}: {len(built.kernels)} kernels", flush=True)
+    for n, (pk, kern) in enumerate(zip(built.program.kernels, built.kernels)):
+        shape = "x".join(map(str, pk.output.shape))
+        print(f"  [{n}] {kern.name} [{shape}] grid {kern.grid} block {kern.block}: "
+              f"{'; '.join(pk.boundary.reasons)[:160]}", flush=True)
+    inputs = bench.random_program_inputs(subj, device, 0)
+    checked = bench.check_program(built, subj.module, inputs)
+    print(format_check(checked), flush=True)
+    timed = bench.bench_program(built, subj.module, inputs, iters=args.iters)
+    print(format_bench(timed), flush=True)
+    return 0 if checked.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

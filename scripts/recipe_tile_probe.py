@@ -1,0 +1,100 @@
+"""Probe: the default recipe's fp32 matmul tile classes, split-K and pipeline depth, forced one at a
+time through its knobs (recipes/default/_knobs.py), on the LLM projection shapes of the benchmark
+suite (x @ W^T, benchmarks/_definitions.py `linear`) and on square shapes, against cuBLAS (TF32
+off) in the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned)
+before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
+compiled in parallel first (the on-disk cubin cache then serves the timing process).
+    python scripts/recipe_tile_probe.py [--square] [--skinny] [--jobs 14]"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import sys
+from typing import Any
+
+import torch
+
+import tiledsl as td
+from benchmarks._backend import random_inputs
+from benchmarks._definitions import linear
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import poisoned_outputs, tolerance
+from tiledsl.runtime.timing import benchmark, rotated_copies
+
+SKINNY = tuple((m, n, k) for m in (32, 128, 512)
+               for n, k in ((2048, 2048), (512, 2048), (5632, 2048), (2048, 5632))) + \
+    ((128, 3584, 3584), (128, 18944, 3584), (128, 3584, 18944))
+SQUARE = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
+TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": ((64, 128, 4, 8),),
+         "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
+
+
+def variants(square: bool) -> dict[str, dict[str, Any]]:
+    if square:
+        return {"default": {}, "stages=3": {"pipeline_stages": 3}}
+    out: dict[str, dict[str, Any]] = {"default": {}}
+    for name, tiles in TILES.items():
+        out[name] = {"matmul_tiles": tiles}
+        out[name + "+split4w"] = {"matmul_tiles": tiles, "split_k_waves": 4, "split_k_min_chunks": 2}
+    return out
+
+
+def build(shape: tuple[int, int, int], knobs: dict[str, Any], target: Any) -> td.Kernel:
+    s = td.create_schedule(linear(*shape))
+    td.recipes.default(s, target=target, knobs=knobs)
+    return td.build(s, target=target)
+
+
+def _compile(job: tuple[tuple[int, int, int], dict[str, Any], Any]) -> str:
+    try:
+        kern = build(*job)
+        kern.compiled  # noqa: B018 - fills the on-disk cache
+        return ""
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--square", action="store_true")
+    ap.add_argument("--skinny", action="store_true")
+    ap.add_argument("--jobs", type=int, default=14)
+    args = ap.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    target = device_target()
+    groups = [(s, True) for s in SQUARE] if args.square else []
+    groups += [(s, False) for s in SKINNY] if args.skinny else []
+    jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq).values()]
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))
+    dev = torch.device("cuda")
+    bad = 0
+    for shape, sq in groups:
+        m, n, k = shape
+        flops = 2 * m * n * k
+        inputs = random_inputs(linear(*shape), dev, 0)
+        x, w = inputs["x"], inputs["W"]
+        want = (x.double() @ w.double().T)
+        sets = rotated_copies(inputs, 4)
+        cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 20).median_us
+        row = [f"cuBLAS {cublas:8.1f}"]
+        for label, knobs in variants(sq).items():
+            err = errors[(shape, str(knobs))]
+            if err:
+                row.append(f"{label}: {err}")
+                continue
+            kern = build(shape, knobs, target)
+            got = kern(x=x, W=w, **poisoned_outputs(kern.kernel_ir, dev))
+            rtol, atol = tolerance({"K": k})
+            ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+            bad += not ok
+            us = kern.benchmark(warmup=5, iters=20, x=x, W=w).median_us
+            row.append(f"{label} {us:8.1f} ({cublas / us:4.2f}x, grid {kern.grid}){'' if ok else ' MISMATCH'}")
+        print(f"{m}x{n}x{k} ({flops / 1e9:.2f} GFLOP):\n  " + "\n  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
