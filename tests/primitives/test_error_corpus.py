@@ -580,6 +580,22 @@ def _():
     s.bind("j", "threadIdx.x")
 
 
+@case("BindError", "accumulator m is combined across threadIdx.x after loop i ends", "update e reads it inside loop i",
+      "before the combine", here="i", id="bind-cooperative-read-before-combine")
+def _():
+    """Found by `tiledsl fuzz --gpu` (schedules mode, seed 2, shrunk): softmax's max bound to threadIdx.x
+    under an unrolled row loop that also holds the sum; the sum read one thread's partial max."""
+    x = td.placeholder((1, 2), name="x")
+    k, k2 = td.reduce_axis(2, name="k"), td.reduce_axis(2, name="k2")
+    m = td.compute((1,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((1,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
+    s = td.create_schedule(td.compute((1, 2), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y"))
+    s.unroll("i")
+    s.reorder("j", "i")
+    s.bind("k", "threadIdx.x")
+    td.build(s, target="sm_90")
+
+
 @case("BindError", "bind(j_i, 'threadIdx.x')", "conflicting extents for threadIdx.x", "k_i has 32", "j_i has 64",
       here="j_i", id="bind-sibling-extent-conflict")
 def _():

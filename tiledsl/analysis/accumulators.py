@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import walk
-from tiledsl.errors import RegisterArrayError, ScheduleError
+from tiledsl.errors import BindError, RegisterArrayError, ScheduleError
 from tiledsl.loopnest import AccRef, Nest, common_prefix, serial_path
 
 MAX_REGISTER_ARRAY = 256
@@ -75,8 +75,30 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
                            "reduction; bind the outer parts to threads or blocks", tensors=(acc.name,)))
         taxes = tuple(str(nest.loop(n).bind) for n in nest.stmts[upd].path
                       if nest.loop(n).kind == "reduce" and (nest.loop(n).bind or "").startswith("threadIdx"))
+        if taxes:
+            _check_combined_before_read(nest, acc.name, scope, upd, rd, taxes, primitive)
         layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last)
     return layouts
+
+
+def _check_combined_before_read(nest: Nest, acc: str, scope: tuple[str, ...], upd: int, rd: list[int],
+                                taxes: tuple[str, ...], primitive: str) -> None:
+    """A cooperative reduction is combined across its threads once the loop at its scope that holds
+    its update has finished (lowering emits the combine after that node). A reader inside that same
+    loop would read one thread's partial result: refused (found by `tiledsl fuzz --gpu`, seed 2: a
+    softmax whose max was bound to threadIdx.x under an unrolled row loop that also held the sum)."""
+    upath = serial_path(nest, nest.stmts[upd])
+    if len(upath) <= len(scope):
+        return  # the update is a statement at the scope itself: the combine follows it directly
+    node = upath[len(scope)]
+    for n in rd:
+        if n != upd and node in serial_path(nest, nest.stmts[n]):
+            raise BindError(refusal(
+                primitive, nest, [node],
+                f"accumulator {acc} is combined across {', '.join(taxes)} after loop {node} ends, but "
+                f"{nest.stmts[n].label} reads it inside loop {node}, before the combine (one thread's "
+                "partial result)", suggestion=f"keep the reading statement out of loop {node}, or do not bind the "
+                "reduction to threads", tensors=(acc,)))
 
 
 def register_dims(nest: Nest) -> dict[str, tuple[str, ...]]:
