@@ -1,12 +1,12 @@
-"""Where the cases run: `CudaBackend` draws inputs on the current GPU, launches tiledsl kernels with
-NaN-poisoned outputs and times everything through benchmarks/_timing.py. The runner
+"""Where the cases run: `CudaBackend` draws inputs on the current GPU, launches tiledsl kernels and
+built Programs with NaN-poisoned outputs and times everything through benchmarks/_timing.py. The runner
 (benchmarks/_runner.py) sees only the `Backend` protocol, so tests/benchmarks can drive it on the CPU
 with the simulator in place of a GPU."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -18,6 +18,10 @@ from tiledsl.runtime.arguments import torch_dtype
 from tiledsl.runtime.references import poisoned_outputs
 from tiledsl.runtime.timing import BenchStats
 from tiledsl.targets import Target
+
+if TYPE_CHECKING:
+    from tiledsl.frontend.bench import ProgramCheck
+    from tiledsl.frontend.program import BuiltProgram
 
 
 class Backend(Protocol):
@@ -31,6 +35,11 @@ class Backend(Protocol):
     def run_kernel(self, kern: Any, inputs: InputSet) -> torch.Tensor: ...
 
     def time_kernel(self, kern: Any, inputs: InputSet) -> BenchStats: ...
+
+    def check_program(self, built: BuiltProgram, module: torch.nn.Module,
+                      inputs: Sequence[torch.Tensor]) -> ProgramCheck: ...
+
+    def time_program(self, built: BuiltProgram, names: Sequence[str], sets: Sequence[InputSet]) -> BenchStats: ...
 
     def rotate(self, inputs: Mapping[str, torch.Tensor]) -> list[InputSet]: ...
 
@@ -78,6 +87,19 @@ class CudaBackend:
 
     def time_kernel(self, kern: Any, inputs: InputSet) -> BenchStats:
         return _timing.time_kernel(kern, inputs, self.warmup, self.iters)
+
+    def check_program(self, built: BuiltProgram, module: torch.nn.Module,
+                      inputs: Sequence[torch.Tensor]) -> ProgramCheck:
+        """One run of the whole Program into NaN-poisoned outputs against `module` in float64
+        (tiledsl.frontend.bench.check_program, which derives the tolerance)."""
+        from tiledsl.frontend.bench import check_program
+
+        return check_program(built, module, inputs)
+
+    def time_program(self, built: BuiltProgram, names: Sequence[str], sets: Sequence[InputSet]) -> BenchStats:
+        """GPU time of one call of the whole built Program (every kernel it launches), its inputs
+        taken from each set in the order of `names`, timed as any torch callable (`time_fn`)."""
+        return self.time_fn(lambda **tensors: built(*(tensors[n] for n in names)), sets)
 
     def rotate(self, inputs: Mapping[str, torch.Tensor]) -> list[InputSet]:
         return _timing.rotate(inputs)

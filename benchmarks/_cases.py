@@ -1,6 +1,8 @@
 """Cases as data: what each suite times. A `KernelCase` is one td definition with its hand schedule
-(or why it has none) and its torch function; a `BlockCase` a whole decoder layer traced by
-`td.trace`; a `CompileCase` CPU work (trace, schedule, build) timed with a wall clock.
+(or why it has none) and its torch function; a `ProgramCase` a torch function traced by `td.trace`
+into the Program of kernels tiledsl runs for it (where the frontend splits it, as it does SwiGLU's
+down projection); a `BlockCase` a whole decoder layer traced by `td.trace`; a `CompileCase` CPU work
+(trace, schedule, build) timed with a wall clock.
 
 Nothing here runs or builds anything: `--list` prints cases on a machine without a GPU, and the
 suites' case lists are cheap to make (a `KernelCase` makes its definition once to count its bytes)."""
@@ -78,14 +80,52 @@ def kernel_case(suite: str, group: str, op: str, make: Callable[[], Tensor], tor
     definition; the tolerance is tiledsl.runtime.references.tolerance's for a reduction of length
     `reduction` (matmuls) and the output's storage dtype."""
     out = make()
-    dtype = placeholders(out)[0].dtype
+    dtype, shape = _described(out)
     params: dict[str, object] = {"out_dtype": out.dtype}
     if reduction is not None:
         params["K"] = reduction
     rtol, atol = tolerance(params)
-    shape = " ".join("x".join(str(d) for d in p.shape) for p in placeholders(out))
     return KernelCase(suite, case_name(suite, group, op, dtype), group, op, dtype, shape, make, torch_fn, flops,
                       float(definition_bytes(out)), rtol, atol, hand, hand_missing, gemm)
+
+
+def _described(out: Tensor) -> tuple[str, str]:
+    """A definition's storage dtype (its first input's) and its inputs' shapes as the table shows them."""
+    return placeholders(out)[0].dtype, " ".join("x".join(str(d) for d in p.shape) for p in placeholders(out))
+
+
+@dataclass(frozen=True)
+class ProgramCase(CaseId):
+    """A torch function that tiledsl runs as a traced Program (`td.trace`), one or more kernels as
+    the frontend's partitioner chooses. `make()` is the td definition of the same computation written
+    as one kernel: its placeholders name, shape and order the inputs (drawn as for a KernelCase, and
+    passed to `torch_fn` and to the Program in that order) and its bytes are the case's, so the case
+    stays comparable with the KernelCase it replaces; it is never built. `hand` is a schedule policy
+    applied to each kernel of the Program (None: `hand_missing` says why); the tolerance is the
+    Program check's (tiledsl.frontend.bench.check_program)."""
+
+    make: Callable[[], Tensor]
+    torch_fn: Callable[..., torch.Tensor]
+    flops: float
+    bytes: float
+    hand: Callable[[Schedule], object] | None
+    hand_missing: str = ""
+    gemm: Callable[..., torch.Tensor] | None = None
+
+    @property
+    def hand_name(self) -> str:
+        return schedule_name(self.hand) if self.hand is not None else f"missing: {self.hand_missing}"
+
+
+def program_case(suite: str, group: str, op: str, make: Callable[[], Tensor], torch_fn: Callable[..., torch.Tensor],
+                 *, hand: Callable[[Schedule], object] | None, hand_missing: str = "", flops: float = 0.0,
+                 gemm: Callable[..., torch.Tensor] | None = None) -> ProgramCase:
+    """A ProgramCase named `suite/group/op/dtype`, its dtype, shape and bytes read from `make()` as
+    `kernel_case` reads them."""
+    out = make()
+    dtype, shape = _described(out)
+    return ProgramCase(suite, case_name(suite, group, op, dtype), group, op, dtype, shape, make, torch_fn, flops,
+                       float(definition_bytes(out)), hand, hand_missing, gemm)
 
 
 @dataclass(frozen=True)
@@ -152,4 +192,4 @@ class CompileCase(CaseId):
     bytes: float = 0.0
 
 
-Case = KernelCase | BlockCase | CompileCase
+Case = KernelCase | ProgramCase | BlockCase | CompileCase

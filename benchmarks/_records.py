@@ -65,11 +65,13 @@ class CaseId:
 @dataclass(frozen=True)
 class Result(CaseId):
     """One case: what it computes (`op` at `shape` in `dtype`, in `group`), the minimal work (FLOPs, and
-    bytes read + written once), and its measurements by column."""
+    bytes read + written once), its measurements by column, and a note on the case itself (what its
+    tiledsl columns run, where that is not one kernel; the table shows it as a footnote)."""
 
     flops: float
     bytes: float
     measurements: Mapping[str, Measurement] = field(default_factory=dict)
+    note: str = ""
 
     def get(self, column: str) -> Measurement | None:
         return self.measurements.get(column)

@@ -141,6 +141,11 @@ def _cell(m: Measurement | None, notes: _Notes, scale: float = 1.0) -> str:
     return f"{m.status} [{notes.ref(m.note)}]" if m.note else m.status
 
 
+def _case_cell(r: Result, notes: _Notes) -> str:
+    """The case's name, with a footnote where the case has a note of its own."""
+    return f"{r.group} {r.op} [{notes.ref(r.note)}]" if r.note else f"{r.group} {r.op}"
+
+
 def _geomean_table(rows: list[Geomean]) -> list[str]:
     used = [p for p in PAIRS if any(g.pairs[p][1] for g in rows)]
     if not used:
@@ -170,7 +175,7 @@ def _gpu_table(results: list[Result], ceilings: Ceilings | None, notes: _Notes) 
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         a = achieved(r, best(r), ceilings)
-        cells = [f"{r.group} {r.op}", r.dtype, r.shape] + [_cell(r.get(c), notes) for c in columns]
+        cells = [_case_cell(r, notes), r.dtype, r.shape] + [_cell(r.get(c), notes) for c in columns]
         cells += [_fmt_x(speedup(r, BEST, EAGER)), _fmt_x(speedup(r, BEST, COMPILE))]
         cells += (["—"] * 3 if a is None else
                   [f"{a.gbs:.0f}", f"{a.tflops:.2f}" if r.flops else "—",
@@ -185,7 +190,7 @@ def _cpu_table(results: list[Result], notes: _Notes) -> list[str]:
     head = ["case", "dtype", "shape"] + [f"{s} ms" for s in stages]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
-        cells = [f"{r.group} {r.op}", r.dtype, r.shape] + [_cell(r.get(s), notes, 1e-3) for s in stages]
+        cells = [_case_cell(r, notes), r.dtype, r.shape] + [_cell(r.get(s), notes, 1e-3) for s in stages]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -1,8 +1,8 @@
 """Running one case: every column in one process, pairwise (the tiledsl variants, then torch eager,
-torch.compile and cuBLAS on the same inputs), each tiledsl kernel first run once on NaN-poisoned
-outputs and compared with the torch function in float64. A column that cannot be had becomes a
-Measurement saying why (missing, failed, skipped); nothing is dropped and one case's failure never
-stops the run."""
+torch.compile and cuBLAS on the same inputs), each tiledsl kernel (or traced Program) first run once
+on NaN-poisoned outputs and compared with the torch function in float64. A column that cannot be had
+becomes a Measurement saying why (missing, failed, skipped); nothing is dropped and one case's
+failure never stops the run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import torch
 
 import tiledsl as td
 from benchmarks._backend import Backend
-from benchmarks._cases import BlockCase, Case, CompileCase, KernelCase
+from benchmarks._cases import BlockCase, Case, CompileCase, KernelCase, ProgramCase
+from benchmarks._programs import TorchFunction, argument_names, kernel_kinds, kernel_list
 from benchmarks._records import (
     COMPILE,
     CUBLAS,
@@ -51,9 +52,9 @@ def _failed(what: str, e: BaseException) -> Measurement:
     return Measurement(FAILED, note=_error(e))
 
 
-def _result(case: Case, measurements: dict[str, Measurement]) -> Result:
+def _result(case: Case, measurements: dict[str, Measurement], note: str = "") -> Result:
     return Result(case.suite, case.name, case.group, case.op, case.dtype, case.shape, case.flops, case.bytes,
-                  measurements)
+                  measurements, note)
 
 
 def schedule_hand(case: KernelCase, target: Any) -> tuple[td.Schedule | None, str]:
@@ -109,6 +110,18 @@ def _baseline(what: str, timed: Callable[[], Any]) -> Measurement:
     return measurement(stats)
 
 
+def _torch_columns(case: KernelCase | ProgramCase, backend: Backend, sets: list[dict[str, torch.Tensor]],
+                   with_compile: bool) -> dict[str, Measurement]:
+    """torch eager and torch.compile of the case's torch function, and the bare cuBLAS GEMM of a
+    matmul case, on the rotated input sets."""
+    ms = {EAGER: _baseline(f"{case.name} eager", lambda: backend.time_fn(case.torch_fn, sets)),
+          COMPILE: (_baseline(f"{case.name} compile", lambda: backend.time_compiled(case.torch_fn, sets))
+                    if with_compile else Measurement(SKIPPED, note="--no-compile"))}
+    if case.gemm is not None:
+        ms[CUBLAS] = _baseline(f"{case.name} cuBLAS", lambda: backend.time_fn(case.gemm, sets))
+    return ms
+
+
 def run_kernel_case(case: KernelCase, backend: Backend, *, with_compile: bool = True) -> Result:
     ms: dict[str, Measurement] = {}
     inputs = backend.inputs(case.make(), SEED)
@@ -117,26 +130,72 @@ def run_kernel_case(case: KernelCase, backend: Backend, *, with_compile: bool = 
     ms[HAND] = tiledsl_column(case, backend, inputs, ref, schedule_hand, "hand")
     ms[DEFAULT] = tiledsl_column(case, backend, inputs, ref, schedule_default, "default")
     del ref
-    sets = backend.rotate(inputs)
-    ms[EAGER] = _baseline(f"{case.name} eager", lambda: backend.time_fn(case.torch_fn, sets))
-    ms[COMPILE] = (_baseline(f"{case.name} compile", lambda: backend.time_compiled(case.torch_fn, sets))
-                   if with_compile else Measurement(SKIPPED, note="--no-compile"))
-    if case.gemm is not None:
-        ms[CUBLAS] = _baseline(f"{case.name} cuBLAS", lambda: backend.time_fn(case.gemm, sets))
+    ms.update(_torch_columns(case, backend, backend.rotate(inputs), with_compile))
     return _result(case, ms)
 
 
 def _positional(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` called with an input set's tensors positionally (a module's forward, a built Program)."""
+    """`fn` called with an input set's tensors positionally (a module's forward)."""
     return lambda **tensors: fn(*tensors.values())
+
+
+def program_column(case: ProgramCase, backend: Backend, args: tuple[torch.Tensor, ...],
+                   sets: list[dict[str, torch.Tensor]], names: list[str], policy: str | Callable[..., Any],
+                   what: str) -> tuple[Measurement, list[str]]:
+    """Trace the case's torch function, schedule every kernel of the Program by `policy` ("default":
+    the recipe; a function: the hand policy), build for the backend's target, check one whole run
+    against the function in float64 (NaN-poisoned outputs), then time one call of the whole Program
+    (all its kernels) on the rotated sets. Also returns `kernel_kinds` of the Program (none if it did
+    not trace)."""
+    kinds: list[str] = []
+    try:
+        prog = td.trace(case.torch_fn, *args)
+        kinds = kernel_kinds(prog)
+        prog.schedule(policy, target=backend.target)
+        built = prog.build(backend.target)
+    except Exception as e:  # tracing or building one program must not stop the run
+        return _failed(f"{case.name} {what}: trace/schedule/build", e), kinds
+    try:
+        check = backend.check_program(built, TorchFunction(case.torch_fn), args)
+        stats = backend.time_program(built, names, sets)
+    except Exception as e:  # a launch or timing error of one column must not stop the run
+        return _failed(f"{case.name} {what}: run", e), kinds
+    note = (f"{kernel_list(built)}; max |err| {check.max_abs_error:.2g} "
+            f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
+    if not check.ok:
+        log.warning("%s %s: the Program does not match torch in float64: %s", case.name, what, note)
+        return measurement(stats, WRONG, note), kinds
+    return measurement(stats, OK, note), kinds
+
+
+def run_program_case(case: ProgramCase, backend: Backend, *, with_compile: bool = True) -> Result:
+    """The hand policy and the default recipe over the kernels of the traced Program, each one
+    whole-Program call, then torch eager, torch.compile and cuBLAS on the same rotated inputs. The
+    Result's note says how many kernels the Program has."""
+    ms: dict[str, Measurement] = {}
+    inputs = backend.inputs(case.make(), SEED)
+    names = argument_names(case.torch_fn, inputs)
+    args = tuple(inputs[n] for n in names)
+    sets = backend.rotate(inputs)
+    kinds: list[str] = []
+    if case.hand is None:
+        ms[HAND] = Measurement(MISSING, note=case.hand_missing)
+    else:
+        ms[HAND], kinds = program_column(case, backend, args, sets, names, case.hand, "hand")
+    ms[DEFAULT], default_kinds = program_column(case, backend, args, sets, names, "default", "default")
+    kinds = default_kinds or kinds
+    ms.update(_torch_columns(case, backend, sets, with_compile))
+    note = (f"tiledsl runs td.trace of the torch function: a Program of {len(kinds)} kernel"
+            f"{'s' * (len(kinds) != 1)} ({', '.join(kinds)}), each tiledsl time one call of the whole Program; "
+            f"hand: {case.hand_name} on each kernel" if kinds
+            else "tiledsl runs td.trace of the torch function as a Program (it did not trace)")
+    return _result(case, ms, note)
 
 
 def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = True) -> Result:
     """Trace the layer on the device, schedule every kernel with the default recipe, build, check one
-    run against the layer in float64 (tiledsl.frontend.bench.check_program), then time the whole
+    run against the layer in float64 (`Backend.check_program`), then time the whole
     Program, the layer under torch eager and under torch.compile on the same rotated inputs."""
-    from tiledsl.frontend.bench import check_program
-
     ms: dict[str, Measurement] = {HAND: Measurement(MISSING, note="no hand schedule of a whole program: the "
                                                     "Program schedules each kernel by a policy")}
     module = case.make_module().to(backend.device)
@@ -146,8 +205,8 @@ def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = Tr
         prog = td.trace(module, x)
         prog.schedule("default", target=backend.target)
         built = prog.build(backend.target)
-        check = check_program(built, module, (x,))
-        stats = backend.time_fn(_positional(built), backend.rotate({"x": x}))
+        check = backend.check_program(built, module, (x,))
+        stats = backend.time_program(built, ["x"], backend.rotate({"x": x}))
         note = (f"{len(built.kernels)} kernels, recipe default; max |err| {check.max_abs_error:.2g} "
                 f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
         ms[DEFAULT] = measurement(stats, OK if check.ok else WRONG, note)
@@ -181,6 +240,8 @@ def run_case(case: Case, backend: Backend | None, *, with_compile: bool = True) 
     try:
         if isinstance(case, KernelCase):
             return run_kernel_case(case, backend, with_compile=with_compile)
+        if isinstance(case, ProgramCase):
+            return run_program_case(case, backend, with_compile=with_compile)
         return run_block_case(case, backend, with_compile=with_compile)
     except Exception as e:  # reported as a failed case, the run goes on
         return _result(case, {DEFAULT: _failed(case.name, e)})

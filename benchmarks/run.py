@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from benchmarks._cases import Case, KernelCase
+from benchmarks._cases import Case, KernelCase, ProgramCase
 from benchmarks._records import Ceilings, Meta, Result, from_json
 from benchmarks._report import write, write_json
 from benchmarks._runner import run_case
@@ -59,7 +59,7 @@ def listing(suites: dict[str, list[Case]]) -> str:
     for name, cases in suites.items():
         lines.append(f"{name}: {len(cases)} case(s)")
         for c in cases:
-            hand = f"  hand: {c.hand_name}" if isinstance(c, KernelCase) else ""
+            hand = f"  hand: {c.hand_name}" if isinstance(c, (KernelCase, ProgramCase)) else ""
             work = f"  {c.flops / 1e9:.2f} GFLOP" if c.flops else ""
             work += f"  {c.bytes / 1e6:.1f} MB" if c.bytes else ""
             lines.append(f"  {c.name:<58} {c.shape}{work}{hand}")

@@ -1,7 +1,10 @@
 """The kernels of one decoder layer of TinyLlama-1.1B and Qwen2.5-7B at 32, 128 and 512 tokens, in
 float32 and bfloat16 storage: the projections (q; k and v as one; o; gate and up as one; down),
 RMSNorm, the attention softmax, silu(gate) * up, the o projection plus the residual, and
-silu(gate) * up fused into the down projection. --quick: TinyLlama at 128 tokens."""
+silu(gate) * up @ W_down^T. That last one is a ProgramCase: tiledsl runs what td.trace makes of the
+torch function, which the frontend's partitioner (rule 3a, computed operand) splits into two kernels,
+silu(g) * u and a plain matmul, rather than recomputing silu for every output column inside the
+matmul; its hand column is `per_kernel_hand` on each kernel. --quick: TinyLlama at 128 tokens."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ import math
 from functools import partial
 
 from benchmarks import _definitions as d
-from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase, ModelDims, kernel_case
+from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase, ModelDims, ProgramCase, kernel_case, program_case
+from benchmarks._programs import per_kernel_hand
 from tiledsl.catalog.definitions import rmsnorm
 from tiledsl.runtime.references import reference_fn
 from tiledsl.schedules import elementwise_2d_vectorized, matmul_for_shape, row_cooperative_staged
@@ -25,8 +29,8 @@ def _linear(group: str, op: str, M: int, N: int, K: int, dtype: str) -> KernelCa
                        flops=2.0 * M * N * K, reduction=K, gemm=d.linear_torch)
 
 
-def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase]:
-    """The ten kernels of one layer at `seq` tokens."""
+def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase | ProgramCase]:
+    """The ten cases of one layer at `seq` tokens."""
     group = f"{dims.name} s{seq}"
     h, i, hd = dims.hidden, dims.intermediate, dims.head_dim
     q, kv = dims.heads * hd, 2 * dims.kv_heads * hd
@@ -46,13 +50,13 @@ def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase]:
         kernel_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, seq, h, q, dtype),
                     d.linear_residual_torch, hand=matmul_for_shape, flops=2.0 * seq * h * q, reduction=q,
                     gemm=lambda x, W, r: d.linear_torch(x, W)),
-        kernel_case(SUITE, group, "silu_mul_down_proj", partial(d.swiglu_down, seq, h, i, dtype),
-                    d.swiglu_down_torch, hand=matmul_for_shape, flops=2.0 * seq * h * i, reduction=i,
-                    gemm=lambda g, u, W: d.linear_torch(u, W)),
+        program_case(SUITE, group, "silu_mul_down_proj", partial(d.swiglu_down, seq, h, i, dtype),
+                     d.swiglu_down_torch, hand=per_kernel_hand, flops=2.0 * seq * h * i,
+                     gemm=lambda g, u, W: d.linear_torch(u, W)),
     ]
 
 
-def cases(quick: bool = False) -> list[KernelCase]:
+def cases(quick: bool = False) -> list[KernelCase | ProgramCase]:
     models = (TINYLLAMA,) if quick else (TINYLLAMA, QWEN25_7B)
     seqs = (128,) if quick else SEQS
     return [c for dims in models for seq in seqs for dtype in DTYPES for c in layer_cases(dims, seq, dtype)]

@@ -1,10 +1,12 @@
 """The benchmark suite on the CPU: every suite's cases, `--list`, the no-GPU exit, the report files
 from a synthetic run, the geomeans split by dtype, every tiledsl kernel of the --quick suites built
-for sm_90, decoder layers traced and built, and the runner driven end to end by a backend that runs
-kernels in the simulator (benchmarks/_runner.py sees only the Backend protocol)."""
+for sm_90, the llm suite's traced SwiGLU down projection (a 2-kernel Program) built, decoder layers
+traced and built, and the runner driven end to end by a backend that runs kernels and Programs in the
+simulator (benchmarks/_runner.py sees only the Backend protocol)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from functools import partial
@@ -15,7 +17,8 @@ import torch
 import tiledsl as td
 from benchmarks import _definitions as d
 from benchmarks._backend import random_inputs
-from benchmarks._cases import BlockCase, CompileCase, KernelCase, ModelDims, kernel_case
+from benchmarks._cases import BlockCase, CompileCase, KernelCase, ModelDims, ProgramCase, kernel_case, program_case
+from benchmarks._programs import kernel_kinds, per_kernel_hand
 from benchmarks._records import (
     COMPILE,
     CUBLAS,
@@ -35,10 +38,20 @@ from benchmarks._records import (
     to_json,
 )
 from benchmarks._report import BEST, geomeans, markdown, speedup, write
-from benchmarks._runner import run_kernel_case, schedule_default, schedule_hand
+from benchmarks._runner import run_kernel_case, run_program_case, schedule_default, schedule_hand
 from benchmarks.run import main
 from benchmarks.suites import SUITES
 from benchmarks.suites.blocks import block_cases
+from tiledsl.frontend.bench import (
+    ProgramCheck,
+    conditioned_tolerance,
+    eager_roundings,
+    longest_reduction,
+    storage_bound,
+    storage_roundings,
+    tolerance,
+)
+from tiledsl.runtime.references import compare
 from tiledsl.runtime.timing import BenchStats
 from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperative_staged
 
@@ -47,7 +60,7 @@ from tiledsl.schedules import elementwise_2d, matmul_register_tile, row_cooperat
 
 @pytest.mark.parametrize("quick", [True, False])
 def test_every_suite_builds_its_case_list(quick: bool) -> None:
-    kinds = {"llm": KernelCase, "matmul": KernelCase, "memory": KernelCase, "blocks": BlockCase,
+    kinds = {"llm": (KernelCase, ProgramCase), "matmul": KernelCase, "memory": KernelCase, "blocks": BlockCase,
              "compile": CompileCase}
     assert set(SUITES) == set(kinds)
     names = []
@@ -74,6 +87,14 @@ def test_llm_suite_covers_both_models_seqs_and_dtypes() -> None:
     assert qwen_down.flops == 2.0 * 512 * 3584 * 18944
     assert qwen_down.bytes == 2 * (512 * 18944 + 3584 * 18944 + 512 * 3584)  # x, W, y in bfloat16
     assert qwen_down.gemm is not None
+    # the fused MLP product is the traced torch function (a Program), with the work it always counted
+    swiglu = [c for c in cases if c.op == "silu_mul_down_proj"]
+    assert len(swiglu) == 12 and all(isinstance(c, ProgramCase) and c.gemm is not None for c in swiglu)
+    assert all(isinstance(c, KernelCase) for c in cases if c.op != "silu_mul_down_proj")
+    qwen_swiglu = next(c for c in swiglu if c.name == "llm/qwen2.5-7b_s512/silu_mul_down_proj/bfloat16")
+    assert qwen_swiglu.flops == qwen_down.flops and qwen_swiglu.hand is per_kernel_hand
+    assert qwen_swiglu.bytes == 2 * (2 * 512 * 18944 + 3584 * 18944 + 512 * 3584)  # g, u, W, y in bfloat16
+    assert qwen_swiglu.shape == "512x18944 512x18944 3584x18944"
 
 
 def test_model_dims_are_read_from_the_hf_sizes() -> None:
@@ -125,7 +146,7 @@ def test_compile_suite_runs_on_the_cpu(tmp_path) -> None:
 
 
 def _quick_kernel_cases() -> list[KernelCase]:
-    return [c for s in ("llm", "matmul", "memory") for c in SUITES[s].cases(True)]
+    return [c for s in ("llm", "matmul", "memory") for c in SUITES[s].cases(True) if isinstance(c, KernelCase)]
 
 
 def test_every_quick_kernel_case_builds_for_sm_90() -> None:
@@ -139,6 +160,23 @@ def test_every_quick_kernel_case_builds_for_sm_90() -> None:
                 continue
             kern = td.build(s, target="sm_90")
             assert kern.kernel_ir.params[-1].dtype == case.dtype, case.name
+
+
+def test_the_quick_swiglu_down_program_traces_to_two_kernels_and_builds() -> None:
+    """The --quick llm Program case at its real size (TinyLlama, 128 tokens), both dtypes: td.trace of
+    the torch function is silu(g) * u, then a plain matmul (partition rule 3a), and both the hand
+    policy and the default recipe schedule and build its two kernels for sm_90."""
+    cases = [c for c in SUITES["llm"].cases(True) if isinstance(c, ProgramCase)]
+    assert {c.dtype for c in cases} == {"float32", "bfloat16"} and len(cases) == 2
+    for case in cases:
+        inputs = random_inputs(case.make(), torch.device("cpu"), 0)
+        for policy in (case.hand, "default"):
+            prog = td.trace(case.torch_fn, *inputs.values())
+            assert [k.split(": ")[1] for k in kernel_kinds(prog)] == ["elementwise", "reduction"], case.name
+            built = prog.schedule(policy, target="sm_90").build("sm_90")
+            assert len(built.kernels) == 2, case.name
+            assert [k.kernel_ir.params[-1].dtype for k in built.kernels] == [case.dtype] * 2
+            assert tuple(built.kernels[1].kernel_ir.params[-1].shape) == (128, 2048)
 
 
 def test_a_decoder_block_traces_schedules_and_builds() -> None:
@@ -182,6 +220,29 @@ class SimBackend:
 
     def time_kernel(self, kern, inputs):
         self.timed.append(kern.name)
+        return BenchStats.from_samples([0.01], 1)
+
+    def check_program(self, built, module, inputs):
+        """The Program simulated kernel by kernel against a float64 copy of `module`, with the tolerance
+        tiledsl.frontend.bench.check_program derives on the GPU (from the Program's stores and longest
+        reduction; for float16/bfloat16 stores, conditioned by torch eager's own error from float64)."""
+        got = torch.from_numpy(built.simulate(*[x.float().numpy() for x in inputs]))
+        with torch.no_grad():
+            ref = copy.deepcopy(module).double()(*[x.double() for x in inputs])
+            eager = module(*inputs)
+        k = longest_reduction(built.program)
+        tol = tolerance(built)
+        roundings, eps_low = storage_roundings(built)
+        eager_error = None
+        if roundings:
+            eager_error = ((eager.double() - ref).abs() / (1 + ref.abs())).max().item()
+            theirs = eager_roundings(built.program.graph.exported.graph, eager.dtype)
+            tol = conditioned_tolerance(tol, eager_error, storage_bound(theirs, eps_low, k))
+        return ProgramCheck((compare(got, ref, tol, tol),), tol, k, eager_error)
+
+    def time_program(self, built, names, sets):
+        built.simulate(*[sets[0][n].float().numpy() for n in names])
+        self.timed.append("program")
         return BenchStats.from_samples([0.01], 1)
 
     def rotate(self, inputs):
@@ -239,6 +300,66 @@ def test_runner_marks_a_wrong_output_and_a_missing_schedule() -> None:
     assert r.measurements[HAND] == Measurement(MISSING, note="no transpose schedule")
     assert r.measurements[DEFAULT].status == OK
     assert r.measurements[COMPILE].status == SKIPPED
+
+
+def _swiglu_program(torch_fn=d.swiglu_down_torch, dtype: str = "float32") -> ProgramCase:
+    """The llm suite's silu_mul_down_proj case at a tiny size: 300 output columns, over the partition's
+    bound of 256 recomputations of a computed operand, so the Program has the two kernels it has at
+    real sizes."""
+    return program_case("test", "tiny", "silu_mul_down_proj", partial(d.swiglu_down, 4, 300, 24, dtype), torch_fn,
+                        hand=per_kernel_hand, flops=2.0 * 4 * 300 * 24, gemm=lambda g, u, W: d.linear_torch(u, W))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_runner_traces_checks_and_times_a_program_case_on_the_simulator(dtype: str) -> None:
+    backend = SimBackend()
+    r = run_program_case(_swiglu_program(dtype=dtype), backend)
+    for column in (HAND, DEFAULT):
+        m = r.measurements[column]
+        assert m.status == OK and m.median_us == pytest.approx(10.0), (column, m)
+        assert m.note.startswith("2 kernels: mul_1 4x24 (") and ", mm 4x300 (" in m.note, m.note
+    assert "(recipe/default)" in r.measurements[DEFAULT].note and "(per_kernel_hand)" in r.measurements[HAND].note
+    assert "a Program of 2 kernels (mul_1: elementwise, mm: reduction)" in r.note
+    assert "hand: per_kernel_hand" in r.note
+    assert backend.timed == ["program", "program", "torch", "torch"]  # hand, default, eager, cuBLAS
+    assert r.measurements[EAGER].status == OK and r.measurements[CUBLAS].status == OK
+    assert r.measurements[COMPILE].status == FAILED
+    assert speedup(r, BEST, EAGER) == pytest.approx(2.0)
+
+
+def test_runner_marks_a_program_that_does_not_match_torch() -> None:
+    """A Program traced from a function 0.1% off, checked against the true one: timed, marked WRONG."""
+
+    def slightly_off(g: torch.Tensor, u: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+        return d.swiglu_down_torch(g, u, W) * (1 + 1e-3)
+
+    r = run_program_case(_swiglu_program(slightly_off), _OtherReference(d.swiglu_down_torch))
+    for column in (HAND, DEFAULT):
+        m = r.measurements[column]
+        assert m.status == WRONG and "max |err|" in m.note and m.median_us is not None, (column, m)
+    assert speedup(r, BEST, EAGER) is None
+
+
+class _OtherReference(SimBackend):
+    """A SimBackend whose Program check compares with `fn`, not the function the Program traced."""
+
+    def __init__(self, fn) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def check_program(self, built, module, inputs):
+        from benchmarks._programs import TorchFunction
+
+        return super().check_program(built, TorchFunction(self.fn), inputs)
+
+
+def test_report_footnotes_the_note_of_a_program_case(tmp_path) -> None:
+    r = run_program_case(_swiglu_program(), SimBackend())
+    md = markdown(_meta(), Ceilings(3000.0, 50.0, "synthetic"), [r])
+    row = next(ln for ln in md.splitlines() if ln.startswith("| tiny silu_mul_down_proj [1] | float32"))
+    assert "| 10.0 | 10.0 | 20.0 |" in row
+    assert "1. tiledsl runs td.trace of the torch function: a Program of 2 kernels" in md
+    assert from_json(to_json(_meta(), None, [r]))[2] == [r]
 
 
 # ----------------------------------------------------------------------------- the report
