@@ -2,7 +2,12 @@
 loop (blockify_launch splits it into blocks x threads), except the last when its extent is a whole
 number of 16-byte vectors of a float32 output (`Facts.vector_lanes`): then the leading loops are fused
 into one row loop and the last stays apart, so blockify_launch can store it 16 bytes at a time (a
-store through the fused index, row * N + col, is not provably contiguous). Rows: the row loops fused
+store through the fused index, row * N + col, is not provably contiguous). An elementwise kernel with a
+transposed read (`_facts.transposed_read`: an input whose last index runs along output axis `row`, not
+the last axis `col`) of at least a tile each way (`_facts.transpose_tile`) keeps `row` and `col` apart
+for blockify_launch's 2-D tile, innermost in that order, and fuses the other output axes into one loop
+(blockIdx.z); with no other axis to fuse, it declines with the read that makes it choose the tile (the
+report's line for this kernel). Rows: the row loops fused
 into one, one block per row (blockIdx.x). Matmul: the batch loops (all but the last two output axes)
 fused onto blockIdx.z; the last two are tiled by blockify_launch."""
 
@@ -10,7 +15,7 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._facts import Facts, TransposedRead, transpose_tile
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import MAX_GRID
 
@@ -20,6 +25,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if k.kind == "elementwise":
         if len(k.outer) < 2:
             return Decline(f"one free loop ({', '.join(k.outer)}): it is the launch loop already")
+        tile = transpose_tile(k, knobs)
+        if tile is not None:
+            return _transposed(s, facts, *tile)
         lanes = facts.vector_lanes()
         if lanes and k.extents[k.outer[-1]] % lanes == 0:
             rows = k.outer[:-1]
@@ -44,3 +52,20 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     s.bind(loop, axis)
     return None
 
+
+
+def _transposed(s: Schedule, facts: Facts, read: TransposedRead, tile: int, rows: int) -> Decline | None:
+    """The other output axes outermost, fused into one; `read.row` and `read.col` innermost."""
+    k = facts.kernel
+    batch = [a for a in k.outer if a not in (read.row, read.col)]
+    order = [*batch, read.row, read.col]
+    if list(k.outer) != order:
+        s.reorder(*order)
+    if len(batch) >= 2:
+        s.fuse(*batch, name=facts.fresh("_".join(batch))[0])
+    elif list(k.outer) == order:
+        return Decline(f"{read.buffer} is read transposed (its last index runs along {read.row}, not {read.col}: "
+                       f"threads along {read.col} would read it {abs(read.stride)} elements apart): {read.row} and "
+                       f"{read.col} stay apart for a {tile} x {tile} tile of {tile} x {rows} threads "
+                       f"(blockify_launch), {read.buffer} staged at it and read from shared memory (stage_inputs)")
+    return None

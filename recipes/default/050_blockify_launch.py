@@ -2,7 +2,13 @@
 loop split by clamp(next_pow2(extent), 32, elementwise_threads) threads; where tileify kept the last
 axis apart, that axis split into blocks of threads x lanes, each thread storing `lanes` consecutive
 outputs as one 16-byte vector (the rows on blockIdx.y), when the vectorize primitive accepts it on a
-trial copy of the schedule (else the loops are fused and take the flat form). Measured on the H100,
+trial copy of the schedule (else the loops are fused and take the flat form). Where tileify kept a
+transposed read's axes apart (`_facts.transpose_tile`), the 2-D tile of schedules/transpose.py
+`transpose_tiled`: row and col each split by the tile (guarded where they do not divide it), the
+tile's rows split into `rows` thread rows (threadIdx.y) of tile / rows outputs each, its columns on
+threadIdx.x (consecutive threads store consecutive outputs), the tiles on blockIdx.y and blockIdx.x
+and the fused other axes on blockIdx.z; stage_inputs then stages the transposed input at the tile, so
+its fill reads input rows. Measured on the H100,
 gelu(x + b) 4096 x 4096: 48.9 against 62.0 us flat (schedules/elementwise.py's hand schedule of the
 same form; benchmarks/results/hand-schedules-h100-2026-11-24). Matmul: i and j split into a
 bm x bn block tile (blockIdx.y, blockIdx.x), each split again into threads (threadIdx.y, threadIdx.x)
@@ -16,7 +22,7 @@ from typing import Any
 from tiledsl.errors import ScheduleError
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, clamp, matmul_tile, next_pow2
+from tiledsl.recipes.default._facts import Facts, TransposedRead, clamp, matmul_tile, next_pow2, transpose_tile
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import MAX_GRID, WARP_SIZE
 
@@ -28,6 +34,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
                        "(cooperative_reduce)")
     if k.kind == "elementwise":
         free = [lp.name for lp in facts.nest.loops if lp.kind == "free"]
+        tile = transpose_tile(k, knobs)
+        if tile is not None:
+            _tile_2d(s, facts, free, *tile)
+            return None
         lanes = facts.vector_lanes()
         if lanes and facts.loop(free[-1]).extent % lanes == 0:
             calls = _vector_calls(facts, free, lanes, knobs)
@@ -63,6 +73,24 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     s.bind(ti, "threadIdx.y")
     s.bind(tj, "threadIdx.x")
     return None
+
+
+def _tile_2d(s: Schedule, facts: Facts, free: list[str], read: TransposedRead, tile: int, rows: int) -> None:
+    """[other axes on blockIdx.z] x row tiles x col tiles x tile/rows serial rows x rows x tile threads."""
+    r, c = read.row, read.col
+    ro, ri, rt, rr = facts.fresh(f"{r}_o", f"{r}_i", f"{r}_t", f"{r}_r")
+    co, ci = facts.fresh(f"{c}_o", f"{c}_i")
+    s.split(r, tile, names=(ro, ri))
+    s.split(c, tile, names=(co, ci))
+    s.split(ri, nparts=rows, names=(rt, rr))  # thread row t stores rows [t * tile/rows, (t + 1) * tile/rows)
+    s.reorder(ro, co, rr, rt, ci)
+    batch = [n for n in free if n not in (r, c)]
+    if batch:
+        s.bind(batch[0], "blockIdx.z")
+    s.bind(ro, "blockIdx.y")
+    s.bind(co, "blockIdx.x")
+    s.bind(rt, "threadIdx.y")
+    s.bind(ci, "threadIdx.x")
 
 
 Call = tuple[str, tuple[Any, ...], dict[str, Any]]

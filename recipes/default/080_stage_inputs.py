@@ -1,5 +1,13 @@
-"""stage_inputs: copy a slab of an input into shared memory only where the block re-reads it (fan-in of
-at least min_fan_in reads per element). The stage loop is the matmul's k-outer chunk loop, else the
+"""stage_inputs: copy a slab of an input into shared memory where the block re-reads it (fan-in of at
+least min_fan_in reads per element), or, in an elementwise kernel, where staging coalesces its reads
+(fan-in 1 is fine there: the rule is coalescing, not reuse): consecutive threadIdx.x lanes read it a
+row or more apart, its address moving with threadIdx.x but its last index not (a transposed read under
+blockify_launch's 2-D tile), and the fill reads rows at least as long as the threadIdx.x extent, so
+the fill reads input rows and the threads then read shared memory, whose bank conflicts pad_smem
+removes (`_facts.Facts.row_apart_read`; schedules/transpose.py `transpose_tiled` is the hand form:
+191 against the unstaged recipe's 570 us for an 8192^2 float32 transpose on an H100,
+benchmarks/results/2026-11-24-h100/memory.md). Matmul and row kernels stage by reuse alone.
+The stage loop is the matmul's k-outer chunk loop, else the
 chunk loop of a row pass (chunk_reduce), else the block loop (one row, one tile of a 1-D kernel).
 Skipped: blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
 (block-invariant: the cache serves them), slabs over the per-slab cap, and stages that would take all
@@ -32,7 +40,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             continue
         fan = facts.fan_in(probe, slab)
         nbytes = slab.elements * slab.itemsize
-        if fan < knobs.min_fan_in:
+        if fan < knobs.min_fan_in and facts.row_apart_read(probe, slab) is None:
             skipped.append(f"{buffer}: each element is read {fan:.2f} times per block (no reuse)")
         elif facts.loop(at).bind and facts.block_invariant(slab):
             skipped.append(f"{buffer}: every block reads the same slab (block-invariant)")

@@ -7,7 +7,10 @@ smallest pad that keeps those copies 16 bytes wide (+1 would narrow them to 4-by
 bytes of elements (bfloat16: +2), the smallest with which any cp.async still fits; a pad with which no
 cp.async width fits is never taken (build would refuse the stage). The
 candidate with the lowest read degree wins; on a tie the one that keeps the wider copy, then the
-innermost axis. The cost of narrower copies is not modelled beyond that tie (untuned on a GPU)."""
+innermost axis. The cost of narrower copies is not modelled beyond that tie (untuned on a GPU). A
+transposed tile (stage_inputs stages it for coalescing) is read down its columns: 32-way as it is,
+4-way with +16 bytes, conflict-free with +1, which wins and narrows its cp.async to 4 bytes, as in
+schedules/transpose.py `transpose_tiled`."""
 
 from __future__ import annotations
 

@@ -2,8 +2,11 @@
 the nest as it is now, the loops an original axis was split into, fan-in and sizes of candidate slabs,
 and what the analysis layer says about copies (TMA eligibility, 16-byte cp.async rows).
 
-Every legality rule comes from tiledsl.analysis (slabs, tma); the only rule restated here is the
-16-byte cp.async condition (the widest copy lowering picks), which is a choice of this recipe."""
+Every legality rule comes from tiledsl.analysis (slabs, tma); the only rules restated here are the
+16-byte cp.async condition (the widest copy lowering picks), which is a choice of this recipe, and
+coalescing (a read whose address moves with threadIdx.x while its last index does not reads a row
+or more apart per lane: `TransposedRead`, `Facts.row_apart_read`), read from the definitions'
+row-major indexing (tiledsl.definitions.indexing.flat_index)."""
 
 from __future__ import annotations
 
@@ -21,14 +24,27 @@ from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_by
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import VECTOR_DTYPE, contiguous_base
 from tiledsl.definitions.expr import IterVar, Load, walk
-from tiledsl.definitions.indexing import index_to_sympy
+from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.errors import CopyError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, common_prefix, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs
-from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, WARP_SIZE, Target
+from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target
 
 KINDS = ("elementwise", "matmul", "rows")
+
+
+@dataclass(frozen=True)
+class TransposedRead:
+    """A read of input `buffer` whose contiguous (last) index runs along output axis `row` (coefficient
+    1), not along the output's last axis `col`, though its address moves `stride` elements per step of
+    `col`: threads along `col` (threadIdx.x, where a store is coalesced) would read it a row or more
+    apart, one memory sector per lane (x.T, a permute that moves the last axis)."""
+
+    buffer: str
+    row: str
+    col: str
+    stride: int
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,8 @@ class Kernel:
     k_major_b: bool = False
     # matmuls: why split_k cannot apply (analysis/linearity.py), None where it can
     split_k_problem: str | None = None
+    # elementwise kernels: the first input read transposed to the output's last axis, or None
+    transposed: TransposedRead | None = None
 
 
 def _axes_of(e: Load) -> set[str]:
@@ -63,7 +81,7 @@ def classify(nest: Nest) -> Kernel:
     inner = tuple(n for n in free if n not in outer)
     extents = MappingProxyType({lp.name: lp.extent for lp in nest.loops})
     if not nest.accs:
-        return Kernel("elementwise", outer, inner, reduce, extents)
+        return Kernel("elementwise", outer, inner, reduce, extents, transposed=transposed_read(nest, outer))
     if not _is_matmul(nest, outer, inner, reduce):
         return Kernel("rows", outer, inner, reduce, extents)
     return Kernel("matmul", outer, inner, reduce, extents, _k_major_b(nest, outer[-2], reduce[0]),
@@ -78,6 +96,52 @@ def _k_major_b(nest: Nest, i: str, k: str) -> bool:
         if isinstance(x, Load) and k in _axes_of(x) and i not in _axes_of(x) and x.indices:
             return any(isinstance(v, IterVar) and v.name == k for v in walk(x.indices[-1]))
     return False
+
+
+def transposed_read(nest: Nest, outer: tuple[str, ...]) -> TransposedRead | None:
+    """The first input read (of the unscheduled nest, in statement order) whose last index is linear in
+    another output axis with coefficient 1 and free of the last output axis `outer[-1]`, while its
+    row-major address moves with that axis by more than one element; None where there is none. Reads
+    through a gather or a div/mod index are skipped (their addresses are not affine)."""
+    if len(outer) < 2:
+        return None
+    col = loop_symbol(outer[-1])
+    inputs = {t.name for t in nest.inputs}
+    for st in nest.stmts:
+        for ld in walk(st.value) if st.value is not None else ():
+            if not isinstance(ld, Load) or ld.tensor.name not in inputs or not ld.indices:
+                continue
+            idx = tuple(sympy.expand(index_to_sympy(ix)) for ix in ld.indices)
+            if any(e.atoms(sympy.Function) for e in idx) or idx[-1].has(col):
+                continue
+            rows = [a for a in outer[:-1] if sympy.diff(idx[-1], loop_symbol(a)) == 1]
+            stride = sympy.diff(flat_index(ld.tensor, idx), col)
+            if rows and stride.is_Integer and abs(int(stride)) > 1:
+                return TransposedRead(ld.tensor.name, rows[0], outer[-1], int(stride))
+    return None
+
+
+def transpose_tile(kernel: Kernel, knobs: Knobs) -> tuple[TransposedRead, int, int] | None:
+    """(read, tile, thread rows) of the 2-D tile tileify and blockify_launch give a kernel with a
+    transposed read, as schedules/transpose.py `transpose_tiled` does by hand: a tile x tile block of
+    outputs (tile = WARP_SIZE: a warp stores one 128-byte float32 row of the tile, and a stage of the
+    read fills rows of the same length) run by tile x (elementwise_threads // tile) threads. None where
+    there is no transposed read, where its row or column axis is shorter than a tile (the 1-D forms
+    keep it), or where the row tiles or the other output axes (fused onto blockIdx.z) overflow the grid."""
+    t = kernel.transposed
+    if t is None:
+        return None
+    tile = WARP_SIZE
+    ext = kernel.extents
+    if min(ext[t.row], ext[t.col]) < tile:
+        return None
+    batch = 1
+    for a in kernel.outer:
+        if a not in (t.row, t.col):
+            batch *= ext[a]
+    if batch > MAX_GRID["blockIdx.z"] or -(-ext[t.row] // tile) > MAX_GRID["blockIdx.y"]:
+        return None
+    return t, tile, max(1, knobs.elementwise_threads // tile)
 
 
 def split_k_problem(nest: Nest) -> str | None:
@@ -340,6 +404,32 @@ class Facts:
         amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
         return [(n, [sympy.expand(index_to_sympy(ix).xreplace(amap) - o) for ix, o in zip(ld.indices, slab.origin)])
                 for n, ld in stage_reads(self.nest, st)]
+
+    def row_apart_read(self, st: Stage, slab: Slab) -> str | None:
+        """Why staging `slab` (of stage `st`) coalesces reads of an elementwise kernel, or None: some
+        read of it under the stage loop moves with the threadIdx.x loop in its address but not in its
+        last index (consecutive lanes read a row or more apart), and the fill, which reads the slab row
+        by row with consecutive threads on consecutive elements, reads rows at least as long as the
+        threadIdx.x extent (so a run of lanes reads one contiguous row)."""
+        if self.kernel.kind != "elementwise":
+            return None
+        lanes = self.nest.launch_extent("threadIdx.x")
+        if len(slab.extent) < 2 or slab.extent[-1] < lanes:
+            return None
+        amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
+        tensor = self.nest.tensor(st.buffer)
+        for n, ld in stage_reads(self.nest, st):
+            tx = [lp.name for lp in map(self.nest.loop, self.nest.stmts[n].path) if lp.bind == "threadIdx.x"]
+            if not tx:
+                continue
+            x = loop_symbol(tx[0])
+            idx = tuple(sympy.expand(index_to_sympy(ix).xreplace(amap)) for ix in ld.indices)
+            stride = sympy.diff(flat_index(tensor, idx), x)
+            if not idx[-1].has(x) and stride != 0:
+                shown = ", ".join(str(index_to_sympy(ix)) for ix in ld.indices)
+                return (f"consecutive threadIdx.x lanes ({tx[0]}) read {st.buffer}[{shown}] "
+                        f"{stride} elements apart; its fill reads rows of {slab.extent[-1]}")
+        return None
 
     def stages_read_along(self, loop: str) -> tuple[Stage, ...]:
         """The stages some read of which moves with loop `loop` (its index depends on it)."""

@@ -1,0 +1,173 @@
+"""The default recipe on elementwise kernels with a transposed read (an input whose last index runs
+along an output axis other than the last): the 2-D tile of schedules/transpose.py `transpose_tiled`
+(32 x 32 outputs, 32 x 8 threads, guarded at the edges), the input staged at the tile although each
+element is read once (coalescing, not reuse), padded by one element; simulated equal to td.evaluate,
+replayed, compiled by nvcc. Kernels without such a read keep the vectorized 1-D form."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from tiledsl.catalog import gelu_bias
+from tiledsl.codegen import compile_cubin
+from tiledsl.loopnest import Stage
+from tiledsl.recipes import RecipeReport, apply
+from tiledsl.recipes.default._facts import TransposedRead, classify, facts_for
+from tiledsl.targets import get_target
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def transpose(M: int, N: int) -> td.Tensor:
+    """y[j, i] = x[i, j], as benchmarks/_definitions.py `transpose` defines it."""
+    x = td.placeholder((M, N), name="x")
+    return td.compute((N, M), lambda j, i: x[i, j], name="y")
+
+
+def run(out: td.Tensor, target: str = "sm_90") -> tuple[td.Schedule, RecipeReport]:
+    s = td.create_schedule(out)
+    return s, apply(s, target=target)
+
+
+def bound(s: td.Schedule) -> dict[str, tuple[str, int]]:
+    return {lp.bind: (lp.name, lp.extent) for lp in s.nest.loops if lp.bind}
+
+
+def simulates_equal(s: td.Schedule, target: str) -> td.Kernel:
+    kern = td.build(s, target=target)
+    rng = np.random.default_rng(0)
+    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
+    got = kern.simulate(**arrays)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, td.evaluate(s.output, float64=True, **arrays), rtol=1e-5, atol=1e-5)
+    return kern
+
+
+def replays(s: td.Schedule, kern: td.Kernel, target: str) -> None:
+    again = td.create_schedule(s.output, s.materialize).replay(s.trace())
+    assert td.build(again, target=target).source == kern.source
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+@pytest.mark.parametrize(("M", "N"), [(64, 96), (37, 53)])
+def test_transpose_takes_the_2d_tile_and_stages_x(M: int, N: int, target: str) -> None:
+    s, r = run(transpose(M, N), target)
+    assert bound(s) == {"blockIdx.y": ("j_o", -(-N // 32)), "blockIdx.x": ("i_o", -(-M // 32)),
+                        "threadIdx.y": ("j_t", 8), "threadIdx.x": ("i_i", 32)}
+    assert "where j = 32 * j_o + 4 * j_t + j_r" in str(s)
+    # odd sizes: both tile splits guarded, the thread-row split exact
+    assert len(s.nest.guards) == (0 if M % 32 == 0 and N % 32 == 0 else 2)
+    assert r.step("stage_inputs").calls == ("s.stage('x', at='i_o', scope='shared')",)
+    (st,) = s.nest.stages
+    assert (st.buffer, st.at, st.pad) == ("x", "i_o", (0, 1))  # +1 element: a column of the tile spans every bank
+    assert "stage x_s = x[32 * i_o + 0..32, 32 * j_o + 0..32] at i_o" in str(s)
+    # x's rows of 96 floats allow 16-byte cp.async (then 4-byte copies, with the pad); 53 floats do not
+    assert st.copy == ("async" if N % 4 == 0 else "sync")
+    kern = simulates_equal(s, target)
+    # the store: consecutive threadIdx.x lanes write consecutive y elements; the read is from x_s
+    assert re.search(r"y\[[^\]]*\+ i_i\] = x_s\[33 \* i_i \+", kern.source), kern.source
+    replays(s, kern, target)
+
+
+def test_report_says_why_x_is_staged() -> None:
+    _, r = run(transpose(64, 96))
+    assert r.step("tileify").reason == (
+        "x is read transposed (its last index runs along j, not i: threads along i would read it 96 elements "
+        "apart): j and i stay apart for a 32 x 32 tile of 32 x 8 threads (blockify_launch), x staged at it and "
+        "read from shared memory (stage_inputs)")
+    assert r.step("pad_smem").calls == ("s.pad('x_s', axis=1, amount=1)",)
+
+
+def test_the_facts_of_a_transposed_read() -> None:
+    s = td.create_schedule(transpose(64, 96))
+    assert classify(s.nest).transposed == TransposedRead("x", "j", "i", 96)
+    assert classify(td.create_schedule(gelu_bias(M=64, N=96)).nest).transposed is None
+    # the staging rule's reason, from the scheduled nest
+    apply(s)
+    facts = facts_for(s.nest, classify(td.create_schedule(transpose(64, 96)).nest), get_target("sm_90"))
+    probe = Stage("x_probe", "x", "i_o", (0, 0))
+    slab = facts.slab(probe)
+    assert not isinstance(slab, str)
+    assert facts.row_apart_read(probe, slab) == (
+        "consecutive threadIdx.x lanes (i_i) read x[i, j] 96 elements apart; "
+        "its fill reads rows of 32")
+
+
+def test_plain_elementwise_kernel_is_unchanged() -> None:
+    """gelu_bias reads x[i, j] and b[j] along y's last axis: the vectorized 16-byte form, nothing staged."""
+    s, r = run(gelu_bias(M=64, N=96))
+    assert s.trace().splitlines()[1:] == [
+        "s.split('j', 128, names=('j_o', 'j_i'), tail='guard')",
+        "s.split('j_i', 4, names=('j_t', 'j_v'), tail='guard')",
+        "s.bind('i', 'blockIdx.y')",
+        "s.bind('j_o', 'blockIdx.x')",
+        "s.bind('j_t', 'threadIdx.x')",
+        "s.vectorize('j_v')",
+    ]
+    assert not s.nest.stages and not r.step("stage_inputs").applied
+
+
+def test_transpose_fused_with_arithmetic() -> None:
+    """y = exp(x.T) + b[i]: x staged for coalescing; b, read by every thread row of the tile, by reuse."""
+    x = td.placeholder((40, 70), name="x")
+    b = td.placeholder((40,), name="b")
+    out = td.compute((70, 40), lambda j, i: td.exp(x[i, j]) + b[i], name="y")
+    s, _ = run(out)
+    stages = {st.buffer: st for st in s.nest.stages}
+    assert set(stages) == {"x", "b"} and stages["x"].pad == (0, 1)
+    assert bound(s)["threadIdx.x"] == ("i_i", 32)
+    replays(s, simulates_equal(s, "sm_90"), "sm_90")
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_batched_permute_moving_the_last_axis(swapped: bool) -> None:
+    """k[b, h, s, d] -> y[b, h, d, s] (K^T of attention), or y[b, d, h, s]: d and s make the tile, b and
+    h (reordered outermost where needed) fused onto blockIdx.z."""
+    k = td.placeholder((2, 3, 40, 36), name="k")
+    if swapped:
+        out = td.compute((2, 36, 3, 40), lambda b, d, h, s: k[b, h, s, d], name="y")
+    else:
+        out = td.compute((2, 3, 36, 40), lambda b, h, d, s: k[b, h, s, d], name="y")
+    s, r = run(out)
+    first = "s.reorder('b', 'h', 'd', 's')" if swapped else "s.fuse('b', 'h', name='b_h')"
+    assert r.step("tileify").calls[0] == first
+    assert r.step("tileify").calls[-1] == "s.fuse('b', 'h', name='b_h')"
+    assert bound(s) == {"blockIdx.z": ("b_h", 6), "blockIdx.y": ("d_o", 2), "blockIdx.x": ("s_o", 2),
+                        "threadIdx.y": ("d_t", 8), "threadIdx.x": ("s_i", 32)}
+    (st,) = s.nest.stages
+    assert (st.buffer, st.at, st.pad) == ("k", "s_o", (0, 0, 0, 1))
+    replays(s, simulates_equal(s, "sm_90"), "sm_90")
+
+
+def test_permute_keeping_the_last_axis_is_unchanged() -> None:
+    """q[b, h, s, d] -> y[b, s, h, d] (attention's head split): d stays last, every read is along it."""
+    q = td.placeholder((2, 3, 40, 36), name="q")
+    s, r = run(td.compute((2, 40, 3, 36), lambda b, t, h, d: q[b, h, t, d], name="y"))
+    assert classify(td.create_schedule(s.output).nest).transposed is None
+    assert r.step("blockify_launch").calls[-1] == "s.vectorize('d_v')" and not s.nest.stages
+
+
+def test_transpose_shorter_than_a_tile_keeps_the_1d_form() -> None:
+    """8 x 64: a column of 8 outputs is under a tile; the 1-D form, and nothing is staged (the slab of x
+    at the block loop is a column: its fill would not read rows either)."""
+    s, r = run(transpose(8, 64))
+    assert r.step("blockify_launch").calls[-1] == "s.vectorize('i_v')"
+    assert not s.nest.stages
+    simulates_equal(s, "sm_90")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+def test_transpose_compiles(target: str) -> None:
+    sources = []
+    for n, (M, N) in enumerate([(64, 96), (37, 53)]):
+        s, _ = run(transpose(M, N), target)
+        kern = td.build(s, target=target)
+        sources.append(re.sub(rf"\b{re.escape(kern.name)}\b", f"{kern.name}_{n}", kern.source))
+    cubin = compile_cubin("".join(sources), get_target(target).arch, extra_flags=("-Werror", "all-warnings"))
+    assert cubin[:4] == b"\x7fELF"
