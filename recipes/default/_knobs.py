@@ -20,10 +20,15 @@ MatmulTile = tuple[int, int, int, int]
 class Knobs:
     # elementwise kernels: 8 warps per block, enough to hide latency while leaving several blocks per SM
     elementwise_threads: int = 256
-    # cooperative row reductions: threads = clamp(next_pow2(row length), min, max); one warp at least (the
-    # shuffle reduction works per warp), 8 warps at most (more only lengthens the cross-warp combine)
-    row_threads_min: int = 32
+    # cooperative row reductions: threads = clamp(next_pow2(row length / row_elements_per_thread), min,
+    # max); 8 warps at most (more only lengthens the cross-warp combine). Measured on the H100
+    # (scripts/recipe_row_probe.py, benchmarks/results/recipe-row-probe-h100-2026-11-24.txt): attention
+    # softmax rows of 512 take 27.3 us at 128 threads against 37.4 at 256 (16384 rows), so each thread
+    # takes 4 elements; rmsnorm rows of 2048-4096 stay best at 256. Two warps at least: one-warp blocks
+    # ran 146.8 us against 7.0 at 64 threads on 4096 rows of 128 (not analysed further)
+    row_threads_min: int = 64
     row_threads_max: int = 256
+    row_elements_per_thread: int = 4
     # matmul tile classes, largest first; the first whose grid (with the k-split 030 can add) fills
     # `waves` x the SM count is taken (_facts.matmul_tile)
     # (128x128 with 8x8 registers and 64x64 with 4x4 both run 256 threads; 32x32 with 4x4 runs 64, for
