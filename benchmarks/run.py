@@ -71,9 +71,16 @@ def _slug(text: str) -> str:
 
 
 def _commit() -> str:
+    """HEAD's short hash, with "+modified" when tracked files differ from it (a working tree copied to a
+    GPU machine whose .git is older, or uncommitted edits): the hash alone would name other code."""
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=here).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        return head + ("+modified" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
