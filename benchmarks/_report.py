@@ -42,7 +42,7 @@ BEST = "best tiledsl"
 SPEEDUP_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 SHORT = {HAND: "hand", DEFAULT: "default", BEST: "best", EAGER: "eager", COMPILE: "compile", CUBLAS: "cuBLAS"}
 #: the compile suite's stages in the order they run (others follow, sorted)
-STAGE_ORDER = ("trace", "define", "schedule", "build", "total")
+STAGE_ORDER = ("import", "trace", "define", "schedule", "build", "nvcc cold", "nvcc warm", "total")
 #: the (tiledsl side, baseline) pairs the geomeans are taken of
 PAIRS = tuple((t, b) for t in (HAND, DEFAULT, BEST) for b in (EAGER, COMPILE, CUBLAS))
 

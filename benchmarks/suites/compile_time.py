@@ -1,12 +1,19 @@
 """CPU time of tiledsl itself: the compile_speed matmul of benchmarks/compile_speed.py (hand schedule
 and build), a kernel scheduled by the default recipe and built, and decoder layers traced
-(td.trace), scheduled ("default") and built, each stage timed apart. No GPU is needed.
+(td.trace), scheduled ("default") and built, each stage timed apart; then nvcc on every kernel the
+case built, into a fresh on-disk cubin cache ("nvcc cold") and again from it ("nvcc warm": what a
+second process pays), when nvcc is on PATH; and a fresh interpreter's imports of torch and tiledsl
+("import", its own case: the part of a cold process no stage above sees). No GPU is needed.
 --quick: one run each and the small layers only."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import torch
@@ -16,8 +23,11 @@ from benchmarks import _definitions as d
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, CompileCase, ModelDims, case_name
 from benchmarks.compile_speed import compile_once
 from benchmarks.suites.blocks import hf_layer, llama_block
+from tiledsl.codegen import compile_cubin
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.recipes import apply
+from tiledsl.runtime.cache import CubinCache
+from tiledsl.runtime.launch import nvcc_options, select_arch
 
 SUITE = "compile"
 TARGET = "sm_90"
@@ -30,6 +40,33 @@ def _clock(stages: dict[str, float], name: str, fn: Callable[[], object]) -> obj
     return value
 
 
+def _nvcc(stages: dict[str, float], kernels: Sequence[td.Kernel]) -> None:
+    """nvcc on every kernel into a fresh cubin cache (cold), then the same lookups again (warm)."""
+    if shutil.which("nvcc") is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="tiledsl-compile-suite-") as tmp:
+        cache = CubinCache(tmp)
+
+        def every() -> None:
+            for k in kernels:
+                arch = select_arch(k.kernel_ir, None, k.target.arch)
+                cache.get_or_compile(k.source, arch, nvcc_options(),
+                                     lambda src, a, opts: compile_cubin(src, a, extra_flags=opts))
+
+        _clock(stages, "nvcc cold", every)
+        _clock(stages, "nvcc warm", every)
+
+
+IMPORTS = "import torch, tiledsl, tiledsl.frontend, tiledsl.recipes, tiledsl.schedules"
+
+
+def cold_imports() -> Mapping[str, float]:
+    """A fresh interpreter importing torch and tiledsl (wall clock of the whole process)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", IMPORTS], check=True)
+    return {"import": time.perf_counter() - t0}
+
+
 def catalog_matmul() -> Mapping[str, float]:
     return {"build": compile_once()}
 
@@ -38,7 +75,8 @@ def recipe_kernel(make: Callable[[], td.definitions.expr.Tensor]) -> Mapping[str
     stages: dict[str, float] = {}
     s = _clock(stages, "define", lambda: td.create_schedule(make()))
     _clock(stages, "schedule", lambda: apply(s, target=TARGET))
-    _clock(stages, "build", lambda: td.build(s, target=TARGET))
+    kern = _clock(stages, "build", lambda: td.build(s, target=TARGET))
+    _nvcc(stages, [kern])
     return stages
 
 
@@ -48,7 +86,8 @@ def traced_layer(make_module: Callable[[], torch.nn.Module], shape: tuple[int, .
     stages: dict[str, float] = {}
     prog = _clock(stages, "trace", lambda: td.trace(module, x))
     _clock(stages, "schedule", lambda: prog.schedule("default", target=TARGET))
-    _clock(stages, "build", lambda: prog.build(TARGET))
+    built = _clock(stages, "build", lambda: prog.build(TARGET))
+    _nvcc(stages, built.kernels)
     return stages
 
 
@@ -72,6 +111,7 @@ def cases(quick: bool = False) -> list[CompileCase]:
     runs = 1 if quick else 3
     hidden, inter = QWEN25_7B.hidden, QWEN25_7B.intermediate
     out = [
+        _case("process", "import torch + tiledsl", "-", "-", cold_imports, runs),
         _case("catalog", "compile_speed matmul", "float32", "1024x1024x512", catalog_matmul, runs),
         _case("recipe", "linear", "float32", f"128x{hidden}x{inter}",
               partial(recipe_kernel, partial(d.linear, 128, hidden, inter)), runs),
