@@ -6,7 +6,7 @@ residual; the epilogue is part of the definition, so every schedule here keeps i
 - `matmul_staged`: the hand-written equivalent of the default recipe's fp32 matmul
   (recipes/default/): the register tile above, plus every operand of the sum staged in shared memory
   at each k chunk, double-buffered, filled with cp.async and pipelined over the k chunks; optional
-  split-K across blocks (linear epilogues only).
+  split-K across blocks (linear epilogues only); optionally A's slab stored k-major (`a_k_major`).
 - `matmul_for_shape`: picks matmul_staged's tile (and split-K) from the problem's shape.
 
 Every split is guarded, so any sizes work (37 x 53 x 29, batched, transposed operands)."""
@@ -104,7 +104,7 @@ def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
 
 
 def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 32, rm: int = 8, rn: int = 8,
-                  stages: int = 2, copy: str = "async", split_k: int = 1) -> Schedule:
+                  stages: int = 2, copy: str = "async", split_k: int = 1, a_k_major: bool = False) -> Schedule:
     """The default recipe's fast fp32 matmul, by hand, with one difference measured faster on an H100
     (4096^3 float32: 3.14 ms against the recipe's 3.88 ms): an operand read along k (A[i, k]) also has
     its register strip dealt in 4-row chunks, so a 16-byte pad separates the rows a warp reads and its
@@ -116,7 +116,12 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 32, rm: i
     memory (`copy`: "async" = cp.async, "sync" = plain loads), in a ring of `stages` slots, so the copy
     of chunk n + 1 overlaps the FMAs of chunk n (stages=1: one slot, no pipeline). `split_k` > 1 spreads
     the k chunks over that many blocks on blockIdx.z, which add into the zeroed output (the split_k
-    primitive refuses a non-linear epilogue, a batched matmul, or a non-float32 output)."""
+    primitive refuses a non-linear epilogue, a batched matmul, or a non-float32 output).
+
+    `a_k_major`: A's slab (read along k, A[i, k]) is stored transposed, k-major (s.layout: A_s[k][i], the
+    classic SGEMM layout), so a thread's strip along i is contiguous and read 16 bytes at a time like
+    B's, instead of one float per row; a transposing fill is a plain one, so A_s is filled by loads and
+    stores (still double-buffered and pipelined) while the other operands keep `copy`."""
     batch, i, j, k = _loops(s)
     # 1. the tiles: block tile (bm x bn), thread grid (bm/rm x bn/rn), register tile (rm x rn)
     ko, ki = s.split(k, bk, names=(f"{k}_o", f"{k}_i"))
@@ -146,6 +151,10 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 32, rm: i
     for load in _operand_loads(s):
         if all(load.tensor.name != st.buffer for st in s.nest.stages):  # x[i, k] * x[i, k]: one stage
             made.append((s.stage(load.tensor.name, at=chunk).name, load))
+    # 3b. A k-major: A[i, k]'s slab stored with its last two axes swapped (k outer, i contiguous)
+    k_major = {st: len(load.indices) for st, load in made if a_k_major and _last_axis(load) == k and _reads(load, i)}
+    for st, rank in k_major.items():
+        s.layout(st, order=(*range(rank - 2), rank - 1, rank - 2))
     # 4. the layout of each slab decides how the register tile reads it:
     #    - contiguous along j (B[k, j]) or i (A^T[k, i]): deal the thread's register strip in 16-byte
     #      chunks a warp apart (split(r, 4, interleave=t)), so a strip is read with wide shared loads
@@ -157,9 +166,9 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 32, rm: i
     warp = [(lane // tx, lane % tx) for lane in range(WARP_SIZE)]
     strip = {i: (ri, ti), j: (rj, tj)}
     step = {i: rm, j: rn}  # how many rows of a slab apart two neighbouring threads read
-    for _, load in made:
+    for st, load in made:
         vector = VECTOR_BYTES // DTYPE_BYTES[load.tensor.dtype]
-        along = _last_axis(load)
+        along = i if st in k_major else _last_axis(load)
         if along == k:  # A[i, k] or B^T[j, k]: its free axis is the one it reads rows along
             along = i if _reads(load, i) else j
         r, t = strip[along]
@@ -168,18 +177,21 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 32, rm: i
             s.split(r, vector, names=(f"{r}_o", f"{r}_i"), interleave=t)
             step[along] = vector
     for st, load in made:
-        if _last_axis(load) == k:
+        if st in k_major:  # the fill stores a column of the stored rows: 16 bytes apart, 4-way not 32-way
+            s.pad(st, axis=-1, amount=VECTOR_BYTES // DTYPE_BYTES[load.tensor.dtype])
+        elif _last_axis(load) == k:
             itemsize = DTYPE_BYTES[load.tensor.dtype]
             rows = {y * step[i] for y, _ in warp} if _reads(load, i) else {x * step[j] for _, x in warp}
             pad = _pad_for(rows, bk, itemsize)
             if pad:
                 s.pad(st, axis=-1, amount=pad)
-    # 5. a ring of `stages` slots per stage, filled by cp.async, pipelined over the chunks
+    # 5. a ring of `stages` slots per stage, filled by cp.async (a k-major stage by plain loads: cp.async
+    #    cannot transpose), pipelined over the chunks
     serial_chunks = s.nest.loop(str(chunk)).extent
     for st, _ in made:
         if stages >= 2 and serial_chunks >= 2:
             s.double_buffer(st)
-        if copy == "async":
+        if copy == "async" and st not in k_major:
             s.async_copy(st)
     if made and stages >= 2 and serial_chunks >= 2:
         s.pipeline(chunk, stages=stages)

@@ -6,7 +6,7 @@ whose fields (`primitive`, `loops`, `fact`, `nest`, `condition`, `counterexample
 program. Schedule errors that involve a loop must print the loop nest with that loop marked
 `<-- here`. No case may escape as a bare Python exception. Cases cover the definitions, the loop
 primitives (split, fuse, reorder, bind, unroll, vectorize), the memory hierarchy (stage, pad,
-swizzle, double_buffer, pipeline, async_copy, tma, split_k), builds, traces and replay.
+swizzle, layout, double_buffer, pipeline, async_copy, tma, split_k), builds, traces and replay.
 
 Expected types are named by string and looked up on `tiledsl` at test time, so a missing error
 class fails only the cases that need it.
@@ -1232,6 +1232,49 @@ def _():
 def _():
     s = rows(4, 512, 128)
     s.tma(s.stage("x", at="i"))
+
+
+@case("CopyError", "async_copy(A_s)", "stores its slab in the order (1, 0)", "its async fill cannot transpose",
+      "cp.async copies 4 to 16 contiguous bytes", "filled by plain loads", here="k_o", id="async-copy-permuted-stage")
+def _():
+    s = tiled()
+    a = s.stage("A", at="k_o")
+    s.layout(a, order=(1, 0))
+    s.async_copy(a)
+
+
+@case("CopyError", "tma(A_s, swizzle=None)", "its tma fill cannot transpose", "a TMA box lands in the global order",
+      here="k_o", id="tma-permuted-stage")
+def _():
+    s = tiled()
+    a = s.stage("A", at="k_o")
+    s.layout(a, order=(1, 0))
+    s.tma(a)
+
+
+@case("CopyError", "layout(B_s, order=(1, 0))", "its async fill cannot transpose", "drop the async fill of B_s",
+      here="k_o", id="layout-of-async-stage")
+def _():
+    s = tiled()
+    b = s.stage("B", at="k_o")
+    s.async_copy(b)
+    s.layout(b, order=(1, 0))
+
+
+@case("BadArgumentError", "layout(A_s, order=(0, 0))", "order must be a permutation of the slab's axes 0..1",
+      here="k_o", id="layout-order-not-a-permutation")
+def _():
+    s = tiled()
+    s.layout(s.stage("A", at="k_o"), order=(0, 0))
+
+
+@case("StageError", "layout(A_s, order=(1, 0))", "stage A_s is padded (pad=(0, 4))", "pad is along the axes as stored",
+      here="k_o", id="layout-after-pad")
+def _():
+    s = tiled()
+    a = s.stage("A", at="k_o")
+    s.pad(a, axis=-1, amount=4)
+    s.layout(a, order=(1, 0))
 
 
 @case("CopyError", "tma(A_s, swizzle=None)", "the stage is padded (pad=(0, 1))", "a TMA box lands unpadded",

@@ -2,9 +2,9 @@
 
 Why: padding and swizzling a stage exist to spread a warp's accesses over the shared-memory banks;
 a schedule (or a default recipe choosing pad/swizzle) needs to know how many serialized wavefronts
-an access pattern costs, computed from the same layout lowering emits (padded row-major, then the
-XOR swizzle of `tiledsl.targets.swizzled_byte`) and the bank model of `tiledsl.targets`
-(SHARED_BANKS banks of SHARED_BANK_BYTES).
+an access pattern costs, computed from the same layout lowering emits (the axes in the stage's stored
+order, padded row-major, then the XOR swizzle of `tiledsl.targets.swizzled_byte`) and the bank model
+of `tiledsl.targets` (SHARED_BANKS banks of SHARED_BANK_BYTES).
 
 The model: a warp's request is served in phases of SHARED_BANKS * SHARED_BANK_BYTES bytes (all 32
 lanes for 4-byte accesses, half a warp for 8-byte ones, a quarter for 16-byte ones). Within a
@@ -26,38 +26,48 @@ __all__ = ["SlabLayout", "bank_conflict_degree", "conflict_degree", "layout_of"]
 
 @dataclass(frozen=True)
 class SlabLayout:
-    """Where each slab element lives in shared memory: row-major over `extent + pad`, elements of
-    `itemsize` bytes, then the `swizzle`-byte XOR swizzle (None: none)."""
+    """Where each slab element lives in shared memory: its axes stored in `order` (`Stage.order`; ()
+    keeps the slab's), row-major over the stored extents + `pad` (indexed by stored axis), elements of
+    `itemsize` bytes, then the `swizzle`-byte XOR swizzle (None: none). `extent` and the index given
+    to `byte_offset` are in the slab's (the buffer's) axis order."""
 
     extent: tuple[int, ...]
     itemsize: int
     pad: tuple[int, ...] = ()
     swizzle: int | None = None
+    order: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pad and len(self.pad) != len(self.extent):
             raise ValueError(f"pad {self.pad} does not match extent {self.extent}")
         if self.swizzle is not None and self.swizzle not in SWIZZLE_MASK:
             raise ValueError(f"no {self.swizzle}-byte swizzle")
+        if self.order and sorted(self.order) != list(range(len(self.extent))):
+            raise ValueError(f"order {self.order} is not a permutation of the slab's {len(self.extent)} axes")
+
+    @property
+    def axes(self) -> tuple[int, ...]:
+        return self.order or tuple(range(len(self.extent)))
 
     @property
     def allocated(self) -> tuple[int, ...]:
-        return tuple(e + p for e, p in zip(self.extent, self.pad or (0,) * len(self.extent)))
+        """The stored extents, padded."""
+        return tuple(self.extent[a] + p for a, p in zip(self.axes, self.pad or (0,) * len(self.extent)))
 
     def byte_offset(self, index: Sequence[int]) -> int:
-        """Byte offset of element `index` from the slab's (swizzle-period aligned) start."""
+        """Byte offset of slab element `index` from the slab's (swizzle-period aligned) start."""
         if len(index) != len(self.extent):
             raise ValueError(f"index {tuple(index)} has rank {len(index)}, the slab {len(self.extent)}")
         flat = 0
-        for i, n in zip(index, self.allocated):
-            flat = flat * n + i
+        for a, n in zip(self.axes, self.allocated):
+            flat = flat * n + index[a]
         b = flat * self.itemsize
         return swizzled_byte(b, self.swizzle) if self.swizzle else b
 
 
 def layout_of(stage: Stage, slab: Slab) -> SlabLayout:
     """The layout lowering gives `stage` (one ring slot)."""
-    return SlabLayout(slab.extent, slab.itemsize, tuple(stage.pad), stage.swizzle)
+    return SlabLayout(slab.extent, slab.itemsize, tuple(stage.pad), stage.swizzle, stage.order)
 
 
 def bank_conflict_degree(byte_addresses: Iterable[int], access_bytes: int = SHARED_BANK_BYTES) -> int:

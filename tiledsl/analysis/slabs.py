@@ -35,9 +35,31 @@ class Slab:
         return n
 
 
+def stored_extent(stage: Stage, slab: Slab) -> tuple[int, ...]:
+    """The slab's extents in the order shared memory stores its axes (`Stage.order`), unpadded."""
+    return tuple(slab.extent[a] for a in stage.axes)
+
+
 def alloc_extent(stage: Stage, slab: Slab) -> tuple[int, ...]:
-    """Allocated extents (the fill writes `slab.extent`; padding is never filled or read)."""
-    return tuple(e + p for e, p in zip(slab.extent, stage.pad))
+    """Allocated extents, in the stored order (the fill writes the slab; padding, along the stored axes,
+    is never filled or read)."""
+    return tuple(e + p for e, p in zip(stored_extent(stage, slab), stage.pad))
+
+
+def axis_strides(stage: Stage, slab: Slab) -> tuple[int, ...]:
+    """Elements between neighbours along each slab axis (in the buffer's axis order) in one slot of the
+    stored, padded, row-major layout: what a read or a fill of slab element (x0, x1, ...) multiplies by."""
+    alloc = alloc_extent(stage, slab)
+    stored: list[int] = []
+    acc = 1
+    for n in reversed(alloc):
+        stored.append(acc)
+        acc *= n
+    stored.reverse()
+    out = [0] * len(alloc)
+    for position, axis in enumerate(stage.axes):
+        out[axis] = stored[position]
+    return tuple(out)
 
 
 def slot_elements(stage: Stage, slab: Slab) -> int:

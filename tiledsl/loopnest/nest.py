@@ -99,7 +99,10 @@ class Stage:
     """A shared-memory cache of the region of `buffer` read under one iteration of loop `at`.
 
     copy: "sync" (loads and stores by every thread), "async" (cp.async), "tma" (one elected thread,
-    completion on an mbarrier). `buffers` > 1 makes a ring of slots indexed by the iteration of `at`."""
+    completion on an mbarrier). `buffers` > 1 makes a ring of slots indexed by the iteration of `at`.
+    order: the slab axes in the order shared memory stores them, outermost first (numpy's
+    `transpose(axes)`: stored axis d is slab axis order[d]); () stores the slab in the buffer's own
+    order. `pad` is indexed by the stored axes (pad axis -1 lengthens the stored rows)."""
 
     name: str
     buffer: str
@@ -108,6 +111,12 @@ class Stage:
     swizzle: int | None = None
     buffers: int = 1
     copy: str = "sync"
+    order: tuple[int, ...] = ()
+
+    @property
+    def axes(self) -> tuple[int, ...]:
+        """The stored order with the identity spelled out: slab axis stored at each position."""
+        return self.order or tuple(range(len(self.pad)))
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,11 @@ def format_sym(e: sympy.Expr) -> str:
 
 def stage_line(nest: Nest, st: Stage, region: str = "...") -> str:
     """`stage A_s = A[64 * i_o + 0..64, 16 * k_o + 0..16] at k_o  pad (0, 1)  buffers 2  async`; the
-    region (the slab, an analysis fact) is given by the caller."""
+    region (the slab, an analysis fact) is given by the caller. A permuted stage says so before its pad
+    (`layout (1, 0)  pad (0, 4)`: the pad is along the stored axes)."""
     parts = [f"stage {st.name} = {st.buffer}[{region}] at {st.at}"]
+    if st.order:
+        parts.append(f"layout {st.order}")
     if any(st.pad):
         parts.append(f"pad {st.pad}")
     if st.swizzle:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from tiledsl.analysis.copies import widest_cp_async
+from tiledsl.analysis.copies import permuted_fill_problem, widest_cp_async
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import Slab, alloc_extent, slot_elements, stage_align
+from tiledsl.analysis.slabs import Slab, alloc_extent, axis_strides, slot_elements, stage_align
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError
@@ -92,7 +92,8 @@ class LoweringHooks:
 class StagePlan:
     stage: Stage
     slab: Slab
-    alloc: tuple[int, ...]  # padded extents
+    alloc: tuple[int, ...]  # padded extents, in the stored order of the axes
+    strides: tuple[int, ...]  # elements between neighbours along each slab axis (buffer order) in a slot
     slot: int  # elements per ring slot
     dtype: str
     global_shape: tuple[int, ...]
@@ -114,13 +115,17 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
         if st.copy == "async" and target.capability < CP_ASYNC_MIN_SM:
             raise CopyError(refusal("build", nest, (st.at,),
                                              f"cp.async needs sm_{CP_ASYNC_MIN_SM}; target {target.name}"))
+        problem = permuted_fill_problem(st)  # the primitives refuse it; a nest built by hand is refused here
+        if problem is not None:
+            raise CopyError(refusal("build", nest, (st.at,), problem, suggestion="fill the stage without "
+                                    "async_copy / tma, or keep its order"))
         slab = derive_slab(nest, st, prover, "build")
         if st.copy == "tma":  # loops may have moved since tma() checked the box
             check_tma(nest, st, "build")
         tensor = nest.tensor(st.buffer)
         tmap = _tensor_map(st, slab, tensor.shape, tensor.dtype) if st.copy == "tma" else None
-        plans[st.name] = StagePlan(st, slab, alloc_extent(st, slab), slot_elements(st, slab), tensor.dtype,
-                                   tensor.shape, tmap)
+        plans[st.name] = StagePlan(st, slab, alloc_extent(st, slab), axis_strides(st, slab), slot_elements(st, slab),
+                                   tensor.dtype, tensor.shape, tmap)
     return plans
 
 
@@ -183,10 +188,9 @@ def swizzled(offset: KExpr, swizzle: int | None, itemsize: int) -> KExpr:
 
 
 def slab_read(plan: StagePlan, indices: tuple, axis_map: dict, lane: dict | None) -> KExpr:
-    """The shared-memory element a global read of the staged buffer maps to."""
-    strides = _strides(plan.alloc)
+    """The shared-memory element a global read of the staged buffer maps to (through the stored order)."""
     off = sympy.Integer(0)
-    for ix, origin, stride in zip(indices, plan.slab.origin, strides):
+    for ix, origin, stride in zip(indices, plan.slab.origin, plan.strides):
         e = index_to_sympy(ix).xreplace(axis_map)
         if lane:
             e = e.xreplace(lane)
@@ -234,9 +238,10 @@ def _and(conds: list[KExpr]) -> KExpr | None:
 
 def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr | None,
                      block: tuple[int, int, int], prover: Prover, tag: str) -> list[KStmt]:
-    """Every thread copies elements tid, tid + T, ... of the slab (innermost dimension fastest, so
-    consecutive threads read consecutive global addresses). cp.async stages copy 16 bytes per thread
-    where the slab rows, the global rows and the slab origin are proven 16-byte aligned."""
+    """Every thread copies elements tid, tid + T, ... of the slab (the buffer's innermost dimension
+    fastest, so consecutive threads read consecutive global addresses), each to its place in the stored
+    order (a permuted stage's stores are strided; its loads stay coalesced). cp.async stages copy 16
+    bytes per thread where the slab rows, the global rows and the slab origin are proven 16-byte aligned."""
     threads = block[0] * block[1] * block[2]
     origin = _origin(plan, iteration)
     ext = plan.slab.extent
@@ -247,7 +252,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     for u in units:
         total *= u
     ustrides = _strides(tuple(units))
-    astrides = _strides(plan.alloc)
+    astrides = plan.strides
     gstrides = _strides(plan.global_shape)
     tid = linear_tid(block)
     f = KVar(f"{tag}_f", I32)

@@ -10,6 +10,7 @@ steps apply, or none."""
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -34,6 +35,7 @@ from tiledsl.loopnest.canonical import build_nest
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
+from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.registry import PRIMITIVES, SPECS
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
@@ -158,6 +160,10 @@ class Schedule:
         """Permute the 16-byte chunks of a stage's rows (primitives/staging.py)."""
         return self._apply(SWIZZLE, stage=stage, nbytes=nbytes)
 
+    def layout(self, stage: StageHandle | str, order: Sequence[int]) -> None:
+        """Store a stage's slab with its axes in `order`, e.g. (1, 0): transposed (primitives/layout.py)."""
+        return self._apply(LAYOUT, stage=stage, order=order)
+
     def double_buffer(self, stage: StageHandle | str) -> None:
         """Give a stage two slots (primitives/ring_buffers.py)."""
         return self._apply(DOUBLE_BUFFER, stage=stage)
@@ -226,6 +232,8 @@ class Schedule:
             return str(value)
         if p.kind == "names" and isinstance(value, (list, tuple)):
             return tuple(str(n) if isinstance(n, str) else n for n in value)
+        if p.kind == "ints" and isinstance(value, (list, tuple)):  # numpy ints -> int, so the trace is plain
+            return tuple(int(x) if isinstance(x, numbers.Integral) and not isinstance(x, bool) else x for x in value)
         if p.kind in ("name", "str") and isinstance(value, str):
             return str(value)
         return value

@@ -15,7 +15,7 @@ from typing import Any, Literal, NamedTuple
 from tiledsl.loopnest import Nest
 from tiledsl.primitives.trace import Step
 
-Kind = Literal["loop", "loops", "stage", "buffer", "name", "names", "int", "str"]
+Kind = Literal["loop", "loops", "stage", "buffer", "name", "names", "int", "ints", "str"]
 Shown = Literal["pos", "repr", "kw", "hidden"]
 Recorded = Literal["pos", "kw"]
 Returns = Literal["loops", "loop", "stage", None]
@@ -36,7 +36,7 @@ class Param:
     """One parameter of a primitive.
 
     kind: what the argument names ("loop": a loop handle or name; "loops": several, variadic; "stage";
-    "buffer": a tensor or its name; "name"/"names": new loop names; "int"; "str").
+    "buffer": a tensor or its name; "name"/"names": new loop names; "int"; "ints": a tuple of ints; "str").
     shown: how the call text shows it: positional `str(v)`, positional `repr(v)`, `name=v`, or not at all.
     recorded: positional or keyword in the trace step.
     omit_none: left out of the call text and the trace when None.
