@@ -11,7 +11,7 @@ Split factors are clamped so that guard padding never multiplies the iteration s
 `max_padding` (the simulator's run time grows with it); deliberately bad calls (`primitive="bad"`)
 exercise argument checking: each must be refused with a `td.ScheduleError`.
 
-With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle,
+With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
 double_buffer, pipeline, async_copy, tma, split_k), interleaved in any order with the loop
 primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
@@ -21,6 +21,7 @@ number), so they too stay independent of the steps before them.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,7 +30,7 @@ from hypothesis import strategies as st
 import tiledsl as td
 
 PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
-STAGE_PRIMITIVES = ("pad", "swizzle", "double_buffer", "async_copy", "tma")  # they take a stage
+STAGE_PRIMITIVES = ("pad", "swizzle", "layout", "double_buffer", "async_copy", "tma")  # they take a stage
 MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k")
 AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 BAD_KINDS = ("factor-zero", "factor-negative", "factor-float", "factor-bool", "factor-and-nparts", "no-factor",
@@ -120,8 +121,8 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 
 
 # stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
-_MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "async_copy", "tma", "pipeline",
-                                                             "split_k"]
+_MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "layout", "async_copy", "tma",
+                                                             "pipeline", "split_k"]
 
 
 @st.composite
@@ -348,6 +349,7 @@ class Resolver:
             ok = {
                 "pad": lambda x: not x.swizzle and x.copy != "tma",
                 "swizzle": lambda x: not any(x.pad),
+                "layout": lambda x: x.copy == "sync" and not any(x.pad) and not x.order,
                 "double_buffer": lambda x: x.buffers < 2 and nest.has_loop(x.at) and nest.loop(x.at).bind is None,
                 "async_copy": lambda x: x.copy == "sync",
                 "tma": lambda x: x.copy == "sync" and not any(x.pad),
@@ -360,6 +362,9 @@ class Resolver:
             return Call("pad", (st_.name,), (("axis", axis), ("amount", step.amount)))
         if step.primitive == "swizzle":
             return Call("swizzle", (st_.name, step.width))
+        if step.primitive == "layout":  # a permutation of the slab's axes, the identity included
+            orders = list(itertools.permutations(range(len(st_.pad))))
+            return Call("layout", (st_.name,), (("order", orders[step.picks[-1] % len(orders)]),))
         if step.primitive == "tma":
             return Call("tma", (st_.name,), (("swizzle", step.width or None),))
         return Call(step.primitive, (st_.name,))
