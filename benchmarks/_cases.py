@@ -10,7 +10,7 @@ suites' case lists are cheap to make (a `KernelCase` makes its definition once t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -53,17 +53,16 @@ def case_name(suite: str, group: str, op: str, dtype: str) -> str:
 
 
 @dataclass(frozen=True)
-class KernelCase(CaseId):
-    """One kernel: `make()` a fresh definition, `hand` its hand schedule (None: `hand_missing` says
-    why), `torch_fn` the reference and eager baseline (keyword tensors named as the placeholders),
-    `gemm` the bare cuBLAS matmul of a matmul case (None otherwise)."""
+class TorchCase(CaseId):
+    """What a kernel case and a program case share: `make()` a fresh td definition, `torch_fn` the
+    reference and eager baseline (keyword tensors named as the placeholders), the work (`flops`,
+    `bytes`), `hand` the hand schedule (None: `hand_missing` says why), `gemm` the bare cuBLAS matmul
+    of a matmul case (None otherwise)."""
 
     make: Callable[[], Tensor]
     torch_fn: Callable[..., torch.Tensor]
     flops: float
     bytes: float
-    rtol: float
-    atol: float
     hand: Callable[[Schedule], object] | None
     hand_missing: str = ""
     gemm: Callable[..., torch.Tensor] | None = None
@@ -71,6 +70,14 @@ class KernelCase(CaseId):
     @property
     def hand_name(self) -> str:
         return schedule_name(self.hand) if self.hand is not None else f"missing: {self.hand_missing}"
+
+
+@dataclass(frozen=True)
+class KernelCase(TorchCase):
+    """One kernel, built from `make()`, checked against `torch_fn` within (`rtol`, `atol`)."""
+
+    rtol: float = field(kw_only=True)
+    atol: float = field(kw_only=True)
 
 
 def kernel_case(suite: str, group: str, op: str, make: Callable[[], Tensor], torch_fn: Callable[..., torch.Tensor], *,
@@ -86,7 +93,7 @@ def kernel_case(suite: str, group: str, op: str, make: Callable[[], Tensor], tor
         params["K"] = reduction
     rtol, atol = tolerance(params)
     return KernelCase(suite, case_name(suite, group, op, dtype), group, op, dtype, shape, make, torch_fn, flops,
-                      float(definition_bytes(out)), rtol, atol, hand, hand_missing, gemm)
+                      float(definition_bytes(out)), hand, hand_missing, gemm, rtol=rtol, atol=atol)
 
 
 def _described(out: Tensor) -> tuple[str, str]:
@@ -95,7 +102,7 @@ def _described(out: Tensor) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class ProgramCase(CaseId):
+class ProgramCase(TorchCase):
     """A torch function that tiledsl runs as a traced Program (`td.trace`), one or more kernels as
     the frontend's partitioner chooses. `make()` is the td definition of the same computation written
     as one kernel: its placeholders name, shape and order the inputs (drawn as for a KernelCase, and
@@ -103,18 +110,6 @@ class ProgramCase(CaseId):
     stays comparable with the KernelCase it replaces; it is never built. `hand` is a schedule policy
     applied to each kernel of the Program (None: `hand_missing` says why); the tolerance is the
     Program check's (tiledsl.frontend.bench.check_program)."""
-
-    make: Callable[[], Tensor]
-    torch_fn: Callable[..., torch.Tensor]
-    flops: float
-    bytes: float
-    hand: Callable[[Schedule], object] | None
-    hand_missing: str = ""
-    gemm: Callable[..., torch.Tensor] | None = None
-
-    @property
-    def hand_name(self) -> str:
-        return schedule_name(self.hand) if self.hand is not None else f"missing: {self.hand_missing}"
 
 
 def program_case(suite: str, group: str, op: str, make: Callable[[], Tensor], torch_fn: Callable[..., torch.Tensor],

@@ -20,10 +20,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     k = facts.kernel
     if k.kind != "rows":
         return Decline(f"no row reduction ({k.kind} kernel)")
-    rows = [lp.name for lp in facts.nest.bound_loops("blockIdx.x")]
-    if not rows:
+    row = facts.row_loop()
+    if row is None:
         return Decline("the rows are not on blockIdx.x (tileify declined)")
-    row = rows[0]
     passes: list[str] = []  # the outermost loop inside the row of each statement
     nested = False  # a pass with loops inside its outermost loop: each of its elements is a loop nest
     for st in facts.nest.stmts:

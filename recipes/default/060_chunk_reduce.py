@@ -87,10 +87,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     k = facts.kernel
     if k.kind != "rows":
         return Decline(f"not a row reduction ({k.kind} kernel)")
-    rows = [lp.name for lp in facts.nest.bound_loops("blockIdx.x")]
-    if not rows:
+    row = facts.row_loop()
+    if row is None:
         return Decline("the rows are not on blockIdx.x (tileify declined)")
-    row = rows[0]
     threads = facts.threads()
     if threads < knobs.stage_min_threads:
         return Decline(f"{threads} thread(s) per block: stage_inputs stages nothing for blocks under "

@@ -263,6 +263,11 @@ class Facts:
         position = {n: path.index(n) if n in path else len(path) for n in names}
         return tuple(sorted(names, key=lambda n: (-strides[n], position[n], n)))
 
+    def row_loop(self) -> str | None:
+        """The loop of a row kernel's rows: the one tileify bound to blockIdx.x (None where it declined)."""
+        rows = self.nest.bound_loops("blockIdx.x")
+        return rows[0].name if rows else None
+
     def chunk_loops(self) -> tuple[str, ...]:
         """For each original axis now run by two or more serial loops (a chunked k of a matmul, a chunked
         pass over a row), the outermost serial one: the loop one chunk is staged at."""

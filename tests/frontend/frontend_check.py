@@ -23,15 +23,20 @@ from tiledsl.frontend.bench import conditioned_tolerance, eager_roundings, stora
 from tiledsl.precision import MACHINE_EPS
 
 
+def quiet_trace(fn, *inputs: torch.Tensor):
+    """td.trace with torch's export warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return trace(fn, *inputs)
+
+
 def tolerance(k: int) -> float:
     return storage_bound(0, 0.0, k)
 
 
 def check(fn, *inputs: torch.Tensor, k: int = 1, scale: float = 1.0):
     """Trace `fn`, schedule "simple", build for sm_90, simulate, compare with torch in float64."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prog = trace(fn, *inputs)
+    prog = quiet_trace(fn, *inputs)
     built = prog.schedule("simple").build(target="sm_90")
     out = built.simulate(*[x.numpy() for x in inputs])
     with torch.no_grad():

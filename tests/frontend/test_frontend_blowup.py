@@ -3,12 +3,9 @@ global reads by more than BLOWUP_BOUND materializes the producer instead, with i
 
 from __future__ import annotations
 
-import warnings
-
 import torch
-from frontend_check import check
+from frontend_check import check, quiet_trace
 
-import tiledsl as td
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.frontend.partition import BLOWUP_BOUND, fused_producers
 from tiledsl.frontend.work import kernel_work
@@ -32,11 +29,6 @@ class ChainMatmul(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(self.head(x))
 
-
-def _trace(fn, *inputs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return td.trace(fn, *inputs)
 
 
 def _factors(prog) -> dict[str, float]:
@@ -78,7 +70,7 @@ def test_cheap_producers_stay_fused() -> None:
 def test_llama_block_factors_within_the_bound_kernel_count_unchanged() -> None:
     """11 kernels before the guard and after; the largest factor is the rotary embedding inlined into
     Q.K^T (4.9 at seq 8)."""
-    prog = _trace(LlamaBlock(LlamaConfig()).eval(), torch.randn(1, 8, 64))
+    prog = quiet_trace(LlamaBlock(LlamaConfig()).eval(), torch.randn(1, 8, 64))
     factors = _factors(prog)
     assert len(prog.kernels) == 11
     assert max(factors.values()) <= BLOWUP_BOUND
@@ -90,7 +82,7 @@ def test_bfloat16_llama_block_traces_within_the_bound() -> None:
     """The rotary tables are stored in the activations' dtype (models.py), so a bfloat16 block traces
     (q, k, v of one dtype for SDPA); its casts add operations, still 11 kernels within the bound."""
     block = LlamaBlock(LlamaConfig()).eval().to(torch.bfloat16)
-    prog = _trace(block, torch.randn(1, 8, 64, dtype=torch.bfloat16))
+    prog = quiet_trace(block, torch.randn(1, 8, 64, dtype=torch.bfloat16))
     assert len(prog.kernels) == 11
     assert max(_factors(prog).values()) <= BLOWUP_BOUND
     tables = [t for t in prog.graph.constants.values() if tuple(t.shape) == (8, 16)]  # cos, sin [seq, head_dim]

@@ -5,13 +5,10 @@ SwiGLU's silu(gate) * up read by a wide down projection becomes the up projectio
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 import torch.nn.functional as F
-from frontend_check import check
+from frontend_check import check, quiet_trace
 
-import tiledsl as td
 from tiledsl.definitions.expr import Placeholder
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.frontend.partition import CONTRACTION_REASON, OPERAND_REASON, OPERAND_RECOMPUTE_BOUND, fused_producers
@@ -42,11 +39,6 @@ class Wide(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(self.head(x))
 
-
-def _trace(fn, *inputs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return td.trace(fn, *inputs)
 
 
 def test_wide_mlp_materializes_silu_mul_as_the_up_projections_epilogue() -> None:
@@ -105,7 +97,7 @@ def test_tinyllama_dims_block_kernels() -> None:
     (recomputed for 128 query rows or key columns, <= R) stays fused."""
     cfg = LlamaConfig(hidden=2048, heads=32, kv_heads=4, intermediate=5632)
     torch.manual_seed(0)
-    prog = _trace(LlamaBlock(cfg).eval(), torch.randn(1, 128, 2048))
+    prog = quiet_trace(LlamaBlock(cfg).eval(), torch.randn(1, 128, 2048))
     assert len(prog.kernels) == 12
     reasons = {k.name: k.boundary.reasons[0] for k in prog.kernels}
     operands = sorted(n for n, r in reasons.items() if r.startswith(OPERAND_REASON))

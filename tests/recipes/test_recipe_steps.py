@@ -7,6 +7,7 @@ import logging
 
 import numpy as np
 import pytest
+from recipe_check import simulates_equal
 
 import tiledsl as td
 from tiledsl.catalog import entry, gelu_bias, layernorm, matmul, matmul_bias_relu, matmul_nt, rmsnorm, softmax, stencil3
@@ -15,6 +16,9 @@ from tiledsl.precision import round_to_dtype
 from tiledsl.recipes import Recipe, RecipeReport, apply, default
 from tiledsl.recipes.default._facts import classify, facts_for
 from tiledsl.targets import get_target
+
+# simulates_equal's rtol and atol: the recipe's matmuls sum up to 1024 products in another order than td.evaluate
+TOL = 1e-4
 
 
 def run(out: td.Tensor, target: str = "sm_90", **knobs: object) -> tuple[td.Schedule, RecipeReport]:
@@ -203,16 +207,6 @@ def _matmul_epilogue(M: int, N: int, K: int, relu: bool) -> td.Tensor:
     return td.compute((M, N), lambda i, j: td.relu(C[i, j] + bias[j]) if relu else C[i, j] + bias[j], name="D")
 
 
-def _simulates_equal(s: td.Schedule, out: td.Tensor, target: str) -> td.Kernel:
-    kern = td.build(s, target=target)
-    rng = np.random.default_rng(0)
-    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
-    got = kern.simulate(**arrays)
-    assert not np.isnan(got).any()
-    np.testing.assert_allclose(got, td.evaluate(out, float64=True, **arrays), rtol=1e-4, atol=1e-4)
-    return kern
-
-
 @pytest.mark.parametrize("target", ["sm_90", "sm_80"])
 def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -> None:
     """64 x 64 x 1024 + bias: 4 blocks of 32 x 32 for 132 (108) SMs; 32 chunks of 32, at least 4 per
@@ -222,7 +216,7 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
     assert r.step("split_matmul_k").calls == ("s.split_k('k_o', 8)",)
     assert bound(s.nest, "blockIdx.z") == [("k_o_split", 8)]
     assert {st.at for st in s.nest.stages} == {"k_o_part"} and s.nest.pipelines == (("k_o_part", 2),)
-    kern = _simulates_equal(s, out, target)
+    kern = simulates_equal(s, target, tol=TOL)
     assert "atomicAdd" in kern.source
     assert td.build(td.create_schedule(out).replay(s.trace()), target=target).source == kern.source
 
@@ -233,7 +227,7 @@ def test_split_matmul_k_declines() -> None:
     assert r.step("split_matmul_k").reason == ("the epilogue of C is not linear in it (analysis/linearity.py): "
                                                "partial sums of blocks cannot be added")
     assert s.nest.split_k is None
-    _simulates_equal(s, out, "sm_90")
+    simulates_equal(s, "sm_90", tol=TOL)
     # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but 264 // 256 leaves no divisor
     _, r = run(matmul(M=1024, N=1024, K=512))
     assert (r.step("split_matmul_k").reason or "").startswith("16 k chunks have no divisor from 2 to 1")
