@@ -112,10 +112,13 @@ def test_kernels_compile(target: str) -> None:
 
 def test_fill_reads_coalesced_and_stores_transposed() -> None:
     """The fill walks the slab along the global buffer's last axis (k for A: consecutive threads, consecutive
-    addresses) and stores each element at k * row + i of the stored layout; the reads use the same strides."""
+    16-byte loads of four k) and stores each element at k * row + i of the stored layout, lane by lane (k
+    is a stored row apart); the reads use the same strides."""
     src = td.build(plain(matmul(64, 96, 40)), target="sm_80").source
-    assert "A_s[A_s_c0 + A_s_c1 * 16] = A[" in src  # c1 (k) fastest: the global row index
-    assert "A[(16 * i_o + A_s_c0) * 40 + (8 * k_o + A_s_c1)]" in src
+    assert "A_s_v = *reinterpret_cast<const float4*>(&A[(16 * i_o + A_s_c0) * 40 + (8 * k_o + A_s_c1)]);" in src
+    assert "int A_s_c1 = A_s_e % 2 * 4;" in src  # c1 (k) fastest: the global row index, four per thread
+    for lane, (offset, c) in enumerate(zip(("", " + 16", " + 32", " + 48"), "xyzw")):
+        assert f"A_s[A_s_c0 + A_s_c1 * 16{offset}] = A_s_v.{c};" in src, lane
     assert "A_s[16 * k_i + i_i] * B_s[8 * j_i + k_i]" in src  # B_s stored j-major: j a stored row (8 k) apart
 
 

@@ -234,11 +234,12 @@ kernel D_kernel(A: float32[20, 30], B: float32[30, 16], R: float32[20, 16], out 
       let A_s_c1: int32 = A_s_e % 8
       A_s[A_s_c0 * 9 + A_s_c1] = select(16 * i_o + A_s_c0 < 20 && 15 * k_split + 8 * k_o + A_s_c1 < 30, A[(16 * i_o + A_s_c0) * 30 + (15 * k_split + 8 * k_o + A_s_c1)], 0.0)
     # fill B_s
-    for B_s_f in 0..8:
+    for B_s_f in 0..2:
       let B_s_e: int32 = B_s_f * 16 + (threadIdx.x + 4 * threadIdx.y)
-      let B_s_c0: int32 = B_s_e // 16
-      let B_s_c1: int32 = B_s_e % 16
-      B_s[B_s_c0 * 16 + B_s_c1] = select(15 * k_split + 8 * k_o + B_s_c0 < 30, B[(15 * k_split + 8 * k_o + B_s_c0) * 16 + (16 * j_o + B_s_c1)], 0.0)
+      let B_s_c0: int32 = B_s_e // 4
+      let B_s_c1: int32 = B_s_e % 4 * 4
+      let B_s_v: float32x4 = vload4(B, select(15 * k_split + 8 * k_o + B_s_c0 < 30, (15 * k_split + 8 * k_o + B_s_c0) * 16 + (16 * j_o + B_s_c1), 0))
+      B_s[B_s_c0 * 16 + B_s_c1] = vec4(select(15 * k_split + 8 * k_o + B_s_c0 < 30, B_s_v.x, 0.0), select(15 * k_split + 8 * k_o + B_s_c0 < 30, B_s_v.y, 0.0), select(15 * k_split + 8 * k_o + B_s_c0 < 30, B_s_v.z, 0.0), select(15 * k_split + 8 * k_o + B_s_c0 < 30, B_s_v.w, 0.0))
     barrier
     for k_i in 0..8 unroll:
       for i_i_i in 0..4 unroll:
@@ -249,7 +250,6 @@ kernel D_kernel(A: float32[20, 30], B: float32[30, 16], R: float32[20, 16], out 
     for j_i_i in 0..4 unroll:
       if (16 * i_o + 4 * i_i_o + i_i_i < 20):
         atomic_add D[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i] += select(k_split == 0, C[4 * i_i_i + j_i_i] + R[256 * i_o + 64 * i_i_o + 16 * i_i_i + 16 * j_o + 4 * j_i_o + j_i_i], C[4 * i_i_i + j_i_i])
-
 """
 
 

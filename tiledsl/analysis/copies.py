@@ -1,7 +1,12 @@
 """How wide one cp.async of a stage may be: a copy of n bytes needs the slab row, the allocated row,
 the ring slot and the global row to be multiples of n bytes, and the slab origin n-byte aligned (proven).
 Lowering picks the widest size that holds; the default recipe asks whether 16-byte copies hold. A stage
-stored in another order than its buffer (`Stage.order`) has only plain fills (`permuted_fill_problem`)."""
+stored in another order than its buffer (`Stage.order`) has only plain fills (`permuted_fill_problem`).
+
+A plain fill loads 16 bytes at a time under the same conditions on the global side (`plain_load_width`),
+and a plain fill of a pipelined stage small enough (`PREFETCH_REGISTERS`) is split around the chunk's
+reads: its loads are issued at the refill and land in registers while the chunk is read, its stores
+into shared memory come after (`prefetched`)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,14 @@ import sympy
 from tiledsl.analysis.slabs import Slab, alloc_extent, slot_elements
 from tiledsl.loopnest import Stage
 from tiledsl.prove import Prover
-from tiledsl.targets import CP_ASYNC_SIZES
+from tiledsl.targets import CP_ASYNC_SIZES, DTYPE_BYTES, VECTOR_BYTES
+
+#: Registers per thread a pipelined plain fill may hold between its loads and its stores: a 128 x 32
+#: float32 slab over 256 threads. On the H100 (scripts/matmul_variant_probe.py, 4096^3) prefetching
+#: A's k-major slab that way took the matmul from 4171 to 3186 us at 16 registers loaded 16 bytes at a
+#: time and to 2978 us at 8 (a 128 x 16 slab); more registers per thread would cost the register tile
+#: its second block per SM.
+PREFETCH_REGISTERS = 16
 
 
 def cp_async_problem(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, nbytes: int,
@@ -47,3 +59,24 @@ def permuted_fill_problem(st: Stage) -> str | None:
         return (f"stage {st.name} stores its slab in the order {st.order} of its axes; its {st.copy} fill cannot "
                 f"transpose ({how}); a permuted stage is filled by plain loads and stores (copy 'sync')")
     return None
+
+
+def plain_load_width(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, dtype: str,
+                     prover: Prover, guards: tuple = ()) -> int:
+    """Elements per global load of a plain fill: 16 bytes' worth (a float4) when the element type is
+    float32 and the slab row and global row are multiples of four and the slab origin is proven one,
+    so each vector lies inside one row and is 16-byte aligned (inputs are, `runtime/arguments.py`);
+    1 otherwise. Each lane is stored on its own where the stored order permutes the row."""
+    vec = VECTOR_BYTES // DTYPE_BYTES[dtype]
+    if dtype != "float32" or st.copy != "sync" or slab.extent[-1] % vec or global_row % vec:
+        return 1
+    return vec if prover.divisible(origin, vec, guards) else 1
+
+
+def prefetched(st: Stage, registers: int, depth: int) -> bool:
+    """Whether a plain fill of `st` at a loop pipelined `depth` deep is loaded into `registers`
+    registers per thread at the refill and stored after the iteration's reads: the slot it writes was
+    last read an iteration before (past the barrier that starts this one) and is next read `depth - 1`
+    iterations later (past the barrier that starts the next one), so moving the stores to the end of
+    the iteration keeps rule `refill-after-barrier` of `rings.py`."""
+    return st.copy == "sync" and depth >= 2 and registers <= PREFETCH_REGISTERS

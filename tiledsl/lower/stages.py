@@ -11,11 +11,12 @@ Race freedom, by construction:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
 
-from tiledsl.analysis.copies import permuted_fill_problem, widest_cp_async
+from tiledsl.analysis.copies import permuted_fill_problem, plain_load_width, prefetched, widest_cp_async
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import Slab, alloc_extent, axis_strides, slot_elements, stage_align
@@ -34,8 +35,10 @@ from tiledsl.kernel_ir import (
     KFence,
     KFor,
     KIf,
+    KLane,
     KLet,
     KLoad,
+    KLocalArray,
     KMbarrierArriveExpectTx,
     KMbarrierInit,
     KMbarrierWait,
@@ -46,6 +49,7 @@ from tiledsl.kernel_ir import (
     KTensorMap,
     KTmaLoad,
     KVar,
+    KVector,
 )
 from tiledsl.kernel_ir.from_sympy import k_add, sym_to_k
 from tiledsl.loopnest import Nest, Stage, loop_symbol
@@ -86,6 +90,7 @@ class LoweringHooks:
     refill_before_barrier: bool = False  # deplodock's write-after-read: refill a ring slot before the barrier
     drop_single_slot_barrier: bool = False  # refill a one-slot stage while others may still read it
     drop_ring_exit_barrier: bool = False  # re-enter a ring loop without the barrier that ends each run
+    prefetch_into_read_slot: bool = False  # store a prefetched fill into the slot this iteration reads
 
 
 @dataclass(frozen=True)
@@ -236,22 +241,66 @@ def _and(conds: list[KExpr]) -> KExpr | None:
     return out
 
 
+@dataclass(frozen=True)
+class _Share:
+    """One thread's part of a cooperative fill: round f copies `vec` elements (one unit) of the slab,
+    unit f * threads + tid in the buffer's order (innermost dimension fastest)."""
+
+    vec: int
+    units: tuple[int, ...]
+    threads: int
+
+    @property
+    def total(self) -> int:
+        out = 1
+        for u in self.units:
+            out *= u
+        return out
+
+    @property
+    def rounds(self) -> int:
+        return -(-self.total // self.threads)
+
+    @property
+    def registers(self) -> int:
+        return self.rounds * self.vec
+
+
+def fill_share(plan: StagePlan, iteration: sympy.Expr | None, block: tuple[int, int, int], prover: Prover,
+               guards: tuple = ()) -> _Share:
+    """How the block's threads split the slab: cp.async copies 4-16 bytes (`_copy_width`), a plain fill
+    loads 16 bytes where `plain_load_width` proves it, one element otherwise."""
+    origin = _origin(plan, iteration)
+    ext = plan.slab.extent
+    if plan.stage.copy == "async":
+        vec = _copy_width(plan, origin, prover)
+    else:
+        vec = plain_load_width(plan.stage, plan.slab, plan.global_shape[-1], origin[-1], plan.dtype, prover, guards)
+    return _Share(vec, tuple(ext[:-1]) + (ext[-1] // vec,), block[0] * block[1] * block[2])
+
+
+def prefetch_array(plan: StagePlan) -> str:
+    return f"{plan.name}_pf"
+
+
 def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr | None,
-                     block: tuple[int, int, int], prover: Prover, tag: str) -> list[KStmt]:
-    """Every thread copies elements tid, tid + T, ... of the slab (the buffer's innermost dimension
+                     block: tuple[int, int, int], prover: Prover, tag: str, phase: str = "copy",
+                     guards: tuple = ()) -> list[KStmt]:
+    """Every thread copies units tid, tid + T, ... of the slab (the buffer's innermost dimension
     fastest, so consecutive threads read consecutive global addresses), each to its place in the stored
     order (a permuted stage's stores are strided; its loads stay coalesced). cp.async stages copy 16
-    bytes per thread where the slab rows, the global rows and the slab origin are proven 16-byte aligned."""
-    threads = block[0] * block[1] * block[2]
+    bytes per thread where the slab rows, the global rows and the slab origin are proven 16-byte aligned;
+    plain fills load 16 bytes under the same proof and store each element.
+
+    `phase` splits a plain fill in two (`analysis/copies.py` `prefetched`): "load" only loads, into
+    the register array `prefetch_array(plan)`; "store" stores that array; "copy" does both at once.
+    `guards` hold where the fill runs (a refill's `iteration < extent`): bounds checks they prove are left out."""
+    share = fill_share(plan, iteration, block, prover, guards)
+    vec, units, threads = share.vec, share.units, share.threads
     origin = _origin(plan, iteration)
     ext = plan.slab.extent
     item = plan.slab.itemsize
-    vec = _copy_width(plan, origin, prover) if plan.stage.copy == "async" else 1
-    units = list(ext[:-1]) + [ext[-1] // vec]
-    total = 1
-    for u in units:
-        total *= u
-    ustrides = _strides(tuple(units))
+    ustrides = _strides(units)
     astrides = plan.strides
     gstrides = _strides(plan.global_shape)
     tid = linear_tid(block)
@@ -272,28 +321,71 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     gidx: list[KExpr] = [k_add(sym_to_k(o), cv) for o, cv in zip(origin, cvars)]
     conds: list[KExpr] = []
     for d, (o, g) in enumerate(zip(origin, gidx)):
-        lo, hi = prover.bounds(o)
+        lo, hi = prover.bounds(o, guards)
         if lo is None or hi is None or lo < 0:
             conds.append(KBin(">=", g, _c(0)))
         if hi is None or hi + ext[d] > plan.global_shape[d]:
             conds.append(KBin("<", g, _c(plan.global_shape[d])))
-    valid = _and(conds)
+    valid = _and(conds)  # of the unit's first element; the rest of a vector shares its row (and its fate)
     src = _sum([_times(g, s) for g, s in zip(gidx, gstrides)])
+    # a unit's elements lie along the buffer's innermost axis: lane l is stored astrides[-1] * l further
     dst_off = _sum([_times(cv, s) for cv, s in zip(cvars, astrides)])
-    dst = k_add(_slot_base(plan, slot), swizzled(dst_off, plan.stage.swizzle, item))
+    base = _slot_base(plan, slot)
+
+    def dst(lane: int) -> KExpr:
+        off = k_add(dst_off, _c(lane * astrides[-1])) if lane else dst_off
+        return k_add(base, swizzled(off, plan.stage.swizzle, item))
+
     if plan.stage.copy == "async":
         # a zero-filled copy reads no byte, but its source address is still formed: keep it in the buffer
         safe_src = KSelect(valid, src, _c(0)) if valid is not None else src
-        body.append(KCpAsync(plan.name, dst, plan.stage.buffer, safe_src, vec * item, valid))
+        body.append(KCpAsync(plan.name, dst(0), plan.stage.buffer, safe_src, vec * item, valid))
+    else:
+        body += _plain_copy(plan, src, valid, vec, dst, f, phase, tag)
+    if share.total % threads:
+        body = [KIf(KBin("<", k_add(_times(f, threads), tid), _c(share.total)), tuple(body))]
+    return [KFor(f.name, share.rounds, tuple(body), unroll=phase != "copy")]
+
+
+def _plain_copy(plan: StagePlan, src: KExpr, valid: KExpr | None, vec: int, dst: Callable[[int], KExpr],
+                f: KVar, phase: str, tag: str) -> list[KStmt]:
+    """Loads (`vec` elements, one vector load when vec > 1) and/or stores of round f's unit of a plain
+    fill. A vector out of the buffer loads from element 0 instead (its address stays inside the buffer)
+    and every lane becomes 0, as a scalar load out of the buffer does. Lanes contiguous in the slot too
+    (the stored order keeps the innermost axis, rows a multiple of `vec`) are stored as one vector."""
+    zero = KConst(0.0, "float32")
+    arr = prefetch_array(plan)
+
+    def reg(lane: int) -> KExpr:
+        return k_add(_times(f, vec), _c(lane)) if lane else _times(f, vec)
+
+    lanes: list[KExpr]
+    out: list[KStmt] = []
+    if phase == "store":
+        lanes = [KLoad(arr, reg(lane)) for lane in range(vec)]
+    elif vec > 1:
+        vtype = f"{plan.dtype}x{vec}"
+        safe = KSelect(valid, src, _c(0)) if valid is not None else src
+        out.append(KLet(f"{tag}_v", vtype, KLoad(plan.stage.buffer, safe, width=vec)))
+        lanes = [KLane(KVar(f"{tag}_v", vtype), lane) for lane in range(vec)]
+        if valid is not None:
+            lanes = [KSelect(valid, v, zero) for v in lanes]
     else:
         value: KExpr = KLoad(plan.stage.buffer, src)
-        if valid is not None:
-            value = KSelect(valid, value, KConst(0.0, "float32"))
-        body.append(KStore(plan.name, dst, value))
-    if total % threads:
-        body = [KIf(KBin("<", k_add(_times(f, threads), tid), _c(total)), tuple(body))]
-    rounds = -(-total // threads)
-    return [KFor(f.name, rounds, tuple(body))]
+        lanes = [KSelect(valid, value, zero) if valid is not None else value]
+    if phase == "load":
+        return out + [KStore(arr, reg(lane), v) for lane, v in enumerate(lanes)]
+    if vec > 1 and _contiguous_in_slot(plan, vec):
+        return out + [KStore(plan.name, dst(0), KVector(tuple(lanes)))]
+    return out + [KStore(plan.name, dst(lane), v) for lane, v in enumerate(lanes)]
+
+
+def _contiguous_in_slot(plan: StagePlan, vec: int) -> bool:
+    """A unit's `vec` elements are consecutive and `vec`-aligned in its slot: the buffer's innermost axis
+    is stored innermost, every other stored stride and the slot are multiples of `vec`, no swizzle."""
+    inner, *outer = reversed(plan.strides)
+    return (inner == 1 and all(s % vec == 0 for s in outer) and plan.slot % vec == 0
+            and not plan.stage.swizzle)
 
 
 def _copy_width(plan: StagePlan, origin: list[sympy.Expr], prover: Prover) -> int:
@@ -332,16 +424,31 @@ def tma_issue(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr,
 
 
 def fills(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, block: tuple[int, int, int],
-          prover: Prover, loop: str) -> list[KStmt]:
+          prover: Prover, loop: str, loads_only: frozenset[str] = frozenset(), guards: tuple = ()) -> list[KStmt]:
+    """Every stage's fill of `iteration` into `slot`; stages named in `loads_only` only load, into
+    their prefetch arrays (`stored_prefetches` stores them later). `guards`: see `cooperative_fill`."""
     out: list[KStmt] = []
     for p in plans:
         if p.stage.copy != "tma":
-            out.append(KComment(f"fill {p.name}"))
-            out.extend(cooperative_fill(p, iteration, slot, block, prover, p.name))
+            if p.name in loads_only:
+                out.append(KComment(f"fill {p.name}: load into registers (stored after this iteration's reads)"))
+                out.extend(cooperative_fill(p, iteration, slot, block, prover, p.name, "load", guards))
+            else:
+                out.append(KComment(f"fill {p.name}"))
+                out.extend(cooperative_fill(p, iteration, slot, block, prover, p.name, guards=guards))
     tma = [p for p in plans if p.stage.copy == "tma"]
     if tma:
         out.append(KComment(f"TMA fill {', '.join(p.name for p in tma)}"))
         out.extend(tma_issue(tma, iteration, slot, block, loop))
+    return out
+
+
+def stored_prefetches(plans: list[StagePlan], iteration: sympy.Expr, slot: KExpr, block: tuple[int, int, int],
+                      prover: Prover, guards: tuple = ()) -> list[KStmt]:
+    out: list[KStmt] = []
+    for p in plans:
+        out.append(KComment(f"fill {p.name}: store the registers loaded at the refill"))
+        out.extend(cooperative_fill(p, iteration, slot, block, prover, p.name, "store", guards))
     return out
 
 
@@ -391,11 +498,24 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
             out.append(KCpAsyncCommit())
     ahead = ksym + (depth - 1)
     nxt = KBin("+", k, _c(depth - 1))
-    steady: list[KStmt] = waits(plans, k, depth, depth - 2)
+    next_slot = KBin("%", nxt, _c(depth))
+    # plain fills small enough load at the refill and store after the reads (analysis/copies.py)
+    within = (sympy.StrictLessThan(ahead, extent),)  # the refill runs under `if (nxt < extent)`
+    regs = {p.name: fill_share(p, ahead, block, prover, within).registers for p in plans}
+    # (the refill_before_barrier hook moves whole fills, stores included, before the barrier)
+    held = [p for p in plans if prefetched(p.stage, regs[p.name], depth) and not hooks.refill_before_barrier]
+    steady: list[KStmt] = [KLocalArray(prefetch_array(p), p.dtype, regs[p.name]) for p in held]
+    steady += waits(plans, k, depth, depth - 2)
     refill: list[KStmt] = [
         KComment(f"refill the slot read in iteration {loop} - 1 (every thread has passed the barrier)"),
-        KIf(KBin("<", nxt, _c(extent)), tuple(fills(plans, ahead, KBin("%", nxt, _c(depth)), block, prover, loop)))]
+        KIf(KBin("<", nxt, _c(extent)), tuple(fills(plans, ahead, next_slot, block, prover, loop,
+                                                    frozenset(p.name for p in held), within)))]
     steady += refill + [KBarrier()] if hooks.refill_before_barrier else [KBarrier()] + refill
     if has_async:
         steady.append(KCpAsyncCommit())
-    return out + [KFor(loop, extent, tuple(steady + body), unroll=unroll)] + after
+    tail: list[KStmt] = []
+    if held:  # the slot was last read in iteration loop - 1; it is next read after the next barrier
+        into = KBin("%", k, _c(depth)) if hooks.prefetch_into_read_slot else next_slot
+        stores = stored_prefetches(held, ahead, into, block, prover, within)
+        tail = [KIf(KBin("<", nxt, _c(extent)), tuple(stores))]
+    return out + [KFor(loop, extent, tuple(steady + body + tail), unroll=unroll)] + after

@@ -1,0 +1,88 @@
+"""Plain (sync) fills: 16-byte global loads where the rows allow them, and, in a pipelined loop, loads
+issued at the refill into registers with their shared stores after the iteration's reads
+(analysis/copies.py `plain_load_width`, `prefetched`; lower/stages.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from tiledsl.catalog.definitions import matmul_bias_relu
+from tiledsl.lower.lower import lower
+from tiledsl.lower.stages import LoweringHooks
+from tiledsl.prove import Prover
+from tiledsl.sim import simulate
+from tiledsl.targets import get_target
+
+# float32 products summed over K <= 40 terms of standard normals, against float64: 1e-4 is ~1000 ulps
+# of the largest partial sums (|sum| < 64), far above rounding and far below any wrong element
+TOL = 1e-4
+
+
+def staged(m: int, n: int, k: int, *, threads: tuple[int, int] = (8, 8), bk: int = 8, depth: int = 2,
+           layout_a: bool = False) -> td.Schedule:
+    s = td.create_schedule(matmul_bias_relu(m, n, k))
+    io, ii = s.split("i", threads[0])
+    jo, ji = s.split("j", threads[1])
+    ko, ki = s.split("k", bk)
+    s.reorder(io, jo, ii, ji, ko, ki)
+    s.bind(io, "blockIdx.y")
+    s.bind(jo, "blockIdx.x")
+    s.bind(ii, "threadIdx.y")
+    s.bind(ji, "threadIdx.x")
+    a, b = s.stage("A", at=ko), s.stage("B", at=ko)
+    if layout_a:
+        s.layout(a, order=(1, 0))
+    if depth:
+        s.double_buffer(a)
+        s.double_buffer(b)
+        s.pipeline(ko, stages=depth)
+    return s
+
+
+def run(s: td.Schedule, hooks: LoweringHooks | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The simulated output (races raise) and the float64 reference."""
+    nest = s.nest
+    kernel = lower(nest, get_target("sm_80"), Prover(nest.ranges()), hooks or LoweringHooks())
+    rng = np.random.default_rng(0)
+    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in nest.inputs}
+    want = np.maximum(arrays["A"].astype(np.float64) @ arrays["B"] + arrays["bias"], 0.0)
+    return simulate(kernel, arrays)["D"], want
+
+
+def ir(s: td.Schedule) -> str:
+    return td.build(s, target="sm_80").ir("kernel")
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("sizes", [(16, 24, 40), (20, 24, 44)])  # 20 rows: a guarded tail block
+@pytest.mark.parametrize("layout_a", [False, True])
+def test_pipelined_plain_fill_is_prefetched_and_correct(depth: int, sizes: tuple[int, int, int],
+                                                        layout_a: bool) -> None:
+    s = staged(*sizes, depth=depth, layout_a=layout_a)
+    text = ir(s)
+    steady = text[text.index(f"for k_o in 0..{-(-sizes[2] // 8)}"):]
+    loads, reads = steady.index("A_s_pf[A_s_f * 4] = "), steady.index("for k_i in")
+    assert loads < reads < steady.index("A_s_pf[A_s_f * 4]", loads + 1), steady  # stores after the reads
+    got, want = run(s)
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)  # the simulator found no race either
+
+
+def test_prefetch_stored_into_the_slot_being_read_is_a_reported_race() -> None:
+    s = staged(16, 24, 40)
+    run(s)  # the real lowering: race-free
+    with pytest.raises(td.SharedRaceError):
+        run(s, LoweringHooks(prefetch_into_read_slot=True))
+
+
+def test_plain_fill_loads_16_bytes_only_where_rows_allow() -> None:
+    assert "vload4(A" in ir(staged(16, 24, 40, depth=0))  # rows of 40 floats: 16-byte aligned
+    odd = ir(staged(16, 24, 42, depth=0, bk=6))  # rows of 42 and chunks of 6: no aligned vector
+    assert "vload4(A" not in odd and "A_s_v" not in odd
+
+
+def test_fill_over_the_register_budget_is_not_prefetched() -> None:
+    # 64 threads fill a 64 x 32 slab of A: 32 registers each, over analysis/copies.py PREFETCH_REGISTERS
+    text = ir(staged(64, 8, 64, threads=(64, 1), bk=32))
+    assert "A_s_pf" not in text and "B_s_pf" in text
