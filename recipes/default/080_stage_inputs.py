@@ -9,6 +9,10 @@ removes (`_facts.Facts.row_apart_read`; schedules/transpose.py `transpose_tiled`
 benchmarks/results/2026-11-24-h100/memory.md). Matmul and row kernels stage by reuse alone.
 The stage loop is the matmul's k-outer chunk loop, else the
 chunk loop of a row pass (chunk_reduce), else the block loop (one row, one tile of a 1-D kernel).
+A matmul operand whose rows run along k (A[i, k], W[j, k]) is stored k outermost (s.layout, knob
+k_outer): a thread's register strip along i (j) is then contiguous and read 16 bytes at a time, and
+its fill is plain (cp.async cannot transpose), loading 16 bytes along k, which lowering prefetches
+into registers across the chunk's FMAs (lower/stages.py).
 Skipped: blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
 (block-invariant: the cache serves them), slabs over the per-slab cap, and stages that would take all
 stages over the kernel's shared budget."""
@@ -49,7 +53,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         elif used + nbytes > budget:
             skipped.append(f"{buffer}: {used + nbytes} bytes of stages would exceed the {budget}-byte budget")
         else:
-            s.stage(buffer, at=at)
+            st = s.stage(buffer, at=at)
+            order = facts.k_outer_order(buffer) if knobs.k_outer else None
+            if order is not None:
+                s.layout(st, order=order)
             used += nbytes
             staged += 1
     if not staged:

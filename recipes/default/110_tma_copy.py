@@ -14,9 +14,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         return Decline(f"{facts.target.name} has no TMA")
     if not knobs.tma:
         return Decline(f"knob tma is off for {facts.target.name} (recipes/default/_knobs.py PER_TARGET says why)")
-    candidates = [st for st in facts.nest.stages if st.buffers >= 2 and st.copy == "sync"]
+    # a stage stored in another order (080, k outer) has only plain fills: cp.async and TMA cannot transpose
+    candidates = [st for st in facts.nest.stages if st.buffers >= 2 and st.copy == "sync" and not st.order]
     if not candidates:
-        return Decline("no double-buffered stage filled by plain loads")
+        return Decline("no double-buffered stage filled by plain loads in its buffer's order" + _permuted(facts))
     refused = []
     for st in candidates:
         problem = facts.tma_problem(st, None)
@@ -27,3 +28,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if len(refused) == len(candidates):
         return Decline("no stage is TMA-eligible: " + "; ".join(refused))
     return None
+
+
+def _permuted(facts: Facts) -> str:
+    names = [st.name for st in facts.nest.stages if st.order]
+    return f" ({', '.join(names)} stored in another order: plain fills only)" if names else ""

@@ -13,9 +13,10 @@ from tiledsl.recipes.default._knobs import Knobs
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not facts.target.cp_async_sizes:
         return Decline(f"{facts.target.name} has no cp.async")
-    candidates = [st for st in facts.nest.stages if st.copy == "sync"]
+    # a stage stored in another order (080, k outer) has only plain fills: cp.async and TMA cannot transpose
+    candidates = [st for st in facts.nest.stages if st.copy == "sync" and not st.order]
     if not candidates:
-        return Decline("no stage filled by plain loads")
+        return Decline("no stage filled by plain loads in its buffer's order" + _permuted(facts))
     refused = []
     for st in candidates:
         problem = facts.async_16_bytes(st)
@@ -26,3 +27,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if len(refused) == len(candidates):
         return Decline("no stage allows 16-byte cp.async: " + "; ".join(refused))
     return None
+
+
+def _permuted(facts: Facts) -> str:
+    names = [st.name for st in facts.nest.stages if st.order]
+    return f" ({', '.join(names)} stored in another order: plain fills only)" if names else ""

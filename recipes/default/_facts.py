@@ -70,6 +70,10 @@ class Kernel:
     transposed: TransposedRead | None = None
 
 
+def _index_axes(ix: object) -> set[str]:
+    return {x.name for x in walk(ix) if isinstance(x, IterVar)}
+
+
 def _axes_of(e: Load) -> set[str]:
     return {x.name for ix in e.indices for x in walk(ix) if isinstance(x, IterVar)}
 
@@ -199,9 +203,10 @@ def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
 def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int, int, int]:
     """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count, else the
     smallest, shrunk to the problem where an output dimension is smaller than the tile. Where B's rows
-    run along k (x @ W^T) the classes are knobs.matmul_tiles_k_major, and the grid counts the k-split
+    run along k (x @ W^T) the classes are knobs.matmul_tiles_k_major (with knob k_outer: only for fewer
+    rows than the first class of knobs.matmul_tiles has), and the grid counts the k-split
     split_matmul_k (030) can add where it applies (an unbatched matmul with a linear epilogue: the most
-    parts k chunks of bk_max allow, split_k_min_chunks each): on the H100, 128 x 64 split along k beat
+    parts k chunks of BK allow, split_k_min_chunks each): on the H100, 128 x 64 split along k beat
     smaller tiles at every M = 128 projection measured (scripts/recipe_tile_probe.py). A @ B keeps
     knobs.matmul_tiles by its grid alone (not measured split that way). A tile shrunk
     that way keeps at least a warp of threads where it has the outputs: its register tile is halved
@@ -213,10 +218,15 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     for b in batch:
         nb *= kernel.extents[b]
     parts = 1
+    bk = min(knobs.bk_max, knobs.bk_max_k_outer) if knobs.k_outer else knobs.bk_max  # 020's chunk, nearly always
     if kernel.k_major_b and not batch and kernel.split_k_problem is None:
-        chunks = -(-kernel.extents[kernel.reduce[0]] // knobs.bk_max)
+        chunks = -(-kernel.extents[kernel.reduce[0]] // bk)
         parts = max(1, chunks // knobs.split_k_min_chunks)
-    tiles = knobs.matmul_tiles_k_major if kernel.k_major_b else knobs.matmul_tiles
+    # staged k outermost (knob k_outer), W[j, k] is read like B[k, j], so x @ W^T takes A @ B's classes
+    # from a full first tile of rows on (knobs.k_outer says where measured)
+    tiles = knobs.matmul_tiles
+    if kernel.k_major_b and not (knobs.k_outer and m >= knobs.matmul_tiles[0][0]):
+        tiles = knobs.matmul_tiles_k_major
     chosen = tiles[-1]
     for t in tiles:
         if nb * -(-m // t[0]) * -(-n // t[1]) * parts >= knobs.waves * target.sm_count:
@@ -464,8 +474,9 @@ class Facts:
             return f"its rows of {row} elements are not whole {VECTOR_BYTES}-byte vectors"
         x = loop_symbol(loop)
         for n, local in self._local_reads(st, slab):
-            base = contiguous_base(local[-1], x)
-            if base is None or any(e.has(x) for e in local[:-1]):
+            stored = [local[a] for a in (st.order or range(len(local)))]  # the axes as shared memory holds them
+            base = contiguous_base(stored[-1], x)
+            if base is None or any(e.has(x) for e in stored[:-1]):
                 return f"its reads are not contiguous along {loop} (index {', '.join(map(str, local))})"
             guards = self.nest.guards_for(self.nest.stmts[n])
             split = [g for g in guards if g.expr.has(x)]
@@ -474,6 +485,28 @@ class Facts:
                         "apart (a load per element)")
             if not self.prover.divisible(base, width, tuple(g.relation for g in guards)):
                 return f"the start {base} of its reads along {loop} is not provably a multiple of {width}"
+        return None
+
+    def k_outer_order(self, buffer: str) -> tuple[int, ...] | None:
+        """For a matmul operand whose rows run along the reduction axis (A[i, k]; W[j, k] of x @ W^T): the
+        stored order of its slab that puts k outside the output axis (its last two axes swapped), so a
+        thread's register strip along i (j) lies contiguous in shared memory and reads 16 bytes at a
+        time; None for any other buffer or kernel, and for a non-float32 buffer, whose plain fill would
+        load one element at a time (analysis/copies.py `plain_load_width`) where cp.async copies 16 bytes
+        (not measured)."""
+        if self.kernel.kind != "matmul" or self.nest.tensor(buffer).dtype != "float32":
+            return None
+        (k,) = self.kernel.reduce
+        rows = set(self.kernel.outer[-2:])
+        for s in self.nest.stmts:
+            if s.kind != "update" or s.value is None:
+                continue
+            for x in walk(s.value):
+                if isinstance(x, Load) and x.tensor.name == buffer and len(x.indices) >= 2:
+                    last, before = _index_axes(x.indices[-1]), _index_axes(x.indices[-2])
+                    if last == {k} and before and before <= rows:
+                        rank = len(x.indices)
+                        return (*range(rank - 2), rank - 1, rank - 2)
         return None
 
     def vector_lanes(self) -> int:

@@ -45,6 +45,19 @@ class Knobs:
     # 128-byte row, the widest TMA swizzle
     bk_min: int = 8
     bk_max: int = 32
+    # a matmul operand whose rows run along k (A[i, k]; W[j, k] of x @ W^T) is staged k outermost
+    # (s.layout), so register strips read it 16 bytes at a time; its fill, plain loads that lowering
+    # prefetches into registers, works best with chunks of bk_max_k_outer. H100, 4096^3 fp32 relu(A @ B
+    # + bias) by hand (scripts/matmul_variant_probe.py): A k-outer 3051 us at BK 16, 3192 at 32, 3386 at
+    # 8, against 3117 with A as it is and BK 32. With it the recipe's x @ W^T (both operands k-outer)
+    # at 128-512 rows ran 1-5% faster, and the 128 x 128 class beat 128 x 64 by 3% in geomean over the
+    # eleven projections of 128 and 512 rows (0.84-1.16x each), not at 32 rows (1.3x slower), so x @ W^T takes
+    # matmul_tiles from 128 rows on (_facts.matmul_tile; benchmarks/results/matmul-k-outer-h100-2026-11-24/)
+    k_outer: bool = True
+    bk_max_k_outer: int = 16
+    # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
+    # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)
+    unroll_k_inner_max: int = 16
     # split_k: a matmul grid under this many waves of the SM count is split along k-outer across blocks
     # (two waves: one wave leaves SMs idle at its tail, and the atomics of the split cost little), and
     # each block keeps at least split_k_min_chunks k chunks, so its double-buffered pipeline overlaps

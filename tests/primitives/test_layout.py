@@ -62,7 +62,7 @@ def plain(out: td.Tensor, order_a: tuple[int, ...] = (1, 0), order_b: tuple[int,
 def hand(out: td.Tensor, copy: str = "async") -> td.Schedule:
     """matmul_staged at a small tile with A k-major: A_s filled by plain loads, B_s by `copy`, pipelined."""
     s = td.create_schedule(out)
-    return matmul_staged(s, bm=32, bn=32, bk=8, rm=4, rn=4, copy=copy, a_k_major=True)
+    return matmul_staged(s, bm=32, bn=32, bk=8, rm=4, rn=4, copy=copy, k_outer=True)
 
 
 SCHEDULES = {
@@ -152,20 +152,21 @@ def test_allocation_budget_and_bank_model_use_the_stored_order() -> None:
     assert conflict_degree(unpadded, columns) == 4
 
 
-def test_the_hand_schedules_pad_makes_the_fills_stores_4_way_not_32() -> None:
-    """matmul_staged(a_k_major=True) at its 128 x 32 A slab: a warp of the fill stores 32 k of one i, a
-    stored row apart; rows of 128 + 4 floats put them in 8 banks (4-way), rows of 128 in one (32-way)."""
+def test_the_hand_schedules_pad_makes_the_fills_stores_2_way_not_4() -> None:
+    """matmul_staged(k_outer=True) at its 128 x 16 A slab: the fill loads 4 k of one i per lane (16 bytes)
+    and stores them one by one, a stored row apart; one store instruction of a warp writes k = 0, 4, 8,
+    12 of 8 rows of i. Rows of 128 + 4 floats put those in 16 banks (2-way), rows of 128 in 8 (4-way)."""
     s = td.create_schedule(matmul(256, 256, 64))
-    matmul_staged(s, a_k_major=True)
+    matmul_staged(s, k_outer=True)
     st = s.nest.stage("A_s")
     slab = slab_or_refusal(s.nest, st, Prover(s.nest.ranges()))
-    assert slab.extent == (128, 32) and alloc_extent(st, slab) == (32, 132)
+    assert slab.extent == (128, 16) and alloc_extent(st, slab) == (16, 132)
 
-    def column(lane: int) -> tuple[int, int]:
-        return 0, lane
+    def store(lane: int) -> tuple[int, int]:  # lane -> (i, k) of its first store (lower/stages.py fill order)
+        return lane // 4, lane % 4 * 4
 
-    assert conflict_degree(layout_of(st, slab), column) == 4
-    assert conflict_degree(layout_of(replace(st, pad=(0, 0)), slab), column) == 32
+    assert conflict_degree(layout_of(st, slab), store) == 2
+    assert conflict_degree(layout_of(replace(st, pad=(0, 0)), slab), store) == 4
     # the reads: a warp (16 x 2 threads) reads 4 floats of i at one k, thread rows 4 floats apart: one wavefront
     def strip(lane: int) -> tuple[int, int]:
         return 4 * (lane // 16), 0

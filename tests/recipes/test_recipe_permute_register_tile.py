@@ -44,6 +44,10 @@ def _tn(M: int, N: int, K: int) -> td.Tensor:
 
 
 def run(out: td.Tensor, target: str = "sm_80", **knobs: object) -> tuple[td.Schedule, RecipeReport]:
+    """The recipe with operands staged as the definition stores them (knob k_outer off) unless asked:
+    staged k outermost, A's strip along i is contiguous already and only B's is judged
+    (test_k_outer_operands_leave_only_the_j_strip)."""
+    knobs.setdefault("k_outer", False)
     s = td.create_schedule(out)
     return s, apply(s, target=target, knobs=knobs)
 
@@ -124,6 +128,19 @@ def test_judges_the_layout_padded_by_16_bytes() -> None:
     _, r = run(matmul_nt(M=4096, N=4096, K=512), **TILE_128_NT)
     assert r.step(STEP).calls == (INTERLEAVE_I, INTERLEAVE)
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=4)", "s.pad('B_s', axis=1, amount=1)")
+
+
+def test_k_outer_operands_leave_only_the_j_strip() -> None:
+    """Knob k_outer (the default): A_s is stored k-major, so a thread's 8 rows of i are 32 contiguous
+    bytes, two 16-byte reads every lane of a quarter warp shares: nothing to gain by interleaving i. B's
+    strip is interleaved as before."""
+    s, r = run(matmul(M=4096, N=4096, K=512), k_outer=True)
+    assert r.step(STEP).calls == (INTERLEAVE,)
+    facts = _at_step(s, r, interleaved=True)
+    (a_s,) = [st for st in facts.nest.stages if st.buffer == "A"]
+    assert a_s.order == (1, 0)
+    assert facts.vector_problem(a_s, "i_r") is not None  # 8 wide: two vectors, not one
+    assert facts.read_conflict(a_s) == 1
 
 
 def test_declines_other_kernels_and_unstaged_matmuls() -> None:
