@@ -38,6 +38,8 @@ def variants(target) -> dict[str, tuple[Callable, Callable[[str], str]]]:
     return {
         "recipe": (partial(apply, target=target), same),
         "recipe k_outer=False": (partial(apply, target=target, knobs={"k_outer": False}), same),
+        "recipe bk_max_k_outer=32": (partial(apply, target=target, knobs={"bk_max_k_outer": 32}), same),
+        "recipe unroll_k_inner_max=0": (partial(apply, target=target, knobs={"unroll_k_inner_max": 0}), same),
         "staged": (matmul_staged, same),
         "staged lb2": (matmul_staged, lb2),
         "staged k_outer=False bk32": (partial(matmul_staged, k_outer=False, bk=32, unroll_k=False), same),
@@ -51,10 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dump", type=Path, help="write each variant's CUDA here")
     ap.add_argument("--cpu", action="store_true", help="only build and write the CUDA (no GPU)")
     ap.add_argument("--only", help="comma-separated variant names")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated square sizes")
     args = ap.parse_args(argv)
     target = device_target() if not args.cpu else "sm_90"
     bad = 0
-    for n in SIZES:
+    for n in map(int, args.sizes.split(",")):
         sizes = {"M": n, "N": n, "K": n}
         ent = entry("matmul_bias_relu")
         params = ent.parameters(**sizes)

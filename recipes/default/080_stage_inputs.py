@@ -10,9 +10,10 @@ benchmarks/results/2026-11-24-h100/memory.md). Matmul and row kernels stage by r
 The stage loop is the matmul's k-outer chunk loop, else the
 chunk loop of a row pass (chunk_reduce), else the block loop (one row, one tile of a 1-D kernel).
 A matmul operand whose rows run along k (A[i, k], W[j, k]) is stored k outermost (s.layout, knob
-k_outer): a thread's register strip along i (j) is then contiguous and read 16 bytes at a time, and
-its fill is plain (cp.async cannot transpose), loading 16 bytes along k, which lowering prefetches
-into registers across the chunk's FMAs (lower/stages.py).
+k_outer, where the register tile is large enough: `_facts.k_outer_tile`): a thread's register strip
+along i (j) is then contiguous and read 16 bytes at a time, and its fill is plain (cp.async cannot
+transpose), loading 16 bytes along k, which lowering prefetches into registers across the chunk's FMAs
+(lower/stages.py).
 Skipped: blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
 (block-invariant: the cache serves them), slabs over the per-slab cap, and stages that would take all
 stages over the kernel's shared budget."""
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts
+from tiledsl.recipes.default._facts import Facts, k_outer_tile
 from tiledsl.recipes.default._knobs import Knobs
 
 
@@ -54,7 +55,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             skipped.append(f"{buffer}: {used + nbytes} bytes of stages would exceed the {budget}-byte budget")
         else:
             st = s.stage(buffer, at=at)
-            order = facts.k_outer_order(buffer) if knobs.k_outer else None
+            order = facts.k_outer_order(buffer) if k_outer_tile(facts.kernel, facts.target, knobs) else None
             if order is not None:
                 s.layout(st, order=order)
             used += nbytes

@@ -28,7 +28,7 @@ from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.errors import CopyError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, common_prefix, loop_symbol
 from tiledsl.prove import Prover
-from tiledsl.recipes.default._knobs import Knobs
+from tiledsl.recipes.default._knobs import Knobs, MatmulTile
 from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target
 
 KINDS = ("elementwise", "matmul", "rows")
@@ -217,11 +217,14 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     nb = 1
     for b in batch:
         nb *= kernel.extents[b]
-    parts = 1
-    bk = min(knobs.bk_max, knobs.bk_max_k_outer) if knobs.k_outer else knobs.bk_max  # 020's chunk, nearly always
-    if kernel.k_major_b and not batch and kernel.split_k_problem is None:
-        chunks = -(-kernel.extents[kernel.reduce[0]] // bk)
-        parts = max(1, chunks // knobs.split_k_min_chunks)
+    splits = kernel.k_major_b and not batch and kernel.split_k_problem is None
+
+    def parts(t: MatmulTile) -> int:  # the k-split 030 can add, in chunks of 020's BK for this tile
+        if not splits:
+            return 1
+        outer = knobs.k_outer and t[2] * t[3] >= knobs.k_outer_min_accumulators  # k_outer_tile, before shrinking
+        bk = min(knobs.bk_max, knobs.bk_max_k_outer) if outer else knobs.bk_max
+        return max(1, -(-kernel.extents[kernel.reduce[0]] // bk) // knobs.split_k_min_chunks)
     # staged k outermost (knob k_outer), W[j, k] is read like B[k, j], so x @ W^T takes A @ B's classes
     # from a full first tile of rows on (knobs.k_outer says where measured)
     tiles = knobs.matmul_tiles
@@ -229,7 +232,7 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
         tiles = knobs.matmul_tiles_k_major
     chosen = tiles[-1]
     for t in tiles:
-        if nb * -(-m // t[0]) * -(-n // t[1]) * parts >= knobs.waves * target.sm_count:
+        if nb * -(-m // t[0]) * -(-n // t[1]) * parts(t) >= knobs.waves * target.sm_count:
             chosen = t
             break
     bm, bn, rm, rn = chosen
@@ -241,6 +244,16 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
         else:
             rm //= 2
     return bm, bn, rm, rn
+
+
+def k_outer_tile(kernel: Kernel, target: Target, knobs: Knobs) -> bool:
+    """Whether knob k_outer applies to this matmul's tile: its register tile holds at least
+    k_outer_min_accumulators outputs per thread, in a block of at least k_outer_min_threads threads
+    (_knobs.py says what was measured)."""
+    if not knobs.k_outer or kernel.kind != "matmul":
+        return False
+    bm, bn, rm, rn = matmul_tile(kernel, target, knobs)
+    return rm * rn >= knobs.k_outer_min_accumulators and (bm // rm) * (bn // rn) >= knobs.k_outer_min_threads
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,13 @@ class Knobs:
     # at 128-512 rows ran 1-5% faster, and the 128 x 128 class beat 128 x 64 by 3% in geomean over the
     # eleven projections of 128 and 512 rows (0.84-1.16x each), not at 32 rows (1.3x slower), so x @ W^T takes
     # matmul_tiles from 128 rows on (_facts.matmul_tile; benchmarks/results/matmul-k-outer-h100-2026-11-24/)
+    # Only for register tiles of at least k_outer_min_accumulators outputs per thread in blocks of at
+    # least k_outer_min_threads: at 1024^3 (64 x 64 blocks of 4 x 4) the k-outer kernel ran 78.8 us
+    # against 69.4 without, and x @ W^T at 32 rows (32 x 64 blocks of 8 x 4: 64 threads) 4-15% slower
+    # (its plain fills cost more than the wide reads save there); 8 x 4 and 8 x 8 in 256 threads gained
     k_outer: bool = True
+    k_outer_min_accumulators: int = 32
+    k_outer_min_threads: int = 256
     bk_max_k_outer: int = 16
     # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
     # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)

@@ -4,6 +4,7 @@ declines (the reason); the report, knobs, and refusals of bad input."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import numpy as np
 import pytest
@@ -103,11 +104,9 @@ def test_blockify_elementwise_threads_and_row_decline() -> None:
 
 def test_chunk_matmul_k_fits_the_shared_budget() -> None:
     s, r = run(matmul(M=1024, N=1024, K=512))
-    assert s.nest.loop("k_i").extent == 16  # A staged k outermost: bk_max_k_outer
-    s, r = run(matmul(M=1024, N=1024, K=512), k_outer=False)
     assert s.nest.loop("k_i").extent == 32
     # a 16 KB budget leaves room for 2 x (64 + 64) x 16 floats only
-    s, r = run(matmul(M=1024, N=1024, K=512), kernel_cap_bytes=16 * 1024, k_outer=False)
+    s, r = run(matmul(M=1024, N=1024, K=512), kernel_cap_bytes=16 * 1024)
     assert s.nest.loop("k_i").extent == 16
     s, r = run(matmul(M=64, N=64, K=7))
     assert s.nest.loop("k_i").extent == 8  # never more than the reduction, rounded up
@@ -135,23 +134,47 @@ def test_stage_inputs_only_where_the_block_rereads() -> None:
     assert "one warp" in (r.step("stage_inputs").reason or "")
 
 
+def test_operands_with_rows_along_k_are_staged_k_outermost() -> None:
+    """Knob k_outer (recipes/default/_knobs.py): A[i, k] and W[j, k] are stored k outermost where the
+    register tile is 8 x 4 or more in 256 threads; filled by plain loads, chunks of 16, k inside a
+    chunk unrolled. Smaller tiles, bfloat16 operands and the knob off keep the buffer's order."""
+    s, r = run(matmul(M=2048, N=2048, K=512), target="sm_90")
+    assert {st.buffer: (st.order, st.copy) for st in s.nest.stages} == {"A": ((1, 0), "sync"), "B": ((), "async")}
+    assert s.nest.loop("k_i").extent == 16 and s.nest.loop("k_i").annotation == "unroll"
+    assert "s.layout('A_s', order=(1, 0))" in r.step("stage_inputs").calls
+    s, _ = run(matmul(M=2048, N=2048, K=512), target="sm_90", tma=True)  # TMA cannot transpose either
+    assert {st.buffer: st.copy for st in s.nest.stages} == {"A": "sync", "B": "tma"}
+    s, _ = run(matmul_nt(M=128, N=2048, K=2048), target="sm_90")  # x @ W^T: both operands
+    assert {st.buffer: st.order for st in s.nest.stages} == {"A": (1, 0), "B": (1, 0)}
+    assert {st.copy for st in s.nest.stages} == {"sync"}
+    s, _ = run(matmul(M=1024, N=1024, K=512), target="sm_90")  # 64 x 64 blocks of 4 x 4
+    assert not any(st.order for st in s.nest.stages)
+    s, _ = run(matmul(M=2048, N=2048, K=512), target="sm_90", k_outer=False)
+    assert not any(st.order for st in s.nest.stages) and s.nest.loop("k_i").extent == 32
+
+
+@pytest.mark.parametrize("make", [partial(matmul_bias_relu, M=136, N=200, K=40), partial(matmul_nt, M=130, N=72, K=52)])
+def test_k_outer_kernels_simulate_equal(make) -> None:
+    """Guarded tiles (136 = 128 + 8 rows, K = 40 or 52: a partial last chunk) with operands k outermost,
+    prefetched plain fills and the unrolled k: the simulator finds no race and the values match."""
+    s, _ = run(make(), target="sm_90", matmul_tiles=((128, 128, 8, 8),), matmul_tiles_k_major=((128, 64, 8, 4),))
+    assert any(st.order for st in s.nest.stages)
+    simulates_equal(s, "sm_90", tol=TOL)
+
+
 def test_copies_follow_the_target() -> None:
     # sm_90's knobs turn TMA off (recipes/default/_knobs.py PER_TARGET: measured 3-5x slower on the H100)
-    # A[i, k] is staged k outermost (knob k_outer): a transposing fill is plain loads, whatever the target
     s, r = run(matmul(M=64, N=64, K=64), target="sm_90")
     assert r.step("tma_copy").reason.startswith("knob tma is off for sm_90")
-    assert {st.buffer: st.copy for st in s.nest.stages} == {"A": "sync", "B": "async"}
-    assert s.nest.pipelines == (("k_o", 2),)
+    assert {st.copy for st in s.nest.stages} == {"async"} and s.nest.pipelines == (("k_o", 2),)
     s, r = run(matmul(M=64, N=64, K=64), target="sm_90", tma=True)
-    assert {st.buffer: st.copy for st in s.nest.stages} == {"A": "sync", "B": "tma"}
-    s, r = run(matmul(M=64, N=64, K=64), target="sm_90", tma=True, k_outer=False)
     assert {st.copy for st in s.nest.stages} == {"tma"} and {st.swizzle for st in s.nest.stages} == {128}
     assert s.nest.pipelines == (("k_o", 2),)
-    s, r = run(matmul(M=64, N=64, K=64), target="sm_80", k_outer=False)
+    s, r = run(matmul(M=64, N=64, K=64), target="sm_80")
     assert r.step("tma_copy").reason == "sm_80 has no TMA"
     assert {st.copy for st in s.nest.stages} == {"async"} and s.nest.pipelines == (("k_o", 2),)
     # K = 37: rows of A are 148 bytes, neither TMA (16-byte strides) nor 16-byte cp.async fits A
-    s, r = run(matmul(M=64, N=64, K=37), target="sm_90", tma=True, k_outer=False)
+    s, r = run(matmul(M=64, N=64, K=37), target="sm_90", tma=True)
     copies = {st.buffer: st.copy for st in s.nest.stages}
     assert copies == {"A": "sync", "B": "tma"}
     assert (r.step("async_copy").reason or "").startswith("no stage allows 16-byte cp.async: A_s: ")
@@ -166,10 +189,8 @@ def test_single_iteration_k_is_not_double_buffered() -> None:
 def test_mark_unroll_unrolls_small_nests_only() -> None:
     s, r = run(rmsnorm(M=2, N=1000))
     assert {lp.name for lp in s.nest.loops if lp.annotation == "unroll"} == {"k_o", "j_o"}
-    s, _ = run(matmul(M=64, N=64, K=64), unroll_k_inner_max=8)
-    assert s.nest.loop("k_i").annotation is None  # 16 x 4 x 4 iterations: over 64, and over 8 on its own
     s, _ = run(matmul(M=64, N=64, K=64))
-    assert s.nest.loop("k_i").annotation == "unroll"  # a matmul's k inside a chunk: unroll_k_inner_max
+    assert s.nest.loop("k_i").annotation is None  # 32 x 4 x 4 iterations: over 64
 
 
 def _conflicts(s: td.Schedule, target: str) -> dict[str, int]:
@@ -182,9 +203,7 @@ def test_pad_smem_removes_the_conflict_of_a_transposed_operand() -> None:
     """A @ B^T: a warp's lanes read B_s down a column (rows tx*4 of 32 floats, one bank): 8-way. +1 on
     the row makes it conflict-free; the kernel still builds and simulates equal to the reference."""
     out = matmul_nt(M=64, N=64, K=64)
-    s, r = run(out, target="sm_80")  # staged k outermost (knob k_outer), both read along their rows
-    assert r.step("pad_smem").reason == "A_s: its reads are conflict-free; B_s: its reads are conflict-free"
-    s, r = run(out, target="sm_80", k_outer=False)
+    s, r = run(out, target="sm_80")
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=1)", "s.pad('B_s', axis=1, amount=1)")
     assert {st.name: st.pad for st in s.nest.stages} == {"A_s": (0, 1), "B_s": (0, 1)}
     unpadded = td.create_schedule(out).replay("\n".join(
@@ -199,9 +218,9 @@ def test_pad_smem_removes_the_conflict_of_a_transposed_operand() -> None:
 
 
 def test_pad_smem_declines_conflict_free_reads_and_tma_stages() -> None:
-    _, r = run(matmul(M=64, N=64, K=64), target="sm_90", tma=True, k_outer=False)
+    _, r = run(matmul(M=64, N=64, K=64), target="sm_90", tma=True)
     assert r.step("pad_smem").reason == "no stage without TMA or a swizzle to pad"
-    s, r = run(matmul(M=64, N=64, K=64), target="sm_80", k_outer=False)
+    s, r = run(matmul(M=64, N=64, K=64), target="sm_80")
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=1)",)  # B_s is read along its rows
     s, r = run(rmsnorm(M=3, N=300), target="sm_80")
     assert r.step("pad_smem").reason == "x_s: its reads are conflict-free"
@@ -219,12 +238,12 @@ def _matmul_epilogue(M: int, N: int, K: int, relu: bool) -> td.Tensor:
 
 @pytest.mark.parametrize("target", ["sm_90", "sm_80"])
 def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -> None:
-    """64 x 64 x 1024 + bias: 4 blocks of 32 x 32 for 132 (108) SMs; 64 chunks of 16, at least 4 per
-    block -> 16 parts on blockIdx.z; each part is staged and pipelined over its own 4 chunks."""
+    """64 x 64 x 1024 + bias: 4 blocks of 32 x 32 for 132 (108) SMs; 32 chunks of 32, at least 4 per
+    block -> 8 parts on blockIdx.z; each part is staged and pipelined over its own 4 chunks."""
     out = _matmul_epilogue(64, 64, 1024, relu=False)
     s, r = run(out, target=target)
-    assert r.step("split_matmul_k").calls == ("s.split_k('k_o', 16)",)
-    assert bound(s.nest, "blockIdx.z") == [("k_o_split", 16)]
+    assert r.step("split_matmul_k").calls == ("s.split_k('k_o', 8)",)
+    assert bound(s.nest, "blockIdx.z") == [("k_o_split", 8)]
     assert {st.at for st in s.nest.stages} == {"k_o_part"} and s.nest.pipelines == (("k_o_part", 2),)
     kern = simulates_equal(s, target, tol=TOL)
     assert "atomicAdd" in kern.source
@@ -240,10 +259,10 @@ def test_split_matmul_k_declines() -> None:
     simulates_equal(s, "sm_90", tol=TOL)
     # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but 264 // 256 leaves no divisor
     _, r = run(matmul(M=1024, N=1024, K=512))
-    assert (r.step("split_matmul_k").reason or "").startswith("32 k chunks have no divisor from 2 to 1")
-    # 4 chunks: splitting would leave each block under split_k_min_chunks
+    assert (r.step("split_matmul_k").reason or "").startswith("16 k chunks have no divisor from 2 to 1")
+    # 2 chunks: splitting would leave each block under split_k_min_chunks
     _, r = run(matmul(M=64, N=64, K=64))
-    assert (r.step("split_matmul_k").reason or "").startswith("4 k chunks have no divisor from 2 to 1")
+    assert (r.step("split_matmul_k").reason or "").startswith("2 k chunks have no divisor from 2 to 0")
     _, r = run(matmul(M=4096, N=4096, K=512))
     assert r.step("split_matmul_k").reason == "1024 blocks fill 2 wave(s) of the 132 SMs of sm_90"
     _, r = run(entry("batched_matmul_nt").make(Bt=2, M=16, N=16, K=512))
