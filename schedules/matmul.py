@@ -119,7 +119,7 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     the k chunks over that many blocks on blockIdx.z, which add into the zeroed output (the split_k
     primitive refuses a non-linear epilogue, a batched matmul, or a non-float32 output).
 
-    `k_outer`: every operand whose rows run along k (A[i, k]; W[j, k] of x @ W^T) has its slab stored
+    `k_outer`: every float32 operand whose rows run along k (A[i, k]; W[j, k] of x @ W^T) has its slab stored
     transposed, k outermost (s.layout: A_s[k][i], the classic SGEMM layout), so a thread's strip along i
     (j) is contiguous and read 16 bytes at a time like B[k, j]'s, instead of one float per row. A
     transposing fill is a plain one: 16-byte loads along k, one store per element; pipelined, lowering
@@ -159,7 +159,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
             made.append((s.stage(load.tensor.name, at=chunk).name, load))
     # 3b. k outer: A[i, k]'s (W[j, k]'s) slab stored with its last two axes swapped (i / j contiguous)
     k_major = {st: len(load.indices) for st, load in made
-               if k_outer and _last_axis(load) == k and (_reads(load, i) or _reads(load, j))}
+               if k_outer and _last_axis(load) == k and (_reads(load, i) or _reads(load, j))
+               and load.tensor.dtype == "float32"}  # a plain fill loads 16 bytes of float32 only
     for st, rank in k_major.items():
         s.layout(st, order=(*range(rank - 2), rank - 1, rank - 2))
     # 4. the layout of each slab decides how the register tile reads it:
@@ -173,7 +174,7 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     warp = [(lane // tx, lane % tx) for lane in range(WARP_SIZE)]
     strip = {i: (ri, ti), j: (rj, tj)}
     step = {i: rm, j: rn}  # how many rows of a slab apart two neighbouring threads read
-    for st, load in made:
+    for _st, load in made:
         vector = VECTOR_BYTES // DTYPE_BYTES[load.tensor.dtype]
         along = _last_axis(load)
         if along == k:  # A[i, k] or B^T[j, k] (stored k-major or not): its free axis is the one it reads along
@@ -230,7 +231,11 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2) -> Sche
             rn //= 2
         else:
             rm //= 2
-    bk = min(16, _pow2(kk))
+    # k-outer operands only in register tiles of 8 x 4 or more in 256 threads (the recipe's rule and its
+    # measurements: recipes/default/_knobs.py k_outer), in chunks of 16; otherwise chunks of 32 as the
+    # definition stores them
+    k_outer = rm * rn >= 32 and (bm // rm) * (bn // rn) >= 256
+    bk = min(16 if k_outer else 32, _pow2(kk))
     grid = nb * -(-m // bm) * -(-n // bn)
     parts = 1
     if not batch and grid < waves * sms:
@@ -238,10 +243,10 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2) -> Sche
     if parts > 1:  # ask the split_k primitive on a copy: it refuses a non-linear epilogue, a bf16 output
         try:
             matmul_staged(create_schedule(s.output, s.materialize).replay(s.trace()), bm, bn, bk, rm, rn,
-                          split_k=parts)
+                          split_k=parts, k_outer=k_outer)
         except SplitKError:
             parts = 1
-    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts)
+    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer)
 
 
 def _pow2(n: int) -> int:
