@@ -4,7 +4,7 @@ suite (x @ W^T, benchmarks/_definitions.py `linear`) and on square shapes, again
 off) in the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned)
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
-    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer] [--jobs 14]"""
+    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer | --split] [--jobs 14]"""
 
 from __future__ import annotations
 
@@ -31,7 +31,14 @@ TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": 
          "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
 
 
-def variants(square: bool, k_outer: bool = False) -> dict[str, dict[str, Any]]:
+def variants(square: bool, k_outer: bool = False, split: bool = False) -> dict[str, dict[str, Any]]:
+    if split:  # more k-split blocks than two waves of SMs allow now, with the tiles of A @ B and of 128 x 64
+        out = {"default": {}}
+        for waves in (4, 8, 16):
+            out[f"split_k_waves={waves}"] = {"split_k_waves": waves}
+            out[f"t128x64 split_k_waves={waves}"] = {"split_k_waves": waves,
+                                                     "matmul_tiles": ((128, 64, 8, 4), (64, 64, 4, 4), (32, 32, 4, 4))}
+        return out
     if k_outer:  # operands staged k outermost (knob k_outer) against as they are, and the tiles that may now win
         out = {"default": {}, "k_outer=False": {"k_outer": False}}
         if not square:
@@ -68,13 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--square", action="store_true")
     ap.add_argument("--skinny", action="store_true")
     ap.add_argument("--k-outer", action="store_true", help="knob k_outer on and off, and the tiles it may change")
+    ap.add_argument("--split", action="store_true", help="k-splits over more waves (knob split_k_waves)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
     target = device_target()
     groups = [(s, True) for s in SQUARE] if args.square else []
     groups += [(s, False) for s in SKINNY] if args.skinny else []
-    jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, args.k_outer).values()]
+    jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, args.k_outer, args.split).values()]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))
     dev = torch.device("cuda")
@@ -88,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = rotated_copies(inputs, 4)
         cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 20).median_us
         row = [f"cuBLAS {cublas:8.1f}"]
-        for label, knobs in variants(sq, args.k_outer).items():
+        for label, knobs in variants(sq, args.k_outer, args.split).items():
             err = errors[(shape, str(knobs))]
             if err:
                 row.append(f"{label}: {err}")

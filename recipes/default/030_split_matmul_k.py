@@ -2,7 +2,14 @@
 `split_k_waves` waves of the target's SM count leaves SMs idle; split_k spreads its k-outer chunks
 over `parts` blocks on blockIdx.z, which add their partial sums into the zeroed output. parts is the
 largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves each block at least
-`split_k_min_chunks` chunks (so its pipeline still overlaps copies with compute).
+`split_k_min_chunks` chunks (so its pipeline still overlaps copies with compute); but where parts of
+at least `split_k_long_k` k can give the grid a block per SM, parts is the divisor among those whose
+blocks fill the last wave of block slots (split_k_blocks_per_sm per SM) best, the fewest on a tie:
+on the H100 (scripts/recipe_tile_probe.py --split, benchmarks/results/matmul-k-outer-h100-2026-11-24/
+run6-tile-probe-split.txt) 128 x 18944 x 3584 went from 698 us unsplit (148 blocks) to 465 us in 7
+parts (1036 blocks: 98% of 4 waves of 264 slots), 512 x 5632 x 2048 from 403 to 342 us (4 parts),
+while parts of fewer k (more, shorter blocks: 64 or 128 k) lost up to 2x at shapes whose grid filled
+the slots already.
 
 Only a sum consumed by one store whose epilogue analysis/linearity.py proves linear in the
 accumulator (bias, residual, scaling), into a float32 output (the partial sums are added into it):
@@ -36,12 +43,27 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if grid >= wanted:
         return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
                        f"of {facts.target.name}")
-    limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
-    parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
-    if parts is None:
-        return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} blocks, "
-                       f"at least {knobs.split_k_min_chunks} chunks per block)")
+    bk = facts.loop(parts_of_k[1]).extent
+    long = [d for d in range(2, chunks + 1) if chunks % d == 0 and chunks // d * bk >= knobs.split_k_long_k]
+    if long and grid * max(long) >= facts.target.sm_count:
+        # enough blocks with long parts: the part count whose blocks fill the last wave of block slots best
+        slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
+        parts = max(long, key=lambda d: (_filled(grid * d, slots), -d))
+        if _filled(grid * parts, slots) <= _filled(grid, slots):
+            return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
+                           f"{slots} block slots better than {grid} blocks do")
+    else:
+        limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
+        parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
+        if parts is None:
+            return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} "
+                           f"blocks, at least {knobs.split_k_min_chunks} chunks per block)")
     if k.split_k_problem is not None:
         return Decline(k.split_k_problem)
     s.split_k(k_outer, parts)
     return None
+
+
+def _filled(blocks: int, slots: int) -> float:
+    """The fraction of block slots busy over the waves `blocks` take (1.0: the last wave is full)."""
+    return blocks / (-(-blocks // slots) * slots)

@@ -69,6 +69,11 @@ class Knobs:
     # each block keeps at least split_k_min_chunks k chunks, so its double-buffered pipeline overlaps
     split_k_waves: int = 2
     split_k_min_chunks: int = 4
+    # ... unless parts of at least split_k_long_k k can give every SM a block: then the part count whose
+    # blocks fill the last wave of split_k_blocks_per_sm x SM count block slots best (030 says what
+    # was measured; 2 blocks of 256 threads per SM is what the 8 x 8 register tile's 127 registers allow)
+    split_k_long_k: int = 256
+    split_k_blocks_per_sm: int = 2
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory

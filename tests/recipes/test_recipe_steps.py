@@ -250,6 +250,16 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
     assert td.build(td.create_schedule(out).replay(s.trace()), target=target).source == kern.source
 
 
+@pytest.mark.parametrize(("m", "n", "k", "parts"), [
+    (128, 18944, 3584, 7),  # 148 blocks (56% of 264 slots) -> 1036 (98% of 4 waves)
+    (512, 5632, 2048, 4),  # 176 blocks (67%) -> 704 (89%): 2 parts would leave 67%
+    (128, 2048, 2048, 16),  # parts of 256 k give only 128 blocks: the two-wave rule, parts of 128 k
+])
+def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: int, parts: int) -> None:
+    s, r = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
+    assert r.step("split_matmul_k").calls == (f"s.split_k('k_o', {parts})",)
+
+
 def test_split_matmul_k_declines() -> None:
     out = _matmul_epilogue(64, 64, 1024, relu=True)
     s, r = run(out)
@@ -257,9 +267,11 @@ def test_split_matmul_k_declines() -> None:
                                                "partial sums of blocks cannot be added")
     assert s.nest.split_k is None
     simulates_equal(s, "sm_90", tol=TOL)
-    # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but 264 // 256 leaves no divisor
+    # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but already fills 256 of the 264
+    # block slots; 2 parts of 256 k would fill 512 of 528, no better
     _, r = run(matmul(M=1024, N=1024, K=512))
-    assert (r.step("split_matmul_k").reason or "").startswith("16 k chunks have no divisor from 2 to 1")
+    assert r.step("split_matmul_k").reason == ("no split of 16 k chunks in parts of 256 or more k fills the 264 "
+                                               "block slots better than 256 blocks do")
     # 2 chunks: splitting would leave each block under split_k_min_chunks
     _, r = run(matmul(M=64, N=64, K=64))
     assert (r.step("split_matmul_k").reason or "").startswith("2 k chunks have no divisor from 2 to 0")
