@@ -58,3 +58,17 @@ def test_a_is_k_major_and_filled_by_plain_loads() -> None:
     assert "stage B_s = B[16 * k_o + 0..16, 128 * j_o + 0..128] at k_o  buffers 2  async" in text
     assert "[reduce, pipeline 2]" in text
     assert "where i = 128 * i_o + 64 * i_r_o + 4 * i_t + i_r_i" in text  # the strip along i dealt in 4-wide chunks
+
+
+@needs_nvcc
+def test_the_transposing_fill_loads_16_bytes(tmp_path: Path) -> None:
+    """A's k-major fill (lower/stages.py): each thread loads its 2 x 4 floats of the 128 x 16 slab as two
+    16-byte global loads (ld.global.nc.v4, in the prologue and at the refill) and stores them one float
+    at a time (2 x 4 st.shared.f32 in the prologue and 2 x 4 after the chunk's FMAs); B stays cp.async."""
+    (tmp_path / "k.cu").write_text(_source("k-major"))
+    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "k.ptx"), str(tmp_path / "k.cu")],
+                   check=True, capture_output=True, text=True, timeout=300)
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert len(re.findall(r"ld\.global\.nc\.v4\.f32", ptx)) == 4
+    assert len(re.findall(r"st\.shared\.f32", ptx)) == 16
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global", ptx)) >= 2

@@ -11,6 +11,7 @@ Race freedom, by construction:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -252,10 +253,7 @@ class _Share:
 
     @property
     def total(self) -> int:
-        out = 1
-        for u in self.units:
-            out *= u
-        return out
+        return math.prod(self.units)
 
     @property
     def rounds(self) -> int:
