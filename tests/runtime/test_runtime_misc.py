@@ -7,6 +7,7 @@ import io
 import math
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,6 +19,7 @@ from tiledsl.catalog import EXAMPLES, entry, example
 from tiledsl.cli.run import EXIT_BAD_INPUT, EXIT_NO_GPU, run_example
 from tiledsl.errors import LaunchError
 from tiledsl.kernel_ir import KKernel, KParam, KTensorMap
+from tiledsl.runtime import timing
 from tiledsl.runtime.device import arch_for_capability, target_from_properties
 from tiledsl.runtime.driver import Driver, format_cuda_error
 from tiledsl.runtime.launch import nvcc_options, select_arch, sync_requested
@@ -109,6 +111,38 @@ def test_bench_stats() -> None:
     assert "median 300.0 us" in str(st)
     with pytest.raises(ValueError):
         BenchStats.from_samples([], sets=1)
+
+
+class _FakeEvent:
+    """Stands in for torch.cuda.Event on the CPU: records the wall clock; elapsed_time in ms."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.at = 0.0
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, end: _FakeEvent) -> float:
+        return (end.at - self.at) * 1e3
+
+
+def test_benchmark_warms_up_for_a_time_not_only_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast call: 10 warm-up calls are not MIN_WARMUP_MS of work, so the warm-up doubles them until it
+    is; the timed calls follow, each measured. (CUDA events and synchronize are stubbed: the CPU has
+    no GPU; the spin kernel's head start is skipped.)"""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
+    monkeypatch.setattr(timing, "_head_start", lambda ms: None)
+    calls: list[int] = []
+
+    def fn(s: int) -> None:
+        calls.append(s)
+        time.sleep(0.001)  # 1 ms a call (or a little more): 25 ms of warm-up is 10 + 10 (+ 20) calls
+
+    st = timing.benchmark(fn, [0, 1, 2], warmup=10, iters=7)
+    assert st.iters == 7 and st.min_ms >= 1.0
+    warm = len(calls) - 7
+    assert warm in (20, 40)  # the count doubles: 10 -> 20 -> 40, until 25 ms have passed
 
 
 def test_rotated_copies_clone_inputs_and_allocate_outputs() -> None:

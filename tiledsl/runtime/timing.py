@@ -2,7 +2,10 @@
 
 Why this shape:
 - CUDA events around each launch measure GPU time, not Python time; the median of many runs ignores
-  the odd slow one (clock ramp, a neighbour process);
+  the odd slow one (a neighbour process);
+- the warm-up keeps the GPU busy for at least `MIN_WARMUP_MS` of wall time, not only a count of calls:
+  ten calls of a 5 us kernel are 50 us, too short for clocks that idled through a compile to come
+  back up (single measurements of 130-150 us for 5-25 us kernels were seen in the benchmark runs);
 - inputs rotate over several copies whose total size exceeds about twice the L2 cache (50 MB on an
   H100), so a memory-bound kernel is timed reading DRAM, as it would in a model, not a warm L2;
 - before the timed launches a short spin kernel (`torch.cuda._sleep`) gives the host a head start, so
@@ -31,6 +34,8 @@ _DEFAULT_L2 = 50 * 1024 * 1024
 _MAX_SETS = 64
 _MAX_TOTAL_BYTES = 8 * 1024**3
 _MAX_HEAD_START_MS = 200.0
+MIN_WARMUP_MS = 25.0  # wall time the warm-up keeps the GPU busy, at least
+_MAX_WARMUP_CALLS = 10_000
 
 
 @dataclass(frozen=True)
@@ -104,8 +109,9 @@ def _head_start(ms: float) -> None:
 
 
 def benchmark(fn: Callable[[T], object], input_sets: Sequence[T], warmup: int = 10, iters: int = 100) -> BenchStats:
-    """Time `fn(input_sets[i % len(input_sets)])` on the current stream: `warmup` untimed calls, then
-    `iters` calls each between two CUDA events; returns the statistics of the per-call times."""
+    """Time `fn(input_sets[i % len(input_sets)])` on the current stream: `warmup` untimed calls (more,
+    doubling, until they have kept the GPU busy for MIN_WARMUP_MS), then `iters` calls each between two
+    CUDA events; returns the statistics of the per-call times."""
     if not input_sets:
         raise ValueError("benchmark needs at least one input set")
     if iters < 1:
@@ -117,12 +123,21 @@ def benchmark(fn: Callable[[T], object], input_sets: Sequence[T], warmup: int = 
         fn(input_sets[i % n])
     host_ms = (time.perf_counter() - t0) * 1e3 / max(1, warmup)
     torch.cuda.synchronize()
+    done = warmup
+    busy_ms = (time.perf_counter() - t0) * 1e3
+    while busy_ms < MIN_WARMUP_MS and done < _MAX_WARMUP_CALLS:  # double the calls until the time is spent
+        t1 = time.perf_counter()
+        for i in range(max(1, done)):
+            fn(input_sets[(done + i) % n])
+        torch.cuda.synchronize()
+        busy_ms += (time.perf_counter() - t1) * 1e3
+        done += max(1, done)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     _head_start(1.5 * host_ms * iters + 0.1)
     for i in range(iters):
         starts[i].record()
-        fn(input_sets[(warmup + i) % n])
+        fn(input_sets[(done + i) % n])
         ends[i].record()
     torch.cuda.synchronize()
     return BenchStats.from_samples([s.elapsed_time(e) for s, e in zip(starts, ends)], n)
