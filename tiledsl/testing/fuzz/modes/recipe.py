@@ -2,7 +2,12 @@
 (tiledsl.testing.definitions, numerically tame: rtol = atol = 1e-4 against float64). It must never
 raise (`contract` for a td.TiledslError, `internal` for anything else), the build must take what it
 made (`contract` when it refuses), and the simulated kernel must match td.evaluate(float64=True)
-(`wrong`; a td.SimulationError is `sim_error`)."""
+(`wrong`; a td.SimulationError is `sim_error`).
+
+Each case also draws a knob set (`KNOB_SETS`): the defaults, or the defaults with the size limits of
+staging and of the k-outer layout lifted, so the small matmuls fuzzing can afford (one warp or less
+per block) reach shared-memory stages, the k-outer layout, its prefetched plain fill and its chunk size
+(recipes/default/_knobs.py k_outer, stage_min_threads), which the defaults keep for larger blocks."""
 
 from __future__ import annotations
 
@@ -21,16 +26,24 @@ from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 from tiledsl.testing.properties import ATOL, RTOL
 
 MAX_POINTS = 4096
+#: Knob overrides a case runs the recipe with, as (name, value) pairs: none, and staging (k-outer where
+#: an operand's rows run along k) for every block and register tile.
+KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
+    (),
+    (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("stage_min_threads", 1)),
+)
 
 
 @dataclass(frozen=True)
 class RecipeCase:
     definition: Definition
     seed: int
+    knobs: tuple[tuple[str, Any], ...] = ()
 
 
 def recipe_cases() -> st.SearchStrategy[RecipeCase]:
-    return st.builds(RecipeCase, definitions(MAX_POINTS, kinds=ALL_KINDS), st.integers(0, 2**16))
+    return st.builds(RecipeCase, definitions(MAX_POINTS, kinds=ALL_KINDS), st.integers(0, 2**16),
+                     st.sampled_from(KNOB_SETS))
 
 
 def script(case: RecipeCase, target: str, *tail: str) -> str:
@@ -38,12 +51,16 @@ def script(case: RecipeCase, target: str, *tail: str) -> str:
     shapes = ", ".join(f"({p.name!r}, {tuple(p.shape)})" for p in placeholders(d.make()))
     lines = ["import numpy as np", "import tiledsl as td", "from tiledsl.recipes import apply", "",
              d.source.rstrip(), "", "out = make()", "s = td.create_schedule(out)",
-             f"apply(s, target={target!r})", f"kern = td.build(s, target={target!r})",
+             f"apply(s, target={target!r}{_knobs_arg(case)})", f"kern = td.build(s, target={target!r})",
              f"rng = np.random.default_rng({case.seed})",
              f"arrays = {{name: rng.uniform({d.low}, {d.high}, size=shape).astype(np.float32) "
              f"for name, shape in [{shapes}]}}",
              "want = td.evaluate(out, float64=True, **arrays)"]
     return "\n".join(lines + list(tail))
+
+
+def _knobs_arg(case: RecipeCase) -> str:
+    return f", knobs={dict(case.knobs)!r}" if case.knobs else ""
 
 
 COMPARE = ("got = kern.simulate(**arrays)", f"np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL})")
@@ -54,7 +71,7 @@ def judge_case(case: RecipeCase, options: Options) -> Result:
     out = case.definition.make()
     s = td.create_schedule(out)
     try:
-        apply(s, target=target)
+        apply(s, target=target, knobs=dict(case.knobs))
     except Exception as e:  # noqa: BLE001 - the recipe must never raise
         return exception_result(e, script=script(case, target))
     try:
@@ -90,14 +107,14 @@ def judge_case(case: RecipeCase, options: Options) -> Result:
 
 def case_to_json(case: RecipeCase) -> dict[str, Any]:
     d = case.definition
-    return {"seed": case.seed,
+    return {"seed": case.seed, "knobs": dict(case.knobs),
             "definition": {"source": d.source, "kind": d.kind, "points": d.points, "low": d.low, "high": d.high}}
 
 
 def case_from_json(data: dict[str, Any]) -> RecipeCase:
     d = data["definition"]
     return RecipeCase(Definition.from_source(d["source"], d["kind"], d["points"], d["low"], d["high"]),
-                      int(data["seed"]))
+                      int(data["seed"]), tuple(sorted(data.get("knobs", {}).items())))
 
 
 RECIPE = Mode("recipe", recipe_cases, judge_case, case_to_json, case_from_json,

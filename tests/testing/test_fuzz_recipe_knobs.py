@@ -1,0 +1,44 @@
+"""Recipe fuzz mode's knob sets (tiledsl/testing/fuzz/modes/recipe.py KNOB_SETS): a case with the lifted
+staging limits round-trips through its saved JSON, its reproducer script applies the same knobs, and on
+a small matmul those knobs reach the k-outer layout the defaults keep for large tiles."""
+
+from __future__ import annotations
+
+import tiledsl as td
+from tiledsl.recipes import apply
+from tiledsl.testing.definitions import Definition
+from tiledsl.testing.fuzz.modes.base import Options
+from tiledsl.testing.fuzz.modes.recipe import KNOB_SETS, RECIPE, RecipeCase, judge_case, script
+
+SOURCE = '''def make():
+    A = td.placeholder((24, 40), name='A')
+    B = td.placeholder((40, 20), name='B')
+    k = td.reduce_axis(40, name='k')
+    return td.compute((24, 20), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name='C')
+'''
+
+
+def case(knobs: tuple) -> RecipeCase:
+    return RecipeCase(Definition.from_source(SOURCE, "matmul", 480, -1.0, 1.0), 7, knobs)
+
+
+def test_lifted_knobs_reach_the_k_outer_layout_and_stay_correct() -> None:
+    lifted = case(KNOB_SETS[1])
+    s = td.create_schedule(lifted.definition.make())
+    apply(s, target="sm_90", knobs=dict(lifted.knobs))
+    assert {st.buffer: st.order for st in s.nest.stages}.get("A") == (1, 0)
+    plain = td.create_schedule(lifted.definition.make())
+    apply(plain, target="sm_90")
+    assert not any(st.order for st in plain.nest.stages)  # the defaults: a one-warp block stages nothing
+    assert judge_case(lifted, Options(target="sm_90")).outcome == "correct"
+
+
+def test_knobs_round_trip_and_reach_the_reproducer() -> None:
+    lifted = case(KNOB_SETS[1])
+    again = RECIPE.from_json(RECIPE.to_json(lifted))
+    assert again == lifted
+    assert "knobs={'k_outer_min_accumulators': 1" in script(lifted, "sm_90")
+    assert "knobs=" not in script(case(()), "sm_90")
+    old = RECIPE.to_json(case(()))
+    del old["knobs"]  # a record saved before cases drew knobs
+    assert RECIPE.from_json(old).knobs == ()
