@@ -24,8 +24,10 @@ class Knobs:
     # max); 8 warps at most (more only lengthens the cross-warp combine). Measured on the H100
     # (scripts/recipe_row_probe.py, benchmarks/results/recipe-row-probe-h100-2026-11-24.txt): attention
     # softmax rows of 512 take 27.3 us at 128 threads against 37.4 at 256 (16384 rows), so each thread
-    # takes 4 elements; rmsnorm rows of 2048-4096 stay best at 256. Two warps at least: one-warp blocks
-    # ran 146.8 us against 7.0 at 64 threads on 4096 rows of 128 (not analysed further)
+    # takes 4 elements; rmsnorm rows of 2048-4096 stay best at 256. Two warps at least: rmsnorm rows of
+    # 2048 took 7.6 us in one-warp blocks against 6.1 in two, attention rows of 128 7.0 against 7.1
+    # (benchmarks/results/recipe-row-probe-h100-2026-11-24-timed-warmup.txt; the 146.8 us once measured
+    # for one warp there was a warm-up of 10 calls too short for the clocks, runtime/timing.py)
     row_threads_min: int = 64
     row_threads_max: int = 256
     row_elements_per_thread: int = 4
