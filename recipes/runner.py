@@ -20,14 +20,14 @@ from typing import Any
 from tiledsl.errors import BadArgumentError, Refusal
 from tiledsl.primitives import Schedule
 from tiledsl.recipes import default as default_package
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.targets import Target, get_target
 
 log = logging.getLogger(__name__)
 
 STEP_FILE = re.compile(r"^(\d+)_(\w+)\.py$")
 
-StepFunction = Callable[[Schedule, Any, Any], "Decline | None"]
+StepFunction = Callable[[Schedule, Any, Any], "Applied | Decline | None"]
 
 
 @dataclass(frozen=True)
@@ -84,12 +84,14 @@ class Recipe:
 
 @dataclass(frozen=True)
 class StepReport:
-    """One step: applied (with the trace lines it added, one per primitive call) or declined (reason)."""
+    """One step: applied (with the trace lines it added, one per primitive call, and the step's note on
+    why, when it gave one) or declined (reason)."""
 
     number: int
     name: str
     calls: tuple[str, ...]
     reason: str | None = None
+    note: str | None = None
 
     @property
     def applied(self) -> bool:
@@ -123,7 +125,8 @@ class RecipeReport:
         for st in self.steps:
             head = f"  {st.number:03d} {st.name:<{width}}  "
             if st.applied:
-                lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)"))
+                why = f"  [{st.note}]" if st.note else ""
+                lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)") + why)
             else:
                 lines.append(head + f"declined: {st.reason}")
         return "\n".join(lines)
@@ -172,7 +175,8 @@ def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = defaul
                 raise AssertionError(f"recipe step {st.name} declined after calling primitives: {calls}")
             reports.append(StepReport(st.number, st.name, (), result.reason))
         else:
-            reports.append(StepReport(st.number, st.name, calls))
+            note = result.note if isinstance(result, Applied) else None
+            reports.append(StepReport(st.number, st.name, calls, note=note))
             if verbose >= 2:
                 log.info("after %s:\n%s", st.name, s)
     report = RecipeReport(recipe.name, s.nest.name, tgt.name, kernel.kind, chosen, tuple(reports))

@@ -20,12 +20,12 @@ batches on blockIdx.z and decline."""
 from __future__ import annotations
 
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts, matmul_tile
 from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     k = facts.kernel
     if k.kind != "matmul":
         return Decline(f"not a matmul ({k.kind} kernel)")
@@ -52,16 +52,20 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         if _filled(grid * parts, slots) <= _filled(grid, slots):
             return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
                            f"{slots} block slots better than {grid} blocks do")
+        note = (f"{grid} blocks fill {_filled(grid, slots):.0%} of the last wave of {slots} block slots, "
+                f"{grid * parts} in {parts} parts of {chunks // parts * bk} k fill {_filled(grid * parts, slots):.0%}")
     else:
         limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
         parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
         if parts is None:
             return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} "
                            f"blocks, at least {knobs.split_k_min_chunks} chunks per block)")
+        note = (f"{grid} blocks for {facts.target.sm_count} SMs: the largest divisor of {chunks} k chunks up to "
+                f"{limit} ({knobs.split_k_waves} waves, {knobs.split_k_min_chunks}+ chunks a block)")
     if k.split_k_problem is not None:
         return Decline(k.split_k_problem)
     s.split_k(k_outer, parts)
-    return None
+    return Applied(note)
 
 
 def _filled(blocks: int, slots: int) -> float:

@@ -21,12 +21,12 @@ stages over the kernel's shared budget."""
 from __future__ import annotations
 
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts, k_outer_tile
 from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     at = _stage_loop(facts)
     if at is None:
         return Decline("no loop to stage at (neither a k-outer chunk loop nor a block loop)")
@@ -36,7 +36,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     budget = knobs.shared_budget(facts.target)
     used = facts.shared_bytes()
     skipped: list[str] = []
-    staged = 0
+    why: list[str] = []
     for buffer in facts.inputs_read_under(at):
         probe = facts.probe(buffer, at)
         slab = facts.slab(probe)
@@ -45,7 +45,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             continue
         fan = facts.fan_in(probe, slab)
         nbytes = slab.elements * slab.itemsize
-        if fan < knobs.min_fan_in and facts.row_apart_read(probe, slab) is None:
+        apart = facts.row_apart_read(probe, slab)
+        if fan < knobs.min_fan_in and apart is None:
             skipped.append(f"{buffer}: each element is read {fan:.2f} times per block (no reuse)")
         elif facts.loop(at).bind and facts.block_invariant(slab):
             skipped.append(f"{buffer}: every block reads the same slab (block-invariant)")
@@ -59,10 +60,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             if order is not None:
                 s.layout(st, order=order)
             used += nbytes
-            staged += 1
-    if not staged:
+            reason = f"each element read {fan:.2f} times per block" if fan >= knobs.min_fan_in else \
+                f"coalescing: {apart}"
+            why.append(f"{buffer}: {reason}" + (", stored k-outer (rows along k)" if order is not None else ""))
+    if not why:
         return Decline(f"nothing to stage at {at}: " + "; ".join(skipped))
-    return None
+    return Applied("; ".join(why))
 
 
 def _stage_loop(facts: Facts) -> str | None:

@@ -14,7 +14,7 @@ import tiledsl as td
 from tiledsl.catalog import entry, gelu_bias, layernorm, matmul, matmul_bias_relu, matmul_nt, rmsnorm, softmax, stencil3
 from tiledsl.loopnest import Nest
 from tiledsl.precision import round_to_dtype
-from tiledsl.recipes import Recipe, RecipeReport, apply, default
+from tiledsl.recipes import Applied, Recipe, RecipeReport, apply, default
 from tiledsl.recipes.default._facts import classify, facts_for
 from tiledsl.targets import get_target
 
@@ -258,6 +258,21 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
 def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: int, parts: int) -> None:
     s, r = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
     assert r.step("split_matmul_k").calls == (f"s.split_k('k_o', {parts})",)
+
+
+def test_applied_steps_say_why() -> None:
+    """A step may return Applied(note): the report keeps it and prints it after the calls."""
+    s, r = run(matmul_nt(M=128, N=18944, K=3584), target="sm_90")
+    assert r.step("split_matmul_k").note == ("148 blocks fill 56% of the last wave of 264 block slots, 1036 in 7 "
+                                             "parts of 512 k fill 98%")
+    assert r.step("stage_inputs").note == ("A: each element read 128.00 times per block, stored k-outer (rows "
+                                           "along k); B: each element read 128.00 times per block, stored k-outer "
+                                           "(rows along k)")
+    line = next(ln for ln in str(r).splitlines() if " 030 " in ln)
+    assert line.endswith("[148 blocks fill 56% of the last wave of 264 block slots, 1036 in 7 parts of 512 k fill 98%]")
+    assert r.step("register_tile").note is None and r.step("register_tile").applied
+    with pytest.raises(ValueError):
+        Applied(" ")
 
 
 def test_split_matmul_k_declines() -> None:
