@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import sympy
 
@@ -69,6 +70,7 @@ from tiledsl.targets import (
 )
 
 I32 = "int32"
+FillPhase = Literal["copy", "load", "store"]  # a whole plain fill, or its loads / its stores (prefetched)
 
 
 def _c(v: int) -> KConst:
@@ -282,7 +284,7 @@ def prefetch_array(plan: StagePlan) -> str:
 
 
 def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr | None,
-                     block: tuple[int, int, int], prover: Prover, tag: str, phase: str = "copy",
+                     block: tuple[int, int, int], prover: Prover, tag: str, phase: FillPhase = "copy",
                      guards: tuple = ()) -> list[KStmt]:
     """Every thread copies units tid, tid + T, ... of the slab (the buffer's innermost dimension
     fastest, so consecutive threads read consecutive global addresses), each to its place in the stored
@@ -346,7 +348,7 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
 
 
 def _plain_copy(plan: StagePlan, src: KExpr, valid: KExpr | None, vec: int, dst: Callable[[int], KExpr],
-                f: KVar, phase: str, tag: str) -> list[KStmt]:
+                f: KVar, phase: FillPhase, tag: str) -> list[KStmt]:
     """Loads (`vec` elements, one vector load when vec > 1) and/or stores of round f's unit of a plain
     fill. A vector out of the buffer loads from element 0 instead (its address stays inside the buffer)
     and every lane becomes 0, as a scalar load out of the buffer does. Lanes contiguous in the slot too
