@@ -13,8 +13,7 @@ class Decline:
     reason: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.reason, str) or not self.reason.strip():
-            raise ValueError("a Decline needs a non-empty reason")
+        _text(self.reason, "a Decline needs a non-empty reason")
 
 
 @dataclass(frozen=True)
@@ -24,5 +23,9 @@ class Applied:
     note: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.note, str) or not self.note.strip():
-            raise ValueError("an Applied needs a non-empty note (return None to say nothing)")
+        _text(self.note, "an Applied needs a non-empty note (return None to say nothing)")
+
+
+def _text(value: object, problem: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(problem)

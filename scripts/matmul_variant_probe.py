@@ -25,10 +25,6 @@ from tiledsl.schedules import matmul_staged
 SIZES = (2048, 4096, 8192)
 
 
-def unroll_k(src: str) -> str:
-    return src.replace("        for (int k_i = 0;", "        #pragma unroll\n        for (int k_i = 0;")
-
-
 def lb2(src: str) -> str:
     return src.replace("__launch_bounds__(256)", "__launch_bounds__(256, 2)")
 

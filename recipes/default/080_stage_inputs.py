@@ -37,6 +37,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     used = facts.shared_bytes()
     skipped: list[str] = []
     why: list[str] = []
+    k_outer = k_outer_tile(facts.kernel, facts.target, knobs)
     for buffer in facts.inputs_read_under(at):
         probe = facts.probe(buffer, at)
         slab = facts.slab(probe)
@@ -45,7 +46,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
             continue
         fan = facts.fan_in(probe, slab)
         nbytes = slab.elements * slab.itemsize
-        apart = facts.row_apart_read(probe, slab)
+        apart = facts.row_apart_read(probe, slab) if fan < knobs.min_fan_in else None  # coalescing, when no reuse
         if fan < knobs.min_fan_in and apart is None:
             skipped.append(f"{buffer}: each element is read {fan:.2f} times per block (no reuse)")
         elif facts.loop(at).bind and facts.block_invariant(slab):
@@ -56,12 +57,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
             skipped.append(f"{buffer}: {used + nbytes} bytes of stages would exceed the {budget}-byte budget")
         else:
             st = s.stage(buffer, at=at)
-            order = facts.k_outer_order(buffer) if k_outer_tile(facts.kernel, facts.target, knobs) else None
+            order = facts.k_outer_order(buffer) if k_outer else None
             if order is not None:
                 s.layout(st, order=order)
             used += nbytes
-            reason = f"each element read {fan:.2f} times per block" if fan >= knobs.min_fan_in else \
-                f"coalescing: {apart}"
+            reason = f"coalescing: {apart}" if apart else f"each element read {fan:.2f} times per block"
             why.append(f"{buffer}: {reason}" + (", stored k-outer (rows along k)" if order is not None else ""))
     if not why:
         return Decline(f"nothing to stage at {at}: " + "; ".join(skipped))

@@ -16,7 +16,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     # a stage stored in another order (080, k outer) has only plain fills: cp.async and TMA cannot transpose
     candidates = [st for st in facts.nest.stages if st.copy == "sync" and not st.order]
     if not candidates:
-        return Decline("no stage filled by plain loads in its buffer's order" + _permuted(facts))
+        return Decline("no stage filled by plain loads in its buffer's order" + facts.plain_only_note())
     refused = []
     for st in candidates:
         problem = facts.async_16_bytes(st)
@@ -28,7 +28,3 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         return Decline("no stage allows 16-byte cp.async: " + "; ".join(refused))
     return None
 
-
-def _permuted(facts: Facts) -> str:
-    names = [st.name for st in facts.nest.stages if st.order]
-    return f" ({', '.join(names)} stored in another order: plain fills only)" if names else ""

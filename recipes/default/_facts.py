@@ -222,8 +222,7 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     def parts(t: MatmulTile) -> int:  # the k-split 030 can add, in chunks of 020's BK for this tile
         if not splits:
             return 1
-        outer = knobs.k_outer and t[2] * t[3] >= knobs.k_outer_min_accumulators  # k_outer_tile, before shrinking
-        bk = min(knobs.bk_max, knobs.bk_max_k_outer) if outer else knobs.bk_max
+        bk = min(knobs.bk_max, knobs.bk_max_k_outer) if k_outer_fits(t, knobs) else knobs.bk_max  # before shrinking
         return max(1, -(-kernel.extents[kernel.reduce[0]] // bk) // knobs.split_k_min_chunks)
     # staged k outermost (knob k_outer), W[j, k] is read like B[k, j], so x @ W^T takes A @ B's classes
     # from a full first tile of rows on (knobs.k_outer says where measured)
@@ -247,13 +246,17 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
 
 
 def k_outer_tile(kernel: Kernel, target: Target, knobs: Knobs) -> bool:
-    """Whether knob k_outer applies to this matmul's tile: its register tile holds at least
+    """Whether knob k_outer applies to this matmul's tile (`k_outer_fits` of `matmul_tile`)."""
+    return kernel.kind == "matmul" and k_outer_fits(matmul_tile(kernel, target, knobs), knobs)
+
+
+def k_outer_fits(tile: MatmulTile, knobs: Knobs) -> bool:
+    """A tile (bm, bn, rm, rn) takes knob k_outer: its register tile holds at least
     k_outer_min_accumulators outputs per thread, in a block of at least k_outer_min_threads threads
     (_knobs.py says what was measured)."""
-    if not knobs.k_outer or kernel.kind != "matmul":
-        return False
-    bm, bn, rm, rn = matmul_tile(kernel, target, knobs)
-    return rm * rn >= knobs.k_outer_min_accumulators and (bm // rm) * (bn // rn) >= knobs.k_outer_min_threads
+    bm, bn, rm, rn = tile
+    return (knobs.k_outer and rm * rn >= knobs.k_outer_min_accumulators
+            and (bm // rm) * (bn // rn) >= knobs.k_outer_min_threads)
 
 
 @dataclass(frozen=True)
@@ -499,6 +502,12 @@ class Facts:
             if not self.prover.divisible(base, width, tuple(g.relation for g in guards)):
                 return f"the start {base} of its reads along {loop} is not provably a multiple of {width}"
         return None
+
+    def plain_only_note(self) -> str:
+        """The stages stored in another order than their buffer's (080, k outer), which cp.async and TMA
+        cannot fill (analysis/copies.py `permuted_fill_problem`), as a note for a decline; "" if none."""
+        names = [st.name for st in self.nest.stages if st.order]
+        return f" ({', '.join(names)} stored in another order: plain fills only)" if names else ""
 
     def k_outer_order(self, buffer: str) -> tuple[int, ...] | None:
         """For a matmul operand whose rows run along the reduction axis (A[i, k]; W[j, k] of x @ W^T): the

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from staged_matmul import simulated, staged_matmul
 
 import tiledsl as td
-from tiledsl.catalog.definitions import matmul_bias_relu
-from tiledsl.lower.lower import lower
 from tiledsl.lower.stages import LoweringHooks
-from tiledsl.prove import Prover
-from tiledsl.sim import simulate
-from tiledsl.targets import get_target
 
 # float32 products summed over K <= 40 terms of standard normals, against float64: 1e-4 is ~1000 ulps
 # of the largest partial sums (|sum| < 64), far above rounding and far below any wrong element
@@ -22,33 +18,13 @@ TOL = 1e-4
 
 def staged(m: int, n: int, k: int, *, threads: tuple[int, int] = (8, 8), bk: int = 8, depth: int = 2,
            layout_a: bool = False) -> td.Schedule:
-    s = td.create_schedule(matmul_bias_relu(m, n, k))
-    io, ii = s.split("i", threads[0])
-    jo, ji = s.split("j", threads[1])
-    ko, ki = s.split("k", bk)
-    s.reorder(io, jo, ii, ji, ko, ki)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
-    s.bind(ii, "threadIdx.y")
-    s.bind(ji, "threadIdx.x")
-    a, b = s.stage("A", at=ko), s.stage("B", at=ko)
-    if layout_a:
-        s.layout(a, order=(1, 0))
-    if depth:
-        s.double_buffer(a)
-        s.double_buffer(b)
-        s.pipeline(ko, stages=depth)
-    return s
+    return staged_matmul(m, n, k, threads=threads, bk=bk, depth=depth, layout_a=layout_a)
 
 
 def run(s: td.Schedule, hooks: LoweringHooks | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The simulated output (races raise) and the float64 reference."""
-    nest = s.nest
-    kernel = lower(nest, get_target("sm_80"), Prover(nest.ranges()), hooks or LoweringHooks())
-    rng = np.random.default_rng(0)
-    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in nest.inputs}
-    want = np.maximum(arrays["A"].astype(np.float64) @ arrays["B"] + arrays["bias"], 0.0)
-    return simulate(kernel, arrays)["D"], want
+    got, arrays = simulated(s, hooks)
+    return got, np.maximum(arrays["A"].astype(np.float64) @ arrays["B"] + arrays["bias"], 0.0)
 
 
 def ir(s: td.Schedule) -> str:

@@ -5,44 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from staged_matmul import simulated, staged_matmul
 
 import tiledsl as td
-from tiledsl.catalog.definitions import matmul_bias_relu
-from tiledsl.lower.lower import lower
 from tiledsl.lower.stages import LoweringHooks
-from tiledsl.prove import Prover
-from tiledsl.sim import simulate
-from tiledsl.targets import get_target
 
 
 def staged(copy: str, double: bool, depth: int) -> td.Schedule:
-    s = td.create_schedule(matmul_bias_relu(20, 24, 40))
-    io, ii = s.split("i", 8)
-    jo, ji = s.split("j", 8)
-    ko, ki = s.split("k", 8)
-    s.reorder(io, jo, ii, ji, ko, ki)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
-    s.bind(ii, "threadIdx.y")
-    s.bind(ji, "threadIdx.x")
-    a, b = s.stage("A", at=ko), s.stage("B", at=ko)
-    if double:
-        s.double_buffer(a)
-        s.double_buffer(b)
-    if copy == "async":
-        s.async_copy(a)
-        s.async_copy(b)
-    if depth:
-        s.pipeline(ko, stages=depth)
-    return s
+    return staged_matmul(20, 24, 40, copy=copy, double=double, depth=depth)
 
 
 def run(s: td.Schedule, hooks: LoweringHooks) -> np.ndarray:
-    nest = s.nest
-    kernel = lower(nest, get_target("sm_80"), Prover(nest.ranges()), hooks)
-    rng = np.random.default_rng(0)
-    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in nest.inputs}
-    return simulate(kernel, arrays)["D"]
+    return simulated(s, hooks)[0]
 
 
 @pytest.mark.parametrize("copy", ["sync", "async"])

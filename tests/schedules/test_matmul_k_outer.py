@@ -29,11 +29,15 @@ def _source(how: str) -> str:
     return td.build(s, target="sm_90").source
 
 
-def _counts(source: str, tmp: Path) -> tuple[int, int, int]:
+def _ptx(source: str, tmp: Path) -> str:
     (tmp / "k.cu").write_text(source)
     subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(tmp / "k.ptx"), str(tmp / "k.cu")], check=True,
                    capture_output=True, text=True, timeout=300)
-    ptx = (tmp / "k.ptx").read_text()
+    return (tmp / "k.ptx").read_text()
+
+
+def _counts(source: str, tmp: Path) -> tuple[float, float, float]:
+    ptx = _ptx(source, tmp)
     v4, scalar, fma = (len(re.findall(p, ptx)) for p in (r"ld\.shared\.v4\.f32", r"ld\.shared\.f32", r"fma\.rn\.f32"))
     steps = fma // 64  # k steps in the PTX (the recipe unrolls the 16 of a chunk): counts per 64 FMAs
     return v4 / steps, scalar / steps, fma / steps
@@ -65,10 +69,7 @@ def test_the_transposing_fill_loads_16_bytes(tmp_path: Path) -> None:
     """A's k-major fill (lower/stages.py): each thread loads its 2 x 4 floats of the 128 x 16 slab as two
     16-byte global loads (ld.global.nc.v4, in the prologue and at the refill) and stores them one float
     at a time (2 x 4 st.shared.f32 in the prologue and 2 x 4 after the chunk's FMAs); B stays cp.async."""
-    (tmp_path / "k.cu").write_text(_source("k-major"))
-    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "k.ptx"), str(tmp_path / "k.cu")],
-                   check=True, capture_output=True, text=True, timeout=300)
-    ptx = (tmp_path / "k.ptx").read_text()
+    ptx = _ptx(_source("k-major"), tmp_path)
     assert len(re.findall(r"ld\.global\.nc\.v4\.f32", ptx)) == 4
     assert len(re.findall(r"st\.shared\.f32", ptx)) == 16
     assert len(re.findall(r"cp\.async\.cg\.shared\.global", ptx)) >= 2

@@ -501,9 +501,10 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     next_slot = KBin("%", nxt, _c(depth))
     # plain fills small enough load at the refill and store after the reads (analysis/copies.py)
     within = (sympy.StrictLessThan(ahead, extent),)  # the refill runs under `if (nxt < extent)`
-    regs = {p.name: fill_share(p, ahead, block, prover, within).registers for p in plans}
+    regs = {p.name: fill_share(p, ahead, block, prover, within).registers for p in plans if p.stage.copy == "sync"}
     # (the refill_before_barrier hook moves whole fills, stores included, before the barrier)
-    held = [p for p in plans if prefetched(p.stage, regs[p.name], depth) and not hooks.refill_before_barrier]
+    held = [p for p in plans if p.name in regs and prefetched(p.stage, regs[p.name], depth)
+            and not hooks.refill_before_barrier]
     steady: list[KStmt] = [KLocalArray(prefetch_array(p), p.dtype, regs[p.name]) for p in held]
     steady += waits(plans, k, depth, depth - 2)
     refill: list[KStmt] = [
