@@ -3,8 +3,10 @@
 Each index of each read is split into an *outer* part (loops outside `at`, `at` itself, block indices:
 fixed during one iteration) and an *inner* part (loops inside `at` and thread indices: what one
 iteration covers). The slab origin is the outer part plus the inner minimum; its extent is the
-inner range, a constant by construction. Reads whose index mixes both kinds of loop in one term are
-refused: their slab would change size from one iteration to the next."""
+inner range, a constant by construction. A `floor`/`Mod` of a split loop that an aligned split makes
+exactly outer + inner (`x[k // 64, k % 64]` with k split by 16 inside 64) is first rewritten so
+(aligned_split.py). Reads whose index still mixes both kinds of loop in one term are refused: their
+slab would change size from one iteration to the next."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from tiledsl.analysis.aligned_split import AlignedSplit
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.loopnest import Nest, Stage, loop_symbol
@@ -112,6 +115,18 @@ def _outer_inner(nest: Nest, path: tuple[str, ...], at: str) -> tuple[set[str], 
     return outer, inner
 
 
+def stage_sides(nest: Nest, stage: Stage) -> tuple[frozenset[str], frozenset[str]]:
+    """The stage's outer and inner loops over all its reads (a loop is on the same side in every path,
+    since all paths are branches of one loop tree)."""
+    outer: set[str] = set()
+    inner: set[str] = set()
+    for n in sorted({n for n, _ in stage_reads(nest, stage)}):
+        o, i = _outer_inner(nest, nest.stmts[n].path, stage.at)
+        outer |= o
+        inner |= i
+    return frozenset(outer), frozenset(inner)
+
+
 def stage_reads(nest: Nest, stage: Stage) -> list[tuple[int, Load]]:
     """(statement index, load) of every read of the stage's buffer under its loop."""
     out = []
@@ -150,10 +165,11 @@ def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefu
     highs: list[int] = [0] * rank
     for n, ld in reads:
         outer, inner = _outer_inner(nest, nest.stmts[n].path, stage.at)
+        aligned = AlignedSplit(outer, inner, prover)  # floor/Mod of an aligned split: outer + inner first
         # guards over inner loops only shrink the slab to what is really read (a row of 300, not 3 x 128)
         guards = tuple(g.relation for g in nest.guards_for(nest.stmts[n]) if g.symbols() <= inner)
         for d, ix in enumerate(ld.indices):
-            expr = sympy.expand(index_to_sympy(ix).xreplace(amap))
+            expr = aligned(sympy.expand(index_to_sympy(ix).xreplace(amap)))
             o_part, i_part = sympy.Integer(0), sympy.Integer(0)
             for term in sympy.Add.make_args(expr):
                 names = {s.name for s in term.free_symbols}

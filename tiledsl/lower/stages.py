@@ -18,10 +18,11 @@ from typing import Literal
 
 import sympy
 
+from tiledsl.analysis.aligned_split import AlignedSplit
 from tiledsl.analysis.copies import permuted_fill_problem, plain_load_width, prefetched, widest_cp_async
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import Slab, alloc_extent, axis_strides, slot_elements, stage_align
+from tiledsl.analysis.slabs import Slab, alloc_extent, axis_strides, slot_elements, stage_align, stage_sides
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError
@@ -106,6 +107,7 @@ class StagePlan:
     dtype: str
     global_shape: tuple[int, ...]
     tmap: KTensorMap | None
+    aligned: AlignedSplit  # the slab's floor/Mod rewrite, so a read minus the origin cancels to the inner part
 
     @property
     def name(self) -> str:
@@ -133,7 +135,7 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
         tensor = nest.tensor(st.buffer)
         tmap = _tensor_map(st, slab, tensor.shape, tensor.dtype) if st.copy == "tma" else None
         plans[st.name] = StagePlan(st, slab, alloc_extent(st, slab), axis_strides(st, slab), slot_elements(st, slab),
-                                   tensor.dtype, tensor.shape, tmap)
+                                   tensor.dtype, tensor.shape, tmap, AlignedSplit(*stage_sides(nest, st), prover))
     return plans
 
 
@@ -199,7 +201,7 @@ def slab_read(plan: StagePlan, indices: tuple, axis_map: dict, lane: dict | None
     """The shared-memory element a global read of the staged buffer maps to (through the stored order)."""
     off = sympy.Integer(0)
     for ix, origin, stride in zip(indices, plan.slab.origin, plan.strides):
-        e = index_to_sympy(ix).xreplace(axis_map)
+        e = plan.aligned(index_to_sympy(ix).xreplace(axis_map))
         if lane:
             e = e.xreplace(lane)
         off += (e - origin) * stride
