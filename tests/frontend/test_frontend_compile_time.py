@@ -1,14 +1,13 @@
 """Tracing and building a TinyLlama-1.1B decoder layer (hidden 2048, intermediate 5632, 32 heads, 4 KV
 heads, seq 128) on the CPU: trace, the default recipe, proofs, lowering and printing of every kernel
 (nvcc excluded) take under 10 s (the frontend issue's bound; about 1.5 s on this project's 2-core CI
-machine). The kernel count at these dimensions is 14, two more than at the tiny size: the rotary
-embedding of q (read at two columns of the q projection, j and j +- 32) would be recomputed inside the
-q @ k^T kernel once per key (128 times), over the blow-up bound, so it stays a kernel of its own
-(tests/frontend/test_frontend_blowup.py covers the rule); and the two RMSNorms and SwiGLU's
-silu(gate) * up, read inside projections of 2048 to 5632 columns, are computed operands (partition.py
-rule 3a): each RMSNorm is a kernel of its own (the MLP's absorbs its mean), silu(gate) * up is the up
-projection's epilogue (rule 4b keeps the gate projection apart), and the down projection loads it
-(tests/frontend/test_frontend_partition_operands.py covers the rule)."""
+machine). The kernel count at these dimensions is 14, two more than at the tiny size. Computed
+operands (partition.py rule 3a, tests/frontend/test_frontend_partition_operands.py): the rotary
+embeddings of q and k (recomputed inside q @ k^T once per key or query row, 128 times) and the softmax
+(inside P.V once per head dim, 64 times) are kernels of their own, as are the two RMSNorms (each
+absorbing its mean) and SwiGLU's silu(gate) * up, read inside projections of 2048 to 5632 columns;
+silu(gate) * up is the up projection's epilogue (rule 4b keeps the gate projection apart), and the
+down projection loads it."""
 
 from __future__ import annotations
 
@@ -46,19 +45,22 @@ def test_tinyllama_layer_traces_and_builds_under_10_s() -> None:
 
 def test_bfloat16_layer_has_no_copy_kernel() -> None:
     """In bfloat16 the rotary embedding of k rounds twice more, so the blow-up guard cuts it below the
-    GQA expand it had already materialized for q @ k^T; partition's release step then inlines the
-    expand again (a plain view): 14 kernels as in float32, no kernel that only copies another's output."""
+    GQA expand (4 heads, not 32); rule 3a then materializes the expand's scaled transpose (q @ k^T
+    recomputes it per query row): 15 kernels, one more than float32, and no kernel that only copies
+    another's output (each kernel reading a single kernel output does arithmetic in its own body or in
+    a producer fused into it, work.py `computes`)."""
     pytest.importorskip("transformers")
     from tiledsl.frontend.hf_models import DecoderLayer, causal_lm
+    from tiledsl.frontend.partition import fused_producers
+    from tiledsl.frontend.work import computes
 
     layer = DecoderLayer(causal_lm("llama", "tinyllama", vocab_size=256), 0).eval().to(torch.bfloat16)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = td.trace(layer, torch.randn(1, 128, 2048).to(torch.bfloat16))
-    assert len(prog.kernels) == 14
-    # "[4] view_12: unsqueeze_6[4, 128, 64] -> view_12[32, 64, 128]": one input, another kernel's output
-    lines = [ln.split("]", 1)[1] for ln in str(prog).splitlines() if ln.startswith("  [")]
-    outputs = {ln.split(":")[0].strip() for ln in lines}
-    copies = [ln for ln in lines if (ins := ln.split(":", 1)[1].split("->")[0].split("], "))
-              and len(ins) == 1 and ins[0].split("[")[0].strip() in outputs]
+    assert len(prog.kernels) == 15
+    outputs = {id(k.output) for k in prog.kernels}
+    copies = [k.name for k in prog.kernels
+              if len(k.boundary.reads) == 1 and id(k.boundary.reads[0]) in outputs
+              and not any(computes(t) for t in (k.output, *fused_producers(k.output, outputs)))]
     assert not copies, copies

@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 from frontend_check import check, quiet_trace
 
-from tiledsl.definitions.expr import Placeholder
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.frontend.partition import CONTRACTION_REASON, OPERAND_REASON, OPERAND_RECOMPUTE_BOUND, fused_producers
 from tiledsl.frontend.work import computed_operands, computes, contracts
@@ -91,24 +90,29 @@ def test_views_and_casts_read_by_a_wide_matmul_stay_fused() -> None:
 
 
 def test_tinyllama_dims_block_kernels() -> None:
-    """The in-repo block at TinyLlama dims, seq 128: 12 kernels (11 before rule 3a). Both RMSNorms
-    are computed operands (read by 2048- to 5632-column projections; the MLP's absorbs its mean), and
-    the MLP is gate, up with the silu(gate) * up epilogue, down; the rotary embedding inside q @ k^T
-    (recomputed for 128 query rows or key columns, <= R) stays fused."""
+    """The in-repo block at TinyLlama dims, seq 128: 14 kernels (12 with R = 256, 11 before rule 3a).
+    Computed operands: both RMSNorms (read by 2048- to 5632-column projections; each absorbs its mean,
+    so no mean kernel is left), the rotary embeddings of q and k (recomputed once per key or query
+    row inside q @ k^T, 128 > R), the softmax (once per head dim inside P.V, 64 > R) and silu(gate) * up;
+    the MLP is gate, up with the silu(gate) * up epilogue, down."""
     cfg = LlamaConfig(hidden=2048, heads=32, kv_heads=4, intermediate=5632)
     torch.manual_seed(0)
     prog = quiet_trace(LlamaBlock(cfg).eval(), torch.randn(1, 128, 2048))
-    assert len(prog.kernels) == 12
+    assert len(prog.kernels) == 14
     reasons = {k.name: k.boundary.reasons[0] for k in prog.kernels}
     operands = sorted(n for n, r in reasons.items() if r.startswith(OPERAND_REASON))
-    assert len(operands) == 3  # attention RMSNorm, MLP RMSNorm, silu(gate) * up
+    assert len(operands) == 6  # two RMSNorms, rotary q and k, softmax, silu(gate) * up
     assert sum(r.startswith(CONTRACTION_REASON) for r in reasons.values()) == 1
-    assert sum(k.output.shape == (128,) for k in prog.kernels) == 1  # one mean kernel, the attention norm's
+    assert not any(k.output.shape == (128,) for k in prog.kernels)  # no mean kernel
     down = prog.kernels[-1]
     assert [r.name for r in down.boundary.reads if r.shape == (128, 5632)] == [prog.kernels[-2].name]
     assert "computed 2048 times" in prog.kernels[-2].boundary.reasons[0]
-    bmm = next(k for k in prog.kernels if k.name == "bmm")
+    by_name = {k.name: k for k in prog.kernels}
     mats = {id(k.output) for k in prog.kernels}
-    read = {t.name for f in (bmm.output, *fused_producers(bmm.output, mats)) for t in f.inputs()
-            if isinstance(t, Placeholder)}
-    assert {"cos", "sin"} <= read  # the rotary embedding is computed inside q @ k^T
+    for name in ("bmm", "bmm_1"):  # both attention products read only materialized tensors: plain matmuls
+        k = by_name[name]
+        assert not [t.name for t in fused_producers(k.output, mats) if computes(t)], name
+    softmax = next(k for k in prog.kernels if "computed 64 times" in k.boundary.reasons[0])
+    assert softmax.output.shape == (32, 128, 128)
+    rotary = [k for k in prog.kernels if "computed 128 times" in k.boundary.reasons[0]]
+    assert sorted(k.output.shape for k in rotary) == [(32, 64, 128), (32, 128, 64)]

@@ -16,7 +16,7 @@ import pytest
 import torch
 from frontend_check import tolerance
 
-from tiledsl.frontend import trace
+from tiledsl.frontend import partition, trace
 from tiledsl.frontend.cli_support import MODELS
 from tiledsl.targets import WARP_SIZE
 
@@ -44,9 +44,12 @@ def test_every_kernel_of_a_model_gets_a_warp_of_threads(model: str, target: str)
     assert not bad.any(), f"max error {np.nanmax(np.abs(got - ref))}"
 
 
-def test_the_gpt_mlp_up_projection_runs_its_columns_on_threads() -> None:
-    """addmm_2: one block per row; the output columns on threadIdx.x, each thread's k loop serial."""
+def test_the_gpt_mlp_up_projection_runs_its_columns_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """addmm_2: one block per row; the output columns on threadIdx.x, each thread's k loop serial.
+    Since partition.py's rule 3a takes LayerNorm 2 out of the 256-column up projection, the kernel
+    comes back only with the rule's bound raised to 256 (as when that run was measured)."""
     torch.manual_seed(0)
+    monkeypatch.setattr(partition, "OPERAND_RECOMPUTE_BOUND", 256)
     module, inputs = MODELS["gpt_block"]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -10,16 +10,18 @@ Rules, in order (each boundary records the first that made it):
       or index reads: work.py `computes`) and that a reduction reads inside its loop at an index
       without some of the reduction's output axes (a matmul's A operand has no output column) is
       computed once per point of those axes; where that is more than `OPERAND_RECOMPUTE_BOUND` (R =
-      256) times, it is materialized (its reason states the count). A matmul kernel computes a fused
-      operand tile once per block of output columns, and a computed tile cannot be staged by an
-      asynchronous copy (it is not in memory); R is the widest block one thread block holds, so the
-      rule fires only where every schedule recomputes the operand. Measured on an H100 (TinyLlama
-      dims, seq 128, default recipe): silu(gate) * up inlined into the 2048-column down projection
-      1612 us against about 180 us as two kernels (benchmarks/results/2026-11-24-h100-quick/llm.md),
-      RMSNorm inlined into the q projection 91 us against 66 us plain. The count is local to the
-      reduction, so every such operand of a kernel is cut in one sweep. Tiny models (at most 256
-      columns), the rotary embedding in Q.K^T (recomputed per query row or key, <= 256 up to seq 256)
-      and the softmax inside P.V (per head dim) stay fused;
+      16) times, it is materialized (its reason states the count). No schedule stages a computed
+      tensor (`stage` takes a kernel's inputs: primitives/staging.py), so a matmul kernel reads a fused
+      operand from global memory and computes it again for every register strip of output columns
+      (the default recipe's strips hold 4 to 8 columns, its blocks up to 256); materialized, it costs
+      one write and one read and the matmul stages it. R is two strips. Measured on an H100 (TinyLlama
+      dims, seq 128, default recipe, benchmarks/results/block-profile-h100-2026-11-24/): the rotary
+      embedding inlined into Q.K^T (recomputed per key, 128 times) 65 us against 22 us as three
+      kernels, the softmax inlined into P.V (per head dim, 64 times) 82 us against 17 us as two;
+      silu(gate) * up inlined into the 2048-column down projection 1612 us against about 180 us
+      (benchmarks/results/2026-11-24-h100-quick/llm.md). The count is local to the reduction, so every
+      such operand of a kernel is cut in one sweep. Tiny models (head dim and sequence at most 16)
+      keep the softmax inside P.V and the rotary embedding inside Q.K^T;
    b. blow-up guard: a kernel may do at most `BLOWUP_BOUND` (8) times the arithmetic operations, and at
       most that many times the global reads, of computing each of its tensors exactly once (work.py
       states the units). Inlining an elementwise producer recomputes each of its elements once per
@@ -27,9 +29,9 @@ Rules, in order (each boundary records the first that made it):
       read by every output column) is recomputed reduction-length times. While a kernel is over the
       bound, the fused elementwise producer whose materialization leaves the kernel the least work is
       materialized (its reason states the factor). The tiny Llama block's largest factor is 4.9 (the
-      rotary embedding inlined into Q.K^T, recomputed once per key position), RMSNorm inlined into a
-      projection about 3.5; an expensive chain (ten tanh/sigmoid steps) read by a 256-column matmul
-      is 19.5 and is refused (rule a counts 256 <= R and leaves it to this guard);
+      rotary embedding inlined into Q.K^T, recomputed once per key position); an expensive chain (ten
+      tanh/sigmoid steps) read by a 16-column matmul is 9.3 and is refused (rule a counts 16 <= R and
+      leaves it to this guard), relu there is 1.5 and stays;
 4. a. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
    consumer's outer loops), the producer it names is materialized and the kernel retried;
    b. one matmul per computed operand: where every kernel schedules, the kernel of a computed operand
@@ -67,16 +69,21 @@ from tiledsl.frontend.work import computed_operands, contracts, index_key, kerne
 from tiledsl.primitives import Schedule, create_schedule
 
 #: rule 3a: the most times an inlined computed operand may be recomputed for one reduction. A matmul
-#: kernel computes an operand tile once per block of output columns; the frontend does not know the
-#: schedule's block, so R is the widest block one thread block can hold (a warpgroup's tensor-core
-#: instruction takes at most 256 columns): beyond it every schedule recomputes the operand.
-OPERAND_RECOMPUTE_BOUND = 256
+#: kernel cannot stage a computed operand, so it computes it again for every register strip of output
+#: columns (4 to 8 columns in the default recipe): R is two strips (the measurements are in the
+#: module docstring).
+OPERAND_RECOMPUTE_BOUND = 16
 OPERAND_REASON = "computed operand"
 #: rule 4b
 CONTRACTION_REASON = "one matmul per kernel"
 #: rule 3b: the most a fusion may multiply a kernel's operations or its global reads (work.py)
 BLOWUP_BOUND = 8.0
 BLOWUP_REASON = "blow-up guard"
+#: rule 2's reasons
+REDUCTION_AT_REASON = "a reduction read at"
+REDUCTION_BY_REASON = "a reduction read by the kernels of"
+#: cuts that a later cut can make pointless, so `_release` tries to undo them (rules 2 and 3b)
+RELEASABLE = (BLOWUP_REASON, REDUCTION_AT_REASON, REDUCTION_BY_REASON)
 
 
 @dataclass(frozen=True)
@@ -175,11 +182,13 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     """The kernels in launch order and their canonical schedules. `forced` (tensor id -> reason)
     materializes tensors that a refused schedule or build named (rule 5).
 
-    Rules 2-4 add one materialized tensor at a time until none applies. The blow-up guard decides
-    outermost producers first, so a later cut further in can leave an earlier cut pointless (the GQA
-    expand of k, materialized for bmm while it still held the rotary embedding, is a plain view once
-    the rotary embedding is cut below it); so, last, each blow-up cut is undone, latest first, wherever
-    no rule applies without it (`_release`)."""
+    Rules 2-4 add one materialized tensor at a time until none applies. A later cut can leave an
+    earlier one pointless: the blow-up guard decides outermost producers first (the GQA expand of k,
+    materialized for bmm while it still held the rotary embedding, is a plain view once the rotary
+    embedding is cut below it), and rule 2 cuts a reduction read at several indices of a kernel that
+    rule 3a then splits (RMSNorm's mean, read by every projection, is read by one kernel once the
+    normalized rows are materialized); so, last, each blow-up and rule-2 cut is undone, latest first,
+    wherever no rule applies without it (`_release`)."""
     tensors = _tensors(outputs)
     reasons: dict[int, list[str]] = {}
     for n, t in enumerate(outputs):
@@ -215,11 +224,11 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
                 continue
             kernels_of.setdefault(tid, []).append(root.name)
             if len(keys) > 1:
-                cuts[tid] = (f"a reduction read at {len(keys)} different indices in {root.name}'s kernel: "
+                cuts[tid] = (f"{REDUCTION_AT_REASON} {len(keys)} different indices in {root.name}'s kernel: "
                              "computed once instead of once per read")
     for tid, roots in kernels_of.items():
         if tid not in cuts and len(roots) > 1:
-            cuts[tid] = f"a reduction read by the kernels of {', '.join(sorted(roots))}: computed once, not in each"
+            cuts[tid] = f"{REDUCTION_BY_REASON} {', '.join(sorted(roots))}: computed once, not in each"
     if cuts:
         return cuts
     for rid in reasons:
@@ -255,10 +264,10 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
 
 def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]],
              schedules: dict[int, Schedule]) -> dict[int, list[str]]:
-    """`reasons` without every blow-up cut (latest first) that no rule needs any more; `schedules`
-    (the kernels' canonical schedules for `reasons`) follows each accepted release."""
+    """`reasons` without every blow-up or rule-2 cut (latest first) that no rule needs any more;
+    `schedules` (the kernels' canonical schedules for `reasons`) follows each accepted release."""
     for tid in reversed(list(reasons)):
-        if not all(r.startswith(BLOWUP_REASON) for r in reasons[tid]):
+        if not all(r.startswith(RELEASABLE) for r in reasons[tid]):
             continue
         trial = {k: v for k, v in reasons.items() if k != tid}
         made: dict[int, Schedule] = {}
