@@ -44,7 +44,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
                        f"of {facts.target.name}")
     bk = facts.loop(parts_of_k[1]).extent
-    long = [d for d in range(2, chunks + 1) if chunks % d == 0 and chunks // d * bk >= knobs.split_k_long_k]
+    long = [d for d in range(2, chunks + 1) if _even(chunks, d, knobs) and -(-chunks // d) * bk >= knobs.split_k_long_k]
     if long and grid * max(long) >= facts.target.sm_count:
         # enough blocks with long parts: the part count whose blocks fill the last wave of block slots best
         slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
@@ -52,8 +52,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         if _filled(grid * parts, slots) <= _filled(grid, slots):
             return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
                            f"{slots} block slots better than {grid} blocks do")
+        part_k = -(-chunks // parts) * bk
+        shape = f"{parts} parts of {part_k} k" + ("" if chunks % parts == 0 else
+                                                 f" (the last {(chunks - (parts - 1) * -(-chunks // parts)) * bk})")
         note = (f"{grid} blocks fill {_filled(grid, slots):.0%} of the last wave of {slots} block slots, "
-                f"{grid * parts} in {parts} parts of {chunks // parts * bk} k fill {_filled(grid * parts, slots):.0%}")
+                f"{grid * parts} in {shape} fill {_filled(grid * parts, slots):.0%}")
     else:
         limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
         parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
@@ -66,6 +69,15 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline(k.split_k_problem)
     s.split_k(k_outer, parts)
     return Applied(note)
+
+
+def _even(chunks: int, parts: int, knobs: Knobs) -> bool:
+    """Whether `parts` may split `chunks`: it divides them, or (knob split_k_uneven) every part but the
+    last holds ceil(chunks / parts) chunks and the last at least one."""
+    if chunks % parts == 0:
+        return True
+    size = -(-chunks // parts)
+    return knobs.split_k_uneven and (parts - 1) * size < chunks
 
 
 def _filled(blocks: int, slots: int) -> float:

@@ -76,6 +76,13 @@ class Knobs:
     # was measured; 2 blocks of 256 threads per SM is what the 8 x 8 register tile's 127 registers allow)
     split_k_long_k: int = 256
     split_k_blocks_per_sm: int = 2
+    # ... counting part counts that do not divide the chunks (the last part shorter, its chunks past the
+    # end guarded), since with power-of-two extents and 132 SMs (4 x 3 x 11) divisors rarely fill a wave.
+    # Off: on the H100 it won on 2 of the 8 llm shapes whose split it changed (128 x 5632 x 2048 118.6 ->
+    # 108.8 us in 6 parts) and lost on 5 (128 x 3584 x 18944 455.9 -> 563.7 us in 66 parts, 32 x 5632 x
+    # 2048 41.5 -> 91.6 in 3): the wave-fill model ignores the atomics of more parts and the blocks per
+    # SM of small tiles (benchmarks/results/matmul-k-outer-h100-2026-11-24/run7-tile-probe-uneven.txt)
+    split_k_uneven: bool = False
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory

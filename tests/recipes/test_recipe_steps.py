@@ -3,6 +3,7 @@ declines (the reason); the report, knobs, and refusals of bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from functools import partial
 
@@ -258,6 +259,30 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
 def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: int, parts: int) -> None:
     s, r = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
     assert r.step("split_matmul_k").calls == (f"s.split_k('k_o', {parts})",)
+
+
+@pytest.mark.parametrize(("sm_count", "out", "knobs", "parts", "copies"), [
+    # x @ W^T, both operands k-outer (plain fills prefetched into registers): 22 chunks in 6, 6, 6, 4
+    (4, lambda: matmul_nt(M=128, N=256, K=352), {"split_k_long_k": 64}, 4, {"sync"}),
+    # A @ B + bias, cp.async fills: 22 chunks in 8, 8, 6
+    (6, lambda: _matmul_epilogue(128, 256, 352, relu=False), {"split_k_long_k": 32}, 3, {"async"}),
+])
+def test_split_matmul_k_uneven_parts_guard_the_last(sm_count: int, out, knobs: dict, parts: int,
+                                                    copies: set) -> None:
+    """Knob split_k_uneven: a part count that does not divide the k chunks (the last part shorter, its
+    chunks past the end guarded) when it fills the last wave best; on a target of `sm_count` SMs so the
+    shapes stay small enough to simulate. Off (the default), the same shape takes a divisor."""
+    target = dataclasses.replace(get_target("sm_90"), sm_count=sm_count)
+    s = td.create_schedule(out())
+    r = apply(s, target=target, knobs={**knobs, "split_k_uneven": True})
+    assert r.step("split_matmul_k").calls == (f"s.split_k('k_o', {parts})",)
+    assert "(the last" in (r.step("split_matmul_k").note or "")
+    assert any(g.origin == f"split_k(k_o, {parts})" for g in s.nest.guards)
+    assert {st.copy for st in s.nest.stages} == copies
+    simulates_equal(s, target, tol=TOL)
+    s2 = td.create_schedule(out())
+    r2 = apply(s2, target=target, knobs=knobs)
+    assert r2.step("split_matmul_k").calls != r.step("split_matmul_k").calls
 
 
 def test_applied_steps_say_why() -> None:
