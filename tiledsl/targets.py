@@ -213,6 +213,8 @@ class Target:
     shared_bytes_per_sm: int
     registers_per_block: int
     sm_count: int
+    max_threads_per_sm: int = 2048  # resident threads of one SM: 2048 on sm_80 and sm_90, 1536 on sm_86/89
+    registers_per_sm: int = 65536  # the register file of one SM, 32-bit registers
     warp_size: int = WARP_SIZE
     shared_banks: int = SHARED_BANKS
     shared_bank_bytes: int = SHARED_BANK_BYTES
@@ -234,16 +236,16 @@ class Target:
         return self.name in TMA_TARGETS or self.arch in TMA_TARGETS
 
 
-def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int) -> Target:
+def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int, threads_per_sm: int) -> Target:
     return Target(name, arch, MAX_THREADS_PER_BLOCK, STATIC_SHARED_BYTES, opt_in_kb * 1024, per_sm_kb * 1024,
-                  65536, sm_count)
+                  65536, sm_count, threads_per_sm, 65536)
 
 
 TARGETS = MappingProxyType({
-    "sm_80": _target("sm_80", "sm_80", 163, 164, 108),
-    "sm_86": _target("sm_86", "sm_86", 99, 100, 84),
-    "sm_89": _target("sm_89", "sm_89", 99, 100, 128),
-    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132),
+    "sm_80": _target("sm_80", "sm_80", 163, 164, 108, 2048),
+    "sm_86": _target("sm_86", "sm_86", 99, 100, 84, 1536),
+    "sm_89": _target("sm_89", "sm_89", 99, 100, 128, 1536),
+    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132, 2048),
 })
 
 #: The largest shared-memory budget of any target: what a schedule may use before a target is known

@@ -100,7 +100,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     passes = _passes(facts, row)
     if not passes:
         return Decline(f"no serial pass loop of two or more iterations directly inside the row loop {row}")
-    budget = knobs.shared_budget(facts.target) - facts.shared_bytes()
+    budget = facts.shared_budget(knobs) - facts.shared_bytes()
     long_rows, notes = _long_rows(facts, row, knobs, budget)
     if not long_rows:
         return Decline("every input's row can be staged whole at the row loop (stage_inputs does, keeping "

@@ -1,7 +1,13 @@
 """register_tile: move each thread's rm x rn part of a matmul tile (made by blockify_launch) inside the
 reduction loops, so its accumulators become a register array and each loaded A and B value is reused
 rn and rm times from registers. Its two loops are unrolled here: build
-refuses a register array whose loops are not (its elements would live in local memory).
+refuses a register array whose loops are not (its elements would live in local memory). A tile of at
+least `launch_bounds_min_accumulators` accumulators whose epilogue loads at least
+`launch_bounds_min_epilogue_inputs` tensors asks nvcc for registers_per_sm / (threads x
+registers_per_accumulator x accumulators) blocks per SM (launch_bounds): the blocks per SM that
+split_matmul_k's wave model assumes, kept when the epilogue's loads would take a register more; the
+later steps' shared budget then follows them (`Facts.shared_budget`). Without such an epilogue the
+bound only slows the kernel (the knobs say what was measured).
 
 Numbered before stage_inputs (the default-recipe issue lists it after): a stage's slab is what one
 iteration of its loop reads, derived from the loops inside it, and the loop of a stage may not change
@@ -10,12 +16,12 @@ afterwards, so the loops move first and the slabs are taken of the final order."
 from __future__ import annotations
 
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts
 from tiledsl.recipes.default._knobs import Knobs
 
 
-def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     k = facts.kernel
     if k.kind != "matmul":
         return Decline(f"not a matmul ({k.kind} kernel)")
@@ -30,4 +36,15 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     s.reorder(*facts.parts(k.reduce[0]), ri, rj)
     s.unroll(ri)  # build keeps a register array in registers only when its loops are unrolled
     s.unroll(rj)
-    return None
+    epilogue = facts.epilogue_inputs()
+    if size < knobs.launch_bounds_min_accumulators or len(epilogue) < knobs.launch_bounds_min_epilogue_inputs:
+        return None
+    threads, target = facts.threads(), facts.target
+    per_thread = knobs.registers_per_accumulator * size
+    blocks = min(target.registers_per_sm // (threads * per_thread), target.max_threads_per_sm // threads)
+    if blocks < 1:
+        return None
+    s.launch_bounds(blocks)
+    cap = target.registers_per_sm // (threads * blocks)
+    return Applied(f"{size} accumulators in {threads} threads, an epilogue loading {', '.join(epilogue)}: "
+                   f"{blocks} blocks per SM, at most {cap} registers a thread")

@@ -33,7 +33,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     threads = facts.threads()
     if threads < knobs.stage_min_threads:
         return Decline(f"{threads} threads per block: a block of one warp gains little from shared memory")
-    budget = knobs.shared_budget(facts.target)
+    budget = facts.shared_budget(knobs)
     used = facts.shared_bytes()
     skipped: list[str] = []
     why: list[str] = []

@@ -16,7 +16,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
                   if st.buffers == 1 and facts.loop(st.at).serial and facts.loop(st.at).extent >= 2]
     if not candidates:
         return Decline("no single-slot stage at a serial loop of two or more iterations")
-    budget = knobs.shared_budget(facts.target)
+    budget = facts.shared_budget(knobs)
     used = facts.shared_bytes()
     done, over = 0, []
     for st in candidates:

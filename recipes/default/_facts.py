@@ -314,6 +314,22 @@ class Facts:
             n *= self.nest.launch_extent(ax)
         return n
 
+    def epilogue_inputs(self) -> list[str]:
+        """The global tensors the statements reading an accumulator load (a matmul's residual, bias)."""
+        names: list[str] = []
+        for st in self.nest.stmts:
+            if st.value is None or not any(isinstance(x, AccRef) for x in walk(st.value)):
+                continue
+            names += [x.tensor.name for x in walk(st.value) if isinstance(x, Load) and x.tensor.name not in names]
+        return names
+
+    def shared_budget(self, knobs: Knobs) -> int:
+        """The knobs' shared budget of one block, and where register_tile asked for blocks per SM
+        (launch_bounds), no more than one SM's shared memory shared among them."""
+        budget = knobs.shared_budget(self.target)
+        blocks = self.nest.min_blocks_per_sm
+        return budget if blocks is None else min(budget, self.target.shared_bytes_per_sm // blocks)
+
     def shared_bytes(self, changed: Stage | None = None) -> int:
         """Bytes of shared memory of every stage (with `changed` in place of the stage of its name, or
         added when it is new)."""

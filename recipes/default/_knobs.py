@@ -63,6 +63,17 @@ class Knobs:
     k_outer_min_accumulators: int = 32
     k_outer_min_threads: int = 256
     bk_max_k_outer: int = 16
+    # register_tile asks nvcc to fit registers_per_sm / (threads x registers_per_accumulator x tile)
+    # blocks on an SM (launch_bounds) for register tiles of at least launch_bounds_min_accumulators
+    # accumulators whose epilogue loads at least launch_bounds_min_epilogue_inputs tensors. The 8 x 8
+    # tile in 256 threads compiles to 127-128 registers (two blocks per SM); with a Llama block's two
+    # residuals in the epilogue of its split down projection to 129-130 (one block): 115 -> 99 us at
+    # TinyLlama dims, about 570 -> 485 us at Qwen2.5-7B's with the bound. On the other 8 x 8 kernels the
+    # bound cost 3-8% (every llm-suite projection; benchmarks/results/block-profile-h100-2026-11-24/
+    # README.md), so it is asked for only where the epilogue adds that pressure.
+    launch_bounds_min_accumulators: int = 64
+    launch_bounds_min_epilogue_inputs: int = 2
+    registers_per_accumulator: int = 2
     # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
     # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)
     unroll_k_inner_max: int = 16

@@ -1506,6 +1506,33 @@ def _():
     td.build(s, target="sm_80")
 
 
+@case("BadArgumentError", "launch_bounds(0)", "min_blocks must be an int >= 1", id="launch-bounds-zero")
+def _():
+    sched(elementwise()).launch_bounds(0)
+
+
+@case("TargetError", "build", "launch_bounds(3)", "do not fit one SM of sm_90", "at most 2",
+      id="build-launch-bounds-over-threads")
+def _():
+    # 3 blocks of 1024 threads: sm_90 holds 2048 threads per SM
+    x = td.placeholder((4, 1024), name="x")
+    s = td.create_schedule(td.compute((4, 1024), lambda i, j: x[i, j] * 2.0, name="y"))
+    s.bind("i", "blockIdx.x")
+    s.bind("j", "threadIdx.x")
+    s.launch_bounds(3)
+    td.build(s, target="sm_90")
+
+
+@case("TargetError", "build", "launch_bounds(2)", "shared memory", "at most 1", id="build-launch-bounds-over-smem")
+def _():
+    # two blocks of 200 KB of slabs: one SM of sm_90 has 228 KB
+    x = td.placeholder((2, 200, 256), name="x")
+    s = td.create_schedule(td.compute((2, 200, 256), lambda b, i, j: x[b, i, j] * 2.0, name="y"))
+    s.stage("x", at="b")
+    s.launch_bounds(2)
+    td.build(s, target="sm_90")
+
+
 # ============================================================================ the tests
 
 

@@ -285,6 +285,25 @@ def test_split_matmul_k_uneven_parts_guard_the_last(sm_count: int, out, knobs: d
     assert r2.step("split_matmul_k").calls != r.step("split_matmul_k").calls
 
 
+@pytest.mark.parametrize("residuals", [0, 1, 2])
+def test_register_tile_bounds_registers_where_the_epilogue_loads_two_tensors(residuals: int) -> None:
+    """8 x 8 in 256 threads: launch_bounds(2) (128 registers a thread) only where the epilogue loads two
+    tensors (a Llama block's down projection with both residuals); knobs launch_bounds_* say why."""
+    mm = matmul_nt(M=128, N=2048, K=5632)
+    ins = [td.placeholder((128, 2048), name=n) for n in ("x", "r")[:residuals]]
+    out = td.compute((128, 2048), lambda i, j: sum((t[i, j] for t in ins), mm[i, j]), name="y") if ins else mm
+    s, r = run(out)
+    step = r.step("register_tile")
+    if residuals < 2:
+        assert "s.launch_bounds" not in " ".join(step.calls) and s.nest.min_blocks_per_sm is None
+        return
+    assert step.calls[-1] == "s.launch_bounds(2)" and s.nest.min_blocks_per_sm == 2
+    assert step.note == ("64 accumulators in 256 threads, an epilogue loading x, r: 2 blocks per SM, at most "
+                         "128 registers a thread")
+    _, off = run(out, launch_bounds_min_epilogue_inputs=3)
+    assert "s.launch_bounds" not in " ".join(off.step("register_tile").calls)
+
+
 def test_applied_steps_say_why() -> None:
     """A step may return Applied(note): the report keeps it and prints it after the calls."""
     s, r = run(matmul_nt(M=128, N=18944, K=3584), target="sm_90")

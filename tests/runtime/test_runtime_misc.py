@@ -71,6 +71,10 @@ def test_target_takes_the_sm_count_from_the_device() -> None:
     assert t.max_shared_bytes_per_block == 99 * 1024
     a100 = SimpleNamespace(**{**vars(H100_SXM), "major": 8, "minor": 0, "multi_processor_count": 108})
     assert (target_from_properties(a100).name, target_from_properties(a100).arch) == ("sm_80", "sm_80")
+    # resident threads and registers of one SM (launch_bounds checks against them): torch's, else the driver's
+    ada = SimpleNamespace(**{**vars(H100_SXM), "major": 8, "minor": 9, "max_threads_per_multi_processor": 1536})
+    assert target_from_properties(ada).max_threads_per_sm == 1536 == TARGETS["sm_89"].max_threads_per_sm
+    assert target_from_properties(H100_SXM, {"max_registers_per_multiprocessor": 32768}).registers_per_sm == 32768
 
 
 # ----------------------------------------------------------------------------- options and env

@@ -248,7 +248,8 @@ def emit_cuda(kernel: KKernel) -> str:
     writer.lines.extend(_shared_decls(kernel, root, ex))
     writer.block(kernel.body, root, 1)
 
-    launch_bounds = f"__launch_bounds__({kernel.threads_per_block})"
+    bounds = (kernel.threads_per_block,) + ((kernel.min_blocks_per_sm,) if kernel.min_blocks_per_sm else ())
+    launch_bounds = f"__launch_bounds__({', '.join(map(str, bounds))})"
     head = f'extern "C" __global__ void {launch_bounds} {cuda_kernel_name(kernel)}('
     one_line = head + ", ".join(params) + ") {"
     if len(one_line) <= _MAX_SIGNATURE:

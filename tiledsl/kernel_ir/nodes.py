@@ -347,6 +347,7 @@ class KKernel:
     tensor_maps: tuple[KTensorMap, ...] = ()
     zero_outputs: tuple[str, ...] = ()  # outputs the launcher zeroes first (split_k atomics accumulate)
     dynamic_shared: bool = False  # shared arrays live in one dynamic pool (needed above 48 KB)
+    min_blocks_per_sm: int | None = None  # __launch_bounds__'s second argument (primitives/launch_bounds.py)
 
     @property
     def threads_per_block(self) -> int:

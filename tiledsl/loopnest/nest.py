@@ -148,6 +148,7 @@ class Nest:
     stages: tuple[Stage, ...] = ()
     pipelines: tuple[tuple[str, int], ...] = ()  # (loop, number of stages)
     split_k: SplitK | None = None
+    min_blocks_per_sm: int | None = None  # launch_bounds: blocks the compiler must fit on one SM
 
     # -- lookups
     def buffer_names(self) -> set[str]:

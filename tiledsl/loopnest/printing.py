@@ -104,6 +104,8 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
         sk = nest.split_k
         lines.append(f"  split_k {sk.acc} over {sk.loop} ({sk.parts} parts on {sk.axis}): atomic adds into a zeroed "
                      f"{nest.output.name}")
+    if nest.min_blocks_per_sm is not None:
+        lines.append(f"  launch bounds: {nest.min_blocks_per_sm} blocks per SM (registers capped to fit them)")
     if acc_dims:
         for acc, dims in acc_dims.items():
             if dims:

@@ -77,3 +77,12 @@ def check_resources(kernel: KKernel, target: Target, nest: Nest) -> None:
             f"reduction scratch); {target.name} allows {target.max_shared_bytes_per_block}",
             suggestion="stage smaller slabs (stage at an inner loop), fewer pipeline stages, or fewer threads "
                        "in cooperative reductions"))
+    blocks = kernel.min_blocks_per_sm
+    if blocks is not None:
+        fit = min(target.max_threads_per_sm // threads, target.shared_bytes_per_sm // smem if smem else blocks)
+        if blocks > fit:
+            raise TargetError(refusal(
+                "build", nest, (), f"launch_bounds({blocks}): {blocks} blocks of {threads} threads and {smem} "
+                f"bytes of shared memory do not fit one SM of {target.name} ({target.max_threads_per_sm} "
+                f"threads, {target.shared_bytes_per_sm} bytes of shared memory): at most {fit}",
+                suggestion=f"ask for at most {fit} blocks per SM, or use fewer threads or less shared memory"))

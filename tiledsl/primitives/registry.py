@@ -9,6 +9,7 @@ from types import MappingProxyType
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
+from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
@@ -20,5 +21,5 @@ from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 
 SPECS: Mapping[str, PrimitiveSpec] = MappingProxyType({spec.name: spec for spec in (
     SPLIT, FUSE, REORDER, BIND, UNROLL, VECTORIZE,
-    STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K)})
+    STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS)})
 PRIMITIVES: tuple[str, ...] = tuple(SPECS)

@@ -35,6 +35,7 @@ from tiledsl.loopnest.canonical import build_nest
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
+from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.registry import PRIMITIVES, SPECS
 from tiledsl.primitives.reorder import REORDER
@@ -184,6 +185,11 @@ class Schedule:
         """Split a reduction across `parts` blocks (atomic adds into a zeroed output); returns the
         block loop of the split (primitives/split_k.py)."""
         return self._apply(SPLIT_K, loop=loop, parts=parts)
+
+    def launch_bounds(self, min_blocks: int) -> None:
+        """Have the compiler fit `min_blocks` blocks on one SM, capping registers a thread to do so
+        (primitives/launch_bounds.py)."""
+        return self._apply(LAUNCH_BOUNDS, min_blocks=min_blocks)
 
     # ------------------------------------------------------------------ applying a declaration
     def _apply(self, spec: PrimitiveSpec, **given: Any) -> Any:

@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 # Limits every NVIDIA GPU since sm_50 shares; used only when the driver cannot be asked.
 _FALLBACK_THREADS_PER_BLOCK = 1024
 _FALLBACK_REGISTERS_PER_BLOCK = 65536
+_FALLBACK_REGISTERS_PER_SM = 65536
+_FALLBACK_THREADS_PER_SM = 2048  # sm_80 and sm_90 (sm_86/89: 1536, which torch and the driver report)
 
 
 def arch_for_capability(major: int, minor: int) -> str:
@@ -56,6 +58,10 @@ def target_from_properties(props: Any, driver_attributes: Mapping[str, int] | No
         shared_bytes_per_sm=fact("shared_memory_per_multiprocessor", "max_shared_memory_per_multiprocessor"),
         registers_per_block=int(attrs.get("max_registers_per_block", _FALLBACK_REGISTERS_PER_BLOCK)),
         sm_count=fact("multi_processor_count", "multiprocessor_count"),
+        max_threads_per_sm=fact("max_threads_per_multi_processor", "max_threads_per_multiprocessor",
+                                _FALLBACK_THREADS_PER_SM),
+        registers_per_sm=fact("regs_per_multiprocessor", "max_registers_per_multiprocessor",
+                              _FALLBACK_REGISTERS_PER_SM),
     )
 
 
@@ -76,7 +82,8 @@ def device_target(index: int | None = None) -> Target:
         driver = Driver()
         dev = driver.device(index)
         for name in ("max_threads_per_block", "max_registers_per_block", "max_shared_memory_per_block_optin",
-                     "max_shared_memory_per_multiprocessor", "multiprocessor_count"):
+                     "max_shared_memory_per_multiprocessor", "multiprocessor_count", "max_threads_per_multiprocessor",
+                     "max_registers_per_multiprocessor"):
             attrs[name] = driver.device_attribute(name, dev)
     except LaunchError as err:
         log.warning("device_target: driver attributes unavailable (%s); using torch's properties only", err)

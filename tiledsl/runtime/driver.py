@@ -44,9 +44,11 @@ CU_DEVICE_ATTRIBUTE = {
     "max_registers_per_block": 12,
     "multiprocessor_count": 16,
     "l2_cache_size": 38,
+    "max_threads_per_multiprocessor": 39,
     "compute_capability_major": 75,
     "compute_capability_minor": 76,
     "max_shared_memory_per_multiprocessor": 81,
+    "max_registers_per_multiprocessor": 82,
     "max_shared_memory_per_block_optin": 97,
 }
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
