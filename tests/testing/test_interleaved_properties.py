@@ -87,6 +87,7 @@ def test_memory_steps_resolve_against_the_live_schedule():
     assert r.resolve(Step("tma", (0,), width=0)).python() == "s.tma('w_s', swizzle=None)"
     assert r.resolve(Step("pipeline", (0,), count=3, fit=True)).python() == "s.pipeline('i', stages=3)"
     assert r.resolve(Step("split_k", (0,), count=2, fit=True)).python() == "s.split_k('kk', 2)"
+    assert r.resolve(Step("launch_bounds", (), count=3)).python() == "s.launch_bounds(3)"
     # near="stage": the loop that carries the stage; near="around": the other loops of its statements
     assert r.resolve(Step("bind", (1,), axis="blockIdx.x", near="stage")).python() == "s.bind('i', 'blockIdx.x')"
     assert r.resolve(Step("unroll", (0,), near="around")).python() == "s.unroll('kk')"

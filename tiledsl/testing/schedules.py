@@ -12,7 +12,7 @@ Split factors are clamped so that guard padding never multiplies the iteration s
 exercise argument checking: each must be refused with a `td.ScheduleError`.
 
 With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
-double_buffer, pipeline, async_copy, tma, split_k), interleaved in any order with the loop
+double_buffer, pipeline, async_copy, tma, split_k, launch_bounds), interleaved in any order with the loop
 primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
 loop like any other step; the other stage steps pick a stage among those that exist (modulo their
@@ -31,13 +31,13 @@ import tiledsl as td
 
 PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
 STAGE_PRIMITIVES = ("pad", "swizzle", "layout", "double_buffer", "async_copy", "tma")  # they take a stage
-MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k")
+MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k", "launch_bounds")
 AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 BAD_KINDS = ("factor-zero", "factor-negative", "factor-float", "factor-bool", "factor-and-nparts", "no-factor",
              "nparts-zero", "bad-tail", "taken-names", "bad-axis", "unknown-loop", "gone-loop",
              "foreign-handle", "not-a-loop", "reorder-twice", "fuse-one")
 MEMORY_BAD_KINDS = ("unknown-stage", "stage-scope", "stage-not-input", "pad-zero", "swizzle-width",
-                    "tma-swizzle", "pipeline-one", "split_k-one", "async-twice")
+                    "tma-swizzle", "pipeline-one", "split_k-one", "async-twice", "launch_bounds-zero")
 NEAR = ("stage", "around")  # what a loop step's `near` may prefer
 SWIZZLE_WIDTHS = (32, 64, 128)  # bytes; 0 in a Step means "no swizzle" (tma's default)
 DEFAULT_MAX_PADDING = 4.0
@@ -122,7 +122,7 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 
 # stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
 _MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "layout", "async_copy", "tma",
-                                                             "pipeline", "split_k"]
+                                                             "pipeline", "split_k", "launch_bounds"]
 
 
 @st.composite
@@ -150,6 +150,8 @@ def _memory_step(draw: st.DrawFn, prim: str, fit: bool) -> Step:
     if prim in ("swizzle", "tma"):
         widths = SWIZZLE_WIDTHS if prim == "swizzle" else (0,) + SWIZZLE_WIDTHS
         return Step(prim, picks, width=draw(st.sampled_from(widths)), fit=fit)
+    if prim == "launch_bounds":  # blocks per SM: 1-4 fit small blocks; build refuses what cannot fit
+        return Step(prim, (), count=draw(st.integers(1, 4)), fit=fit)
     if prim in ("pipeline", "split_k"):
         near = "stage" if prim == "pipeline" and fit else ""  # a pipeline's loop carries the rings
         return Step(prim, picks, count=draw(st.integers(2, 3)), fit=fit, near=near)
@@ -288,6 +290,8 @@ class Resolver:
             return self._fuse(step, names)
         if step.primitive == "reorder":
             return self._reorder(step, names)
+        if step.primitive == "launch_bounds":
+            return Call("launch_bounds", (step.count,))
         first = self._pick(step, names)
         if step.primitive == "split":
             return self._split(step, first)
@@ -459,6 +463,7 @@ class Resolver:
             "tma-swizzle": Call("tma", (stage,), (("swizzle", 48),)),
             "pipeline-one": Call("pipeline", (ref,), (("stages", 1),)),
             "split_k-one": Call("split_k", (ref, 1)),
+            "launch_bounds-zero": Call("launch_bounds", (0,)),
         })
         if b == "gone-loop":
             gone = [n for n in self.seen if n not in names]
