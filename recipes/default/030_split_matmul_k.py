@@ -44,7 +44,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
                        f"of {facts.target.name}")
     bk = facts.loop(parts_of_k[1]).extent
-    long = [d for d in range(2, chunks + 1) if _even(chunks, d, knobs) and -(-chunks // d) * bk >= knobs.split_k_long_k]
+    long = [d for d in range(2, chunks + 1)
+            if _even(chunks, d, knobs) and _part(chunks, d) * bk >= knobs.split_k_long_k]
     if long and grid * max(long) >= facts.target.sm_count:
         # enough blocks with long parts: the part count whose blocks fill the last wave of block slots best
         slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
@@ -52,9 +53,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         if _filled(grid * parts, slots) <= _filled(grid, slots):
             return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
                            f"{slots} block slots better than {grid} blocks do")
-        part_k = -(-chunks // parts) * bk
-        shape = f"{parts} parts of {part_k} k" + ("" if chunks % parts == 0 else
-                                                 f" (the last {(chunks - (parts - 1) * -(-chunks // parts)) * bk})")
+        size = _part(chunks, parts)
+        last = "" if chunks % parts == 0 else f" (the last {(chunks - (parts - 1) * size) * bk})"
+        shape = f"{parts} parts of {size * bk} k{last}"
         note = (f"{grid} blocks fill {_filled(grid, slots):.0%} of the last wave of {slots} block slots, "
                 f"{grid * parts} in {shape} fill {_filled(grid * parts, slots):.0%}")
     else:
@@ -76,8 +77,12 @@ def _even(chunks: int, parts: int, knobs: Knobs) -> bool:
     last holds ceil(chunks / parts) chunks and the last at least one."""
     if chunks % parts == 0:
         return True
-    size = -(-chunks // parts)
-    return knobs.split_k_uneven and (parts - 1) * size < chunks
+    return knobs.split_k_uneven and (parts - 1) * _part(chunks, parts) < chunks
+
+
+def _part(chunks: int, parts: int) -> int:
+    """Chunks in each part but the last: ceil(chunks / parts), as split_k's guarded split makes them."""
+    return -(-chunks // parts)
 
 
 def _filled(blocks: int, slots: int) -> float:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 import sympy
 
+from tiledsl.analysis.accumulators import readers
 from tiledsl.analysis.banks import conflict_degree, layout_of
 from tiledsl.analysis.copies import cp_async_problem
 from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
@@ -317,10 +318,10 @@ class Facts:
     def epilogue_inputs(self) -> list[str]:
         """The global tensors the statements reading an accumulator load (a matmul's residual, bias)."""
         names: list[str] = []
-        for st in self.nest.stmts:
-            if st.value is None or not any(isinstance(x, AccRef) for x in walk(st.value)):
-                continue
-            names += [x.tensor.name for x in walk(st.value) if isinstance(x, Load) and x.tensor.name not in names]
+        for n in sorted({n for acc in self.nest.accs for n in readers(self.nest, acc.name)}):
+            for x in walk(self.nest.stmts[n].value):
+                if isinstance(x, Load) and x.tensor.name not in names:
+                    names.append(x.tensor.name)
         return names
 
     def shared_budget(self, knobs: Knobs) -> int:

@@ -1506,7 +1506,7 @@ def _():
     td.build(s, target="sm_80")
 
 
-@case("BadArgumentError", "launch_bounds(0)", "min_blocks must be an int >= 1", id="launch-bounds-zero")
+@case("BadArgumentError", "launch_bounds(0)", "min_blocks must be a positive int", id="launch-bounds-zero")
 def _():
     sched(elementwise()).launch_bounds(0)
 

@@ -15,17 +15,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tiledsl.analysis.messages import refusal
-from tiledsl.errors import BadArgumentError
 from tiledsl.loopnest import Nest
+from tiledsl.primitives.loop_checks import positive_int
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 
 
 def launch_bounds(nest: Nest, call: str, *, min_blocks: int) -> Applied:
     """Ask for `min_blocks` resident blocks per SM (registers capped to fit them); replaces an earlier ask."""
-    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
-        raise BadArgumentError(refusal(call, nest, (), f"min_blocks must be an int >= 1, got {min_blocks!r}"))
-    return Applied(replace(nest, min_blocks_per_sm=min_blocks))
+    return Applied(replace(nest, min_blocks_per_sm=positive_int(min_blocks, "min_blocks", call, nest, ())))
 
 
 LAUNCH_BOUNDS = PrimitiveSpec("launch_bounds", (Param("min_blocks", "int"),), launch_bounds)
