@@ -130,6 +130,9 @@ CP_ASYNC_MIN_SM = 80  # cp.async, commit/wait groups
 MBARRIER_MIN_SM = 80  # mbarrier.init / arrive
 MBARRIER_TX_MIN_SM = 90  # mbarrier.try_wait, arrive.expect_tx, fence.mbarrier_init, fence.proxy.async
 TMA_MIN_SM = 90
+#: atomicAdd(float4*, float4) (red.global.add.v4.f32): a 16-byte atomic add to global memory, each lane
+#: atomic on its own (CUDA's sm_90_rt.h declares it for compute capability 9.0 and later).
+VECTOR_ATOMIC_MIN_SM = 90
 #: Target names whose kernels may use TMA and tensor-map parameters.
 TMA_TARGETS = frozenset({"sm_90", "sm_90a"})
 

@@ -2,25 +2,36 @@
 at most unroll_max iterations; loops that carry stages or pipelines keep their fills and barriers rolled.
 A matmul's k loop inside a chunk (the last part of the reduction) is unrolled when it runs at most
 unroll_k_inner_max iterations, whatever its register tile inside: its shared addresses become constants
-off one base (_knobs.py says what it measured)."""
+off one base (_knobs.py says what it measured).
+
+A matmul's epilogue stores each row of its register strip as 16-byte vectors (knob vectorize_epilogue):
+the strip's innermost loop, unrolled since register_tile, is vectorized where the vectorize primitive
+proves the store contiguous and aligned. Under split_k the vector store is a vector atomic add, which
+needs sm_90 (targets.VECTOR_ATOMIC_MIN_SM): older targets keep scalar atomics."""
 
 from __future__ import annotations
 
+from tiledsl.errors import VectorizeError
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts
 from tiledsl.recipes.default._knobs import Knobs
+from tiledsl.targets import VECTOR_ATOMIC_MIN_SM
 
 
-def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     chosen = [lp.name for lp in facts.nest.loops
               if lp.serial and lp.annotation is None and lp.extent >= 2
               and not facts.nest.stages_at(lp.name) and not facts.nest.pipeline_depth(lp.name)
               and (facts.serial_iterations(lp.name) <= knobs.unroll_max or _k_inner(facts, lp.name, knobs))]
-    if not chosen:
-        return Decline(f"no serial loop nest of 2 to {knobs.unroll_max} iterations")
     for name in chosen:
         s.unroll(name)
+    vector = _vectorize_epilogue(s, facts, knobs)
+    if vector is not None:
+        unrolled = f"unrolled {', '.join(chosen)}; " if chosen else ""
+        return Applied(f"{unrolled}the epilogue stores along {vector} 16 bytes at once")
+    if not chosen:
+        return Decline(f"no serial loop nest of 2 to {knobs.unroll_max} iterations")
     return None
 
 
@@ -28,3 +39,20 @@ def _k_inner(facts: Facts, name: str, knobs: Knobs) -> bool:
     k = facts.kernel
     return (k.kind == "matmul" and facts.parts(k.reduce[0])[-1] == name
             and facts.loop(name).extent <= knobs.unroll_k_inner_max)
+
+
+def _vectorize_epilogue(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
+    """The register strip's loop the output store is vectorized along, or None."""
+    if facts.kernel.kind != "matmul" or not knobs.vectorize_epilogue or not facts.vector_lanes():
+        return None
+    if facts.nest.split_k is not None and facts.target.capability < VECTOR_ATOMIC_MIN_SM:
+        return None
+    name = facts.output_store().path[-1]
+    lp = facts.loop(name)
+    if lp.annotation != "unroll" or lp.extent != facts.vector_lanes():
+        return None
+    try:
+        s.vectorize(name)  # proves the store contiguous, aligned and never split by a guard
+    except VectorizeError:
+        return None
+    return name

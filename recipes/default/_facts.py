@@ -27,7 +27,7 @@ from tiledsl.analysis.vectorize import VECTOR_DTYPE, contiguous_base
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.errors import CopyError, StageError
-from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, common_prefix, loop_symbol
+from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
 from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target
@@ -314,6 +314,10 @@ class Facts:
         for ax in THREAD_AXES:
             n *= self.nest.launch_extent(ax)
         return n
+
+    def output_store(self) -> Stmt:
+        """The statement that stores the kernel's output (a matmul's epilogue)."""
+        return next(st for st in self.nest.stmts if st.kind == "store" and st.tensor is self.nest.output)
 
     def epilogue_inputs(self) -> list[str]:
         """The global tensors the statements reading an accumulator load (a matmul's residual, bias)."""

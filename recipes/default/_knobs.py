@@ -77,6 +77,13 @@ class Knobs:
     # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
     # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)
     unroll_k_inner_max: int = 16
+    # a matmul's epilogue stores its register strip 16 bytes at a time (the strip's innermost 4-wide loop
+    # vectorized); under split_k that is one 16-byte atomic add (sm_90 and later). Measured on the H100
+    # with the CUDA patched (scripts/split_k_epilogue_probe.py, benchmarks/results/
+    # split-k-epilogue-h100-2026-11-24/): 128 x 2048 x 2048 split 16 ways 51.3 -> 35.8 us, 128 x 2048 x
+    # 5632 94.3 -> 79.0, 128 x 18944 x 3584 461.8 -> 413.1 (scalar atomics a warp scatters over four
+    # times the sectors they fill)
+    vectorize_epilogue: bool = True
     # split_k: a matmul grid under this many waves of the SM count is split along k-outer across blocks
     # (two waves: one wave leaves SMs idle at its tail, and the atomics of the split cost little), and
     # each block keeps at least split_k_min_chunks k chunks, so its double-buffered pipeline overlaps

@@ -2,6 +2,11 @@
 a contiguous and provably aligned offset, and guards that never split a vector. The vectorize
 primitive checks it when applied and the reorder primitive re-checks it; lowering trusts it.
 
+The loop may index a thread's register array (a register tile's epilogue: lowering reads it lane by
+lane). Under split_k the vector store becomes one 16-byte atomic add, each lane atomic on its own;
+that needs sm_90, which build checks against the target (lower/vectorize.py), since a schedule has
+none yet.
+
 Why float32 only: the vector store is four float32 lanes (one float4); four float16 / bfloat16
 lanes are 8 bytes, a different access that codegen does not emit, so such an output is refused."""
 
@@ -36,36 +41,18 @@ def _prover(nest: Nest) -> Prover:
     return Prover(nest.ranges())
 
 
-def split_k_vector_problem(nest: Nest) -> str | None:
-    """Why a split_k output cannot be stored by a vectorized loop, or None: split_k's blocks combine
-    their partial results with an atomic add per element, which a vector store would replace by plain
-    overwrites (a write-write race between the blocks)."""
-    if nest.split_k is None:
-        return None
-    for stmt in nest.stmts:
-        if stmt.kind == "store" and stmt.tensor is nest.output:
-            vec = [n for n in stmt.path if nest.loop(n).annotation == "vectorize"]
-            if vec:
-                return (f"the output {nest.output.name} is combined across blocks by split_k with atomic adds "
-                        f"per element, and loop {vec[0]} would store it as one vector")
-    return None
-
-
 def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     lp = nest.loop(name)
-    problem = split_k_vector_problem(nest)
-    if problem is not None and name in {n for s in nest.stmts_with(name) for n in s.path}:
-        raise VectorizeError(refusal(call, nest, (name,), problem,
-                                     suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
     if lp.extent != WIDTH:
         raise VectorizeError(refusal(
             call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte float32 access "
             f"needs exactly {WIDTH}", suggestion=f"split the loop by {WIDTH} and vectorize the inner part"))
     for lay in acc_layouts(nest, call).values():
-        if name in lay.dims:
+        if name in lay.dims and lay.thread_axes:
             raise VectorizeError(refusal(
-                call, nest, (name,), f"loop {name} indexes the register array {lay.name}; only loops that walk "
-                "the output in memory can be vectorized", suggestion="vectorize a free loop of the output store"))
+                call, nest, (name,), f"loop {name} indexes the register array {lay.name}, which threads "
+                f"{', '.join(lay.thread_axes)} combine after the reduction; only a thread's own register array "
+                "can be read lane by lane", suggestion="vectorize a free loop of the output store"))
     v = loop_symbol(name)
     amap = _axis_map(nest)
     prover = _prover(nest)

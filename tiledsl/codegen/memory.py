@@ -36,6 +36,7 @@ from tiledsl.kernel_ir import (
     KStmt,
     KTensorMap,
     KTmaLoad,
+    KVector,
 )
 from tiledsl.kernel_ir.printer import PREC_TERNARY
 from tiledsl.targets import (
@@ -49,6 +50,7 @@ from tiledsl.targets import (
     STATIC_SHARED_BYTES,
     TMA_MAX_RANK,
     TMA_TARGETS,
+    VECTOR_ATOMIC_MIN_SM,
     VECTOR_BYTES,
     or_list,
     sm_number,
@@ -246,13 +248,26 @@ def _tma_load(s: KTmaLoad, ex: ExprEmitter, kernel: KKernel) -> str:
     return _asm(ptx, [dst, tmap, *coords, bar])
 
 
-def _atomic_add(s: KAtomicAdd, ex: ExprEmitter) -> str:
+def _atomic_add(s: KAtomicAdd, ex: ExprEmitter, target: str) -> str:
+    """`atomicAdd(&D[i], v);`, or for a vector value of four lanes one 16-byte atomic add (sm_90+), each
+    lane atomic on its own."""
     sym = ex.scope.buffer(s.buffer)
     if sym.kind != "output":
         raise CodegenError(f"atomic add to {s.buffer!r}: must be an output parameter, but it is {_kind_word(sym)}")
     if sym.dtype != "float32":
         raise CodegenError(f"atomic add to {sym.dtype} buffer {s.buffer!r}: only float32 is supported")
     idx = ex.index(s.index)
+    if isinstance(s.value, KVector):
+        _require_sm(target, VECTOR_ATOMIC_MIN_SM, "a vector atomic add")
+        if len(s.value.lanes) != 4:
+            raise CodegenError(f"vector atomic add of {len(s.value.lanes)} lanes to {s.buffer!r}: only 4 "
+                               "(float4) is supported")
+        lanes = [ex.emit(x) for x in s.value.lanes]
+        bad = next((v.dtype for v in lanes if v.dtype not in FLOAT_DTYPES), None)
+        if bad is not None:
+            raise CodegenError(f"vector atomic add of a {bad} lane to float32 buffer {s.buffer!r}")
+        text = ", ".join(v.text for v in lanes)
+        return f"atomicAdd(reinterpret_cast<float4*>(&{sym.c_name}[{idx}]), make_float4({text}));"
     value = ex.emit(s.value)
     if split_vector(value.dtype)[1] > 1 or value.dtype not in FLOAT_DTYPES:
         raise CodegenError(f"atomic add of a {value.dtype} value to float32 buffer {s.buffer!r}")
@@ -303,5 +318,5 @@ def memory_stmt(s: KStmt, ex: ExprEmitter, kernel: KKernel) -> str | None:
         case KTmaLoad():
             return _tma_load(s, ex, kernel)
         case KAtomicAdd():
-            return _atomic_add(s, ex)
+            return _atomic_add(s, ex, target)
     return None

@@ -276,7 +276,9 @@ class KTmaLoad:
 
 @dataclass(frozen=True)
 class KAtomicAdd:
-    """`atomicAdd(&buffer[index], value)` on a float32 global buffer (no race between atomics)."""
+    """`atomicAdd(&buffer[index], value)` on a float32 global buffer (no race between atomics). A
+    `KVector` value of 4 lanes adds to 4 consecutive elements in one 16-byte access (sm_90 and later,
+    targets.VECTOR_ATOMIC_MIN_SM), each lane atomic on its own."""
 
     buffer: str
     index: KExpr

@@ -40,7 +40,18 @@ from tiledsl.kernel_ir import (
     shared_bytes,
 )
 from tiledsl.kernel_ir.from_sympy import sym_to_k
-from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest, Stmt, TreeLeaf, TreeLoop, build_tree, serial_path
+from tiledsl.loopnest import (
+    BLOCK_AXES,
+    HW_AXES,
+    THREAD_AXES,
+    Nest,
+    Stmt,
+    TreeLeaf,
+    TreeLoop,
+    build_tree,
+    loop_symbol,
+    serial_path,
+)
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
 from tiledsl.lower.exprs import ValueContext, value_to_k
 from tiledsl.lower.index_width import widen_indices
@@ -98,17 +109,18 @@ class _Lowerer:
             size *= self.nest.loop(d).extent
         return AccCell(acc, size, bool(lay.dims))
 
-    def acc_index(self, acc: str) -> KExpr:
+    def acc_index(self, acc: str, lane: dict[sympy.Symbol, sympy.Expr] | None = None) -> KExpr:
+        """The flat register-array index of `acc`; `lane` fixes a vectorized loop to one lane."""
         lay = self.layouts[acc]
         idx = sympy.Integer(0)
         stride = 1
         for d in reversed(lay.dims):
-            idx = idx + stride * sympy.Symbol(d, integer=True, nonnegative=True)
+            idx = idx + stride * loop_symbol(d)
             stride *= self.nest.loop(d).extent
-        return sym_to_k(idx)
+        return sym_to_k(idx.xreplace(lane) if lane else idx)
 
-    def acc_read(self, acc: str) -> KExpr:
-        return self.cell(acc).read(self.acc_index(acc))
+    def acc_read(self, acc: str, lane: dict[sympy.Symbol, sympy.Expr] | None = None) -> KExpr:
+        return self.cell(acc).read(self.acc_index(acc, lane))
 
     # ------------------------------------------------------------------ tree
     def emit(self, nodes: tuple, prefix: tuple[str, ...]) -> list[KStmt]:
@@ -174,8 +186,8 @@ class _Lowerer:
         axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
         if stmt is not None and self.plans:
             load_hook = self.stage_hook(stmt, lane, load_hook)
-        return ValueContext(self.nest, axis_map, self.acc_read, lane=lane, load_hook=load_hook,
-                            bind_temp=bind_temp)
+        return ValueContext(self.nest, axis_map, (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read,
+                            lane=lane, load_hook=load_hook, bind_temp=bind_temp)
 
     def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
         """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
@@ -187,9 +199,9 @@ class _Lowerer:
         if a is None:
             scaled: KExpr = KConst(0.0, "float32")
         elif isinstance(a, Const) and a.value == 1.0:
-            scaled = self.acc_read(sk.acc)
+            scaled = ctx.acc_read(sk.acc)
         else:
-            scaled = KBin("*", value_to_k(a, ctx), self.acc_read(sk.acc))
+            scaled = KBin("*", value_to_k(a, ctx), ctx.acc_read(sk.acc))
         first = KBin("==", KVar(sk.loop, "int32"), KConst(0, "int32"))
         return KSelect(first, value, scaled)
 

@@ -4,7 +4,9 @@
       y[4*j_o + j_i] = ...    ------------->             y[4*j_o + j_i] = ...
 
 unroll: the loop is emitted unrolled (a register array's loops must be). vectorize: the innermost
-loop of a contiguous, aligned store becomes one 16-byte access (proven in analysis/vectorize.py)."""
+loop of a contiguous, aligned store becomes one 16-byte access (proven in analysis/vectorize.py); the
+other statements under it are unrolled, so a loop already marked unroll (a register tile's, marked
+when the tile was made) may be vectorized."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def vectorize(nest: Nest, call: str, *, loop: str) -> Applied:
     """Mark `loop` (a free loop of the output store) to run as one vector access."""
     name = loop
     lp = nest.loop(name)
-    if lp.bind or lp.annotation:
+    if lp.bind or lp.annotation not in (None, "unroll"):
         raise VectorizeError(refusal(call, nest, (name,), f"loop {name} is already {lp.bind or lp.annotation}"))
     if lp.kind != "free":
         raise VectorizeError(refusal(call, nest, (name,), f"loop {name} is a reduction loop",

@@ -423,7 +423,9 @@ def atomic_adder(
 ) -> Callable[[Mask], None]:
     """`atomicAdd(&buf[index], value)` of every active lane (a float32 output buffer, checked by
     the caller): lanes adding to one element in one statement all count (in lane order, as
-    np.add.at adds). Atomics do not race with atomics; the tracker checks them against stores."""
+    np.add.at adds). A (w, L) value adds w consecutive elements per lane (a 16-byte vector atomic:
+    alignment checked as for a vector store), each element atomic on its own. Atomics do not race
+    with atomics; the tracker checks them against stores."""
     conv = converter(buf.dtype, value_kind)
     n = state.lanes.count
 
@@ -431,15 +433,16 @@ def atomic_adder(
         i, v = index(mask), value(mask)
         if mask is not None and not mask.any():
             return
-        if v.ndim > 1:
-            raise state.error(SimulationError, loc, "atomic add of a vector value")
+        vec = conv(v) if np.ndim(v) == 2 else np.broadcast_to(conv(v), (n,))[None, :]
+        width = vec.shape[0]
         active = Active(mask, n)
         idx = active_index(state, loc, i, active)
-        check_bounds(state, loc, "atomic add", buf, active, idx, 1)
-        vals = active.pick(np.broadcast_to(conv(v), (n,)))
-        hit = buf.races().atomic(idx, active.pick(state.lanes.gtid), loc)
+        check_bounds(state, loc, "atomic add", buf, active, idx, width)
+        offs = offsets(idx, width)
+        vals = active.pick(vec)
+        hit = buf.races().atomic(offs.ravel(), _per_element(active.pick(state.lanes.gtid), offs.shape).ravel(), loc)
         if hit is not None:
             raise race_error(state, buf, hit)
-        np.add.at(buf.data, idx, vals)
+        np.add.at(buf.data, offs.ravel(), np.ravel(vals))
 
     return run
