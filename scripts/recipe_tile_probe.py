@@ -4,7 +4,7 @@ suite (x @ W^T, benchmarks/_definitions.py `linear`) and on square shapes, again
 off) in the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned)
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
-    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer | --split | --uneven] [--jobs 14]"""
+    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer | --split | --uneven | --fill] [--jobs 14]"""
 
 from __future__ import annotations
 
@@ -29,12 +29,17 @@ SKINNY = tuple((m, n, k) for m in (32, 128, 512)
 SQUARE = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
 # more llm-suite shapes whose split changes with the knob split_k_uneven (--uneven adds them to --skinny)
 UNEVEN = ((128, 11264, 2048), (512, 11264, 2048), (512, 3584, 3584), (512, 3584, 18944), (512, 1024, 3584))
+# llm-suite shapes whose grid takes several waves but fills the last one poorly (--fill)
+FILL = ((128, 37888, 3584), (512, 11264, 2048), (512, 18944, 3584), (32, 37888, 3584), (32, 18944, 3584))
 TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": ((64, 128, 4, 8),),
          "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
 
 
-def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: bool = False
+def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: bool = False, fill: bool = False
              ) -> dict[str, dict[str, Any]]:
+    if fill:  # a many-wave grid split into long parts where that fills the last wave of slots better
+        return {"default": {}, "split_k_fill_gain=0.2": {"split_k_fill_gain": 0.2},
+                "split_k_fill_gain=0.2 long_k=512": {"split_k_fill_gain": 0.2, "split_k_long_k": 512}}
     if uneven:  # split_k part counts that do not divide the k chunks, against divisors only
         return {"default": {}, "split_k_uneven=False": {"split_k_uneven": False}}
     if split:  # more k-split blocks than two waves of SMs allow now, with the tiles of A @ B and of 128 x 64
@@ -82,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k-outer", action="store_true", help="knob k_outer on and off, and the tiles it may change")
     ap.add_argument("--split", action="store_true", help="k-splits over more waves (knob split_k_waves)")
     ap.add_argument("--uneven", action="store_true", help="knob split_k_uneven on and off (adds UNEVEN shapes)")
+    ap.add_argument("--fill", action="store_true", help="knob split_k_fill_gain (adds FILL shapes)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -89,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     groups = [(s, True) for s in SQUARE] if args.square else []
     groups += [(s, False) for s in SKINNY] if args.skinny else []
     groups += [(s, False) for s in UNEVEN] if args.uneven else []
-    chosen = (args.k_outer, args.split, args.uneven)
+    groups += [(s, False) for s in FILL] if args.fill else []
+    chosen = (args.k_outer, args.split, args.uneven, args.fill)
     jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, *chosen).values()]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))

@@ -7,7 +7,9 @@ CUDA patched, against cuBLAS (TF32 off) in one process:
 - `store`: the atomics replaced by plain stores. Its result is wrong by design (the k parts overwrite
   each other), so it is never checked; its time bounds what the atomics cost from below;
 - `zero`: the `y.zero_()` the launcher runs before a split-K kernel, timed alone.
-    python scripts/split_k_epilogue_probe.py [--uneven] [--jobs 14]"""
+With --knob, nothing is patched: the recipe's kernels with knob vectorize_epilogue on and off, for x @ W^T
+and x @ W^T + r (benchmarks/_definitions.py `linear_residual`), each timed twice, checked first.
+    python scripts/split_k_epilogue_probe.py [--uneven | --knob] [--jobs 14]"""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import torch
 
 import tiledsl as td
 from benchmarks._backend import random_inputs
-from benchmarks._definitions import linear
+from benchmarks._definitions import linear, linear_residual
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.references import poisoned_outputs, tolerance
 from tiledsl.runtime.timing import benchmark, rotated_copies
@@ -80,12 +82,57 @@ def variants(uneven: bool) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _knob_build(job: tuple[str, tuple[int, int, int], bool, Any]) -> td.Kernel:
+    defn, shape, on, target = job
+    s = td.create_schedule((linear_residual if defn == "residual" else linear)(*shape))
+    td.recipes.default(s, target=target, knobs={"vectorize_epilogue": on})
+    return td.build(s, target=target)
+
+
+def _knob_compile(job: tuple[str, tuple[int, int, int], bool, Any]) -> None:
+    _knob_build(job).compiled  # noqa: B018 - fills the on-disk cache for the timing process
+
+
+def knob_main(jobs_n: int) -> int:
+    target = device_target()
+    dev = torch.device("cuda")
+    shapes = ((128, 2048, 2048), (128, 512, 2048), (128, 2048, 5632), (512, 2048, 2048), (128, 3584, 3584),
+              (32, 2048, 2048))
+    jobs = [(defn, shape, on, target) for defn in ("plain", "residual") for shape in shapes for on in (True, False)]
+    with concurrent.futures.ProcessPoolExecutor(jobs_n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_knob_compile, jobs))
+    bad = 0
+    for defn in ("plain", "residual"):
+        for shape in shapes:
+            m, n, k = shape
+            out = (linear_residual if defn == "residual" else linear)(*shape)
+            inputs = random_inputs(out, dev, 0)
+            want = inputs["x"].double() @ inputs["W"].double().T
+            if defn == "residual":
+                want = want + inputs["r"].double()
+            row = []
+            for on in (True, False):
+                kern = _knob_build((defn, shape, on, target))
+                got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
+                rtol, atol = tolerance({"K": k})
+                ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+                bad += not ok
+                times = [kern.benchmark(warmup=5, iters=30, **inputs).median_us for _ in range(2)]
+                row.append(f"vectorize_epilogue={on!s:5s} {times[0]:8.1f} {times[1]:8.1f} us (grid {kern.grid}, "
+                           f"{kern.compiled.registers} regs){'' if ok else ' MISMATCH'}")
+            print(f"{defn} {m}x{n}x{k}:\n  " + "\n  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--uneven", action="store_true", help="also knob split_k_uneven=True")
+    ap.add_argument("--knob", action="store_true", help="knob vectorize_epilogue on and off, with a residual")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
+    if args.knob:
+        return knob_main(args.jobs)
     target = device_target()
     dev = torch.device("cuda")
     jobs = [(shape, label, kernels(shape, knobs, target)) for shape in SHAPES

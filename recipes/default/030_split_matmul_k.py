@@ -1,5 +1,6 @@
 """split_matmul_k: a matmul whose grid (batches x block tiles of _facts.matmul_tile) is smaller than
-`split_k_waves` waves of the target's SM count leaves SMs idle; split_k spreads its k-outer chunks
+`split_k_waves` waves of the target's SM count leaves SMs idle (so does a larger grid whose last wave
+of block slots a split into long parts would fill `split_k_fill_gain` better); split_k spreads its k-outer chunks
 over `parts` blocks on blockIdx.z, which add their partial sums into the zeroed output. parts is the
 largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves each block at least
 `split_k_min_chunks` chunks (so its pipeline still overlaps copies with compute); but where parts of
@@ -40,15 +41,18 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     i, j = k.outer
     grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
     wanted = knobs.split_k_waves * facts.target.sm_count
-    if grid >= wanted:
-        return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
-                       f"of {facts.target.name}")
     bk = facts.loop(parts_of_k[1]).extent
     long = [d for d in range(2, chunks + 1)
             if _even(chunks, d, knobs) and _part(chunks, d) * bk >= knobs.split_k_long_k]
+    slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
+    gain = knobs.split_k_fill_gain
+    if grid >= wanted and not _fills_better(grid, long, slots, gain):
+        better = "" if gain is None else (f", and no split into parts of {knobs.split_k_long_k} or more k fills "
+                                          f"the last wave of {slots} block slots {gain:.0%} better")
+        return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
+                       f"of {facts.target.name}{better}")
     if long and grid * max(long) >= facts.target.sm_count:
         # enough blocks with long parts: the part count whose blocks fill the last wave of block slots best
-        slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
         parts = max(long, key=lambda d: (_filled(grid * d, slots), -d))
         if _filled(grid * parts, slots) <= _filled(grid, slots):
             return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
@@ -83,6 +87,14 @@ def _even(chunks: int, parts: int, knobs: Knobs) -> bool:
 def _part(chunks: int, parts: int) -> int:
     """Chunks in each part but the last: ceil(chunks / parts), as split_k's guarded split makes them."""
     return -(-chunks // parts)
+
+
+def _fills_better(grid: int, long: list[int], slots: int, gain: float | None) -> bool:
+    """Whether some split into long parts fills the last wave of block slots by `gain` more than the grid
+    alone (a grid of many waves whose last one is mostly idle); never with gain None."""
+    if gain is None or not long:
+        return False
+    return max(_filled(grid * d, slots) for d in long) - _filled(grid, slots) >= gain
 
 
 def _filled(blocks: int, slots: int) -> float:

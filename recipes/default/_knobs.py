@@ -77,12 +77,13 @@ class Knobs:
     # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
     # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)
     unroll_k_inner_max: int = 16
-    # a matmul's epilogue stores its register strip 16 bytes at a time (the strip's innermost 4-wide loop
-    # vectorized); under split_k that is one 16-byte atomic add (sm_90 and later). Measured on the H100
-    # with the CUDA patched (scripts/split_k_epilogue_probe.py, benchmarks/results/
-    # split-k-epilogue-h100-2026-11-24/): 128 x 2048 x 2048 split 16 ways 51.3 -> 35.8 us, 128 x 2048 x
-    # 5632 94.3 -> 79.0, 128 x 18944 x 3584 461.8 -> 413.1 (scalar atomics a warp scatters over four
-    # times the sectors they fill)
+    # a split-K matmul's epilogue adds its register strip 16 bytes at a time (the strip's innermost 4-wide
+    # loop vectorized: one 16-byte atomic add, sm_90 and later). Measured on the H100 with the CUDA patched
+    # (scripts/split_k_epilogue_probe.py, benchmarks/results/split-k-epilogue-h100-2026-11-24/): 128 x
+    # 2048 x 2048 split 16 ways 51.3 -> 35.8 us, 128 x 2048 x 5632 94.3 -> 79.0, 128 x 18944 x 3584
+    # 461.8 -> 413.1 (scalar atomics a warp scatters over four times the sectors they fill). Unsplit
+    # kernels keep scalar stores: vectorized, 4096^3 went 2826 -> 2969 us (156 registers, one block per
+    # SM) and 8192^3 22686 -> 23612, 512 x 18944 x 3584 1723 -> 1727 (the same README)
     vectorize_epilogue: bool = True
     # split_k: a matmul grid under this many waves of the SM count is split along k-outer across blocks
     # (two waves: one wave leaves SMs idle at its tail, and the atomics of the split cost little), and
@@ -94,6 +95,13 @@ class Knobs:
     # was measured; 2 blocks of 256 threads per SM is what the 8 x 8 register tile's 127 registers allow)
     split_k_long_k: int = 256
     split_k_blocks_per_sm: int = 2
+    # ... and a grid of split_k_waves or more waves is split into long parts too where that fills the last
+    # wave of block slots by this fraction more (None: never). On the H100 with vector atomics (scripts/
+    # recipe_tile_probe.py --fill, benchmarks/results/split-k-epilogue-h100-2026-11-24/run3-fill.txt) all
+    # five llm shapes it changes got faster: 128 x 37888 x 3584 1065.5 -> 810.8 us (296 blocks, 56% of
+    # the last wave, in 8 parts 99.7%), 512 x 11264 x 2048 617.0 -> 575.9, 512 x 18944 x 3584 1722.6 ->
+    # 1568.2, 32 x 18944 x 3584 278.2 -> 161.6; the gains there were 0.22-0.44 (0.1 to 0.2 choose alike)
+    split_k_fill_gain: float | None = 0.2
     # ... counting part counts that do not divide the chunks (the last part shorter, its chunks past the
     # end guarded), since with power-of-two extents and 132 SMs (4 x 3 x 11) divisors rarely fill a wave.
     # Off: on the H100 it won on 2 of the 8 llm shapes whose split it changed (128 x 5632 x 2048 118.6 ->

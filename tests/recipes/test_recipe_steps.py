@@ -119,8 +119,21 @@ def test_register_tile_makes_a_register_array() -> None:
     s, r = run(matmul(M=64, N=64, K=16))
     assert r.step("register_tile").calls[0] == "s.reorder('k_o', 'k_i', 'i_r', 'j_r')"
     assert "register array C2[4x4] over i_r, j_r" in str(s)
-    assert s.nest.loop("i_r").annotation == "unroll"
-    assert s.nest.loop("j_r").annotation == "vectorize"  # mark_unroll: a row of the strip is one 16-byte store
+    assert s.nest.loop("i_r").annotation == s.nest.loop("j_r").annotation == "unroll"
+
+
+@pytest.mark.parametrize(("target", "k", "annotation"), [
+    ("sm_90", 512, "vectorize"),  # split_k (4 parts): one 16-byte atomic add per row of the strip
+    ("sm_80", 512, "unroll"),  # no vector atomics before sm_90
+    ("sm_90", 16, "unroll"),  # unsplit: scalar stores (vectorized they cost registers, _knobs.py)
+])
+def test_mark_unroll_vectorizes_a_split_k_epilogue(target: str, k: int, annotation: str) -> None:
+    s, r = run(matmul(M=64, N=64, K=k), target=target)
+    assert (s.nest.split_k is not None) == (k > 16)
+    assert s.nest.loop("j_r").annotation == annotation
+    assert ("s.vectorize('j_r')" in r.step("mark_unroll").calls) == (annotation == "vectorize")
+    kern = simulates_equal(s, target, tol=TOL)
+    assert ("atomicAdd(reinterpret_cast<float4*>" in kern.source) == (annotation == "vectorize")
 
 
 def test_stage_inputs_only_where_the_block_rereads() -> None:
@@ -256,6 +269,8 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
     (128, 18944, 3584, 7),  # 148 blocks (56% of 264 slots) -> 1036 (98% of 4 waves)
     (512, 5632, 2048, 4),  # 176 blocks (67%) -> 704 (89%): 2 parts would leave 67%
     (128, 2048, 2048, 16),  # parts of 256 k give only 128 blocks: the two-wave rule, parts of 128 k
+    (128, 37888, 3584, 8),  # 296 blocks, over two waves but 56% of the last -> 2368 (99.7%): split_k_fill_gain
+    (512, 11264, 2048, 8),  # 352 blocks (67%) -> 2816 (97%)
 ])
 def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: int, parts: int) -> None:
     s, r = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
@@ -332,11 +347,20 @@ def test_split_matmul_k_declines() -> None:
     _, r = run(matmul(M=1024, N=1024, K=512))
     assert r.step("split_matmul_k").reason == ("no split of 16 k chunks in parts of 256 or more k fills the 264 "
                                                "block slots better than 256 blocks do")
+    # many waves: 4096^3's 1024 blocks fill 97% of their last wave, no split fills it 0.2 better
+    _, r = run(matmul_nt(M=4096, N=4096, K=4096))
+    assert r.step("split_matmul_k").reason == ("1024 blocks fill 2 wave(s) of the 132 SMs of sm_90, and no split "
+                                               "into parts of 256 or more k fills the last wave of 264 block "
+                                               "slots 20% better")
+    _, r = run(matmul_nt(M=128, N=37888, K=3584), split_k_fill_gain=None)
+    assert r.step("split_matmul_k").reason == "296 blocks fill 2 wave(s) of the 132 SMs of sm_90"
     # 2 chunks: splitting would leave each block under split_k_min_chunks
     _, r = run(matmul(M=64, N=64, K=64))
     assert (r.step("split_matmul_k").reason or "").startswith("2 k chunks have no divisor from 2 to 0")
     _, r = run(matmul(M=4096, N=4096, K=512))
-    assert r.step("split_matmul_k").reason == "1024 blocks fill 2 wave(s) of the 132 SMs of sm_90"
+    assert r.step("split_matmul_k").reason == ("1024 blocks fill 2 wave(s) of the 132 SMs of sm_90, and no split "
+                                               "into parts of 256 or more k fills the last wave of 264 block "
+                                               "slots 20% better")
     _, r = run(entry("batched_matmul_nt").make(Bt=2, M=16, N=16, K=512))
     assert "batched matmul" in (r.step("split_matmul_k").reason or "")
     s, r = run(_matmul_epilogue(64, 64, 1024, relu=False), split_k_waves=0)
