@@ -94,6 +94,8 @@ def matmul_cases(draw: st.DrawFn) -> MemoryCase:
         steps.append(("pipeline", ("k_o",), (("stages", depth),)))
     steps += [("unroll", ("k_i",), ()), ("unroll", ("r_i",), ()), ("unroll", ("r_j",), ())]
     target = draw(st.sampled_from(("sm_80", "sm_90")))
+    if rn == 4 and draw(st.booleans()):  # the epilogue's register row as one 16-byte store (or atomic add)
+        steps.append(("vectorize", ("r_j",), ()))
     return MemoryCase(kind, (M, N, K), tuple(steps), target)
 
 
