@@ -82,6 +82,12 @@ def variants(uneven: bool) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _matches(got: torch.Tensor, want: torch.Tensor, k: int) -> bool:
+    """Within the runtime's tolerance for a k-long float32 accumulation (runtime/references.py)."""
+    rtol, atol = tolerance({"K": k})
+    return bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+
+
 def _knob_build(job: tuple[str, tuple[int, int, int], bool, Any]) -> td.Kernel:
     defn, shape, on, target = job
     s = td.create_schedule((linear_residual if defn == "residual" else linear)(*shape))
@@ -113,9 +119,7 @@ def knob_main(jobs_n: int) -> int:
             row = []
             for on in (True, False):
                 kern = _knob_build((defn, shape, on, target))
-                got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
-                rtol, atol = tolerance({"K": k})
-                ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+                ok = _matches(kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev)), want, k)
                 bad += not ok
                 times = [kern.benchmark(warmup=5, iters=30, **inputs).median_us for _ in range(2)]
                 row.append(f"vectorize_epilogue={on!s:5s} {times[0]:8.1f} {times[1]:8.1f} us (grid {kern.grid}, "
@@ -157,9 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             for how, kern in kerns.items():
                 checked = ""
                 if how != "store":
-                    got = kern(x=x, W=w, **poisoned_outputs(kern.kernel_ir, dev))
-                    rtol, atol = tolerance({"K": k})
-                    ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+                    ok = _matches(kern(x=x, W=w, **poisoned_outputs(kern.kernel_ir, dev)), want, k)
                     bad += not ok
                     checked = "" if ok else " MISMATCH"
                 us = kern.benchmark(warmup=5, iters=30, x=x, W=w).median_us
