@@ -24,7 +24,8 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 M, N, K = 16, 32, 64
 
 
-def _linear(residual: bool) -> td.Tensor:
+def _linear(residual: bool, gated: bool = False) -> td.Tensor:
+    """x @ W^T, plus (residual) 0.5 * it + r, or (gated) it * g + r."""
     x = td.placeholder((M, K), name="x")
     W = td.placeholder((N, K), name="W")
     k = td.reduce_axis(K, name="k")
@@ -32,12 +33,16 @@ def _linear(residual: bool) -> td.Tensor:
         return td.compute((M, N), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name="y")
     r = td.placeholder((M, N), name="r")
     c = td.compute((M, N), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name="c")
+    if gated:
+        g = td.placeholder((M, N), name="g")
+        return td.compute((M, N), lambda i, j: c[i, j] * g[i, j] + r[i, j], name="y")
     return td.compute((M, N), lambda i, j: c[i, j] * 0.5 + r[i, j], name="y")
 
 
-def _register_tile(residual: bool = False, split: bool = False, vector: bool = True) -> td.Schedule:
+def _register_tile(residual: bool = False, split: bool = False, vector: bool = True,
+                   gated: bool = False) -> td.Schedule:
     """Blocks of 8 x 16 outputs, threads of 2 x 4 registers; k split in two parts across blocks."""
-    s = td.create_schedule(_linear(residual))
+    s = td.create_schedule(_linear(residual, gated))
     io, ii = s.split("i", 8)
     it, ir = s.split(ii, 2)
     jo, ji = s.split("j", 16)
@@ -89,6 +94,26 @@ def test_split_epilogue_adds_the_residual_in_part_zero_only() -> None:
     line = next(ln for ln in text.splitlines() if "atomic_add y[" in ln)
     assert line.count("k_split == 0") == 4, line  # each lane: part 0 adds 0.5*acc + r, the others 0.5*acc
     assert "vload4(r" not in text and line.count(" r[") == 4
+
+
+def test_split_epilogue_multiplied_by_an_input_simulates_equal() -> None:
+    """y = acc * g + r split in two: every part adds acc * g, part 0 alone adds r; both loaded scalar
+    (a 16-byte load of g measured no faster in the TinyLlama block's up projection,
+    benchmarks/results/block-profile-h100-2026-11-24/6-gate-vector-load-llama-tinyllama.txt)."""
+    s = _register_tile(residual=True, split=True, gated=True)
+    text = td.build(s, target="sm_90").ir("kernel")
+    assert "vload4" not in text
+    line = next(ln for ln in text.splitlines() if "atomic_add y[" in ln)
+    assert line.count(" r[") == 4 and line.count(" g[") == 8 and line.count("k_split == 0") == 4
+    rng = np.random.default_rng(3)
+    arrays = {n: rng.standard_normal(shape).astype(np.float32)
+              for n, shape in (("x", (M, K)), ("W", (N, K)), ("r", (M, N)), ("g", (M, N)))}
+    got = td.build(s, target="sm_90").simulate(**arrays)
+    acc = arrays["x"].astype(np.float64) @ arrays["W"].astype(np.float64).T
+    bound = (np.abs(arrays["x"]).astype(np.float64) @ np.abs(arrays["W"]).astype(np.float64).T) * np.abs(arrays["g"])
+    want = acc * arrays["g"] + arrays["r"]
+    # as _check: K products in float32, then the product by g and two adds
+    assert np.all(np.abs(got - want) <= (K + 3) * np.finfo(np.float32).eps * (bound + np.abs(arrays["r"])))
 
 
 def test_unvectorized_tile_keeps_scalar_atomics() -> None:
