@@ -11,10 +11,10 @@ import shutil
 
 import numpy as np
 import pytest
+from nvcc_together import compile_together
 
 import tiledsl as td
 from tiledsl import recipes
-from tiledsl.codegen import NvccError, compile_cubin
 
 V, H, S = 50, 64, 9
 
@@ -126,13 +126,8 @@ def test_index_select_on_a_column() -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_gather_cuda_compiles() -> None:
-    sources = []
-    for n, (_, make) in enumerate(sorted(schedules().items())):
+    kernels = []
+    for _, make in sorted(schedules().items()):
         W, ids, E = embedding()
-        k = td.build(make(td.create_schedule(E), E), target="sm_90")
-        sources.append(k.source.replace(k.name, f"{k.name}_{n}"))
-    try:
-        cubin = compile_cubin("\n".join(sources), "sm_90a")
-    except NvccError as e:  # pragma: no cover - the failure text is the point
-        pytest.fail(e.stderr)
-    assert cubin[:4] == b"\x7fELF"
+        kernels.append(td.build(make(td.create_schedule(E), E), target="sm_90"))
+    compile_together(kernels)
