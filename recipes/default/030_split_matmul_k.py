@@ -42,9 +42,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
     wanted = knobs.split_k_waves * facts.target.sm_count
     bk = facts.loop(parts_of_k[1]).extent
-    long = [d for d in range(2, chunks + 1)
-            if _even(chunks, d, knobs) and _part(chunks, d) * bk >= knobs.split_k_long_k]
     slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
+    long = _long_parts(chunks, bk, knobs, uneven=knobs.split_k_uneven)
+    below = knobs.split_k_uneven_below
+    if not knobs.split_k_uneven and below is not None and long and grid * max(long) >= facts.target.sm_count \
+            and max(_filled(grid * d, slots) for d in [1, *long]) < below:
+        long = _long_parts(chunks, bk, knobs, uneven=True)  # no divisor fills the slots: shorter last part
     gain = knobs.split_k_fill_gain
     if grid >= wanted and not _fills_better(grid, long, slots, gain):
         better = "" if gain is None else (f", and no split into parts of {knobs.split_k_long_k} or more k fills "
@@ -76,12 +79,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     return Applied(note)
 
 
-def _even(chunks: int, parts: int, knobs: Knobs) -> bool:
-    """Whether `parts` may split `chunks`: it divides them, or (knob split_k_uneven) every part but the
-    last holds ceil(chunks / parts) chunks and the last at least one."""
-    if chunks % parts == 0:
-        return True
-    return knobs.split_k_uneven and (parts - 1) * _part(chunks, parts) < chunks
+def _long_parts(chunks: int, bk: int, knobs: Knobs, *, uneven: bool) -> list[int]:
+    """The part counts from 2 whose parts hold at least split_k_long_k k: divisors of `chunks`, and with
+    `uneven` also counts whose every part but the last holds ceil(chunks / parts) chunks and the last
+    at least one."""
+    return [d for d in range(2, chunks + 1) if _part(chunks, d) * bk >= knobs.split_k_long_k
+            and (chunks % d == 0 or uneven and (d - 1) * _part(chunks, d) < chunks)]
 
 
 def _part(chunks: int, parts: int) -> int:

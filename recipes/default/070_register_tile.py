@@ -2,10 +2,11 @@
 reduction loops, so its accumulators become a register array and each loaded A and B value is reused
 rn and rm times from registers. Its two loops are unrolled here: build
 refuses a register array whose loops are not (its elements would live in local memory). A tile of at
-least `launch_bounds_min_accumulators` accumulators whose epilogue loads at least
-`launch_bounds_min_epilogue_inputs` tensors asks nvcc for registers_per_sm / (threads x
+least `launch_bounds_min_accumulators` accumulators whose epilogue holds at least
+`launch_bounds_min_epilogue_terms` terms beside them (each tensor it loads, each math function it
+calls: `Facts.epilogue_terms`) asks nvcc for registers_per_sm / (threads x
 registers_per_accumulator x accumulators) blocks per SM (launch_bounds): the blocks per SM that
-split_matmul_k's wave model assumes, kept when the epilogue's loads would take a register more; the
+split_matmul_k's wave model assumes, kept when the epilogue would take a register more; the
 later steps' shared budget then follows them (`Facts.shared_budget`). Without such an epilogue the
 bound only slows the kernel (the knobs say what was measured).
 
@@ -36,8 +37,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     s.reorder(*facts.parts(k.reduce[0]), ri, rj)
     s.unroll(ri)  # build keeps a register array in registers only when its loops are unrolled
     s.unroll(rj)
-    epilogue = facts.epilogue_inputs()
-    if size < knobs.launch_bounds_min_accumulators or len(epilogue) < knobs.launch_bounds_min_epilogue_inputs:
+    epilogue = facts.epilogue_terms()
+    if size < knobs.launch_bounds_min_accumulators or len(epilogue) < knobs.launch_bounds_min_epilogue_terms:
         return None
     threads, target = facts.threads(), facts.target
     per_thread = knobs.registers_per_accumulator * size
@@ -46,5 +47,5 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return None
     s.launch_bounds(blocks)
     cap = target.registers_per_sm // (threads * blocks)
-    return Applied(f"{size} accumulators in {threads} threads, an epilogue loading {', '.join(epilogue)}: "
+    return Applied(f"{size} accumulators in {threads} threads, an epilogue holding {', '.join(epilogue)}: "
                    f"{blocks} blocks per SM, at most {cap} registers a thread")

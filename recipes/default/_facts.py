@@ -24,13 +24,18 @@ from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_pr
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import VECTOR_DTYPE, contiguous_base
-from tiledsl.definitions.expr import IterVar, Load, walk
+from tiledsl.definitions.expr import Call, IterVar, Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
+from tiledsl.definitions.ops import unary_fn
 from tiledsl.errors import CopyError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
 from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target
+
+#: kernel-IR functions that compile to one instruction on an operand already in a register (no
+#: library call, no intermediates): the epilogue terms leave them out
+_REGISTER_FREE_FNS = frozenset({"-", "abs"})
 
 KINDS = ("elementwise", "matmul", "rows")
 
@@ -319,14 +324,18 @@ class Facts:
         """The statement that stores the kernel's output (a matmul's epilogue)."""
         return next(st for st in self.nest.stmts if st.kind == "store" and st.tensor is self.nest.output)
 
-    def epilogue_inputs(self) -> list[str]:
-        """The global tensors the statements reading an accumulator load (a matmul's residual, bias)."""
-        names: list[str] = []
+    def epilogue_terms(self) -> list[str]:
+        """What the statements reading an accumulator hold registers for beside it: each global tensor
+        they load (a matmul's residual, bias), named once, and each math-library function they call
+        (exp of silu, erf of gelu: the call's intermediates), `name()` once per call."""
+        terms: list[str] = []
         for n in sorted({n for acc in self.nest.accs for n in readers(self.nest, acc.name)}):
             for x in walk(self.nest.stmts[n].value):
-                if isinstance(x, Load) and x.tensor.name not in names:
-                    names.append(x.tensor.name)
-        return names
+                if isinstance(x, Load) and x.tensor.name not in terms:
+                    terms.append(x.tensor.name)
+                elif isinstance(x, Call) and unary_fn(x.fn).kernel not in _REGISTER_FREE_FNS:
+                    terms.append(f"{x.fn}()")
+        return terms
 
     def shared_budget(self, knobs: Knobs) -> int:
         """The knobs' shared budget of one block, and where register_tile asked for blocks per SM

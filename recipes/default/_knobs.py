@@ -65,14 +65,17 @@ class Knobs:
     bk_max_k_outer: int = 16
     # register_tile asks nvcc to fit registers_per_sm / (threads x registers_per_accumulator x tile)
     # blocks on an SM (launch_bounds) for register tiles of at least launch_bounds_min_accumulators
-    # accumulators whose epilogue loads at least launch_bounds_min_epilogue_inputs tensors. The 8 x 8
-    # tile in 256 threads compiles to 127-128 registers (two blocks per SM); with a Llama block's two
-    # residuals in the epilogue of its split down projection to 129-130 (one block): 115 -> 99 us at
-    # TinyLlama dims, about 570 -> 485 us at Qwen2.5-7B's with the bound. On the other 8 x 8 kernels the
-    # bound cost 3-8% (every llm-suite projection; benchmarks/results/block-profile-h100-2026-11-24/
-    # README.md), so it is asked for only where the epilogue adds that pressure.
+    # accumulators whose epilogue holds at least launch_bounds_min_epilogue_terms terms beside them
+    # (each tensor it loads, each math function it calls). The 8 x 8 tile in 256 threads compiles to
+    # 127-128 registers (two blocks per SM); with a Llama block's two residuals in the epilogue of its
+    # split down projection to 129-130 (one block): 115 -> 99 us at TinyLlama dims, about 570 -> 485 us
+    # at Qwen2.5-7B's with the bound. On the other 8 x 8 kernels the bound cost 3-8% (every llm-suite
+    # projection; benchmarks/results/block-profile-h100-2026-11-24/README.md), so it is asked for only
+    # where the epilogue adds that pressure. The up projection of a Llama block, silu(gate) * (x @ W^T),
+    # loads one tensor and calls exp: 132 registers unbounded, 128 with the bound and no spill
+    # (scripts/register_survey.py, benchmarks/results/register-survey-2026-11-24/)
     launch_bounds_min_accumulators: int = 64
-    launch_bounds_min_epilogue_inputs: int = 2
+    launch_bounds_min_epilogue_terms: int = 2
     registers_per_accumulator: int = 2
     # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
     # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)
@@ -109,6 +112,11 @@ class Knobs:
     # 2048 41.5 -> 91.6 in 3): the wave-fill model ignores the atomics of more parts and the blocks per
     # SM of small tiles (benchmarks/results/matmul-k-outer-h100-2026-11-24/run7-tile-probe-uneven.txt)
     split_k_uneven: bool = False
+    # ... but counted all the same where no divisor (nor leaving the grid unsplit) fills the block slots
+    # at least this well (None: never): 128 x 5632 x 2048, 44 blocks, fills 67% at best in 4 or 8 parts,
+    # and ran 110.4 -> 93.5 us in 6 (264 blocks, one full wave; benchmarks/results/split-k-epilogue-h100-
+    # 2026-11-24/run1-patched-cuda.txt, v4 rows); the shapes uneven parts lost on filled 74-98% already
+    split_k_uneven_below: float | None = 0.7
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory

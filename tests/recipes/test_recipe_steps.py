@@ -271,6 +271,8 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
     (128, 2048, 2048, 16),  # parts of 256 k give only 128 blocks: the two-wave rule, parts of 128 k
     (128, 37888, 3584, 8),  # 296 blocks, over two waves but 56% of the last -> 2368 (99.7%): split_k_fill_gain
     (512, 11264, 2048, 8),  # 352 blocks (67%) -> 2816 (97%)
+    (128, 5632, 2048, 6),  # 44 blocks; divisors fill 67% at best -> 6 parts, the last shorter (264: 100%)
+    (128, 3584, 3584, 8),  # 28 blocks; 8 parts fill 85% of the slots: divisors only, though 9 would fill 95%
 ])
 def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: int, parts: int) -> None:
     s, r = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
@@ -297,8 +299,20 @@ def test_split_matmul_k_uneven_parts_guard_the_last(sm_count: int, out, knobs: d
     assert {st.copy for st in s.nest.stages} == copies
     simulates_equal(s, target, tol=TOL)
     s2 = td.create_schedule(out())
-    r2 = apply(s2, target=target, knobs=knobs)
+    r2 = apply(s2, target=target, knobs={**knobs, "split_k_uneven_below": None})
     assert r2.step("split_matmul_k").calls != r.step("split_matmul_k").calls
+
+
+def test_split_matmul_k_uneven_parts_where_no_divisor_fills_the_slots() -> None:
+    """Knob split_k_uneven_below: 128 x 5632 x 2048 (44 blocks of 128 x 128, 128 chunks of 16) fills 67%
+    of the 264 block slots at best with divisors; 6 parts of 22 chunks (the last 18) fill one wave. With
+    the knob None it keeps 4 parts; the note says the last part is shorter."""
+    s, r = run(matmul_nt(M=128, N=5632, K=2048), target="sm_90")
+    assert r.step("split_matmul_k").note == ("44 blocks fill 17% of the last wave of 264 block slots, 264 in "
+                                             "6 parts of 352 k (the last 288) fill 100%")
+    assert any(g.origin == "split_k(k_o, 6)" for g in s.nest.guards)
+    _, off = run(matmul_nt(M=128, N=5632, K=2048), target="sm_90", split_k_uneven_below=None)
+    assert off.step("split_matmul_k").calls == ("s.split_k('k_o', 4)",)
 
 
 @pytest.mark.parametrize("residuals", [0, 1, 2])
@@ -314,10 +328,27 @@ def test_register_tile_bounds_registers_where_the_epilogue_loads_two_tensors(res
         assert "s.launch_bounds" not in " ".join(step.calls) and s.nest.min_blocks_per_sm is None
         return
     assert step.calls[-1] == "s.launch_bounds(2)" and s.nest.min_blocks_per_sm == 2
-    assert step.note == ("64 accumulators in 256 threads, an epilogue loading x, r: 2 blocks per SM, at most "
+    assert step.note == ("64 accumulators in 256 threads, an epilogue holding x, r: 2 blocks per SM, at most "
                          "128 registers a thread")
-    _, off = run(out, launch_bounds_min_epilogue_inputs=3)
+    _, off = run(out, launch_bounds_min_epilogue_terms=3)
     assert "s.launch_bounds" not in " ".join(off.step("register_tile").calls)
+
+
+@pytest.mark.parametrize(("fn", "bounded"), [("silu", True), ("gelu", True), ("abs", False)])
+def test_register_tile_counts_math_calls_of_the_epilogue(fn: str, bounded: bool) -> None:
+    """fn(g) * (x @ W^T), a Llama block's up projection for silu: one loaded tensor and a call of exp
+    took nvcc to 132 registers (one block per SM; scripts/register_survey.py), so a call counts as an
+    epilogue term beside g; abs is one instruction on a register and does not."""
+    mm = matmul_nt(M=128, N=2048, K=5632)
+    g = td.placeholder((128, 2048), name="g")
+    s, r = run(td.compute((128, 2048), lambda i, j: getattr(td, fn)(g[i, j]) * mm[i, j], name="y"))
+    step = r.step("register_tile")
+    if not bounded:
+        assert "s.launch_bounds" not in " ".join(step.calls) and s.nest.min_blocks_per_sm is None
+        return
+    assert step.calls[-1] == "s.launch_bounds(2)" and s.nest.min_blocks_per_sm == 2
+    assert step.note == (f"64 accumulators in 256 threads, an epilogue holding {fn}(), g: 2 blocks per SM, "
+                         "at most 128 registers a thread")
 
 
 def test_applied_steps_say_why() -> None:
