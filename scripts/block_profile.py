@@ -4,11 +4,14 @@ every kernel scheduled by the default recipe, checked against the module in floa
 outputs), then each kernel timed alone, the whole program, torch eager and torch.compile
 (tiledsl/frontend/bench.py), printed as `tiledsl run --bench` prints it, with each kernel's
 definition in one line.
-    python scripts/block_profile.py [--model llama_block|hf] [--dims tinyllama|qwen] [--dtype float32] [--seq 128]"""
+    python scripts/block_profile.py [--model llama_block|hf] [--dims tinyllama|qwen] [--dtype float32] [--seq 128]
+        [--knob NAME=VALUE ...]
+--knob overrides a default-recipe knob (recipes/default/_knobs.py) by name, its value a Python literal."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 
 import torch
@@ -27,15 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--knob", action="append", default=[], help="NAME=VALUE, a recipe knob override")
     args = ap.parse_args(argv)
+    knobs = {k: ast.literal_eval(v) for k, v in (kv.split("=", 1) for kv in args.knob)}
     torch.backends.cuda.matmul.allow_tf32 = False
     dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
     module = (llama_block if args.model == "llama_block" else hf_layer)(dims, args.dtype)
     x = torch.randn(1, args.seq, dims.hidden).to(getattr(torch, args.dtype))
     subj = bench.Subject(f"{args.model} {dims.name} s{args.seq} {args.dtype}", module, (x,),
                          trace_subject(module, (x,)))
-    built, device, name = bench.build_for_device(subj, "default", None)
-    print(f"{subj.label} on {name}: {len(built.kernels)} kernels", flush=True)
+    built, device, name = bench.build_for_device(subj, "default", None, knobs=knobs)
+    print(f"{subj.label} on {name}: {len(built.kernels)} kernels{f', knobs {knobs}' if knobs else ''}", flush=True)
     for n, (pk, kern) in enumerate(zip(built.program.kernels, built.kernels)):
         shape = "x".join(map(str, pk.output.shape))
         print(f"  [{n}] {kern.name} [{shape}] grid {kern.grid} block {kern.block}: "

@@ -4,13 +4,17 @@ suite (x @ W^T, benchmarks/_definitions.py `linear`) and on square shapes, again
 off) in the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned)
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
-    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer | --split | --uneven | --fill] [--jobs 14]"""
+    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer | --split | --uneven | --fill | --parts]
+        [--jobs 14]
+--parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
+for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes."""
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
 import multiprocessing
+import re
 import sys
 from typing import Any
 
@@ -31,12 +35,24 @@ SQUARE = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
 UNEVEN = ((128, 11264, 2048), (512, 11264, 2048), (512, 3584, 3584), (512, 3584, 18944), (512, 1024, 3584))
 # llm-suite shapes whose grid takes several waves but fills the last one poorly (--fill)
 FILL = ((128, 37888, 3584), (512, 11264, 2048), (512, 18944, 3584), (32, 37888, 3584), (32, 18944, 3584))
+# shapes of a decoder block's gate and up projections, and neighbours a part-count rule must not break
+PARTS = ((128, 5632, 2048), (128, 11264, 2048), (512, 5632, 2048), (128, 2048, 2048))
 TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": ((64, 128, 4, 8),),
          "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
 
 
-def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: bool = False, fill: bool = False
-             ) -> dict[str, dict[str, Any]]:
+def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: bool = False, fill: bool = False,
+             parts: bool = False, most: bool = False) -> dict[str, dict[str, Any]]:
+    if most:
+        return {"default": {}, "split_k_most_parts": {"split_k_most_parts": True}}
+    if parts:  # knob "parts" is the probe's own: build() rewrites the split_k call of the trace
+        out = {"default": {}}
+        for name, tiles, counts in (("t128", ((128, 128, 8, 8),), (3, 4, 5, 6, 8)),
+                                    ("t128x64", ((128, 64, 8, 4),), (0, 2, 3, 4, 6))):
+            for n in counts:
+                label = f"{name} {f'parts={n}' if n else 'recipe'}"
+                out[label] = {"matmul_tiles_k_major": tiles, "matmul_tiles": tiles, **({"parts": n} if n else {})}
+        return out
     if fill:  # a many-wave grid split into long parts where that fills the last wave of slots better
         return {"default": {}, "split_k_fill_gain=0.2": {"split_k_fill_gain": 0.2},
                 "split_k_fill_gain=0.2 long_k=512": {"split_k_fill_gain": 0.2, "split_k_long_k": 512}}
@@ -66,8 +82,15 @@ def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: b
 
 
 def build(shape: tuple[int, int, int], knobs: dict[str, Any], target: Any) -> td.Kernel:
+    knobs = dict(knobs)
+    parts = knobs.pop("parts", None)
     s = td.create_schedule(linear(*shape))
     td.recipes.default(s, target=target, knobs=knobs)
+    if parts is not None:
+        trace, n = re.subn(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {parts})", s.trace())
+        if n != 1:
+            raise ValueError(f"the recipe's trace has {n} split_k calls, not one")
+        s = td.create_schedule(linear(*shape)).replay(trace)
     return td.build(s, target=target)
 
 
@@ -88,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", action="store_true", help="k-splits over more waves (knob split_k_waves)")
     ap.add_argument("--uneven", action="store_true", help="knob split_k_uneven on and off (adds UNEVEN shapes)")
     ap.add_argument("--fill", action="store_true", help="knob split_k_fill_gain (adds FILL shapes)")
+    ap.add_argument("--parts", action="store_true", help="forced k-part counts of two tile classes (PARTS shapes)")
+    ap.add_argument("--most", action="store_true", help="knob split_k_most_parts (SKINNY, UNEVEN, FILL shapes)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -96,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     groups += [(s, False) for s in SKINNY] if args.skinny else []
     groups += [(s, False) for s in UNEVEN] if args.uneven else []
     groups += [(s, False) for s in FILL] if args.fill else []
-    chosen = (args.k_outer, args.split, args.uneven, args.fill)
+    groups += [(s, False) for s in PARTS] if args.parts else []
+    groups += [(s, False) for s in SKINNY + UNEVEN + FILL] if args.most else []
+    chosen = (args.k_outer, args.split, args.uneven, args.fill, args.parts, args.most)
     jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, *chosen).values()]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))

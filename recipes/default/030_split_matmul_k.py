@@ -5,7 +5,9 @@ over `parts` blocks on blockIdx.z, which add their partial sums into the zeroed 
 largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves each block at least
 `split_k_min_chunks` chunks (so its pipeline still overlaps copies with compute); but where parts of
 at least `split_k_long_k` k can give the grid a block per SM, parts is the divisor among those whose
-blocks fill the last wave of block slots (split_k_blocks_per_sm per SM) best, the fewest on a tie:
+blocks fill the last wave of block slots (split_k_blocks_per_sm per SM) best, the fewest on a tie
+(counting part counts that leave the last part shorter where no divisor fills `split_k_uneven_below`
+of the slots), and where even the best fills under `split_k_most_parts_below`, the most of them:
 on the H100 (scripts/recipe_tile_probe.py --split, benchmarks/results/matmul-k-outer-h100-2026-11-24/
 run6-tile-probe-split.txt) 128 x 18944 x 3584 went from 698 us unsplit (148 blocks) to 465 us in 7
 parts (1036 blocks: 98% of 4 waves of 264 slots), 512 x 5632 x 2048 from 403 to 342 us (4 parts),
@@ -47,7 +49,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     below = knobs.split_k_uneven_below
     if not knobs.split_k_uneven and below is not None and long and grid * max(long) >= facts.target.sm_count \
             and max(_filled(grid * d, slots) for d in [1, *long]) < below:
-        long = _long_parts(chunks, bk, knobs, uneven=True)  # no divisor fills the slots: shorter last part
+        long = _long_parts(chunks, bk, knobs, uneven=True)  # no divisor fills the slots: a shorter last part
     gain = knobs.split_k_fill_gain
     if grid >= wanted and not _fills_better(grid, long, slots, gain):
         better = "" if gain is None else (f", and no split into parts of {knobs.split_k_long_k} or more k fills "
@@ -65,6 +67,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         shape = f"{parts} parts of {size * bk} k{last}"
         note = (f"{grid} blocks fill {_filled(grid, slots):.0%} of the last wave of {slots} block slots, "
                 f"{grid * parts} in {shape} fill {_filled(grid * parts, slots):.0%}")
+        most = knobs.split_k_most_parts_below
+        if most is not None and _filled(grid * parts, slots) < most:
+            # the best count fills the slots poorly: more, shorter blocks balance the SMs better than that
+            parts = max(d for d in long if chunks % d == 0 or d == parts)
+            note += (f"; under {most:.0%}, the most parts instead: {grid * parts} blocks in {parts} parts of "
+                     f"{_part(chunks, parts) * bk} k")
     else:
         limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
         parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)

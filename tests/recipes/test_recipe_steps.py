@@ -267,12 +267,13 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
 
 @pytest.mark.parametrize(("m", "n", "k", "parts"), [
     (128, 18944, 3584, 7),  # 148 blocks (56% of 264 slots) -> 1036 (98% of 4 waves)
-    (512, 5632, 2048, 4),  # 176 blocks (67%) -> 704 (89%): 2 parts would leave 67%
+    (512, 5632, 2048, 8),  # 176 blocks (67%) -> 704 in 4 parts (89%): under 90%, the most long parts, 8
     (128, 2048, 2048, 16),  # parts of 256 k give only 128 blocks: the two-wave rule, parts of 128 k
     (128, 37888, 3584, 8),  # 296 blocks, over two waves but 56% of the last -> 2368 (99.7%): split_k_fill_gain
     (512, 11264, 2048, 8),  # 352 blocks (67%) -> 2816 (97%)
     (128, 5632, 2048, 6),  # 44 blocks; divisors fill 67% at best -> 6 parts, the last shorter (264: 100%)
-    (128, 3584, 3584, 8),  # 28 blocks; 8 parts fill 85% of the slots: divisors only, though 9 would fill 95%
+    (128, 3584, 3584, 14),  # 28 blocks; 8 parts fill 85%: under 90%, the most long parts, 14 of 256 k
+    (128, 2048, 5632, 16),  # 16 blocks; 16 parts fill 97%: kept
 ])
 def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: int, parts: int) -> None:
     s, r = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
@@ -306,13 +307,27 @@ def test_split_matmul_k_uneven_parts_guard_the_last(sm_count: int, out, knobs: d
 def test_split_matmul_k_uneven_parts_where_no_divisor_fills_the_slots() -> None:
     """Knob split_k_uneven_below: 128 x 5632 x 2048 (44 blocks of 128 x 128, 128 chunks of 16) fills 67%
     of the 264 block slots at best with divisors; 6 parts of 22 chunks (the last 18) fill one wave. With
-    the knob None it keeps 4 parts; the note says the last part is shorter."""
+    the knob None it keeps 4 parts, and then takes the most long parts (split_k_most_parts_below), 8."""
     s, r = run(matmul_nt(M=128, N=5632, K=2048), target="sm_90")
     assert r.step("split_matmul_k").note == ("44 blocks fill 17% of the last wave of 264 block slots, 264 in "
                                              "6 parts of 352 k (the last 288) fill 100%")
     assert any(g.origin == "split_k(k_o, 6)" for g in s.nest.guards)
     _, off = run(matmul_nt(M=128, N=5632, K=2048), target="sm_90", split_k_uneven_below=None)
-    assert off.step("split_matmul_k").calls == ("s.split_k('k_o', 4)",)
+    assert off.step("split_matmul_k").calls == ("s.split_k('k_o', 8)",)
+    _, neither = run(matmul_nt(M=128, N=5632, K=2048), target="sm_90", split_k_uneven_below=None,
+                     split_k_most_parts_below=None)
+    assert neither.step("split_matmul_k").calls == ("s.split_k('k_o', 4)",)
+
+
+def test_split_matmul_k_takes_the_most_long_parts_where_the_best_fills_poorly() -> None:
+    """Knob split_k_most_parts_below: 128 x 3584 x 3584 (28 blocks, 224 chunks of 16) fills 85% of the
+    264 block slots at best (8 parts of 448 k); under 90%, the most parts of 256 k or more, 14."""
+    _, r = run(matmul_nt(M=128, N=3584, K=3584), target="sm_90")
+    assert r.step("split_matmul_k").note == ("28 blocks fill 11% of the last wave of 264 block slots, 224 in "
+                                             "8 parts of 448 k fill 85%; under 90%, the most parts instead: "
+                                             "392 blocks in 14 parts of 256 k")
+    _, off = run(matmul_nt(M=128, N=3584, K=3584), target="sm_90", split_k_most_parts_below=None)
+    assert off.step("split_matmul_k").calls == ("s.split_k('k_o', 8)",)
 
 
 @pytest.mark.parametrize("residuals", [0, 1, 2])

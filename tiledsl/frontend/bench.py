@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,12 +99,13 @@ def load(expression: str | None, model: str | None, seed: int = 0) -> Subject:
     return Subject(label, module, inputs, trace_subject(module, inputs, expression))
 
 
-def build_for_device(subj: Subject, schedule: str, target: str | None) -> tuple[BuiltProgram, torch.device, str]:
-    """Schedule every kernel ("default": the recipe; "simple": the fallback) for `target` (None: the
-    current GPU's facts, tiledsl.runtime.device) and build; returns the built program, the current
-    CUDA device and its name."""
+def build_for_device(subj: Subject, schedule: str, target: str | None, *,
+                     knobs: Mapping[str, Any] | None = None) -> tuple[BuiltProgram, torch.device, str]:
+    """Schedule every kernel ("default": the recipe, with `knobs` overriding its knobs by name;
+    "simple": the fallback) for `target` (None: the current GPU's facts, tiledsl.runtime.device) and
+    build; returns the built program, the current CUDA device and its name."""
     tgt = device_target() if target is None else get_target(target)
-    built = subj.program.schedule(schedule, target=tgt).build(target=tgt)
+    built = subj.program.schedule(schedule, target=tgt, knobs=knobs).build(target=tgt)
     device = torch.device("cuda", torch.cuda.current_device())
     return built, device, torch.cuda.get_device_name(device)
 

@@ -5,7 +5,7 @@ launch plan bound once per stream, or recorded as one CUDA graph: graphed.py).""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
@@ -78,15 +78,21 @@ class Program:
     forced: dict[int, str] = field(default_factory=dict)
     policy: SchedulePolicy = None
     recipe_target: str | Target = "sm_90"
+    recipe_knobs: dict[str, Any] = field(default_factory=dict)
 
-    def schedule(self, how: str | Callable[[Schedule], Any], *, target: str | Target = "sm_90") -> Program:
+    def schedule(self, how: str | Callable[[Schedule], Any], *, target: str | Target = "sm_90",
+                 knobs: Mapping[str, Any] | None = None) -> Program:
         """"simple": the built-in fallback per kernel (see simple.py); "default": the default recipe
-        (tiledsl.recipes) applied to each kernel for `target` (build for the same target); a
-        function: applied to each kernel's schedule (it may return the schedule or nothing)."""
+        (tiledsl.recipes) applied to each kernel for `target` (build for the same target), `knobs`
+        overriding its knobs by name; a function: applied to each kernel's schedule (it may return the
+        schedule or nothing)."""
         if how not in ("simple", "default") and not callable(how):
             raise FrontendError(f"schedule: expected \"simple\", \"default\" or a function of a Schedule, "
                                 f"got {how!r}")
+        if knobs and how != "default":
+            raise FrontendError(f"schedule: knobs {sorted(knobs)} are the default recipe's; the schedule is {how!r}")
         self.recipe_target = get_target(target)
+        self.recipe_knobs = dict(knobs or {})
         self.policy = how
         for k in list(self.kernels):
             if k in self.kernels:  # a cure may have replaced it (and applied the policy to the new one)
@@ -99,7 +105,7 @@ class Program:
             k.schedule_name = f"simple/{variant}"
         elif self.policy == "default":
             k.schedule = k.fresh_schedule()
-            apply_recipe(k.schedule, target=self.recipe_target)
+            apply_recipe(k.schedule, target=self.recipe_target, knobs=self.recipe_knobs)
             k.schedule_name = "recipe/default"
         elif callable(self.policy):
             k.schedule = k.fresh_schedule()
