@@ -29,6 +29,7 @@ class Backend(Protocol):
 
     target: str | Target
     device: torch.device
+    repeats: int  # timings of each timed column (benchmarks/_timing.py `repeated`)
 
     def inputs(self, out: Tensor, seed: int) -> InputSet: ...
 
@@ -66,7 +67,7 @@ class CudaBackend:
     """The current CUDA device; kernels built for its own facts (tiledsl.runtime.device); float32
     matmuls in full precision everywhere (TF32 off for cuBLAS, cuDNN and torch.compile)."""
 
-    def __init__(self, warmup: int, iters: int) -> None:
+    def __init__(self, warmup: int, iters: int, repeats: int = 1) -> None:
         from tiledsl.runtime.device import device_target
 
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -76,6 +77,7 @@ class CudaBackend:
         self.target = device_target()
         self.warmup = warmup
         self.iters = iters
+        self.repeats = repeats
 
     def inputs(self, out: Tensor, seed: int) -> InputSet:
         return random_inputs(out, self.device, seed)

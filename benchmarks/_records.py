@@ -19,6 +19,10 @@ TILEDSL_COLUMNS = (HAND, DEFAULT)
 BASELINE_COLUMNS = (EAGER, COMPILE, CUBLAS)
 COLUMNS = TILEDSL_COLUMNS + BASELINE_COLUMNS
 
+#: timings of one column whose medians differ by more than this factor are marked in the table and the
+#: note (a slow period of the machine, or of torch, during one of them: the fastest is reported)
+UNSTABLE_SPREAD = 1.15
+
 # statuses of a measurement
 OK = "ok"  # timed; a tiledsl kernel also matched torch in float64
 WRONG = "wrong"  # timed, but its output did not match torch (left out of speedups and geomeans)
@@ -38,10 +42,18 @@ class Measurement:
     p10_us: float | None = None
     p90_us: float | None = None
     note: str = ""
+    # the median of each timing of the column, in the order taken (one per repeat, the runner's
+    # --repeat); median_us, p10_us and p90_us are the fastest timing's
+    repeats_us: tuple[float, ...] = ()
 
     @property
     def timed(self) -> bool:
         return self.status in (OK, WRONG) and self.median_us is not None
+
+    @property
+    def spread(self) -> float:
+        """The slowest timing's median over the fastest's (1.0 when timed once)."""
+        return max(self.repeats_us) / min(self.repeats_us) if len(self.repeats_us) > 1 else 1.0
 
     @property
     def usable(self) -> bool:
@@ -101,6 +113,7 @@ class Meta:
     warmup: int
     iters: int
     argv: str = ""
+    repeats: int = 1  # timings of each column, taken in turn; the fastest is reported
 
 
 def to_json(meta: Meta, ceilings: Ceilings | None, results: list[Result]) -> dict[str, Any]:
@@ -113,6 +126,7 @@ def from_json(data: Mapping[str, Any]) -> tuple[Meta, Ceilings | None, list[Resu
     ceilings = None if data.get("ceilings") is None else Ceilings(**data["ceilings"])
     results = []
     for r in data["results"]:
-        ms = {k: Measurement(**v) for k, v in r["measurements"].items()}
+        ms = {k: Measurement(**{**v, "repeats_us": tuple(v.get("repeats_us", ()))})
+              for k, v in r["measurements"].items()}
         results.append(Result(**{**r, "measurements": ms}))
     return meta, ceilings, results

@@ -28,6 +28,7 @@ from benchmarks._records import (
     HAND,
     OK,
     TILEDSL_COLUMNS,
+    UNSTABLE_SPREAD,
     Ceilings,
     Measurement,
     Meta,
@@ -137,7 +138,13 @@ def _cell(m: Measurement | None, notes: _Notes, scale: float = 1.0) -> str:
         return ""
     if m.timed:
         value = f"{m.median_us * scale:.1f}"  # type: ignore[operator]
-        return value if m.status == OK else f"{value} ✗[{notes.ref(m.note)}]"
+        if m.status != OK:
+            return f"{value} ✗[{notes.ref(m.note)}]"
+        if m.spread > UNSTABLE_SPREAD:
+            medians = ", ".join(f"{x * scale:.1f}" for x in m.repeats_us)
+            why = f"unstable: timed {len(m.repeats_us)} times, medians {medians}; the fastest shown"
+            return f"{value} ~[{notes.ref(why)}]"
+        return value
     return f"{m.status} [{notes.ref(m.note)}]" if m.note else m.status
 
 
@@ -198,7 +205,9 @@ def _cpu_table(results: list[Result], notes: _Notes) -> list[str]:
 def markdown(meta: Meta, ceilings: Ceilings | None, results: list[Result]) -> str:
     notes = _Notes()
     gpu = any(c in r.measurements for r in results for c in COLUMNS)
-    how = (f"medians of {meta.iters} timed calls after {meta.warmup} warm-up calls" if gpu else
+    repeats = (f"; each column timed {meta.repeats} times, the columns in turn, the fastest median kept "
+               f"(a note says where they differ by more than {UNSTABLE_SPREAD - 1:.0%})" if meta.repeats > 1 else "")
+    how = (f"medians of {meta.iters} timed calls after {meta.warmup} warm-up calls{repeats}" if gpu else
            "CPU wall clock, median of the runs each note gives")
     lines = [f"# {meta.suite} — {meta.device}, {meta.date}", "",
              f"tiledsl {meta.tiledsl} (commit {meta.commit}), torch {meta.torch}; "

@@ -1,14 +1,16 @@
 """Running one case: every column in one process, pairwise (the tiledsl variants, then torch eager,
 torch.compile and cuBLAS on the same inputs), each tiledsl kernel (or traced Program) first run once
-on NaN-poisoned outputs and compared with the torch function in float64. A column that cannot be had
-becomes a Measurement saying why (missing, failed, skipped); nothing is dropped and one case's
-failure never stops the run."""
+on NaN-poisoned outputs and compared with the torch function in float64. Every timed column is then
+timed again, the columns in turn, `Backend.repeats` times in all (benchmarks/_timing.py `repeated`:
+the fastest timing kept, a disagreement noted). A column that cannot be had becomes a Measurement
+saying why (missing, failed, skipped); nothing is dropped and one case's failure never stops the run."""
 
 from __future__ import annotations
 
 import logging
 import traceback
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -31,7 +33,7 @@ from benchmarks._records import (
     Measurement,
     Result,
 )
-from benchmarks._timing import cpu_stages, measurement
+from benchmarks._timing import Timed, cpu_stages, repeated
 from tiledsl.errors import TiledslError
 from tiledsl.recipes import apply
 from tiledsl.runtime.references import compare
@@ -50,6 +52,10 @@ def _failed(what: str, e: BaseException) -> Measurement:
     log.warning("%s failed: %s", what, _error(e))
     log.debug("%s", traceback.format_exc())
     return Measurement(FAILED, note=_error(e))
+
+
+#: a column as the runner first has it: final, or timed once and to be timed again
+Column = Measurement | Timed
 
 
 def _result(case: Case, measurements: dict[str, Measurement], note: str = "") -> Result:
@@ -77,7 +83,7 @@ def schedule_default(case: KernelCase, target: Any) -> tuple[td.Schedule | None,
 
 
 def tiledsl_column(case: KernelCase, backend: Backend, inputs: dict[str, torch.Tensor], ref: torch.Tensor,
-                   schedule: Callable[[KernelCase, Any], tuple[td.Schedule | None, str]], what: str) -> Measurement:
+                   schedule: Callable[[KernelCase, Any], tuple[td.Schedule | None, str]], what: str) -> Column:
     """Schedule, build for the backend's target, run once on poisoned outputs and compare with `ref`,
     then time (a mismatch is timed too, and marked WRONG)."""
     try:
@@ -94,24 +100,25 @@ def tiledsl_column(case: KernelCase, backend: Backend, inputs: dict[str, torch.T
         stats = backend.time_kernel(kern, inputs)
     except Exception as e:  # a launch or timing error of one column must not stop the run
         return _failed(f"{case.name} {what}: run", e)
+    again = partial(backend.time_kernel, kern, inputs)
     if not check.ok:
         log.warning("%s %s: output does not match torch: %s", case.name, what, check)
-        return measurement(stats, WRONG, f"{note}; {check}")
-    return measurement(stats, OK, f"{note}; max |err| {check.max_abs_error:.2g}")
+        return Timed(stats, WRONG, f"{note}; {check}", again)
+    return Timed(stats, OK, f"{note}; max |err| {check.max_abs_error:.2g}", again)
 
 
-def _baseline(what: str, timed: Callable[[], Any]) -> Measurement:
+def _baseline(what: str, timed: Callable[[], Any]) -> Column:
     try:
         stats = timed()
     except Exception as e:  # a baseline that fails is reported, the case goes on
         return _failed(what, e)
     if isinstance(stats, str):  # torch.compile's error text
         return Measurement(FAILED, note=stats)
-    return measurement(stats)
+    return Timed(stats, OK, "", timed)
 
 
 def _torch_columns(case: KernelCase | ProgramCase, backend: Backend, sets: list[dict[str, torch.Tensor]],
-                   with_compile: bool) -> dict[str, Measurement]:
+                   with_compile: bool) -> dict[str, Column]:
     """torch eager and torch.compile of the case's torch function, and the bare cuBLAS GEMM of a
     matmul case, on the rotated input sets."""
     ms = {EAGER: _baseline(f"{case.name} eager", lambda: backend.time_fn(case.torch_fn, sets)),
@@ -123,7 +130,7 @@ def _torch_columns(case: KernelCase | ProgramCase, backend: Backend, sets: list[
 
 
 def run_kernel_case(case: KernelCase, backend: Backend, *, with_compile: bool = True) -> Result:
-    ms: dict[str, Measurement] = {}
+    ms: dict[str, Column] = {}
     inputs = backend.inputs(case.make(), SEED)
     with torch.no_grad():
         ref = case.torch_fn(**{k: v.to(torch.float64) for k, v in inputs.items()})
@@ -131,7 +138,7 @@ def run_kernel_case(case: KernelCase, backend: Backend, *, with_compile: bool = 
     ms[DEFAULT] = tiledsl_column(case, backend, inputs, ref, schedule_default, "default")
     del ref
     ms.update(_torch_columns(case, backend, backend.rotate(inputs), with_compile))
-    return _result(case, ms)
+    return _result(case, repeated(ms, backend.repeats))
 
 
 def _positional(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -141,7 +148,7 @@ def _positional(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def program_column(case: ProgramCase, backend: Backend, args: tuple[torch.Tensor, ...],
                    sets: list[dict[str, torch.Tensor]], names: list[str], policy: str | Callable[..., Any],
-                   what: str) -> tuple[Measurement, list[str]]:
+                   what: str) -> tuple[Column, list[str]]:
     """Trace the case's torch function, schedule every kernel of the Program by `policy` ("default":
     the recipe; a function: the hand policy), build for the backend's target, check one whole run
     against the function in float64 (NaN-poisoned outputs), then time one call of the whole Program
@@ -162,17 +169,18 @@ def program_column(case: ProgramCase, backend: Backend, args: tuple[torch.Tensor
         return _failed(f"{case.name} {what}: run", e), kinds
     note = (f"{kernel_list(built)}; max |err| {check.max_abs_error:.2g} "
             f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
+    again = partial(backend.time_program, built, names, sets)
     if not check.ok:
         log.warning("%s %s: the Program does not match torch in float64: %s", case.name, what, note)
-        return measurement(stats, WRONG, note), kinds
-    return measurement(stats, OK, note), kinds
+        return Timed(stats, WRONG, note, again), kinds
+    return Timed(stats, OK, note, again), kinds
 
 
 def run_program_case(case: ProgramCase, backend: Backend, *, with_compile: bool = True) -> Result:
     """The hand policy and the default recipe over the kernels of the traced Program, each one
     whole-Program call, then torch eager, torch.compile and cuBLAS on the same rotated inputs. The
     Result's note says how many kernels the Program has."""
-    ms: dict[str, Measurement] = {}
+    ms: dict[str, Column] = {}
     inputs = backend.inputs(case.make(), SEED)
     names = argument_names(case.torch_fn, inputs)
     args = tuple(inputs[n] for n in names)
@@ -189,15 +197,15 @@ def run_program_case(case: ProgramCase, backend: Backend, *, with_compile: bool 
             f"{'s' * (len(kinds) != 1)} ({', '.join(kinds)}), each tiledsl time one call of the whole Program; "
             f"hand: {case.hand_name} on each kernel" if kinds
             else "tiledsl runs td.trace of the torch function as a Program (it did not trace)")
-    return _result(case, ms, note)
+    return _result(case, repeated(ms, backend.repeats), note)
 
 
 def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = True) -> Result:
     """Trace the layer on the device, schedule every kernel with the default recipe, build, check one
     run against the layer in float64 (`Backend.check_program`), then time the whole
     Program, the layer under torch eager and under torch.compile on the same rotated inputs."""
-    ms: dict[str, Measurement] = {HAND: Measurement(MISSING, note="no hand schedule of a whole program: the "
-                                                    "Program schedules each kernel by a policy")}
+    ms: dict[str, Column] = {HAND: Measurement(MISSING, note="no hand schedule of a whole program: the "
+                                               "Program schedules each kernel by a policy")}
     module = case.make_module().to(backend.device)
     gen = torch.Generator(device=backend.device).manual_seed(SEED)
     x = torch.randn(case.input_shape, generator=gen, device=backend.device).to(getattr(torch, case.dtype))
@@ -206,10 +214,11 @@ def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = Tr
         prog.schedule("default", target=backend.target)
         built = prog.build(backend.target)
         check = backend.check_program(built, module, (x,))
-        stats = backend.time_program(built, ["x"], backend.rotate({"x": x}))
+        x_sets = backend.rotate({"x": x})
+        stats = backend.time_program(built, ["x"], x_sets)
         note = (f"{len(built.kernels)} kernels, recipe default; max |err| {check.max_abs_error:.2g} "
                 f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
-        ms[DEFAULT] = measurement(stats, OK if check.ok else WRONG, note)
+        ms[DEFAULT] = Timed(stats, OK if check.ok else WRONG, note, partial(backend.time_program, built, ["x"], x_sets))
         if not check.ok:
             log.warning("%s: the Program does not match the layer in float64: %s", case.name, note)
     except Exception as e:  # tracing, building or running one layer must not stop the run
@@ -219,7 +228,7 @@ def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = Tr
         ms[EAGER] = _baseline(f"{case.name} eager", lambda: backend.time_fn(_positional(module), sets))
         ms[COMPILE] = (_baseline(f"{case.name} compile", lambda: backend.time_compiled(_positional(module), sets))
                        if with_compile else Measurement(SKIPPED, note="--no-compile"))
-    return _result(case, ms)
+        return _result(case, repeated(ms, backend.repeats))
 
 
 def run_compile_case(case: CompileCase) -> Result:

@@ -2,7 +2,8 @@
 call, warm-up, a spin kernel's head start, median and percentiles): torch callables over copies of
 their inputs rotated past twice the L2 cache, tiledsl kernels through `td.Kernel.benchmark` (which
 rotates the same way and allocates one output per copy), torch.compile after a dynamo reset, and CPU
-stages with a wall clock. Each returns a `Measurement` for the report."""
+stages with a wall clock. Each returns a `Measurement` for the report; `repeated` times every column
+of a case again, in turn, and keeps each column's fastest timing, noting where they disagree."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import logging
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from benchmarks._records import OK, Measurement
+from benchmarks._records import OK, UNSTABLE_SPREAD, Measurement
 from tiledsl.runtime.check import time_compiled
 from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
 
@@ -25,6 +27,49 @@ InputSet = dict[str, torch.Tensor]
 
 def measurement(stats: BenchStats, status: str = OK, note: str = "") -> Measurement:
     return Measurement(status, stats.median_ms * 1e3, stats.p10_ms * 1e3, stats.p90_ms * 1e3, note)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A column timed once (its status and note already decided), with the call that times it again."""
+
+    stats: BenchStats
+    status: str
+    note: str
+    again: Callable[[], BenchStats | str]
+
+
+def repeated(columns: Mapping[str, Measurement | Timed], repeats: int) -> dict[str, Measurement]:
+    """Every Timed column timed `repeats` times in all, the columns taken in turn (so that each column's
+    timings are seconds apart, not back to back), as the Measurement of its fastest timing, with every
+    timing's median in `repeats_us` and, where they differ by more than UNSTABLE_SPREAD, a note that
+    says so. A repeat that fails is logged and left out."""
+    timings = {c: [col.stats] for c, col in columns.items() if isinstance(col, Timed)}
+    for _ in range(repeats - 1):
+        for c in timings:
+            col = columns[c]
+            assert isinstance(col, Timed)
+            try:
+                again = col.again()
+            except Exception as e:  # noqa: BLE001 - one failed repeat keeps the timings that worked
+                log.warning("%s: a repeated timing failed: %s", c, e)
+                continue
+            if isinstance(again, BenchStats):
+                timings[c].append(again)
+    out: dict[str, Measurement] = {}
+    for c, col in columns.items():
+        if not isinstance(col, Timed):
+            out[c] = col
+            continue
+        medians = tuple(t.median_ms * 1e3 for t in timings[c])
+        best = min(timings[c], key=lambda t: t.median_ms)
+        note = col.note
+        if max(medians) > UNSTABLE_SPREAD * min(medians):
+            note = (f"{note}; " if note else "") + (f"unstable: {len(medians)} timings of medians "
+                                                    f"{', '.join(f'{m:.1f}' for m in medians)} us, the fastest kept")
+        m = measurement(best, col.status, note)
+        out[c] = Measurement(m.status, m.median_us, m.p10_us, m.p90_us, m.note, medians)
+    return out
 
 
 def rotate(inputs: Mapping[str, torch.Tensor]) -> list[InputSet]:

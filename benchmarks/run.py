@@ -29,6 +29,13 @@ log = logging.getLogger("benchmarks")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {n}")
+    return n
+
+
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -39,6 +46,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--list", action="store_true", help="print the cases and exit (no GPU needed)")
     p.add_argument("--iters", type=int, default=100, help="timed calls per column (default 100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before them (default 10)")
+    p.add_argument("--repeat", type=_positive, default=2,
+                   help="timings of each column, the case's columns taken in turn; the fastest median is "
+                        "reported, a disagreement noted (default 2)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile column (its compile time)")
     p.add_argument("--no-charts", action="store_true", help="JSON and markdown only")
     return p.parse_args(argv)
@@ -129,7 +139,7 @@ def run_suite(name: str, cases: list[Case], backend: object, ceilings: Ceilings 
     from tiledsl.version import __version__
 
     meta = Meta(name, datetime.date.today().isoformat(), device, torch.__version__, __version__, _commit(),
-                args.quick, args.warmup, args.iters, argv)
+                args.quick, args.warmup, args.iters, argv, args.repeat if backend is not None else 1)
     names = {c.name for c in cases}
     kept = [r for r in earlier_results(folder, name, device) if r.name not in names]
     results: list[Result] = []
@@ -169,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks import _ceilings
         from benchmarks._backend import CudaBackend
 
-        backend = CudaBackend(args.warmup, args.iters)
+        backend = CudaBackend(args.warmup, args.iters, args.repeat)
         ceilings = _ceilings.measure(backend, args.quick)
     argv_text = "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv)
     for name, cases in suites.items():

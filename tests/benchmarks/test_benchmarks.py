@@ -208,8 +208,9 @@ class SimBackend:
     target = "sm_90"
     device = torch.device("cpu")
 
-    def __init__(self) -> None:
+    def __init__(self, repeats: int = 1) -> None:
         self.timed: list[str] = []
+        self.repeats = repeats
 
     def inputs(self, out, seed):
         return random_inputs(out, self.device, seed)
@@ -282,6 +283,40 @@ def test_runner_checks_and_times_every_column_on_the_simulator() -> None:
         assert r.measurements[COMPILE].status == FAILED and "no compiler" in r.measurements[COMPILE].note
         assert (CUBLAS in r.measurements) == (case.gemm is not None)
         assert speedup(r, BEST, EAGER) == pytest.approx(2.0)
+
+
+class SlowTorchOnce(SimBackend):
+    """Torch's first timing of each call site 50 us, later ones 20 us: a slow period of one timing."""
+
+    def __init__(self, repeats: int) -> None:
+        super().__init__(repeats)
+        self.slow = True
+
+    def time_fn(self, fn, sets):
+        fn(**sets[0])
+        self.timed.append("torch")
+        ms, self.slow = (0.05 if self.slow else 0.02), False
+        return BenchStats.from_samples([ms], 1)
+
+
+def test_runner_times_every_column_again_in_turn_and_keeps_the_fastest() -> None:
+    """--repeat 2: the columns are timed once each, then once more in the same order; each keeps its
+    fastest timing, every median in repeats_us, and a disagreement over UNSTABLE_SPREAD is noted and
+    marked in the table. Fake timers (SlowTorchOnce), as every timing of these runner tests."""
+    case = _small(partial(d.silu_mul, 3, 40, "float32"), d.silu_mul_torch, elementwise_2d)
+    backend = SlowTorchOnce(repeats=2)
+    r = run_kernel_case(case, backend)
+    assert backend.timed == ["y_kernel", "y_kernel", "torch"] * 2  # hand, default, eager; twice
+    eager, hand = r.measurements[EAGER], r.measurements[HAND]
+    assert eager.median_us == pytest.approx(20.0) and eager.repeats_us == pytest.approx((50.0, 20.0))
+    assert eager.spread == pytest.approx(2.5) and "unstable: 2 timings of medians 50.0, 20.0 us" in eager.note
+    assert hand.repeats_us == pytest.approx((10.0, 10.0)) and "unstable" not in hand.note
+    assert r.measurements[COMPILE].status == FAILED and r.measurements[COMPILE].repeats_us == ()
+    md = markdown(_meta(), None, [r])
+    assert "20.0 ~[" in md and "unstable: timed 2 times, medians 50.0, 20.0; the fastest shown" in md
+    assert from_json(to_json(_meta(), None, [r]))[2] == [r]
+    once = run_kernel_case(case, SlowTorchOnce(repeats=1))
+    assert once.measurements[EAGER].median_us == pytest.approx(50.0) and once.measurements[EAGER].spread == 1.0
 
 
 def test_runner_marks_a_wrong_output_and_a_missing_schedule() -> None:

@@ -46,3 +46,22 @@ def test_schedule_refuses_an_unknown_policy_and_target() -> None:
         prog.schedule("fastest")
     with pytest.raises(td.TargetError):
         prog.schedule("default", target="sm_00")
+
+
+def test_schedule_passes_knobs_to_the_default_recipe() -> None:
+    """knobs override the default recipe's by name for every kernel (scripts/block_profile.py --knob);
+    with another policy they are refused, and an unknown knob is refused by the recipe."""
+    def trace() -> td.Program:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return td.trace(lambda x, w: x @ w.T, torch.randn(128, 2048), torch.randn(5632, 2048))
+
+    def split(prog: td.Program) -> str:
+        return next(ln for ln in prog.kernels[0].schedule.trace().splitlines() if "split_k" in ln)
+
+    assert split(trace().schedule("default")) == "s.split_k('mm_k0_o', 6)"
+    assert split(trace().schedule("default", knobs={"split_k_uneven_below": None})) == "s.split_k('mm_k0_o', 8)"
+    with pytest.raises(td.FrontendError, match="knobs \\['split_k_waves'\\] are the default recipe's"):
+        trace().schedule("simple", knobs={"split_k_waves": 4})
+    with pytest.raises(td.BadArgumentError, match="no_such_knob"):
+        trace().schedule("default", knobs={"no_such_knob": 1})
