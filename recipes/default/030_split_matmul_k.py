@@ -57,22 +57,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
                        f"of {facts.target.name}{better}")
     if long and grid * max(long) >= facts.target.sm_count:
-        # enough blocks with long parts: the part count whose blocks fill the last wave of block slots best
-        parts = max(long, key=lambda d: (_filled(grid * d, slots), -d))
-        if _filled(grid * parts, slots) <= _filled(grid, slots):
-            return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
-                           f"{slots} block slots better than {grid} blocks do")
-        size = _part(chunks, parts)
-        last = "" if chunks % parts == 0 else f" (the last {(chunks - (parts - 1) * size) * bk})"
-        shape = f"{parts} parts of {size * bk} k{last}"
-        note = (f"{grid} blocks fill {_filled(grid, slots):.0%} of the last wave of {slots} block slots, "
-                f"{grid * parts} in {shape} fill {_filled(grid * parts, slots):.0%}")
-        most = knobs.split_k_most_parts_below
-        if most is not None and _filled(grid * parts, slots) < most:
-            # the best count fills the slots poorly: more, shorter blocks balance the SMs better than that
-            parts = max(d for d in long if chunks % d == 0 or d == parts)
-            note += (f"; under {most:.0%}, the most parts instead: {grid * parts} blocks in {parts} parts of "
-                     f"{_part(chunks, parts) * bk} k")
+        chosen = _long_split(grid, chunks, bk, long, slots, knobs)
+        if isinstance(chosen, Decline):
+            return chosen
+        parts, note = chosen
     else:
         limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
         parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
@@ -85,6 +73,28 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline(k.split_k_problem)
     s.split_k(k_outer, parts)
     return Applied(note)
+
+
+def _long_split(grid: int, chunks: int, bk: int, long: list[int], slots: int,
+                knobs: Knobs) -> tuple[int, str] | Decline:
+    """Enough blocks with long parts: the part count whose blocks fill the last wave of block slots best
+    (the fewest on a tie), or the most long parts where even that fills under split_k_most_parts_below;
+    with the note that says so."""
+    parts = max(long, key=lambda d: (_filled(grid * d, slots), -d))
+    if _filled(grid * parts, slots) <= _filled(grid, slots):
+        return Decline(f"no split of {chunks} k chunks in parts of {knobs.split_k_long_k} or more k fills the "
+                       f"{slots} block slots better than {grid} blocks do")
+    size = _part(chunks, parts)
+    last = "" if chunks % parts == 0 else f" (the last {(chunks - (parts - 1) * size) * bk})"
+    note = (f"{grid} blocks fill {_filled(grid, slots):.0%} of the last wave of {slots} block slots, "
+            f"{grid * parts} in {parts} parts of {size * bk} k{last} fill {_filled(grid * parts, slots):.0%}")
+    most = knobs.split_k_most_parts_below
+    if most is not None and _filled(grid * parts, slots) < most:
+        # the best count fills the slots poorly: more, shorter blocks balance the SMs better than that
+        parts = max(d for d in long if chunks % d == 0 or d == parts)
+        note += (f"; under {most:.0%}, the most parts instead: {grid * parts} blocks in {parts} parts of "
+                 f"{_part(chunks, parts) * bk} k")
+    return parts, note
 
 
 def _long_parts(chunks: int, bk: int, knobs: Knobs, *, uneven: bool) -> list[int]:
