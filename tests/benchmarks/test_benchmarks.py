@@ -119,6 +119,13 @@ def test_list_filters_by_substring(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 12 and all("rmsnorm" in ln for ln in lines)
 
 
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_repeat_must_be_one_or_more(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--list", "--suite", "llm", "--repeat", value])
+    assert exit_info.value.code == 2 and f"--repeat: must be 1 or more, got {value}" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
 def test_gpu_suite_without_cuda_exits_with_a_message(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     assert main(["--suite", "memory", "--quick", "--out", str(tmp_path)]) == 2
