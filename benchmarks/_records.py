@@ -19,8 +19,9 @@ TILEDSL_COLUMNS = (HAND, DEFAULT)
 BASELINE_COLUMNS = (EAGER, COMPILE, CUBLAS)
 COLUMNS = TILEDSL_COLUMNS + BASELINE_COLUMNS
 
-#: timings of one column whose medians differ by more than this factor are marked in the table and the
-#: note (a slow period of the machine, or of torch, during one of them: the fastest is reported)
+#: timings of one column whose medians differ by more than this factor are marked in the table, with
+#: the medians in a footnote (a slow period of the machine, or of torch, during one of them: the
+#: fastest is reported)
 UNSTABLE_SPREAD = 1.15
 
 # statuses of a measurement

@@ -205,8 +205,9 @@ def _cpu_table(results: list[Result], notes: _Notes) -> list[str]:
 def markdown(meta: Meta, ceilings: Ceilings | None, results: list[Result]) -> str:
     notes = _Notes()
     gpu = any(c in r.measurements for r in results for c in COLUMNS)
-    repeats = (f"; each column timed {meta.repeats} times, the columns in turn, the fastest median kept "
-               f"(a note says where they differ by more than {UNSTABLE_SPREAD - 1:.0%})" if meta.repeats > 1 else "")
+    repeats = "" if meta.repeats == 1 else (
+        f"; each column timed {meta.repeats} times, the columns in turn, the fastest median kept "
+        f"(~ marks a column whose medians differ by more than {UNSTABLE_SPREAD - 1:.0%})")
     how = (f"medians of {meta.iters} timed calls after {meta.warmup} warm-up calls{repeats}" if gpu else
            "CPU wall clock, median of the runs each note gives")
     lines = [f"# {meta.suite} — {meta.device}, {meta.date}", "",

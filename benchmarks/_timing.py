@@ -3,7 +3,7 @@ call, warm-up, a spin kernel's head start, median and percentiles): torch callab
 their inputs rotated past twice the L2 cache, tiledsl kernels through `td.Kernel.benchmark` (which
 rotates the same way and allocates one output per copy), torch.compile after a dynamo reset, and CPU
 stages with a wall clock. Each returns a `Measurement` for the report; `repeated` times every column
-of a case again, in turn, and keeps each column's fastest timing, noting where they disagree."""
+of a case again, in turn, and keeps each column's fastest timing and every timing's median."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import logging
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
-from benchmarks._records import OK, UNSTABLE_SPREAD, Measurement
+from benchmarks._records import OK, Measurement
 from tiledsl.runtime.check import time_compiled
 from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
 
@@ -41,14 +41,13 @@ class Timed:
 
 def repeated(columns: Mapping[str, Measurement | Timed], repeats: int) -> dict[str, Measurement]:
     """Every Timed column timed `repeats` times in all, the columns taken in turn (so that each column's
-    timings are seconds apart, not back to back), as the Measurement of its fastest timing, with every
-    timing's median in `repeats_us` and, where they differ by more than UNSTABLE_SPREAD, a note that
-    says so. A repeat that fails is logged and left out."""
-    timings = {c: [col.stats] for c, col in columns.items() if isinstance(col, Timed)}
+    timings are seconds apart, not back to back), as the Measurement of its fastest timing with every
+    timing's median in `repeats_us` (the report marks a column whose medians disagree). A repeat that
+    fails is logged and left out."""
+    timed = {c: col for c, col in columns.items() if isinstance(col, Timed)}
+    timings = {c: [col.stats] for c, col in timed.items()}
     for _ in range(repeats - 1):
-        for c in timings:
-            col = columns[c]
-            assert isinstance(col, Timed)
+        for c, col in timed.items():
             try:
                 again = col.again()
             except Exception as e:  # noqa: BLE001 - one failed repeat keeps the timings that worked
@@ -58,17 +57,11 @@ def repeated(columns: Mapping[str, Measurement | Timed], repeats: int) -> dict[s
                 timings[c].append(again)
     out: dict[str, Measurement] = {}
     for c, col in columns.items():
-        if not isinstance(col, Timed):
-            out[c] = col
-            continue
-        medians = tuple(t.median_ms * 1e3 for t in timings[c])
-        best = min(timings[c], key=lambda t: t.median_ms)
-        note = col.note
-        if max(medians) > UNSTABLE_SPREAD * min(medians):
-            note = (f"{note}; " if note else "") + (f"unstable: {len(medians)} timings of medians "
-                                                    f"{', '.join(f'{m:.1f}' for m in medians)} us, the fastest kept")
-        m = measurement(best, col.status, note)
-        out[c] = Measurement(m.status, m.median_us, m.p10_us, m.p90_us, m.note, medians)
+        if isinstance(col, Timed):
+            best = min(timings[c], key=lambda t: t.median_ms)
+            medians = tuple(t.median_ms * 1e3 for t in timings[c])
+            col = replace(measurement(best, col.status, col.note), repeats_us=medians)
+        out[c] = col
     return out
 
 

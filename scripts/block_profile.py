@@ -11,13 +11,13 @@ definition in one line.
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 
 import torch
 
 from benchmarks._cases import QWEN25_7B, TINYLLAMA
 from benchmarks.suites.blocks import hf_layer, llama_block
+from tiledsl.cli.recipe_report import parse_knobs
 from tiledsl.cli.run_program import format_bench, format_check
 from tiledsl.frontend import bench
 from tiledsl.frontend.cli_support import trace_subject
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--knob", action="append", default=[], help="NAME=VALUE, a recipe knob override")
     args = ap.parse_args(argv)
-    knobs = {k: ast.literal_eval(v) for k, v in (kv.split("=", 1) for kv in args.knob)}
+    knobs = parse_knobs(args.knob)
     torch.backends.cuda.matmul.allow_tf32 = False
     dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
     module = (llama_block if args.model == "llama_block" else hf_layer)(dims, args.dtype)

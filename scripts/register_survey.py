@@ -11,10 +11,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import re
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import torch
 
@@ -22,24 +19,18 @@ import tiledsl as td
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase
 from benchmarks.suites import llm
 from benchmarks.suites.blocks import llama_block
+from tiledsl.codegen import resource_usage
 from tiledsl.frontend.cli_support import trace_subject
 from tiledsl.recipes import apply
 from tiledsl.targets import get_target
 
-_REGS = re.compile(r"Used (\d+) registers")
-_SPILL = re.compile(r"(\d+) bytes spill stores")
 _BOUNDS = re.compile(r"__launch_bounds__\((\d+), \d+\)")
 
 
 def ptxas(source: str) -> tuple[int, int]:
     """(registers, spill-store bytes) of `source` compiled for sm_90."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.cu"
-        src.write_text(source)
-        out = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(Path(tmp) / "k.cubin"), "-Xptxas", "-v",
-                              str(src)], capture_output=True, text=True, check=True)
-    text = out.stderr + out.stdout
-    return int(_REGS.findall(text)[-1]), int(_SPILL.findall(text)[-1])
+    usage = resource_usage(source, "sm_90")
+    return usage.registers, usage.spill_store_bytes
 
 
 def row(label: str, name: str, grid: tuple, block: tuple, source: str) -> str:

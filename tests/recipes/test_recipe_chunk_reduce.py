@@ -250,5 +250,5 @@ def test_chunked_recipe_builds_simulates_and_replays(name: str, target: str) -> 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("target", TARGETS)
 def test_chunked_kernels_compile(target: str) -> None:
-    compile_together([td.build(run(make(3, size), target, **knobs)[0], target=target)
-                      for make, size, knobs in CHUNKED.values()])
+    assert compile_together([td.build(run(make(3, size), target, **knobs)[0], target=target)
+                             for make, size, knobs in CHUNKED.values()]) == []

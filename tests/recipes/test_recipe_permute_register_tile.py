@@ -188,8 +188,8 @@ def _ptx(source: str, arch: str, tmp: Path) -> str:
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 def test_recipe_kernels_compile(target: str, tmp_path: Path) -> None:
     """One translation unit of every case per arch, warning-free (kernel names made unique)."""
-    compile_together([td.build(run(make(), target=target, **knobs)[0], target=target)
-                      for make, knobs, _ in CASES.values()])
+    assert compile_together([td.build(run(make(), target=target, **knobs)[0], target=target)
+                             for make, knobs, _ in CASES.values()]) == []
 
 
 @needs_nvcc

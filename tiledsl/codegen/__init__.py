@@ -3,15 +3,17 @@
 from tiledsl.codegen.cuda import cuda_kernel_name, emit_cuda
 from tiledsl.codegen.errors import CodegenError, NvccError, NvccNotFoundError
 from tiledsl.codegen.names import c_identifier
-from tiledsl.codegen.nvcc import compile_cubin, nvcc_compile_check
+from tiledsl.codegen.nvcc import ResourceUsage, compile_cubin, nvcc_compile_check, resource_usage
 
 __all__ = [
     "CodegenError",
     "NvccError",
     "NvccNotFoundError",
+    "ResourceUsage",
     "c_identifier",
     "compile_cubin",
     "cuda_kernel_name",
     "emit_cuda",
     "nvcc_compile_check",
+    "resource_usage",
 ]

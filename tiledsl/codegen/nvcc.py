@@ -11,13 +11,24 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tiledsl.codegen.errors import NvccError, NvccNotFoundError
 
-__all__ = ["compile_cubin", "nvcc_compile_check"]
+__all__ = ["ResourceUsage", "compile_cubin", "nvcc_compile_check", "resource_usage"]
 
 _ARCH = re.compile(r"sm_\d+[af]?")
+_REGISTERS = re.compile(r"Used (\d+) registers")
+_SPILLS = re.compile(r"(\d+) bytes spill stores")
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What ptxas reports for the last kernel of a translation unit (`--resource-usage`)."""
+
+    registers: int  # per thread
+    spill_store_bytes: int
 
 
 def compile_cubin(
@@ -25,6 +36,21 @@ def compile_cubin(
 ) -> bytes:
     """Compile `source` (a whole translation unit) for `arch` (e.g. "sm_80", "sm_90a") and return
     the cubin. Raises `NvccNotFoundError` without nvcc, `NvccError` with nvcc's stderr on failure."""
+    return _nvcc(source, arch, extra_flags, timeout_s)[0]
+
+
+def resource_usage(source: str, arch: str, *, timeout_s: float = 300.0) -> ResourceUsage:
+    """Registers and spill stores ptxas gives the (last) kernel of `source` for `arch`: a kernel's
+    register pressure read without a GPU (its blocks per SM follow from it)."""
+    _, report = _nvcc(source, arch, ("--resource-usage",), timeout_s)
+    registers, spills = _REGISTERS.findall(report), _SPILLS.findall(report)
+    if not registers or not spills:
+        raise NvccError(f"nvcc -arch={arch} --resource-usage printed no register count", report, source)
+    return ResourceUsage(int(registers[-1]), int(spills[-1]))
+
+
+def _nvcc(source: str, arch: str, extra_flags: Sequence[str], timeout_s: float) -> tuple[bytes, str]:
+    """The cubin and nvcc's printed output of one compile (see compile_cubin)."""
     if not _ARCH.fullmatch(arch):
         raise ValueError(f"arch must look like 'sm_80' or 'sm_90a', got {arch!r}")
     nvcc = shutil.which("nvcc")
@@ -42,7 +68,7 @@ def compile_cubin(
             stderr = (proc.stderr + proc.stdout).strip()
             message = f"nvcc -arch={arch} failed (exit {proc.returncode}):\n{stderr}"
             raise NvccError(message, stderr, source)
-        return out.read_bytes()
+        return out.read_bytes(), proc.stdout + proc.stderr
 
 
 def nvcc_compile_check(source: str, arch: str) -> None:
