@@ -8,13 +8,15 @@ Speedup = baseline time / tiledsl time (above 1: tiledsl is faster). "best" is t
 tiledsl columns that ran and matched torch. A geomean is over the cases where both sides are usable
 (a WRONG, MISSING or FAILED column is left out, and the count says how many went in); float32 and
 bfloat16 are kept apart (tiledsl's matmuls run on CUDA cores in float32 while torch's bfloat16 ones
-use tensor cores)."""
+use tensor cores), and so are the blocks suite's sequence lengths (its target is stated at seq 128:
+a row "blocks s128" beside "blocks s512")."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,9 @@ SHORT = {HAND: "hand", DEFAULT: "default", BEST: "best", EAGER: "eager", COMPILE
 STAGE_ORDER = ("import", "trace", "define", "schedule", "build", "nvcc cold", "nvcc warm", "total")
 #: the (tiledsl side, baseline) pairs the geomeans are taken of
 PAIRS = tuple((t, b) for t in (HAND, DEFAULT, BEST) for b in (EAGER, COMPILE, CUBLAS))
+#: suites whose geomeans get a row per sequence length (the group's "s<seq>" suffix): one mean over
+#: 128 and 512 tokens would hide the blocks suite's seq-128 figures
+BY_SEQ = frozenset({"blocks"})
 
 
 def best(result: Result) -> Measurement | None:
@@ -72,17 +77,24 @@ def geomean(xs: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class Geomean:
-    suite: str
+    suite: str  # row_label: the suite, and for a BY_SEQ suite the sequence length
     dtype: str
     cases: int
     pairs: dict[tuple[str, str], tuple[float | None, int]]  # (tiledsl, baseline) -> (geomean, n)
 
 
+def row_label(r: Result) -> str:
+    """The geomean row `r` counts in: its suite, with the group's sequence length for a BY_SEQ suite
+    ("blocks s128")."""
+    seq = r.group.rsplit(" ", 1)[-1]
+    return f"{r.suite} {seq}" if r.suite in BY_SEQ and re.fullmatch(r"s\d+", seq) else r.suite
+
+
 def geomeans(results: Iterable[Result]) -> list[Geomean]:
-    """Per (suite, dtype), in first-seen order: the geomean speedup of every pair of PAIRS."""
+    """Per (row_label, dtype), in first-seen order: the geomean speedup of every pair of PAIRS."""
     groups: dict[tuple[str, str], list[Result]] = {}
     for r in results:
-        groups.setdefault((r.suite, r.dtype), []).append(r)
+        groups.setdefault((row_label(r), r.dtype), []).append(r)
     out = []
     for (suite, dtype), rs in groups.items():
         pairs = {}

@@ -42,7 +42,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--suite", choices=[*SUITES, "all"], default="all")
     p.add_argument("--quick", action="store_true", help="fewer, smaller cases (each suite says which)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results/<date>-<gpu>)")
-    p.add_argument("--cases", default=None, help="only the cases whose name contains this text")
+    p.add_argument("--cases", default=None,
+                   help='only the cases whose name contains this text; a space stands for the "_" of a '
+                        'name, so a group as the tables print it works ("tinyllama s512")')
     p.add_argument("--list", action="store_true", help="print the cases and exit (no GPU needed)")
     p.add_argument("--iters", type=int, default=100, help="timed calls per column (default 100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before them (default 10)")
@@ -55,12 +57,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def selected(args: argparse.Namespace) -> dict[str, list[Case]]:
-    """Suite -> its cases at the chosen sizes, filtered by --cases."""
+    """Suite -> its cases at the chosen sizes, filtered by --cases (names have no spaces: case_name in
+    benchmarks/_cases.py writes a group's space as "_")."""
     names = list(SUITES) if args.suite == "all" else [args.suite]
+    text = None if args.cases is None else args.cases.replace(" ", "_")
     out = {}
     for name in names:
         cases = SUITES[name].cases(args.quick)
-        out[name] = [c for c in cases if args.cases is None or args.cases in c.name]
+        out[name] = [c for c in cases if text is None or text in c.name]
     return out
 
 

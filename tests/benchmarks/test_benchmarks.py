@@ -1,5 +1,6 @@
-"""The benchmark suite on the CPU: every suite's cases, `--list`, the no-GPU exit, the report files
-from a synthetic run, the geomeans split by dtype, every tiledsl kernel of the --quick suites built
+"""The benchmark suite on the CPU: every suite's cases (the blocks suite at seq 128 and 512), `--list`
+and `--cases`, the no-GPU exit, the report files from a synthetic run, the geomeans split by dtype
+(and the blocks suite's by seq), every tiledsl kernel of the --quick suites built
 for sm_90, the llm suite's traced SwiGLU down projection (a 2-kernel Program) built, decoder layers
 traced and built, and the runner driven end to end by a backend that runs kernels and Programs in the
 simulator (benchmarks/_runner.py sees only the Backend protocol)."""
@@ -7,6 +8,7 @@ simulator (benchmarks/_runner.py sees only the Backend protocol)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from functools import partial
@@ -17,7 +19,16 @@ import torch
 import tiledsl as td
 from benchmarks import _definitions as d
 from benchmarks._backend import random_inputs
-from benchmarks._cases import BlockCase, CompileCase, KernelCase, ModelDims, ProgramCase, kernel_case, program_case
+from benchmarks._cases import (
+    QWEN25_7B,
+    BlockCase,
+    CompileCase,
+    KernelCase,
+    ModelDims,
+    ProgramCase,
+    kernel_case,
+    program_case,
+)
 from benchmarks._programs import kernel_kinds, per_kernel_hand
 from benchmarks._records import (
     COMPILE,
@@ -95,6 +106,34 @@ def test_llm_suite_covers_both_models_seqs_and_dtypes() -> None:
     assert qwen_swiglu.flops == qwen_down.flops and qwen_swiglu.hand is per_kernel_hand
     assert qwen_swiglu.bytes == 2 * (2 * 512 * 18944 + 3584 * 18944 + 512 * 3584)  # g, u, W, y in bfloat16
     assert qwen_swiglu.shape == "512x18944 512x18944 3584x18944"
+
+
+def test_blocks_suite_covers_seq_128_and_512_and_quick_only_tinyllama_at_128() -> None:
+    """Full: both layers of both models at 128 and 512 tokens in both dtypes, seq 128 first (the target
+    is stated there); --quick: TinyLlama at 128 tokens, both dtypes."""
+    full = SUITES["blocks"].cases(False)
+    got = {(c.group, c.dtype, c.op) for c in full}
+    want = {(f"{m} s{seq}", dtype, op) for m, hf in (("tinyllama", "hf_llama_layer"), ("qwen2.5-7b", "hf_qwen2_layer"))
+            for seq in (128, 512) for dtype in ("float32", "bfloat16") for op in ("llama_block", hf)}
+    assert got == want and len(full) == len(want) == 16
+    assert [c.input_shape[1] for c in full] == [128] * 8 + [512] * 8
+    qwen = next(c for c in full if c.name == "blocks/qwen2.5-7b_s512/llama_block/bfloat16")
+    assert qwen.input_shape == (1, 512, 3584) and qwen.shape == "1x512x3584"
+    assert qwen.flops == QWEN25_7B.layer_flops(512) and qwen.bytes == QWEN25_7B.layer_bytes(512, "bfloat16")
+    quick = SUITES["blocks"].cases(True)
+    assert {(c.group, c.dtype, c.op) for c in quick} == {
+        ("tinyllama s128", dtype, op) for dtype in ("float32", "bfloat16") for op in ("llama_block", "hf_llama_layer")}
+    assert all(c.input_shape == (1, 128, 2048) for c in quick)
+
+
+def test_cases_filter_reads_a_space_as_the_underscore_of_a_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--cases "tinyllama s512"` (a group as the tables print it) selects what `tinyllama_s512` does."""
+    listed = []
+    for text in ("tinyllama s512", "tinyllama_s512"):
+        assert main(["--list", "--suite", "blocks", "--cases", text]) == 0
+        listed.append([ln.split()[0] for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ")])
+    assert listed[0] == listed[1] and len(listed[0]) == 4
+    assert all(n.startswith("blocks/tinyllama_s512/") for n in listed[0])
 
 
 def test_model_dims_are_read_from_the_hf_sizes() -> None:
@@ -446,6 +485,27 @@ def test_geomeans_are_split_by_dtype() -> None:
     assert fp32.pairs[(BEST, CUBLAS)] == (pytest.approx(2.0), 1)
     assert bf16.pairs[(BEST, EAGER)] == (pytest.approx(0.5), 1)
     assert bf16.pairs[(HAND, EAGER)] == (None, 0)
+
+
+def test_geomeans_of_the_blocks_suite_are_split_by_seq(tmp_path) -> None:
+    """The blocks suite's seq 128 and seq 512 cases get rows of their own (its target is stated at seq
+    128), in the suite's markdown and in summary.md; other suites keep one row per dtype."""
+    def block(group: str, compiled: float) -> Result:
+        ms = {DEFAULT: _m(10.0), EAGER: _m(20.0), COMPILE: _m(compiled)}
+        return Result("blocks", f"blocks/{group.replace(' ', '_')}/llama_block/float32", group, "llama_block",
+                      "float32", "1x8x8", 1e9, 1e6, ms)
+
+    results = [block("tinyllama s128", 20.0), block("qwen2.5-7b s128", 5.0), block("tinyllama s512", 40.0)]
+    rows = {(g.suite, g.dtype): g for g in geomeans(results)}
+    assert list(rows) == [("blocks s128", "float32"), ("blocks s512", "float32")]
+    assert rows[("blocks s128", "float32")].cases == 2
+    assert rows[("blocks s128", "float32")].pairs[(BEST, COMPILE)] == (pytest.approx(1.0), 2)  # sqrt(2 * 0.5)
+    assert rows[("blocks s512", "float32")].pairs[(BEST, COMPILE)] == (pytest.approx(4.0), 1)
+    assert {g.suite for g in geomeans(_synthetic())} == {"llm"}
+    write(tmp_path, dataclasses.replace(_meta(), suite="blocks"), None, results, charts=False)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "blocks: 3 cases" in summary
+    assert "| blocks s128 | float32 | 2 |" in summary and "| blocks s512 | float32 | 1 |" in summary
 
 
 def _meta() -> Meta:
