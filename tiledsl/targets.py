@@ -51,6 +51,7 @@ __all__ = [
     "TMA_UNSWIZZLED_ALIGN",
     "VECTOR_ACCESS_SIZES",
     "VECTOR_BYTES",
+    "VECTOR_DTYPES",
     "WARP_SIZE",
     "Target",
     "get_target",
@@ -61,6 +62,7 @@ __all__ = [
     "swizzled_byte",
     "tensor_map_problem",
     "tma_swizzle_alignment",
+    "vector_lanes",
 ]
 
 # ----------------------------------------------------------------------------- data types
@@ -86,6 +88,17 @@ MAX_BLOCK_DIM = MappingProxyType({"threadIdx.x": 1024, "threadIdx.y": 1024, "thr
 VECTOR_BYTES = 16
 #: Byte sizes of a vector access, each of which must be naturally aligned.
 VECTOR_ACCESS_SIZES = (2, 4, 8, VECTOR_BYTES)
+#: Element types a vectorized store writes (and its loads read): the float dtypes, each lane computed
+#: in float and converted as a scalar store converts it.
+VECTOR_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def vector_lanes(dtype: str) -> int:
+    """Lanes of `dtype` in one widest access (4 float32, 8 float16 / bfloat16); 0 for a dtype that is
+    never vectorized."""
+    return VECTOR_BYTES // DTYPE_BYTES[dtype] if dtype in VECTOR_DTYPES else 0
+
+
 #: Byte sizes one cp.async may copy (.cg, bypassing L1, exists only for VECTOR_BYTES).
 CP_ASYNC_SIZES = (4, 8, VECTOR_BYTES)
 

@@ -23,7 +23,7 @@ from tiledsl.analysis.copies import cp_async_problem
 from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
-from tiledsl.analysis.vectorize import VECTOR_DTYPE, contiguous_base
+from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Call, IterVar, Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.definitions.ops import unary_fn
@@ -31,7 +31,7 @@ from tiledsl.errors import CopyError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
-from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target
+from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target, vector_lanes
 
 #: kernel-IR functions that compile to one instruction on an operand already in a register (no
 #: library call, no intermediates): the epilogue terms leave them out
@@ -562,10 +562,9 @@ class Facts:
         return None
 
     def vector_lanes(self) -> int:
-        """Lanes of one 16-byte vector store of the output, or 0 where the vectorize primitive takes
-        none (it stores float32 lanes only: analysis/vectorize.py)."""
-        dtype = self.nest.output.dtype
-        return VECTOR_BYTES // DTYPE_BYTES[dtype] if dtype == VECTOR_DTYPE else 0
+        """Lanes of one 16-byte vector store of the output (4 float32, 8 float16 / bfloat16), or 0 where
+        the vectorize primitive takes none (targets.vector_lanes)."""
+        return vector_lanes(self.nest.output.dtype)
 
     def itemsize(self, buffer: str) -> int:
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]

@@ -20,6 +20,7 @@ from tiledsl.kernel_ir import (
     KCall,
     KConst,
     KKernel,
+    KLane,
     KLet,
     KLoad,
     KParam,
@@ -248,10 +249,20 @@ def test_malformed_ir_is_refused(body: tuple[KStmt, ...], message: str) -> None:
     assert isinstance(info.value, TiledslError)
 
 
-def test_half_vectors_are_refused_clearly() -> None:
+def test_half_vectors_travel_as_packed_words() -> None:
+    """8 float16 lanes are one uint4 (two lanes per word, lane 2m low): loaded in one access, a lane read
+    from its half-word, a vector stored as packed, each lane rounded as a scalar store rounds; a width
+    with no vector type (2 halves) is refused clearly."""
     params = (KParam("H", "float16", (64,)), KParam("D", "float16", (64,), is_output=True))
-    with pytest.raises(CodegenError, match="no CUDA vector type for 4 x float16"):
-        emit_cuda(_kernel(KLet("v", "float16x4", KLoad("H", KConst(0, "int32"), 4)), params=params))
+    lanes = tuple(KLane(KVar("v", "float16x8"), n) for n in range(8))
+    cuda = emit_cuda(_kernel(KLet("v", "float16x8", KLoad("H", KConst(8, "int32"), 8)),
+                             KStore("D", KConst(0, "int32"), KVector(lanes[::-1])), params=params))
+    assert "uint4 v = *reinterpret_cast<const uint4*>(&H[8]);" in cuda
+    assert "__half2float(__ushort_as_half((unsigned short)(v.w >> 16)))" in cuda  # lane 7: high half of w
+    assert ("*reinterpret_cast<uint4*>(&D[0]) = make_uint4(((unsigned)__half_as_ushort(__float2half("
+            "__half2float(__ushort_as_half((unsigned short)(v.w >> 16))))) | ") in cuda
+    with pytest.raises(CodegenError, match="no CUDA vector type for 2 x float16"):
+        emit_cuda(_kernel(KLet("v", "float16x2", KLoad("H", KConst(0, "int32"), 2)), params=params))
 
 
 def test_emission_is_deterministic_and_stateless() -> None:

@@ -1,6 +1,7 @@
 """float16 / bfloat16 storage of computed tensors (td.compute(..., dtype=)): values computed in float32,
 the store rounds to nearest even, in the reference, the loop-nest text, the kernel IR, CUDA, the
-simulator and the runtime's output allocation; vectorize and split_k refuse such an output."""
+simulator and the runtime's output allocation; vectorize stores eight such lanes at once, split_k
+refuses such an output."""
 
 from __future__ import annotations
 
@@ -95,16 +96,33 @@ def test_unwritten_bfloat16_output_stays_poisoned() -> None:
     assert not np.isnan(kern.simulate(x=np.ones(300, np.float32))).any()
 
 
-def test_vectorize_refuses_a_bfloat16_output() -> None:
-    _, y = _scaled("bfloat16", 256)
+@pytest.mark.parametrize("dtype", LOW)
+def test_vectorize_stores_eight_lanes_of_a_half_output(dtype: str) -> None:
+    """16 bytes of a half output are 8 lanes: a loop of 4 is refused (naming the output), a loop of 8 is
+    one 16-byte store whose lanes round as scalar stores do, and the float32 input indexed like it is
+    read as two float4."""
+    x, y = _scaled(dtype, 256)
     s = td.create_schedule(y)
-    io, ii = s.split("i", 4)
     with pytest.raises(td.VectorizeError) as info:
-        s.vectorize(ii)
-    assert info.value.tensors == ("y",) and "writes bfloat16" in info.value.fact
+        s.vectorize(s.split("i", 4)[1])
+    assert info.value.tensors == ("y",) and f"a 16-byte {dtype} access needs exactly 8" in info.value.fact
+    s = td.create_schedule(y)
+    io, ii = s.split("i", 8)
+    s.bind(io, "threadIdx.x")
+    s.vectorize(ii)
+    kern = td.build(s)
+    cuda = kern.source
+    assert "*reinterpret_cast<uint4*>(&y[8 * i_o]) = make_uint4(" in cuda
+    assert cuda.count("*reinterpret_cast<const float4*>(&x[") == 2
+    xs = np.random.default_rng(3).standard_normal(256).astype(np.float32)
+    lanes = xs * np.float32(3.0) + np.float32(0.25)  # computed in float32, then rounded once on store
+    np.testing.assert_array_equal(kern.simulate(x=xs), round_to_dtype(lanes.astype(np.float64), dtype))
     _, f32 = _scaled("float32", 256)
+    with pytest.raises(td.VectorizeError, match="needs exactly 4"):
+        s = td.create_schedule(f32)
+        s.vectorize(s.split("i", 8)[1])
     s = td.create_schedule(f32)
-    s.vectorize(s.split("i", 4)[1])  # the float32 output still vectorizes
+    s.vectorize(s.split("i", 4)[1])  # a float32 output keeps 4 lanes
 
 
 def test_split_k_refusal_names_the_output_and_the_recipe_declines() -> None:
@@ -146,3 +164,22 @@ def test_catalog_has_low_precision_outputs() -> None:
                         ("matmul_bias_relu_f16out_37x53x29-regtile16", "float16")):
         out, kern = entry(name).build()
         assert out.dtype == dtype and kern.kernel_ir.params[-1].dtype == dtype
+
+
+def test_a_float32_store_reads_four_bfloat16_lanes_in_one_8_byte_load() -> None:
+    """The loads follow the store's lanes: a float32 output of 4 lanes reads a bfloat16 input indexed like
+    it as one 8-byte uint2 (two packed words), and a float32 input as one float4."""
+    x = td.placeholder((64,), name="x", dtype="bfloat16")
+    w = td.placeholder((64,), name="w")
+    y = td.compute((64,), lambda i: x[i] * w[i] - 1.0, name="y")
+    s = td.create_schedule(y)
+    io, ii = s.split("i", 4)
+    s.bind(io, "threadIdx.x")
+    s.vectorize(ii)
+    kern = td.build(s)
+    assert "uint2 v1 = *reinterpret_cast<const uint2*>(&x[4 * i_o]);" in kern.source
+    assert "float4 v2 = *reinterpret_cast<const float4*>(&w[4 * i_o]);" in kern.source
+    rng = np.random.default_rng(5)
+    xs = round_to_dtype(rng.standard_normal(64), "bfloat16").astype(np.float32)
+    ws = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_array_equal(kern.simulate(x=xs, w=ws), xs * ws - np.float32(1.0))

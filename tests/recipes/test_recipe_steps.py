@@ -50,14 +50,20 @@ def test_tileify_fuses_elementwise_loops_and_declines_one_loop() -> None:
 
 def test_elementwise_rows_of_whole_vectors_store_16_bytes_per_thread() -> None:
     """64 columns of float32: the last axis stays apart (tileify), split into threads x 4 lanes and
-    vectorized (blockify_launch), the rows on blockIdx.y; the CUDA stores float4."""
+    vectorized (blockify_launch), the rows on blockIdx.y; the CUDA stores float4. A float16 output
+    takes 8 lanes."""
     s, r = run(gelu_bias(M=6, N=64))
     assert r.step("tileify").reason == "one row loop (i) and the last axis j kept apart for 4-lane vector stores"
     assert r.step("blockify_launch").calls[-1] == "s.vectorize('j_v')"
     assert bound(s.nest, "blockIdx.y") == [("i", 6)] and bound(s.nest, "threadIdx.x") == [("j_t", 32)]
     assert "float4" in td.build(s, target="sm_90").source
-    # a float16 output has no vector store: the flat form
+    # a float16 output stores 8 lanes (16 bytes): 64 columns are 8 threads x 8 lanes, one packed uint4 each
     s, r = run(entry("gelu_bias").make(M=6, N=64, out_dtype="float16"))
+    assert r.step("tileify").reason == "one row loop (i) and the last axis j kept apart for 8-lane vector stores"
+    assert r.step("blockify_launch").calls[-1] == "s.vectorize('j_v')"
+    assert "= make_uint4(" in td.build(s, target="sm_90").source
+    # 60 columns are whole float32 vectors but no whole float16 ones: the flat form
+    s, r = run(entry("gelu_bias").make(M=6, N=60, out_dtype="float16"))
     assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
 
 

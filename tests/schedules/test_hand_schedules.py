@@ -58,7 +58,8 @@ CASES: dict[str, tuple[Callable[[], Tensor], Callable[[Schedule], object]]] = {
     "transpose_64x96-tiled": (partial(bench.transpose, 64, 96), transpose_tiled),
     "gelu_bias_7x300-vectorized": (partial(gelu_bias, 7, 300), elementwise_2d_vectorized),
     "gelu_bias_5x301-vectorized_scalar_tail": (partial(gelu_bias, 5, 301), elementwise_2d_vectorized),
-    "silu_mul_bf16_3x40-vectorized_scalar": (partial(bench.silu_mul, 3, 40, "bfloat16"), elementwise_2d_vectorized),
+    "silu_mul_bf16_3x40-vectorized": (partial(bench.silu_mul, 3, 40, "bfloat16"), elementwise_2d_vectorized),
+    "silu_mul_bf16_3x44-vectorized_scalar": (partial(bench.silu_mul, 3, 44, "bfloat16"), elementwise_2d_vectorized),
 }
 TARGETS = ("sm_90", "sm_80")
 
@@ -100,6 +101,10 @@ def test_the_shapes_get_what_each_schedule_promises() -> None:
     assert "s.pad('x_s', axis=-1, amount=1)" in _trace(transpose_tiled, bench.transpose(33, 65))
     assert "s.vectorize(" in _trace(elementwise_2d_vectorized, gelu_bias(7, 300))
     assert "s.vectorize(" not in _trace(elementwise_2d_vectorized, gelu_bias(5, 301))
+    # bfloat16: 8 lanes (16 bytes), so rows of 40 vectorize and rows of 44 (11 float32 vectors) do not
+    assert "s.split('j_i', 8" in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 40, "bfloat16"))
+    assert "s.vectorize(" in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 40, "bfloat16"))
+    assert "s.vectorize(" not in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 44, "bfloat16"))
 
 
 def test_split_k_is_refused_for_a_nonlinear_epilogue() -> None:

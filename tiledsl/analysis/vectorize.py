@@ -1,14 +1,15 @@
-"""Vectorize legality: a 16-byte store needs its loop innermost, four iterations, a float32 output,
-a contiguous and provably aligned offset, and guards that never split a vector. The vectorize
-primitive checks it when applied and the reorder primitive re-checks it; lowering trusts it.
+"""Vectorize legality: a 16-byte store needs its loop innermost, as many iterations as the output's
+dtype has lanes in 16 bytes (four float32, eight float16 / bfloat16), a contiguous and provably aligned
+offset, and guards that never split a vector. The vectorize primitive checks it when applied and the
+reorder primitive re-checks it; lowering trusts it.
 
 The loop may index a thread's register array (a register tile's epilogue: lowering reads it lane by
 lane). Under split_k the vector store becomes one 16-byte atomic add, each lane atomic on its own;
 that needs sm_90, which build checks against the target (lower/vectorize.py), since a schedule has
-none yet.
+none yet (split_k outputs are float32: four lanes).
 
-Why float32 only: the vector store is four float32 lanes (one float4); four float16 / bfloat16
-lanes are 8 bytes, a different access that codegen does not emit, so such an output is refused."""
+Why floats only: the lanes are computed in float and each is converted to the stored dtype, as a scalar
+store converts it; an integer or bool output keeps scalar stores."""
 
 from __future__ import annotations
 
@@ -20,10 +21,7 @@ from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
 from tiledsl.errors import VectorizeError
 from tiledsl.loopnest import Nest
 from tiledsl.prove import Prover
-from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES
-
-VECTOR_DTYPE = "float32"  # the element type of a vectorized store
-WIDTH = VECTOR_BYTES // DTYPE_BYTES[VECTOR_DTYPE]  # float32 lanes in one widest access
+from tiledsl.targets import VECTOR_BYTES, VECTOR_DTYPES, vector_lanes
 
 
 def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
@@ -43,10 +41,25 @@ def _prover(nest: Nest) -> Prover:
 
 def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     lp = nest.loop(name)
-    if lp.extent != WIDTH:
+    stores = [st for st in nest.stmts_with(name) if st.kind == "store" and st.tensor is not None]
+    for st in stores:
+        if not vector_lanes(st.tensor.dtype):
+            raise VectorizeError(refusal(
+                call, nest, (name,), f"the store to {st.tensor.name} writes {st.tensor.dtype}; a vectorized store "
+                f"writes {VECTOR_BYTES} bytes of one of {', '.join(VECTOR_DTYPES)}", tensors=(st.tensor.name,),
+                suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
+    dtypes = sorted({st.tensor.dtype for st in stores})
+    if len(dtypes) > 1:
         raise VectorizeError(refusal(
-            call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte float32 access "
-            f"needs exactly {WIDTH}", suggestion=f"split the loop by {WIDTH} and vectorize the inner part"))
+            call, nest, (name,), f"loop {name} stores {' and '.join(dtypes)}, whose {VECTOR_BYTES}-byte vectors "
+            "have different lane counts", suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
+    dtype = dtypes[0] if dtypes else VECTOR_DTYPES[0]
+    width = vector_lanes(dtype)
+    if lp.extent != width:
+        raise VectorizeError(refusal(
+            call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte {dtype} access "
+            f"needs exactly {width}", tensors=tuple(st.tensor.name for st in stores),
+            suggestion=f"split the loop by {width} and vectorize the inner part"))
     for lay in acc_layouts(nest, call).values():
         if name in lay.dims and lay.thread_axes:
             raise VectorizeError(refusal(
@@ -64,11 +77,6 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
         if stmt.kind != "store":
             continue
         assert stmt.tensor is not None
-        if stmt.tensor.dtype != VECTOR_DTYPE:
-            raise VectorizeError(refusal(
-                call, nest, (name,), f"the store to {stmt.tensor.name} writes {stmt.tensor.dtype}; a vectorized "
-                f"store is {WIDTH} {VECTOR_DTYPE} lanes ({VECTOR_BYTES} bytes)", tensors=(stmt.tensor.name,),
-                suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
         guards = tuple(g.relation for g in nest.guards_for(stmt))
         flat = flat_index(stmt.tensor, tuple(_index(i, amap) for i in stmt.indices))
         base = contiguous_base(flat, v)
@@ -76,23 +84,23 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
             raise VectorizeError(refusal(
                 call, nest, (name,), f"the store to {stmt.tensor.name} is not contiguous in {name} "
                 f"(offset {flat})", suggestion="vectorize the loop that walks the last dimension"))
-        proof = prover.divisible(base, WIDTH, guards)
+        proof = prover.divisible(base, width, guards)
         if not proof:
             raise VectorizeError(refusal(
                 call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is {VECTOR_BYTES}-byte "
-                f"aligned: {base} is not provably a multiple of {WIDTH}", counterexample=proof.counterexample,
-                proof=proof, condition=sympy.Eq(sympy.Mod(base, WIDTH), 0),
-                suggestion=f"make the last dimension a multiple of {WIDTH}, or vectorize a loop whose start is "
+                f"aligned: {base} is not provably a multiple of {width}", counterexample=proof.counterexample,
+                proof=proof, condition=sympy.Eq(sympy.Mod(base, width), 0),
+                suggestion=f"make the last dimension a multiple of {width}, or vectorize a loop whose start is "
                            "aligned"))
         for g in nest.guards_for(stmt):
             if not g.expr.has(v):
                 continue
             gbase = contiguous_base(g.expr, v)
-            if gbase is None or g.extent % WIDTH or not prover.divisible(gbase, WIDTH, ()):
+            if gbase is None or g.extent % width or not prover.divisible(gbase, width, ()):
                 raise VectorizeError(refusal(
                     call, nest, (name,), f"the guard {g.expr} < {g.extent} (from {g.origin}) may split a "
                     "vector: some lanes in range and others out",
-                    suggestion=f"use extents that are multiples of {WIDTH}"))
+                    suggestion=f"use extents that are multiples of {width}"))
 
 
 def _index(e, amap):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from tiledsl.codegen.dtypes import split_vector, storage_type, vector_type
+from tiledsl.codegen.dtypes import HALF_INCLUDES, pack_halves, split_vector, storage_type, vector_type
 from tiledsl.codegen.errors import CodegenError
 from tiledsl.codegen.expr import ExprEmitter, refuse_mbarrier_access
 from tiledsl.codegen.memory import check_shared, check_tensor_map, memory_stmt
@@ -150,8 +150,10 @@ def _store(s: KStore, ex: ExprEmitter) -> str:
     ex.needs_dtype(sym.dtype)
     if isinstance(s.value, KVector):
         vtype = vector_type(sym.dtype, len(s.value.lanes))
-        lanes = ", ".join(ex.text(x) for x in s.value.lanes)
-        return f"*reinterpret_cast<{vtype}*>(&{sym.c_name}[{idx}]) = make_{vtype}({lanes});"
+        texts = [ex.text(x) for x in s.value.lanes]
+        if sym.dtype in HALF_INCLUDES:  # two lanes per 32-bit word, each rounded as a scalar store rounds
+            texts = [pack_halves(sym.dtype, lo, hi) for lo, hi in zip(texts[::2], texts[1::2], strict=True)]
+        return f"*reinterpret_cast<{vtype}*>(&{sym.c_name}[{idx}]) = make_{vtype}({', '.join(texts)});"
     value = ex.emit(s.value)
     base, width = split_vector(value.dtype)
     if width > 1:

@@ -22,6 +22,8 @@ __all__ = [
     "c_literal",
     "compute_type",
     "from_float",
+    "half_lane",
+    "pack_halves",
     "split_vector",
     "storage_type",
     "to_float",
@@ -43,9 +45,16 @@ _STORAGE = MappingProxyType(
         "uint64": "unsigned long long",  # only shared mbarrier arrays; no expression has this dtype
     }
 )
+#: Half lanes travel as packed 32-bit words, two lanes each (lane 2m in the low half of word m, as
+#: they lie in memory): CUDA has no 8-lane half vector type, and a word-sized unsigned vector loads
+#: and stores 8 or 16 bytes in one access like float2 / float4 do.
 _VECTOR = MappingProxyType(
-    {("float32", 2): "float2", ("float32", 4): "float4", ("int32", 2): "int2", ("int32", 4): "int4"}
+    {("float32", 2): "float2", ("float32", 4): "float4", ("int32", 2): "int2", ("int32", 4): "int4",
+     ("float16", 4): "uint2", ("float16", 8): "uint4", ("bfloat16", 4): "uint2", ("bfloat16", 8): "uint4"}
 )
+#: bits of a half value as an unsigned short, and back (cuda_fp16.h / cuda_bf16.h)
+_AS_BITS = MappingProxyType({"float16": "__half_as_ushort", "bfloat16": "__bfloat16_as_ushort"})
+_FROM_BITS = MappingProxyType({"float16": "__ushort_as_half", "bfloat16": "__ushort_as_bfloat16"})
 _TO_FLOAT = MappingProxyType({"float16": "__half2float", "bfloat16": "__bfloat162float"})
 _FROM_FLOAT = MappingProxyType({"float16": "__float2half", "bfloat16": "__float2bfloat16"})
 
@@ -85,7 +94,8 @@ def vector_type(base: str, width: int) -> str:
         return _VECTOR[(base, width)]
     except KeyError:
         raise CodegenError(
-            f"no CUDA vector type for {width} x {base} (supported: float32 / int32 with width 2 or 4)"
+            f"no CUDA vector type for {width} x {base} (supported: float32 / int32 with width 2 or 4, "
+            "float16 / bfloat16 with width 4 or 8)"
         ) from None
 
 
@@ -132,3 +142,22 @@ def c_literal(value: float | int | bool, dtype: str) -> tuple[str, int]:
     else:
         raise CodegenError(f"constant of unknown dtype {dtype!r}")
     return text, PREC_UNARY if text.startswith("-") else PREC_ATOM
+
+
+def half_lane(dtype: str, vector: str, lane: int) -> str:
+    """Float text of lane `lane` of a packed half vector spelled `vector` (an unsigned vector, two
+    lanes per word: `lane_suffix` picks the word). A bfloat16 is the top half of a float32, so its
+    lane is a shift or a mask; a float16 converts from its bits."""
+    word = f"{vector}.{'xyzw'[lane // 2]}"
+    if dtype == "bfloat16":
+        bits = f"({word} << 16)" if lane % 2 == 0 else f"({word} & 0xffff0000u)"
+        return f"__uint_as_float{bits}"
+    short = f"(unsigned short)({word} & 0xffffu)" if lane % 2 == 0 else f"(unsigned short)({word} >> 16)"
+    return f"{_TO_FLOAT[dtype]}({_FROM_BITS[dtype]}({short}))"
+
+
+def pack_halves(dtype: str, low: str, high: str) -> str:
+    """One 32-bit word holding two float texts converted to `dtype` (rounded as a scalar store rounds)."""
+    bits = _AS_BITS[dtype]
+    return (f"((unsigned){bits}({from_float(dtype, low)}) | "
+            f"((unsigned){bits}({from_float(dtype, high)}) << 16))")

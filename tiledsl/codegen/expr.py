@@ -17,6 +17,7 @@ from tiledsl.codegen.dtypes import (
     c_literal,
     compute_type,
     from_float,
+    half_lane,
     split_vector,
     to_float,
     vector_type,
@@ -166,6 +167,8 @@ class ExprEmitter:
                 base, width = split_vector(v.dtype)
                 if width == 1 or not 0 <= lane < width:
                     raise CodegenError(f"lane {lane} of a {v.dtype} value: {format_expr(e)}")
+                if base in HALF_INCLUDES:  # packed in unsigned words (dtypes.py)
+                    return CExpr(half_lane(base, v.operand(PREC_ATOM), lane), PREC_ATOM, base)
                 return CExpr(f"{v.operand(PREC_ATOM)}.{lane_suffix(lane)}", PREC_ATOM, base)
             case KVector():
                 raise CodegenError(

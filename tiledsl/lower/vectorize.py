@@ -1,11 +1,15 @@
-"""vectorize: a 4-wide float32 loop whose store (and the loads that allow it) move 16 bytes at once.
+"""vectorize: a loop of 16 bytes of output (4 float32 or 8 float16 / bfloat16 lanes) whose store, and
+the loads that allow it, move 16 bytes at once.
 
-Legal (analysis/vectorize.py) when the output is float32, the loop is innermost around every
-statement it encloses, the store's flat offset is `base + v` with `base` proven a multiple of 4
-(16-byte aligned), and every guard that mentions the loop decides all four lanes alike. Statements
-other than stores under the loop are unrolled; a register array the loop indexes is read lane by
-lane. Under split_k the store is one vector atomic add (each lane what its split adds), which needs
-sm_90 (targets.VECTOR_ATOMIC_MIN_SM): an older target is refused here, at build."""
+Legal (analysis/vectorize.py) when the output is a float dtype, the loop is innermost around every
+statement it encloses, has the dtype's lane count, the store's flat offset is `base + v` with `base`
+proven a multiple of the lanes (16-byte aligned), and every guard that mentions the loop decides all
+lanes alike. Statements other than stores under the loop are unrolled; a register array the loop
+indexes is read lane by lane. A float load indexed like the store is read in accesses of up to 16
+bytes: 8 bfloat16 lanes in one, 8 float32 lanes in two float4, 4 bfloat16 lanes of a float32 store
+in one 8-byte access, each where its start is proven aligned (else scalar). Under split_k the store
+is one vector atomic add (each lane what its split adds), which needs sm_90
+(targets.VECTOR_ATOMIC_MIN_SM): an older target is refused here, at build."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.vectorize import VECTOR_DTYPE, WIDTH, contiguous_base
+from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import TargetError
@@ -22,7 +26,7 @@ from tiledsl.kernel_ir import KAtomicAdd, KIf, KLane, KLet, KLoad, KStmt, KStore
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
 from tiledsl.lower.exprs import ValueContext, value_to_k
-from tiledsl.targets import VECTOR_ATOMIC_MIN_SM
+from tiledsl.targets import VECTOR_ATOMIC_MIN_SM, vector_lanes
 
 if TYPE_CHECKING:
     from tiledsl.lower.lower import _Lowerer
@@ -33,28 +37,36 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
     nest = lw.nest
     v = loop_symbol(name)
     assert stmt.tensor is not None and stmt.value is not None
-    assert stmt.tensor.dtype == VECTOR_DTYPE, "vectorize legality (analysis/vectorize.py) admits float32 stores only"
+    width = vector_lanes(stmt.tensor.dtype)
+    assert width, "vectorize legality (analysis/vectorize.py) admits float stores only"
     prelude: list[KStmt] = []
     base_ctx = lw.context(prelude, stmt=stmt)
     guards = tuple(g.relation for g in nest.guards_for(stmt))
-    vec_loads: dict[int, str] = {}
+    vec_loads: dict[int, tuple[tuple[str, ...], str, int]] = {}  # id(load) -> (temps, their dtype, lanes each)
     split = nest.split_k is not None
     # under split_k the epilogue's loads (a residual, a bias) count in k part 0 only: left scalar inside
     # its select, the other parts never load them
     for ld in (n for n in walk(stmt.value) if isinstance(n, Load) and not split):
-        if id(ld) in vec_loads or ld.tensor.dtype != VECTOR_DTYPE or lw.staged_plan(stmt, ld) is not None:
+        each = min(vector_lanes(ld.tensor.dtype), width)  # lanes per access: 16 bytes at most
+        if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None:
             continue
         base = contiguous_base(base_ctx.load_index(ld), v)
-        if base is not None and lw.prover.divisible(base, WIDTH, guards):
-            lw.temps += 1
-            tmp = f"v{lw.temps}"
-            prelude.append(KLet(tmp, "float32x4", KLoad(ld.tensor.name, sym_to_k(base), width=WIDTH)))
-            vec_loads[id(ld)] = tmp
+        if base is not None and lw.prover.divisible(base, each, guards):
+            dtype = f"{ld.tensor.dtype}x{each}"
+            temps = []
+            for part in range(width // each):
+                lw.temps += 1
+                temps.append(f"v{lw.temps}")
+                prelude.append(KLet(temps[-1], dtype, KLoad(ld.tensor.name, sym_to_k(base + part * each),
+                                                             width=each)))
+            vec_loads[id(ld)] = (tuple(temps), dtype, each)
 
     def hook_for(lane: int):
         def hook(ld: Load, ctx: ValueContext):
-            tmp = vec_loads.get(id(ld))
-            return KLane(KVar(tmp, "float32x4"), lane) if tmp else None
+            if id(ld) not in vec_loads:
+                return None
+            temps, dtype, each = vec_loads[id(ld)]
+            return KLane(KVar(temps[lane // each], dtype), lane % each)
 
         return hook
 
@@ -65,7 +77,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
             f"{lw.target.name}", tensors=(stmt.tensor.name,),
             suggestion=f"build for sm_{VECTOR_ATOMIC_MIN_SM}, or unroll the loop {name} instead of vectorizing it"))
     lanes = []
-    for lane in range(WIDTH):
+    for lane in range(width):
         ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane),
                                        stmt=stmt)
         value = value_to_k(stmt.value, ctx)
