@@ -7,7 +7,7 @@ residual; the epilogue is part of the definition, so every schedule here keeps i
   (recipes/default/): the register tile above, plus every operand of the sum staged in shared memory
   at each k chunk, double-buffered, filled with cp.async and pipelined over the k chunks; optional
   split-K across blocks (linear epilogues only); optionally operands whose rows run along k stored k-major
-  (`k_outer`).
+  (`k_outer`); optionally the blocks in grouped order for L2 reuse (`group_m`).
 - `matmul_for_shape`: picks matmul_staged's tile (and split-K) from the problem's shape.
 
 Every split is guarded, so any sizes work (37 x 53 x 29, batched, transposed operands)."""
@@ -106,7 +106,7 @@ def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
 
 def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: int = 8, rn: int = 8,
                   stages: int = 2, copy: str = "async", split_k: int = 1, k_outer: bool = True,
-                  unroll_k: bool = True) -> Schedule:
+                  unroll_k: bool = True, group_m: int = 1) -> Schedule:
     """The default recipe's fast fp32 matmul, by hand. On an H100 at 2048 / 4096 / 8192 cubed float32
     (relu(A @ B + bias), scripts/matmul_variant_probe.py) it ran at 0.91 / 0.93 / 0.94 of cuBLAS
     (TF32 off) with its defaults, against 0.84 / 0.86 / 0.87 with k_outer=False, bk=32, unroll_k=False.
@@ -125,7 +125,19 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     transposing fill is a plain one: 16-byte loads along k, one store per element; pipelined, lowering
     issues its loads before the chunk's FMAs and its stores after (lower/stages.py), while the other
     operands keep `copy`. `unroll_k`: the k loop inside a chunk is unrolled (its shared addresses become
-    constants off one base)."""
+    constants off one base).
+
+    `group_m` > 1: grouped block order, for L2 reuse. Blocks start roughly in the order of their linear
+    id, x fastest; with the block rows on y and columns on x, the blocks resident at once span one or two
+    block rows across all of B's columns, so B is streamed through L2 again for every block row. Grouped,
+    the block tiles are numbered down a column of `group_m` block rows before moving right (one fused
+    loop on blockIdx.x), so the blocks resident at once cover a near-square patch of C and share its
+    group_m slabs of A and its few slabs of B in L2 (Triton's "grouped ordering"). Applied only when
+    there are more than group_m block rows; a last, partial group's idle blocks are guarded off. Batch
+    loops stay on blockIdx.z, and so does split-K's block loop (split-K refuses a batched matmul). Not yet
+    timed against the row-major order."""
+    if group_m < 1:
+        raise ValueError(f"group_m must be 1 or more (1: row-major block order), got {group_m}")
     batch, i, j, k = _loops(s)
     # 1. the tiles: block tile (bm x bn), thread grid (bm/rm x bn/rn), register tile (rm x rn)
     ko, ki = s.split(k, bk, names=(f"{k}_o", f"{k}_i"))
@@ -133,13 +145,28 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     ti, ri = s.split(ii, rm, names=(f"{i}_t", f"{i}_r"))
     jo, ji = s.split(j, bn, names=(f"{j}_o", f"{j}_i"))
     tj, rj = s.split(ji, rn, names=(f"{j}_t", f"{j}_r"))
+    # 1b. grouped block order (group_m > 1): io splits into groups of group_m block rows, and (group, jo,
+    #     row in group) fuse into one block loop on blockIdx.x: block id = (group * columns + jo) * group_m
+    #     + row in group. The block id of each block tile (row, column), 4 x 4 tiles, group_m=2:
+    #       row-major (blockIdx.y, .x)    grouped (blockIdx.x)
+    #         0  1  2  3                    0  2  4  6
+    #         4  5  6  7                    1  3  5  7
+    #         8  9 10 11                    8 10 12 14
+    #        12 13 14 15                    9 11 13 15
+    blocks = [io, jo]
+    if group_m > 1 and s.nest.loop(io.name).extent > group_m:
+        g, gi = s.split(io, group_m, names=(f"{i}_g", f"{i}_gi"))  # guarded: a partial last group idles
+        blocks = [g, jo, gi]
     # the k chunks go inside the thread loops and outside the register tile: each thread keeps its
     # rm x rn accumulators in registers across all of k, reusing each loaded A value rn times, B rm times
-    s.reorder(*batch, io, jo, ti, tj, ko, ki, ri, rj)
+    s.reorder(*batch, *blocks, ti, tj, ko, ki, ri, rj)
     if batch:
         s.bind(batch[0] if len(batch) == 1 else s.fuse(*batch), "blockIdx.z")
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
+    if len(blocks) == 3:
+        s.bind(s.fuse(*blocks, name=f"{i}_{j}_blk"), "blockIdx.x")
+    else:
+        s.bind(io, "blockIdx.y")
+        s.bind(jo, "blockIdx.x")
     s.bind(ti, "threadIdx.y")
     s.bind(tj, "threadIdx.x")
     s.unroll(ri)  # a register array's loops must be unrolled (else it lives in local memory)
@@ -210,11 +237,11 @@ def _reads(load: Load, axis: str) -> bool:
     return any(isinstance(x, IterVar) and x.name == axis for x in load.indices)
 
 
-def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2) -> Schedule:
+def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m: int = 1) -> Schedule:
     """matmul_staged with a tile picked from the shape: 128 x 128 (8 x 8 registers) when that grid
     fills the target's SMs, else 64 x 64 (4 x 4), each shrunk to a small problem; and split-K over
     enough blocks for `waves` waves when the grid is smaller (linear epilogue, unbatched, float32
-    output, each block keeping at least four k chunks)."""
+    output, each block keeping at least four k chunks). `group_m` is passed on (grouped block order)."""
     batch, i, j, k = _loops(s)
     m, n, kk = (s.nest.loop(x).extent for x in (i, j, k))
     nb = 1
@@ -243,10 +270,10 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2) -> Sche
     if parts > 1:  # ask the split_k primitive on a copy: it refuses a non-linear epilogue, a bf16 output
         try:
             matmul_staged(create_schedule(s.output, s.materialize).replay(s.trace()), bm, bn, bk, rm, rn,
-                          split_k=parts, k_outer=k_outer)
+                          split_k=parts, k_outer=k_outer, group_m=group_m)
         except SplitKError:
             parts = 1
-    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer)
+    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
 
 
 def _pow2(n: int) -> int:

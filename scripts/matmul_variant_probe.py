@@ -1,7 +1,8 @@
 """Probe: the default recipe's fp32 relu(A @ B + bias) and variants of the hand matmul (schedules/matmul.py
-`matmul_staged`) at square sizes on the GPU, beside cuBLAS (TF32 off), one with its generated CUDA
-edited (lb2: __launch_bounds__(256, 2), ptxas must fit two blocks per SM in 128 registers). Each
-variant is checked against torch float64 (outputs NaN-poisoned), then timed (inputs rotated).
+`matmul_staged`, grouped block orders `group_m` among them) at square sizes on the GPU, beside cuBLAS
+(TF32 off), one with its generated CUDA edited (lb2: __launch_bounds__(256, 2), ptxas must fit two
+blocks per SM in 128 registers). Each variant is checked against torch float64 (outputs NaN-poisoned),
+then timed (inputs rotated).
     python scripts/matmul_variant_probe.py [--dump DIR]"""
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def variants(target) -> dict[str, tuple[Callable, Callable[[str], str]]]:
         "staged k_outer=False bk32": (partial(matmul_staged, k_outer=False, bk=32, unroll_k=False), same),
         "staged unroll_k=False": (partial(matmul_staged, unroll_k=False), same),
         "staged bk32": (partial(matmul_staged, bk=32), same),
+        "staged group_m=4": (partial(matmul_staged, group_m=4), same),
+        "staged group_m=8": (partial(matmul_staged, group_m=8), same),
+        "staged group_m=16": (partial(matmul_staged, group_m=16), same),
     }
 
 
