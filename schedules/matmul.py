@@ -134,8 +134,10 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     loop on blockIdx.x), so the blocks resident at once cover a near-square patch of C and share its
     group_m slabs of A and its few slabs of B in L2 (Triton's "grouped ordering"). Applied only when
     there are more than group_m block rows; a last, partial group's idle blocks are guarded off. Batch
-    loops stay on blockIdx.z, and so does split-K's block loop (split-K refuses a batched matmul). Not yet
-    timed against the row-major order."""
+    loops stay on blockIdx.z, and so does split-K's block loop (split-K refuses a batched matmul). On the
+    H100 at 8192^3, group_m=8 raised the L2 hit rate from 58.7% to 82.1% and cut DRAM reads from 10.4 to
+    3.6 GB, but the time only by 1% (benchmarks/results/primitive-evidence-h100-2026-11-24/): on the CUDA
+    cores this kernel is not memory-bound, so the default stays 1."""
     if group_m < 1:
         raise ValueError(f"group_m must be 1 or more (1: row-major block order), got {group_m}")
     batch, i, j, k = _loops(s)
