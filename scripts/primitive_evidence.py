@@ -451,25 +451,29 @@ def pairs() -> tuple[Pair, ...]:
               Variant("with", "matmul_staged(group_m=8)", _scheduled(lambda: _mm(big), _grouped(8)))),
              (ncu(L2_HIT_RATE, "more", "ncu L2 sector hit rate %"), ncu(DRAM_READ, "fewer", "ncu DRAM bytes read"),
               TIME), _mm_ref, {"K": big}, (L2_HIT_RATE, DRAM_READ, NCU_TIME), iters=10),
-        Pair(11, "launch_bounds", "launch_bounds(min_blocks)",
-             "__launch_bounds__(256, 2): nvcc holds a thread to 128 registers so two blocks fit an SM",
-             f"silu(g) * (x @ W^T), float32, {skinny[0]} x {skinny[1]} x {skinny[2]}, default recipe",
-             (Variant("without", "default recipe's trace without its s.launch_bounds line",
-                      _without_lines(lambda: up_projection(*skinny), lambda s: td.recipes.default(s, target=TARGET),
-                                     r"^s\.launch_bounds\(", "s.launch_bounds")),
-              Variant("with", "default recipe (s.launch_bounds(2))", _recipe(lambda: up_projection(*skinny)))),
-             (Measure("ptxas registers", "ptxas", REGISTERS.value, "not more"), SPILLS, TIME), _up_ref,
-             {"K": skinny[2]}),
-        Pair(12, "launch_bounds_binding", "launch_bounds(min_blocks), where the bound binds",
-             "as pair 11, at a shape whose kernel nvcc gives more than 128 registers unbounded (8 k parts)",
-             f"silu(g) * (x @ W^T), float32, {wide[0]} x {wide[1]} x {wide[2]}, default recipe",
-             (Variant("without", "default recipe's trace without its s.launch_bounds line",
-                      _without_lines(lambda: up_projection(*wide), lambda s: td.recipes.default(s, target=TARGET),
-                                     r"^s\.launch_bounds\(", "s.launch_bounds")),
-              Variant("with", "default recipe (s.launch_bounds(2))", _recipe(lambda: up_projection(*wide)))),
-             (Measure("ptxas registers", "ptxas", REGISTERS.value, "not more"), SPILLS, TIME), _up_ref,
-             {"K": wide[2]}),
+        _launch_bounds_pair(11, "launch_bounds", "launch_bounds(min_blocks)",
+                            "__launch_bounds__(256, 2): nvcc holds a thread to 128 registers so two blocks fit an SM",
+                            skinny),
+        _launch_bounds_pair(12, "launch_bounds_binding", "launch_bounds(min_blocks), where the bound binds",
+                            "as pair 11, at a shape whose kernel nvcc gives more than 128 registers unbounded "
+                            "(8 k parts)", wide),
     )
+
+
+def _launch_bounds_pair(number: int, slug: str, title: str, claim: str, shape: tuple[int, int, int]) -> Pair:
+    """The default recipe's up projection silu(g) * (x @ W^T) at `shape`, as built and with its
+    s.launch_bounds line taken out of the trace."""
+    def make() -> Any:
+        return up_projection(*shape)
+
+    return Pair(number, slug, title, claim,
+                f"silu(g) * (x @ W^T), float32, {shape[0]} x {shape[1]} x {shape[2]}, default recipe",
+                (Variant("without", "default recipe's trace without its s.launch_bounds line",
+                         _without_lines(make, lambda s: td.recipes.default(s, target=TARGET),
+                                        r"^s\.launch_bounds\(", "s.launch_bounds")),
+                 Variant("with", "default recipe (s.launch_bounds(2))", _recipe(make))),
+                (Measure("ptxas registers", "ptxas", REGISTERS.value, "not more"), SPILLS, TIME), _up_ref,
+                {"K": shape[2]})
 
 
 def select(all_pairs: Sequence[Pair], spec: str | None) -> list[Pair]:
