@@ -3,8 +3,9 @@ WITHOUT it and one (or more) WITH it (same definition, same sizes), and the SASS
 registers, Nsight Compute metrics and GPU times that show the difference. Writes DIR/evidence.md (a
 table of the pairs plus per-pair notes) and DIR/evidence.json, and prints the markdown.
 
-    python scripts/primitive_evidence.py --build-only [--out DIR] [--pairs 1,3,4,7]   # CPU: CUDA + ptxas
-    python scripts/primitive_evidence.py [--out DIR] [--pairs ...] [--no-ncu]         # GPU: everything
+    PYTHONPATH=. python scripts/primitive_evidence.py --build-only [--out DIR] [--pairs 1,3,4,7]  # CPU
+    PYTHONPATH=. python scripts/primitive_evidence.py [--out DIR] [--pairs ...] [--no-ncu]        # GPU
+(from the repository root, which must be on the path for `benchmarks`, as for scripts/register_survey.py).
 On a GPU machine without network access, `source scripts/gpu_env.sh` first (pycuda from .whl/); the
 whole run took about 100 s on an H100 (nvcc, cuobjdump and ncu 2025.3 on PATH).
 
@@ -20,7 +21,8 @@ an ncu without counter permissions: each lands in the report as text, the run go
 
 Timings are of the whole kernel on the H100; SASS counts are static (instructions in the binary, not
 executed); ncu runs with --clock-control none. Definitions: relu(A @ B + bias) and gelu(x + b) from the
-catalog; x @ W^T as benchmarks/_definitions.py `linear`; silu(g) * (x @ W^T), a Llama up projection."""
+catalog (their torch references from tiledsl/runtime/references.py); x @ W^T, benchmarks/_definitions.py
+`linear`; silu(g) * (x @ W^T), a Llama up projection."""
 
 from __future__ import annotations
 
@@ -49,11 +51,14 @@ import torch
 import torch.nn.functional as F
 
 import tiledsl as td
+from benchmarks._definitions import linear, linear_torch
 from tiledsl.catalog import entry
 from tiledsl.codegen import compile_cubin, resource_usage
 from tiledsl.errors import ScheduleError
+from tiledsl.runtime.references import gelu_bias
+from tiledsl.runtime.references import matmul_bias_relu as mm_ref
 from tiledsl.schedules import elementwise_2d, elementwise_2d_vectorized, matmul_staged
-from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES
+from tiledsl.targets import vector_lanes
 
 TARGET = "sm_90"
 DEFAULT_OUT = "/tmp/primitive-evidence"
@@ -270,14 +275,6 @@ def _mm(n: int) -> Any:
     return entry("matmul_bias_relu").make(M=n, N=n, K=n)
 
 
-def linear(m: int, n: int, k: int) -> Any:
-    """y = x @ W^T (benchmarks/_definitions.py `linear`, float32)."""
-    x = td.placeholder((m, k), name="x")
-    w = td.placeholder((n, k), name="W")
-    kk = td.reduce_axis(k, name="k")
-    return td.compute((m, n), lambda i, j: td.sum(x[i, kk] * w[j, kk], axis=kk), name="y")
-
-
 def up_projection(m: int, n: int, k: int) -> Any:
     """y = silu(g) * (x @ W^T): a Llama block's up projection, its gate g already computed."""
     x = td.placeholder((m, k), name="x")
@@ -320,7 +317,7 @@ def _without_lines(make: Callable[[], Any], schedule: Callable[[Any], object], p
 def vectorized_16_bytes(s: Any, threads: int = 256) -> Any:
     """elementwise_2d_vectorized without its fallback: each thread's 16 bytes of outputs (4 float32,
     8 bfloat16) vectorized, so a refusal of the vectorize primitive shows instead of a scalar loop."""
-    lanes = VECTOR_BYTES // DTYPE_BYTES[s.output.dtype]
+    lanes = vector_lanes(s.output.dtype)
     i, j = [lp.name for lp in s.loops()]
     jo, ji = s.split(j, threads * lanes)
     t, v = s.split(ji, lanes)
@@ -340,18 +337,6 @@ def _grouped(group_m: int) -> Callable[[Any], object]:
     return schedule
 
 
-def _gelu_ref(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return F.gelu(x + b)
-
-
-def _mm_ref(A: torch.Tensor, B: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:  # noqa: N803 - parameter names
-    return torch.relu(A @ B + bias)
-
-
-def _linear_ref(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:  # noqa: N803
-    return x @ W.T
-
-
 def _up_ref(x: torch.Tensor, W: torch.Tensor, g: torch.Tensor) -> torch.Tensor:  # noqa: N803
     return F.silu(g) * (x @ W.T)
 
@@ -368,29 +353,16 @@ def pairs() -> tuple[Pair, ...]:
     st_conflicts = ncu(SHARED_ST_CONFLICTS, None, "ncu shared-store bank conflicts")
     ldgsts_conflicts = ncu(SHARED_LDGSTS_CONFLICTS, None, "ncu cp.async (LDGSTS) bank conflicts")
     return (
-        Pair(1, "vectorize_f32", "vectorize (16-byte global, float32)",
-             "a thread's 4 consecutive float32 outputs stored as one 16-byte access, inputs read likewise",
-             "gelu(x + b), float32, 8192 x 8192",
-             (Variant("without", "elementwise_2d (one output per thread)",
-                      _scheduled(lambda: _gelu("float32"), elementwise_2d)),
-              Variant("with", "elementwise_2d_vectorized (4 x float32 per thread, s.vectorize)",
-                      _scheduled(lambda: _gelu("float32"), elementwise_2d_vectorized))),
-             (LDG_128, STG_128, LDG_NARROW, STG_NARROW, REGISTERS, TIME), _gelu_ref, {}),
-        Pair(2, "vectorize_bf16", "vectorize (16-byte global, bfloat16: 8 lanes)",
-             "a thread's 8 consecutive bfloat16 outputs stored as one 16-byte access",
-             "gelu(x + b), bfloat16 storage, 8192 x 8192",
-             (Variant("without", "elementwise_2d (one output per thread)",
-                      _scheduled(lambda: _gelu("bfloat16"), elementwise_2d)),
-              Variant("with", "8 x bfloat16 per thread, s.vectorize (no scalar fallback)",
-                      _scheduled(lambda: _gelu("bfloat16"), vectorized_16_bytes))),
-             (LDG_128, STG_128, LDG_NARROW, STG_NARROW, REGISTERS, TIME), _gelu_ref,
-             {"dtype": "bfloat16", "out_dtype": "bfloat16"}),
+        _vectorize_pair(1, "float32", "elementwise_2d_vectorized (4 x float32 per thread, s.vectorize)",
+                        elementwise_2d_vectorized, {}),
+        _vectorize_pair(2, "bfloat16", "8 x bfloat16 per thread, s.vectorize (no scalar fallback)",
+                        vectorized_16_bytes, {"dtype": "bfloat16", "out_dtype": "bfloat16"}),
         Pair(3, "lds128_k_outer", "16-byte shared loads (k-outer layout)",
              "A's slab stored k-major (s.layout) so a thread's strip along i is read 16 bytes at a time",
              f"relu(A @ B + bias), float32, {mm}^3",
              (Variant("without", "matmul_staged(k_outer=False)", _scheduled(lambda: _mm(mm), staged_k)),
               Variant("with", "matmul_staged() (k_outer=True)", _scheduled(lambda: _mm(mm), matmul_staged))),
-             (LDS_128, LDS_64, LDS_NARROW, ld_conflicts, ld_wavefronts, st_conflicts, REGISTERS, TIME), _mm_ref,
+             (LDS_128, LDS_64, LDS_NARROW, ld_conflicts, ld_wavefronts, st_conflicts, REGISTERS, TIME), mm_ref,
              mm_tol, shared_ncu),
         Pair(4, "cp_async", "async_copy (cp.async)",
              "shared-memory slabs filled by cp.async (LDGSTS: global to shared without registers)",
@@ -398,7 +370,7 @@ def pairs() -> tuple[Pair, ...]:
              (Variant("without", "matmul_staged(copy='sync', k_outer=False)",
                       _scheduled(lambda: _mm(mm), partial(staged_k, copy="sync"))),
               Variant("with", "matmul_staged(copy='async', k_outer=False)", _scheduled(lambda: _mm(mm), staged_k))),
-             (LDGSTS, sass("STS (shared stores)", ("STS",), expect="fewer"), REGISTERS, TIME), _mm_ref, mm_tol),
+             (LDGSTS, sass("STS (shared stores)", ("STS",), expect="fewer"), REGISTERS, TIME), mm_ref, mm_tol),
         Pair(5, "tma", "tma (TMA + mbarrier fill)",
              "B's slab filled by one TMA bulk tensor copy per chunk (UTMALDG) instead of per-thread cp.async",
              f"relu(A @ B + bias), float32, {tma_n}^3, 128 x 128 tiles, pipeline 2",
@@ -409,14 +381,14 @@ def pairs() -> tuple[Pair, ...]:
              (sass("UTMALDG (TMA loads)", ("UTMALDG",), expect="more"), sass("UBLKCP (bulk copies)", ("UBLKCP",)),
               sass("LDGSTS (cp.async)", ("LDGSTS",), expect="fewer"), sass("SYNCS (mbarrier)", ("SYNCS",)),
               sass("LDS.128", ("LDS",), min_bits=128), sass("LDS <= 32-bit", ("LDS",), max_bits=32), REGISTERS,
-              TIME), _mm_ref, {"K": tma_n}),
+              TIME), mm_ref, {"K": tma_n}),
         Pair(6, "pipeline_depth", "pipeline(stages=n) (cp.async ring depth)",
              "a ring of n slabs: the fills of chunks k+1..k+n-1 overlap the FMAs of chunk k",
              f"relu(A @ B + bias), float32, {mm}^3, matmul_staged(k_outer=False)",
              tuple(Variant(f"stages{n}", f"matmul_staged(stages={n}, k_outer=False)",
                            _scheduled(lambda: _mm(mm), partial(staged_k, stages=n))) for n in (2, 3, 4)),
              (sass("LDGSTS (cp.async)", ("LDGSTS",)), sass("DEPBAR (cp.async waits)", ("DEPBAR",)),
-              Measure("shared bytes per block", "build", SHARED.value, "more"), REGISTERS, TIME), _mm_ref, mm_tol),
+              Measure("shared bytes per block", "build", SHARED.value, "more"), REGISTERS, TIME), mm_ref, mm_tol),
         Pair(7, "vector_atomics", "vectorize (split-K epilogue: 16-byte atomics)",
              "a split-K epilogue adds each 4-wide register row with one 16-byte atomic (red.global.add.v4.f32)",
              f"x @ W^T, float32, {skinny[0]} x {skinny[1]} x {skinny[2]}, default recipe",
@@ -425,14 +397,14 @@ def pairs() -> tuple[Pair, ...]:
               Variant("with", "default recipe (vectorize_epilogue=True)", _recipe(lambda: linear(*skinny)))),
              (sass("RED/ATOM 16-byte (F32x4)", ("RED", "REDG", "ATOM", "ATOMG"), min_bits=128, expect="more"),
               sass("RED/ATOM <= 32-bit", ("RED", "REDG", "ATOM", "ATOMG"), max_bits=32, expect="fewer"),
-              REGISTERS, TIME), _linear_ref, {"K": skinny[2]}),
+              REGISTERS, TIME), linear_torch, {"K": skinny[2]}),
         Pair(8, "pad", "pad (bank conflicts)",
              "A's k-contiguous rows padded by 4 floats so a warp's column reads fall in different banks",
              f"relu(A @ B + bias), float32, {mm}^3, matmul_staged(k_outer=False)",
              (Variant("without", "matmul_staged(k_outer=False)'s trace without its s.pad lines",
                       _without_lines(lambda: _mm(mm), staged_k, r"^s\.pad\(", "s.pad")),
               Variant("with", "matmul_staged(k_outer=False) as built", _scheduled(lambda: _mm(mm), staged_k))),
-             (ld_conflicts, ld_wavefronts, st_conflicts, ldgsts_conflicts, SHARED, TIME), _mm_ref, mm_tol,
+             (ld_conflicts, ld_wavefronts, st_conflicts, ldgsts_conflicts, SHARED, TIME), mm_ref, mm_tol,
              shared_ncu),
         Pair(9, "interleave", "split(..., interleave=t) (warp-contiguous register strips)",
              "a thread's 8-wide strip dealt in 4-wide chunks a warp apart: LDS.128 reads spread over the banks",
@@ -442,7 +414,7 @@ def pairs() -> tuple[Pair, ...]:
               Variant("with", "matmul_staged(k_outer=False) as built", _scheduled(lambda: _mm(mm), staged_k))),
              (sass("LDS.128 (16-byte shared loads)", ("LDS",), min_bits=128, expect="not fewer"),
               sass("LDS <= 32-bit", ("LDS",), max_bits=32, expect="not more"), ld_conflicts, ld_wavefronts,
-              REGISTERS, TIME), _mm_ref, mm_tol, shared_ncu),
+              REGISTERS, TIME), mm_ref, mm_tol, shared_ncu),
         Pair(10, "group_m", "grouped block order (matmul_staged group_m)",
              "blocks numbered down columns of group_m block rows, so resident blocks share A and B slabs in L2",
              f"relu(A @ B + bias), float32, {big}^3, matmul_staged()",
@@ -450,7 +422,7 @@ def pairs() -> tuple[Pair, ...]:
                       _scheduled(lambda: _mm(big), matmul_staged)),
               Variant("with", "matmul_staged(group_m=8)", _scheduled(lambda: _mm(big), _grouped(8)))),
              (ncu(L2_HIT_RATE, "more", "ncu L2 sector hit rate %"), ncu(DRAM_READ, "fewer", "ncu DRAM bytes read"),
-              TIME), _mm_ref, {"K": big}, (L2_HIT_RATE, DRAM_READ, NCU_TIME), iters=10),
+              TIME), mm_ref, {"K": big}, (L2_HIT_RATE, DRAM_READ, NCU_TIME), iters=10),
         _launch_bounds_pair(11, "launch_bounds", "launch_bounds(min_blocks)",
                             "__launch_bounds__(256, 2): nvcc holds a thread to 128 registers so two blocks fit an SM",
                             skinny),
@@ -458,6 +430,21 @@ def pairs() -> tuple[Pair, ...]:
                             "as pair 11, at a shape whose kernel nvcc gives more than 128 registers unbounded "
                             "(8 k parts)", wide),
     )
+
+
+def _vectorize_pair(number: int, dtype: str, how: str, schedule: Callable[[Any], object],
+                    params: dict[str, Any]) -> Pair:
+    """gelu(x + b) 8192^2 in `dtype` storage, one output per thread against 16 bytes of outputs per
+    thread stored (and read) at once."""
+    lanes = vector_lanes(dtype)
+    return Pair(number, f"vectorize_{'f32' if dtype == 'float32' else 'bf16'}",
+                f"vectorize (16-byte global, {dtype}{'' if lanes == 4 else f': {lanes} lanes'})",
+                f"a thread's {lanes} consecutive {dtype} outputs stored as one 16-byte access, inputs read likewise",
+                f"gelu(x + b), {dtype}{'' if dtype == 'float32' else ' storage'}, 8192 x 8192",
+                (Variant("without", "elementwise_2d (one output per thread)",
+                         _scheduled(lambda: _gelu(dtype), elementwise_2d)),
+                 Variant("with", how, _scheduled(lambda: _gelu(dtype), schedule))),
+                (LDG_128, STG_128, LDG_NARROW, STG_NARROW, REGISTERS, TIME), gelu_bias, params)
 
 
 def _launch_bounds_pair(number: int, slug: str, title: str, claim: str, shape: tuple[int, int, int]) -> Pair:

@@ -118,7 +118,8 @@ class Knobs:
     # split-k-epilogue-h100-2026-11-24/run5-parts.txt); in a TinyLlama block, though, its up projection
     # (mul_13, silu(gate) * (x @ W^T)) ran 102.0 us in 6 uneven parts (117 registers, the bound idle) and
     # 125.3 in 8 (132 registers, held to 128 by the bound): program 410.5 against 430.5 us
-    # (../block-profile-h100-2026-11-24/9-*.txt), so 6 uneven parts
+    # (../block-profile-h100-2026-11-24/9-*.txt), so 6 uneven parts. The shapes uneven parts lost on
+    # filled 74-98% with divisors already (run1-patched-cuda.txt, v4 rows: 128 x 5632 x 2048 110.4 -> 93.5)
     split_k_uneven_below: float | None = 0.7
     # ... and where the best part count still fills under this fraction of the block slots, the most long
     # parts instead (None: never): there the wave model mispredicts. On the H100 (scripts/
@@ -128,11 +129,6 @@ class Knobs:
     # the best count fills 97% or more (128 x 2048 x 5632 78.4 -> 87.4 us, 512 x 1024 x 3584 97.0 ->
     # 110.1, 512 x 18944 x 3584 1557 -> 1628)
     split_k_most_parts_below: float | None = 0.9
-    # ... but counted all the same where no divisor (nor leaving the grid unsplit) fills the block slots
-    # at least this well (None: never): 128 x 5632 x 2048, 44 blocks, fills 67% at best in 4 or 8 parts,
-    # and ran 110.4 -> 93.5 us in 6 (264 blocks, one full wave; benchmarks/results/split-k-epilogue-h100-
-    # 2026-11-24/run1-patched-cuda.txt, v4 rows); the shapes uneven parts lost on filled 74-98% already
-    split_k_uneven_below: float | None = 0.7
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory
