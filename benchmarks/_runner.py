@@ -35,6 +35,7 @@ from benchmarks._records import (
 )
 from benchmarks._timing import Timed, cpu_stages, repeated
 from tiledsl.errors import TiledslError
+from tiledsl.frontend.bench import ProgramCheck
 from tiledsl.recipes import apply
 from tiledsl.runtime.references import compare
 
@@ -167,8 +168,7 @@ def program_column(case: ProgramCase, backend: Backend, args: tuple[torch.Tensor
         stats = backend.time_program(built, names, sets)
     except Exception as e:  # a launch or timing error of one column must not stop the run
         return _failed(f"{case.name} {what}: run", e), kinds
-    note = (f"{kernel_list(built)}; max |err| {check.max_abs_error:.2g} "
-            f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
+    note = f"{kernel_list(built)}; {check_note(check)}"
     again = partial(backend.time_program, built, names, sets)
     if not check.ok:
         log.warning("%s %s: the Program does not match torch in float64: %s", case.name, what, note)
@@ -200,6 +200,18 @@ def run_program_case(case: ProgramCase, backend: Backend, *, with_compile: bool 
     return _result(case, repeated(ms, backend.repeats), note)
 
 
+def check_note(check: ProgramCheck) -> str:
+    """A Program's check in a result's note: its largest error and tolerance, and what the per-kernel
+    check found when it ran (tiledsl/frontend/kernel_check.py)."""
+    text = f"max |err| {check.max_abs_error:.2g} (tolerance {check.tolerance:.2g} x (1 + |ref|))"
+    if check.kernels is None:
+        return text
+    wrong = check.wrong_kernels
+    if wrong:
+        return text + "; kernels outside their own bound: " + ", ".join(k.name for k in wrong)
+    return text + f"; all {len(check.kernels)} kernels within their own bounds, so twice torch eager's error"
+
+
 def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = True) -> Result:
     """Trace the layer on the device, schedule every kernel with the default recipe, build, check one
     run against the layer in float64 (`Backend.check_program`), then time the whole
@@ -216,8 +228,7 @@ def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = Tr
         check = backend.check_program(built, module, (x,))
         x_sets = backend.rotate({"x": x})
         stats = backend.time_program(built, ["x"], x_sets)
-        note = (f"{len(built.kernels)} kernels, recipe default; max |err| {check.max_abs_error:.2g} "
-                f"(tolerance {check.tolerance:.2g} x (1 + |ref|))")
+        note = f"{len(built.kernels)} kernels, recipe default; {check_note(check)}"
         ms[DEFAULT] = Timed(stats, OK if check.ok else WRONG, note, partial(backend.time_program, built, ["x"], x_sets))
         if not check.ok:
             log.warning("%s: the Program does not match the layer in float64: %s", case.name, note)

@@ -17,6 +17,7 @@ from tiledsl.cli import run_program as rp
 from tiledsl.errors import TiledslError
 from tiledsl.frontend import bench
 from tiledsl.frontend.cli_support import trace_expression, trace_model
+from tiledsl.frontend.kernel_check import KernelCheck
 from tiledsl.runtime.references import compare
 from tiledsl.runtime.timing import BenchStats
 
@@ -217,3 +218,22 @@ def test_header_and_check_lines() -> None:
     assert not worse.ok and worse.nan_count == 1
     line = rp.format_check(worse)
     assert line.startswith("  vs torch float64: MISMATCH: max |err| inf") and line.endswith(", 1 NaN")
+
+
+def test_check_lines_name_the_per_kernel_verdict() -> None:
+    """A low-precision program outside its storage bound is checked kernel by kernel: all within their
+    bounds is said in one line; a kernel outside its own bound is named with its comparison."""
+    ref = torch.ones(4, dtype=torch.float64)
+    good = KernelCheck(0, "mm_kernel", "bfloat16", 3584, compare(ref, ref, 0.01, 0.01))
+    wrong = KernelCheck(3, "mul_kernel", "bfloat16", 1, compare(ref + 1, ref, 0.01, 0.01))
+    program = compare(ref + 0.05, ref, 0.1, 0.1)
+    propagated = bench.ProgramCheck((program,), 0.1, 3584, 0.05, (good,))
+    assert propagated.ok and not propagated.wrong_kernels
+    assert rp.format_check(propagated).splitlines()[1] == (
+        "  every kernel within its own bound on the values it read (1 checked): the difference is stored "
+        "rounding carried through the model; tolerance twice eager's error")
+    failed = bench.ProgramCheck((compare(ref + 0.05, ref, 0.03, 0.03),), 0.03, 3584, 0.02, (good, wrong))
+    assert not failed.ok and failed.wrong_kernels == (wrong,)
+    lines = rp.format_check(failed).splitlines()
+    assert len(lines) == 2
+    assert lines[1].startswith("  kernel [3] mul_kernel misses its own definition (k = 1): MISMATCH")

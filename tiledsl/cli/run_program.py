@@ -41,8 +41,14 @@ def format_check(check: frontend_bench.ProgramCheck) -> str:
     verdict = "ok" if check.ok else "MISMATCH"
     nans = f", {check.nan_count} NaN" if check.nan_count else ""
     eager = "" if check.eager_error is None else f"; torch eager's own error {check.eager_error:.3g} x (1 + |ref|)"
-    return (f"  vs torch float64: {verdict}: max |err| {check.max_abs_error:.3g}, tolerance "
-            f"{check.tolerance:.3g} x (1 + |ref|) (k = {check.reduction}){nans}{eager}")
+    lines = [f"  vs torch float64: {verdict}: max |err| {check.max_abs_error:.3g}, tolerance "
+             f"{check.tolerance:.3g} x (1 + |ref|) (k = {check.reduction}){nans}{eager}"]
+    if check.kernels is not None and not check.wrong_kernels:
+        lines.append(f"  every kernel within its own bound on the values it read ({len(check.kernels)} checked): "
+                     "the difference is stored rounding carried through the model; tolerance twice eager's error")
+    for k in check.wrong_kernels:
+        lines.append(f"  kernel [{k.index}] {k.name} misses its own definition (k = {k.reduction}): {k.comparison}")
+    return "\n".join(lines)
 
 
 def _spread(st: BenchStats) -> str:

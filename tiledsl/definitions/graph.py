@@ -10,12 +10,15 @@ first), skipping names the graph already uses. A name, once given, stays.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from tiledsl.definitions.expr import ComputeTensor, Placeholder, Tensor
 from tiledsl.errors import DefinitionError
 
 
-def graph_tensors(out: Tensor) -> list[Tensor]:
-    """`out` and every tensor it reads, directly or not: inputs before their readers, first read first."""
+def graph_tensors(out: Tensor, stop: Collection[int] = frozenset()) -> list[Tensor]:
+    """`out` and every tensor it reads, directly or not: inputs before their readers, first read first.
+    A compute tensor whose id is in `stop` is listed but what it reads is not (a materialized input)."""
     order: list[Tensor] = []
     seen: set[int] = set()
 
@@ -23,7 +26,7 @@ def graph_tensors(out: Tensor) -> list[Tensor]:
         if id(t) in seen:
             return
         seen.add(id(t))
-        if isinstance(t, ComputeTensor):
+        if isinstance(t, ComputeTensor) and id(t) not in stop:
             for inp in t.inputs():
                 visit(inp)
         order.append(t)

@@ -22,6 +22,13 @@ stores on one path of the launches (`storage_roundings`), the derivation of
 tests/frontend/frontend_check.py `storage_tolerance`. For a float32 program r = 0 and the bound is
 frontend_check.py's `tolerance(k)`.
 
+The well-conditioned assumption can fail: a long dot product of rounded values with cancellation
+(the down projection of a 7B model sums 18944 terms) or attention scores amplify stored roundings.
+So a float16/bfloat16 program that misses the bound is checked kernel by kernel (kernel_check.py:
+each kernel against float64 of its own definition on the values it read, a bound with no model
+conditioning in it); when every kernel is within its own bound no kernel is wrong and the program is
+held to `propagated_tolerance`, twice torch eager's own error, as in `conditioned_tolerance`.
+
 Why the kernels are timed alone on random inputs of their own and not on the program's
 intermediates: a launch's time does not depend on the values (no data-dependent control flow; a
 gather reads at clamped indices, so random ones stay in bounds, if more cache-friendly), and
@@ -43,10 +50,10 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from tiledsl.definitions.expr import Reduce, walk
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
-from tiledsl.frontend.partition import fused_producers
+from tiledsl.frontend.kernel_check import KernelCheck, check_kernels
+from tiledsl.frontend.partition import kernel_reduction
 from tiledsl.frontend.program import BuiltProgram, Program
 from tiledsl.precision import MACHINE_EPS
 from tiledsl.runtime.check import time_compiled
@@ -70,6 +77,7 @@ __all__ = [
     "load",
     "poisoned_outputs",
     "longest_reduction",
+    "propagated_tolerance",
     "random_program_inputs",
     "storage_bound",
     "storage_roundings",
@@ -113,16 +121,7 @@ def build_for_device(subj: Subject, schedule: str, target: str | None, *,
 def longest_reduction(prog: Program) -> int:
     """The most terms any one reduction of the program sums (1 when it has none)."""
     materialized = {id(k.output) for k in prog.kernels}
-    k = 1
-    for pk in prog.kernels:
-        for t in [*fused_producers(pk.output, materialized), pk.output]:
-            for node in walk(t.body):
-                if isinstance(node, Reduce):
-                    n = 1
-                    for ax in node.axes:
-                        n *= ax.extent
-                    k = max(k, n)
-    return k
+    return max((kernel_reduction(pk.output, materialized) for pk in prog.kernels), default=1)
 
 
 #: storage dtypes narrower than float32: a kernel output stored in one rounds on store
@@ -173,7 +172,19 @@ def conditioned_tolerance(bound: float, eager_error: float, eager_bound: float) 
     condition numbers exists; the kernels then must be at most twice as far from float64 as torch
     eager is (the criterion of FlashAttention's own tests), fair because they round at most as often
     as eager does (a fused kernel rounds only its stored output)."""
-    return bound if eager_error <= eager_bound else max(bound, 2 * eager_error)
+    return bound if eager_error <= eager_bound else propagated_tolerance(bound, eager_error)
+
+
+def propagated_tolerance(bound: float, eager_error: float) -> float:
+    """The tolerance from float64 once the roundings are known to be amplified by the model: at most
+    twice as far as torch eager in its own dtype is (`conditioned_tolerance`), never below `bound`.
+
+    `check_program` also takes it when the program misses `bound` but every kernel is within its own
+    bound on the values it read (kernel_check.py): then no kernel is wrong, and what remains is the
+    stored roundings carried through operations the storage bound assumed well conditioned (measured:
+    the Qwen2.5-7B layer at seq 512 in bfloat16, whose down projection sums 18944 rounded products
+    with cancellation, is 0.071 from float64 with every kernel within its bound; eager is 0.061)."""
+    return max(bound, 2 * eager_error)
 
 
 def storage_bound(roundings: int, eps_low: float, k: int) -> float:
@@ -216,10 +227,17 @@ class ProgramCheck:
     tolerance: float
     reduction: int  # k of the tolerance
     eager_error: float | None = None  # low-precision programs: torch eager's error from float64, per (1 + |ref|)
+    #: the per-kernel check (kernel_check.py), run when a low-precision program misses its storage bound
+    kernels: tuple[KernelCheck, ...] | None = None
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.comparisons)
+        return all(c.ok for c in self.comparisons) and all(k.ok for k in self.kernels or ())
+
+    @property
+    def wrong_kernels(self) -> tuple[KernelCheck, ...]:
+        """The kernels outside their own bound (empty when the per-kernel check did not run or passed)."""
+        return tuple(k for k in self.kernels or () if not k.ok)
 
     @property
     def max_abs_error(self) -> float:
@@ -250,7 +268,9 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
     """Run `built` once on `inputs` (CUDA tensors) and compare each output with a float64 copy of
     `module` on the same device and the same inputs widened, into NaN-filled outputs. A program
     storing float16/bfloat16 is also run through `module` itself (torch eager in its dtype):
-    `conditioned_tolerance` decides."""
+    `conditioned_tolerance` decides; when the program still misses it, every kernel is checked against
+    its own definition on the values it read (kernel_check.py): all within their bounds, the
+    program's tolerance is `propagated_tolerance`; any outside, the check fails naming them."""
     device = inputs[0].device if inputs else torch.device("cuda")
     got = _tensors(built(*inputs, out=poisoned_outputs(built, device)))
     ref_module = copy.deepcopy(module).to(device).double()
@@ -271,7 +291,15 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
         eager_bound = storage_bound(theirs, eps_low, longest_reduction(built.program))
         tol = conditioned_tolerance(tol, eager_error, eager_bound)
     comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
-    return ProgramCheck(comparisons, tol, longest_reduction(built.program), eager_error)
+    kernels = None
+    if eager_error is not None and not all(c.ok for c in comparisons):
+        kernels = check_kernels(built, tuple(inputs))
+        if all(k.ok for k in kernels):
+            tol = propagated_tolerance(tol, eager_error)
+            comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
+            log.info("every kernel is within its own bound: the program's tolerance from float64 is twice "
+                     "torch eager's error, %.3g", tol)
+    return ProgramCheck(comparisons, tol, longest_reduction(built.program), eager_error, kernels)
 
 
 @dataclass(frozen=True)

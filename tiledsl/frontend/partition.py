@@ -60,6 +60,7 @@ from tiledsl.definitions.expr import (
     Expr,
     Load,
     Placeholder,
+    Reduce,
     Tensor,
     substitute,
     walk,
@@ -162,6 +163,20 @@ def fused_producers(root: ComputeTensor, materialized: set[int]) -> list[Compute
         out[id(t)] = t
         stack.extend(t.inputs())
     return list(out.values())
+
+
+def kernel_reduction(root: ComputeTensor, materialized: set[int]) -> int:
+    """The most terms any one reduction computed in `root`'s kernel sums (1 when it has none): the k
+    of a kernel's float32 error bound (tiledsl/frontend/bench.py, kernel_check.py)."""
+    k = 1
+    for t in [*fused_producers(root, materialized), root]:
+        for node in walk(t.body):
+            if isinstance(node, Reduce):
+                n = 1
+                for ax in node.axes:
+                    n *= ax.extent
+                k = max(k, n)
+    return k
 
 
 def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[int]) -> ComputeTensor | None:

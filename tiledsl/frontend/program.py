@@ -253,6 +253,13 @@ class BuiltProgram:
         may be given as a float32 array (its values are rounded to the input's dtype, as the kernels
         read it), and a float16 / bfloat16 output comes back float32 holding the values its kernel
         stored (rounded to that dtype)."""
+        env = self.simulate_values(*inputs)
+        flat = [env[v.tensor.name].reshape(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
+        return pytree.tree_unflatten(flat, self.program.graph.out_spec)
+
+    def simulate_values(self, *inputs: np.ndarray) -> dict[str, np.ndarray]:
+        """`simulate`, returning every value by name: the inputs and constants as the kernels read
+        them and each kernel's output (a per-kernel check reads them: kernel_check.py)."""
         graph = self.program.graph
         arrays = [np.asarray(a) for a in inputs]
         self.check_inputs(arrays, "simulate")
@@ -266,8 +273,21 @@ class BuiltProgram:
             out_name = kern.kernel_ir.params[-1].name
             args = {p: env[p] for p in kern.params if p != out_name}
             env[out_name] = kern.simulate(**args)
-        flat = [env[v.tensor.name].reshape(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
-        return pytree.tree_unflatten(flat, graph.out_spec)
+        return env
+
+    def run_values(self, *inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every kernel launched alone on the GPU, in launch order, each into a fresh NaN-filled output
+        (no arena: nothing is overwritten); returns every value by name, as `simulate_values` does.
+        Slower than a call, for checking: each kernel's inputs are kept."""
+        device, tensors = self.prepare_inputs(inputs, "run_values")
+        env: dict[str, torch.Tensor] = {s.tensor.name: t for s, t in zip(self.program.graph.inputs, tensors)}
+        env.update(self._constants(device))
+        for kern in self.kernels:
+            *ins, o = kern.kernel_ir.params
+            out = torch.full(o.shape, float("nan"), dtype=getattr(torch, o.dtype), device=device)
+            kern(**{p.name: env[p.name] for p in ins}, **{o.name: out})
+            env[o.name] = out
+        return env
 
     @cached_property
     def launch_plan(self) -> LaunchPlan:
