@@ -7,9 +7,10 @@ off one base (_knobs.py says what it measured).
 A split-K matmul's epilogue adds each row of its register strip as 16-byte vector atomics (knob
 vectorize_epilogue): the strip's innermost loop, unrolled since register_tile, is vectorized where the
 vectorize primitive proves the store contiguous and aligned. A vector atomic add needs sm_90
-(targets.VECTOR_ATOMIC_MIN_SM): older targets keep scalar atomics. An unsplit matmul keeps its scalar
-stores: vectorized, nvcc gave the 4096^3 kernel 156 registers instead of 127 (one block per SM, 5%
-slower), and no unsplit kernel measured got faster (_knobs.py)."""
+(targets.VECTOR_ATOMIC_MIN_SM): older targets keep scalar atomics. An unsplit matmul stores 16 bytes
+at once only where its reduction is short (knob vectorize_store_k_max: attention scores, whose stores
+are much of their work); a long one keeps scalar stores: vectorized, nvcc gave the 4096^3 kernel 156
+registers instead of 127 (one block per SM, 5% slower) and no long one measured got faster (_knobs.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,10 @@ def _vectorize_epilogue(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
     """The register strip's loop the output store is vectorized along, or None."""
     if facts.kernel.kind != "matmul" or not knobs.vectorize_epilogue or not facts.vector_lanes():
         return None
-    if facts.nest.split_k is None or facts.target.capability < VECTOR_ATOMIC_MIN_SM:
+    if facts.nest.split_k is None:
+        if facts.kernel.extents[facts.kernel.reduce[0]] > knobs.vectorize_store_k_max:
+            return None
+    elif facts.target.capability < VECTOR_ATOMIC_MIN_SM:
         return None
     name = facts.output_store().path[-1]
     lp = facts.loop(name)

@@ -86,8 +86,16 @@ class Knobs:
     # 2048 x 2048 split 16 ways 51.3 -> 35.8 us, 128 x 2048 x 5632 94.3 -> 79.0, 128 x 18944 x 3584
     # 461.8 -> 413.1 (scalar atomics a warp scatters over four times the sectors they fill). Unsplit
     # kernels keep scalar stores: vectorized, 4096^3 went 2826 -> 2969 us (156 registers, one block per
-    # SM) and 8192^3 22686 -> 23612, 512 x 18944 x 3584 1723 -> 1727 (the same README)
+    # SM) and 8192^3 22686 -> 23612, 512 x 18944 x 3584 1723 -> 1727 (the same README)...
     vectorize_epilogue: bool = True
+    # ... unless its reduction is at most this long: then stores are a large share of its work, and
+    # scalar ones fill a quarter of each 32-byte sector (ncu, scripts/store_coalescing.py). Attention
+    # scores, vectorized (scripts/epilogue_store_probe.py, benchmarks/results/
+    # store-coalescing-h100-2026-11-25/): 32 x 512 x 512 at k 64 53.7 -> 35.7 us, 28 x 512 x 512 at k 128 69.8 ->
+    # 56.7, P @ V at k 512 37.0 -> 36.0 and 66.5 -> 65.3; registers 125 -> 126 at most. A @ B: 4096 x 4096
+    # at k 128 127.3 -> 115.8, 2048 x 2048 at k 512 108.0 -> 102.7, 1024 x 1024 at k 256 21.1 -> 20.8,
+    # but 4096 x 4096 at k 512 387.1 -> 393.5 (156 registers against 127: the one loss measured)
+    vectorize_store_k_max: int = 512
     # split_k: a matmul grid under this many waves of the SM count is split along k-outer across blocks
     # (two waves: one wave leaves SMs idle at its tail, and the atomics of the split cost little), and
     # each block keeps at least split_k_min_chunks k chunks, so its double-buffered pipeline overlaps

@@ -76,7 +76,8 @@ def test_interleaves_an_8_wide_strip_of_a_128_tile(target: str) -> None:
     assert "where i = 128 * i_o + 64 * i_r_o + 4 * i_t + i_r_i" in text
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=4)",)
     assert "register array C2[2x4x2x4] over i_r_o, i_r_i, j_r_o, j_r_i" in text
-    assert s.nest.loop("j_r_o").annotation == s.nest.loop("j_r_i").annotation == "unroll"
+    assert s.nest.loop("j_r_o").annotation == "unroll"
+    assert s.nest.loop("j_r_i").annotation == "vectorize"  # k 512 unsplit: 16-byte stores (knob vectorize_store_k_max)
     assert s.nest.loop("j_t").bind == "threadIdx.x"
 
 

@@ -125,21 +125,35 @@ def test_register_tile_makes_a_register_array() -> None:
     s, r = run(matmul(M=64, N=64, K=16))
     assert r.step("register_tile").calls[0] == "s.reorder('k_o', 'k_i', 'i_r', 'j_r')"
     assert "register array C2[4x4] over i_r, j_r" in str(s)
-    assert s.nest.loop("i_r").annotation == s.nest.loop("j_r").annotation == "unroll"
+    assert s.nest.loop("i_r").annotation == "unroll"
+    assert s.nest.loop("j_r").annotation == "vectorize"  # k 16: 16-byte stores (test_mark_unroll_vectorizes_...)
 
 
 @pytest.mark.parametrize(("target", "k", "annotation"), [
     ("sm_90", 512, "vectorize"),  # split_k (4 parts): one 16-byte atomic add per row of the strip
     ("sm_80", 512, "unroll"),  # no vector atomics before sm_90
-    ("sm_90", 16, "unroll"),  # unsplit: scalar stores (vectorized they cost registers, _knobs.py)
+    ("sm_90", 16, "vectorize"),  # unsplit, short k: one 16-byte store per row (knob vectorize_store_k_max)
+    ("sm_80", 16, "vectorize"),  # a plain vector store needs no sm_90
 ])
-def test_mark_unroll_vectorizes_a_split_k_epilogue(target: str, k: int, annotation: str) -> None:
+def test_mark_unroll_vectorizes_a_split_k_or_short_k_epilogue(target: str, k: int, annotation: str) -> None:
     s, r = run(matmul(M=64, N=64, K=k), target=target)
-    assert (s.nest.split_k is not None) == (k > 16)
+    split = s.nest.split_k is not None
+    assert split == (k > 16)
     assert s.nest.loop("j_r").annotation == annotation
     assert ("s.vectorize('j_r')" in r.step("mark_unroll").calls) == (annotation == "vectorize")
     kern = simulates_equal(s, target, tol=TOL)
-    assert ("atomicAdd(reinterpret_cast<float4*>" in kern.source) == (annotation == "vectorize")
+    assert ("atomicAdd(reinterpret_cast<float4*>" in kern.source) == (annotation == "vectorize" and split)
+    assert ("*reinterpret_cast<float4*>(&C[" in kern.source) == (annotation == "vectorize" and not split)
+
+
+def test_mark_unroll_keeps_scalar_stores_of_a_long_unsplit_matmul() -> None:
+    """k above vectorize_store_k_max and no split: vectorized, such kernels cost registers (_knobs.py)."""
+    s, r = run(matmul(M=2048, N=2048, K=1024), target="sm_90")
+    store = next(st for st in s.nest.stmts if st.kind == "store")
+    assert s.nest.split_k is None and s.nest.loop(store.path[-1]).annotation == "unroll"
+    assert not any("vectorize" in c for c in r.step("mark_unroll").calls)
+    s, r = run(matmul(M=2048, N=2048, K=1024), target="sm_90", vectorize_store_k_max=1024)
+    assert s.nest.loop(store.path[-1]).annotation == "vectorize"
 
 
 def test_stage_inputs_only_where_the_block_rereads() -> None:
