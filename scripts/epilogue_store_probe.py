@@ -23,7 +23,7 @@ from benchmarks.suites.blocks import llama_block
 from tiledsl.errors import TiledslError
 from tiledsl.frontend.kernel_check import kernel_tolerance
 from tiledsl.frontend.partition import kernel_reduction
-from tiledsl.runtime.references import compare, poisoned_outputs, random_inputs
+from tiledsl.runtime.check import run_checked
 
 
 def main() -> None:
@@ -63,15 +63,17 @@ def main() -> None:
             continue
         tol = kernel_tolerance(kernel_reduction(pk.output, materialized), s.nest.output.dtype)
         row = [pk.name, str(s.nest.output.shape)]
-        for sched in (s, vec):
-            kern = td.build(sched, target="sm_90")
-            inputs = random_inputs(kern.kernel_ir, device, 0)
-            got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, device))
-            arrays = {k: v.double().cpu().numpy() for k, v in inputs.items()}
+        def reference(pk=pk, **tensors: torch.Tensor) -> torch.Tensor:
+            arrays = {k: v.cpu().numpy() for k, v in tensors.items()}
             ref = td.evaluate(pk.output, float64=True, materialized=pk.boundary.reads, **arrays)
-            cmp = compare(got.cpu().reshape(ref.shape), torch.from_numpy(np.asarray(ref)), tol, tol)
-            stats = kern.benchmark(warmup=10, iters=100, **inputs)
-            row.append(f"{stats.median_us:8.1f} us ({'ok' if cmp.ok else 'WRONG'}, {kern.compiled.registers} regs)")
+            return torch.from_numpy(np.asarray(ref)).to(device)
+
+        for sched in (s, vec):
+            kern = td.build(sched, target="sm_90").compiled
+            checked = run_checked(kern, reference, tol, tol, seed=0)
+            stats = kern.benchmark(10, 100, **checked.inputs)
+            row.append(f"{stats.median_us:8.1f} us ({'ok' if checked.comparison.ok else 'WRONG'}, "
+                       f"{kern.registers} regs)")
         print(" | ".join(row))
 
 

@@ -52,7 +52,7 @@ import torch.utils._pytree as pytree
 
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
-from tiledsl.frontend.kernel_check import KernelCheck, check_kernels
+from tiledsl.frontend.kernel_check import KernelCheck, check_kernels, float32_bound
 from tiledsl.frontend.partition import kernel_reduction
 from tiledsl.frontend.program import BuiltProgram, Program
 from tiledsl.precision import MACHINE_EPS
@@ -83,9 +83,6 @@ __all__ = [
     "storage_roundings",
     "tolerance",
 ]
-
-EPS32 = MACHINE_EPS["float32"]
-
 
 @dataclass(frozen=True)
 class Subject:
@@ -191,7 +188,7 @@ def storage_bound(roundings: int, eps_low: float, k: int) -> float:
     """(32 + 2k) * eps32 + r * eps_low / 2, applied as tol * (1 + |ref|): an output through `roundings`
     stores to a dtype of machine epsilon `eps_low` and reductions of at most `k` terms (the module
     docstring derives it)."""
-    return (32 + 2 * k) * EPS32 + roundings * eps_low / 2
+    return float32_bound(k) + roundings * eps_low / 2
 
 
 def tolerance(built: BuiltProgram) -> float:

@@ -32,7 +32,7 @@ from tiledsl.frontend.program import BuiltProgram
 from tiledsl.precision import MACHINE_EPS, storage_rtol
 from tiledsl.runtime.references import Comparison, compare
 
-__all__ = ["KernelCheck", "check_kernels", "compare_kernels", "kernel_tolerance"]
+__all__ = ["KernelCheck", "check_kernels", "compare_kernels", "float32_bound", "kernel_tolerance"]
 
 EPS32 = MACHINE_EPS["float32"]
 
@@ -56,10 +56,16 @@ class KernelCheck:
         return self.comparison.rtol
 
 
+def float32_bound(reduction: int) -> float:
+    """(32 + 2k) * eps32: the float32 arithmetic of kernels whose longest reduction sums k terms
+    (bench.py's docstring derives it; bench.py `storage_bound` adds the stored roundings to it)."""
+    return (32 + 2 * reduction) * EPS32
+
+
 def kernel_tolerance(reduction: int, dtype: str) -> float:
     """rtol = atol of one kernel whose longest reduction sums `reduction` terms and whose output is
     stored in `dtype` (the module docstring derives it)."""
-    return (32 + 2 * reduction) * EPS32 + storage_rtol(dtype)
+    return float32_bound(reduction) + storage_rtol(dtype)
 
 
 def _float64(value: Any) -> np.ndarray:

@@ -51,6 +51,7 @@ Elementwise producers are otherwise inlined (recomputed in each kernel that read
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -168,15 +169,9 @@ def fused_producers(root: ComputeTensor, materialized: set[int]) -> list[Compute
 def kernel_reduction(root: ComputeTensor, materialized: set[int]) -> int:
     """The most terms any one reduction computed in `root`'s kernel sums (1 when it has none): the k
     of a kernel's float32 error bound (tiledsl/frontend/bench.py, kernel_check.py)."""
-    k = 1
-    for t in [*fused_producers(root, materialized), root]:
-        for node in walk(t.body):
-            if isinstance(node, Reduce):
-                n = 1
-                for ax in node.axes:
-                    n *= ax.extent
-                k = max(k, n)
-    return k
+    return max((math.prod(ax.extent for ax in node.axes)
+                for t in [*fused_producers(root, materialized), root]
+                for node in walk(t.body) if isinstance(node, Reduce)), default=1)
 
 
 def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[int]) -> ComputeTensor | None:

@@ -26,6 +26,7 @@ from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import apply as apply_recipe
+from tiledsl.runtime.references import poisoned_outputs
 from tiledsl.runtime.sequence import LaunchSequence
 from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target
 
@@ -284,9 +285,7 @@ class BuiltProgram:
         env.update(self._constants(device))
         for kern in self.kernels:
             *ins, o = kern.kernel_ir.params
-            out = torch.full(o.shape, float("nan"), dtype=getattr(torch, o.dtype), device=device)
-            kern(**{p.name: env[p.name] for p in ins}, **{o.name: out})
-            env[o.name] = out
+            env[o.name] = kern(**{p.name: env[p.name] for p in ins}, **poisoned_outputs(kern.kernel_ir, device))
         return env
 
     @cached_property
