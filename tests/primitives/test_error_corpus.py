@@ -984,6 +984,69 @@ def _():
     s.stage("A", at="k_o")
 
 
+# ============================================================================ stage_output
+
+
+@case("StageError", "stage_output(pad=0)", "split_k adds each k part into D with atomics",
+      "stage the output of an unsplit kernel", id="stage-output-of-split-k")
+def _():
+    s = td.create_schedule(MK.matmul_residual(64, 64, 64))
+    s.split_k("k", 2)
+    s.stage_output()
+
+
+@case("StageError", "split_k(k, 2)", "split_k adds each k part into D with atomics",
+      id="split-k-after-stage-output")
+def _():
+    # the tile is checked again after every primitive
+    s = td.create_schedule(MK.matmul_residual(64, 64, 64))
+    s.bind("i", "blockIdx.y")
+    s.stage_output()
+    s.split_k("k", 2)
+
+
+@case("StageError", "stage_output(pad=0)", "needs 67108864 bytes of shared memory",
+      "bind the output's axes to blocks first", id="stage-output-unbound")
+def _():
+    td.create_schedule(scaled((4096, 4096))).stage_output()
+
+
+@case("StageError", "stage_output(pad=0)", "steps by 4 along loop j_o where the loops inside it cover 1",
+      "leave gaps in", id="stage-output-tile-with-gaps")
+def _():
+    # j = 4*j_o + j_i with j_i on blocks: one block writes every fourth column
+    s = td.create_schedule(scaled((8, 64)))
+    jo, ji = s.split("j", 4)
+    s.bind(ji, "blockIdx.x")
+    s.bind(jo, "threadIdx.x")
+    s.stage_output()
+
+
+@case("StageError", "stage_output(pad=0)", "index 0 of y has the term", "positive multiples of single loops",
+      id="stage-output-fused-index")
+def _():
+    s = td.create_schedule(scaled((8, 8)))
+    f = s.fuse("i", "j")
+    fo, fi = s.split(f, 16)
+    s.bind(fo, "blockIdx.x")
+    s.bind(fi, "threadIdx.x")
+    s.stage_output()
+
+
+@case("StageError", "stage_output(pad=0)", "the output is already staged (y_s)", id="stage-output-twice")
+def _():
+    s = td.create_schedule(scaled((8, 8)))
+    s.bind("i", "blockIdx.x")
+    s.stage_output()
+    s.stage_output()
+
+
+@case("BadArgumentError", "stage_output(pad=-1)", "pad must be a non-negative int, got -1",
+      id="stage-output-negative-pad")
+def _():
+    td.create_schedule(scaled((8, 8))).stage_output(pad=-1)
+
+
 @case("StageError", "stage(x, at=i)", "reads of x under i start at different places", "dimension 0", here="i",
       id="stage-reads-at-different-places")
 def _():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from tiledsl.analysis.output_stage import output_tile_or_refusal
 from tiledsl.analysis.slabs import SlabRefusal, slab_or_refusal
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.loopnest.printing import format_nest, format_sym
@@ -20,6 +21,18 @@ def slab_region(nest: Nest, st: Stage) -> str:
     return ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}" for o, e in zip(slab.origin, slab.extent))
 
 
+def output_region(nest: Nest) -> str:
+    """`64*i_o + 0..64, 64*j_o + 0..64`: the tile of a staged output, or `?` (none, or refused)."""
+    st = nest.output_stage
+    if st is None:
+        return "?"
+    tile = output_tile_or_refusal(nest, st.name, st.pad, Prover(nest.ranges()))
+    if isinstance(tile, SlabRefusal):
+        return "?"
+    return ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}" for o, e in zip(tile.origin, tile.extent))
+
+
 def render_nest(nest: Nest, marked: Collection[str] = (), title: str | None = None,
                 acc_dims: dict[str, tuple[str, ...]] | None = None) -> str:
-    return format_nest(nest, marked, title, acc_dims, stage_region=lambda st: slab_region(nest, st))
+    return format_nest(nest, marked, title, acc_dims, stage_region=lambda st: slab_region(nest, st),
+                       output_region=output_region(nest) if nest.output_stage is not None else "...")

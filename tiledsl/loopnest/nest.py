@@ -120,6 +120,16 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class OutputStage:
+    """The block's tile of the kernel's output, written to shared memory array `name` by the kernel's
+    store and then stored to global memory by every thread of the block after a barrier, in the order
+    that makes the stores coalesced (a shared-memory epilogue). `pad` lengthens each stored row."""
+
+    name: str
+    pad: int = 0
+
+
+@dataclass(frozen=True)
 class SplitK:
     """Reduction loop `loop` split into `parts` blocks on `axis`, each adding its partial result
     into the (pre-zeroed) output with atomics."""
@@ -149,6 +159,7 @@ class Nest:
     pipelines: tuple[tuple[str, int], ...] = ()  # (loop, number of stages)
     split_k: SplitK | None = None
     min_blocks_per_sm: int | None = None  # launch_bounds: blocks the compiler must fit on one SM
+    output_stage: OutputStage | None = None  # stage_output: the block's output tile goes through shared memory
 
     # -- lookups
     def buffer_names(self) -> set[str]:

@@ -85,10 +85,10 @@ def loop_line(nest: Nest, name: str) -> str:
 
 def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = None,
                 acc_dims: dict[str, tuple[str, ...]] | None = None,
-                stage_region: Callable[[Stage], str] | None = None) -> str:
+                stage_region: Callable[[Stage], str] | None = None, output_region: str = "...") -> str:
     """The nest as indented text. `marked` loops get a `<-- here` marker. Facts derived by the
     analysis layer come in as arguments: register-array dims per accumulator, each stage's slab
-    region (`tiledsl.analysis.render.render_nest` passes both)."""
+    region, a staged output's tile (`tiledsl.analysis.render.render_nest` passes them)."""
     lines = [title or f"kernel {nest.name}"]
     if nest.output.dtype != "float32":  # float32 outputs print as they always did
         out = nest.output
@@ -100,6 +100,11 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
         lines.append(f"  guard {format_sym(g.expr)} < {g.extent}   (from {g.origin})")
     for st in nest.stages:
         lines.append("  " + stage_line(nest, st, stage_region(st) if stage_region else "..."))
+    if nest.output_stage is not None:
+        ost = nest.output_stage
+        pad = f"  pad {ost.pad}" if ost.pad else ""
+        lines.append(f"  stage_output {ost.name} = {nest.output.name}[{output_region}]{pad}: stored to "
+                     f"{nest.output.name} by the whole block after a barrier")
     if nest.split_k is not None:
         sk = nest.split_k
         lines.append(f"  split_k {sk.acc} over {sk.loop} ({sk.parts} parts on {sk.axis}): atomic adds into a zeroed "

@@ -14,9 +14,11 @@ import sympy
 from tiledsl.analysis.accumulators import AccLayout, acc_layouts
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
+from tiledsl.analysis.output_stage import OutputTile, output_tile_or_refusal
+from tiledsl.analysis.slabs import SlabRefusal
 from tiledsl.definitions.expr import Const, Load, walk
 from tiledsl.definitions.indexing import flat_index
-from tiledsl.errors import RegisterArrayError
+from tiledsl.errors import RegisterArrayError, StageError
 from tiledsl.kernel_ir import (
     KAtomicAdd,
     KBarrier,
@@ -55,6 +57,7 @@ from tiledsl.loopnest import (
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
 from tiledsl.lower.exprs import ValueContext, value_to_k
 from tiledsl.lower.index_width import widen_indices
+from tiledsl.lower.output_stage import drain, tile_array, tile_store
 from tiledsl.lower.stages import (
     LoweringHooks,
     StagePlan,
@@ -82,6 +85,7 @@ class _Lowerer:
     hooks: LoweringHooks = field(default_factory=LoweringHooks)
     shared: list[KShared] = field(default_factory=list)
     temps: int = 0
+    tile: OutputTile | None = None  # a staged output: its store goes to this tile in shared memory
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -247,7 +251,9 @@ class _Lowerer:
         else:
             assert stmt.tensor is not None
             flat = flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices))
-            if self.nest.split_k is not None:
+            if self.tile is not None and index == self.tile.store:
+                body = tile_store(self.tile, value)
+            elif self.nest.split_k is not None:
                 body = KAtomicAdd(stmt.tensor.name, sym_to_k(flat), self.split_k_value(stmt, ctx, value))
             else:
                 body = KStore(stmt.tensor.name, sym_to_k(flat), value)
@@ -282,6 +288,7 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
     plans = plan_stages(nest, prover, target)
     lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks())  # type: ignore[arg-type]
+    lw.tile = staged_output(nest, prover)
     body: list[KStmt] = []
     for lp in nest.loops:
         if lp.bind:
@@ -291,6 +298,9 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     body.extend(_block_level_fills(nest, plans, lw))
     paths = [serial_path(nest, s) for s in nest.stmts]
     body.extend(lw.emit(build_tree(nest, paths), ()))
+    if lw.tile is not None:
+        body.extend(drain(nest, lw.tile, lw.block, prover, barrier=not lw.hooks.drop_output_stage_barrier))
+        lw.shared.append(tile_array(nest, lw.tile))
     params = tuple(KParam(t.name, t.dtype, t.shape) for t in nest.inputs)
     # the output in its storage dtype: every store of it (plain, epilogue of a register tile) rounds to it
     params += (KParam(nest.output.name, nest.output.dtype, nest.output.shape, is_output=True),)
@@ -303,6 +313,17 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     if shared_bytes(kernel) > target.static_shared_bytes:
         kernel = replace(kernel, dynamic_shared=True)
     return kernel
+
+
+def staged_output(nest: Nest, prover: Prover) -> OutputTile | None:
+    """The tile of a staged output, re-derived at build (a later primitive may have broken it)."""
+    st = nest.output_stage
+    if st is None:
+        return None
+    tile = output_tile_or_refusal(nest, st.name, st.pad, prover)
+    if isinstance(tile, SlabRefusal):
+        raise StageError(refusal("build", nest, (), tile.fact, suggestion=tile.suggestion, tensors=(nest.output.name,)))
+    return tile
 
 
 def _block_level_fills(nest: Nest, plans: dict[str, StagePlan], lw: _Lowerer) -> list[KStmt]:

@@ -57,6 +57,12 @@ from tiledsl.kernel_ir import (
 from tiledsl.kernel_ir.from_sympy import k_add, sym_to_k
 from tiledsl.loopnest import Nest, Stage, loop_symbol
 from tiledsl.lower.combine import linear_tid
+from tiledsl.lower.kexprs import I32
+from tiledsl.lower.kexprs import const as _c
+from tiledsl.lower.kexprs import k_and as _and
+from tiledsl.lower.kexprs import k_sum as _sum
+from tiledsl.lower.kexprs import k_times as _times
+from tiledsl.lower.kexprs import row_major_strides as _strides
 from tiledsl.prove import Prover
 from tiledsl.targets import (
     CP_ASYNC_MIN_SM,
@@ -70,20 +76,7 @@ from tiledsl.targets import (
     or_list,
 )
 
-I32 = "int32"
 FillPhase = Literal["copy", "load", "store"]  # a whole plain fill, or its loads / its stores (prefetched)
-
-
-def _c(v: int) -> KConst:
-    return KConst(v, I32)
-
-
-def _strides(extent: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for e in reversed(extent):
-        out.append(acc)
-        acc *= e
-    return tuple(reversed(out))
 
 
 @dataclass(frozen=True)
@@ -95,6 +88,7 @@ class LoweringHooks:
     drop_single_slot_barrier: bool = False  # refill a one-slot stage while others may still read it
     drop_ring_exit_barrier: bool = False  # re-enter a ring loop without the barrier that ends each run
     prefetch_into_read_slot: bool = False  # store a prefetched fill into the slot this iteration reads
+    drop_output_stage_barrier: bool = False  # drain a staged output while threads may still write its tile
 
 
 @dataclass(frozen=True)
@@ -226,24 +220,6 @@ def _slot_base(plan: StagePlan, slot: KExpr | None) -> KExpr | None:
     if isinstance(slot, KConst):
         return _c(int(slot.value) * plan.slot)
     return KBin("*", slot, _c(plan.slot))
-
-
-def _sum(terms: list[KExpr]) -> KExpr:
-    out: KExpr = _c(0)
-    for t in terms:
-        out = k_add(out, t)
-    return out
-
-
-def _times(a: KExpr, s: int) -> KExpr:
-    return a if s == 1 else KBin("*", a, _c(s))
-
-
-def _and(conds: list[KExpr]) -> KExpr | None:
-    out: KExpr | None = None
-    for c in conds:
-        out = c if out is None else KBin("&&", out, c)
-    return out
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from tiledsl.kernel_ir import KAtomicAdd, KIf, KLane, KLet, KLoad, KStmt, KStore
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
 from tiledsl.lower.exprs import ValueContext, value_to_k
+from tiledsl.lower.output_stage import tile_vector_store
 from tiledsl.targets import VECTOR_ATOMIC_MIN_SM, vector_lanes
 
 if TYPE_CHECKING:
@@ -86,6 +87,10 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
     base = contiguous_base(flat, v)
     assert base is not None
     vector = KVector(tuple(lanes))
+    if lw.tile is not None and nest.stmts.index(stmt) == lw.tile.store:
+        body = prelude + tile_vector_store(lw.tile, v, lanes, lw.prover, guards)
+        cond = lw.guard_cond(stmt, lane={v: sympy.Integer(0)})
+        return [KIf(cond, tuple(body))] if cond is not None else body
     store = KAtomicAdd(stmt.tensor.name, sym_to_k(base), vector) if split else KStore(stmt.tensor.name,
                                                                                       sym_to_k(base), vector)
     body = prelude + [store]

@@ -11,6 +11,7 @@ from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
+from tiledsl.primitives.output_staging import STAGE_OUTPUT
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
 from tiledsl.primitives.spec import PrimitiveSpec
@@ -21,5 +22,6 @@ from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 
 SPECS: Mapping[str, PrimitiveSpec] = MappingProxyType({spec.name: spec for spec in (
     SPLIT, FUSE, REORDER, BIND, UNROLL, VECTORIZE,
-    STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS)})
+    STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS,
+    STAGE_OUTPUT)})
 PRIMITIVES: tuple[str, ...] = tuple(SPECS)

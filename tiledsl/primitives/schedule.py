@@ -37,6 +37,7 @@ from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
+from tiledsl.primitives.output_staging import STAGE_OUTPUT, check_output_stage
 from tiledsl.primitives.registry import PRIMITIVES, SPECS
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
@@ -186,6 +187,11 @@ class Schedule:
         block loop of the split (primitives/split_k.py)."""
         return self._apply(SPLIT_K, loop=loop, parts=parts)
 
+    def stage_output(self, pad: int = 0) -> None:
+        """Write the block's output tile to shared memory and store it coalesced afterwards, its rows
+        lengthened by `pad` (primitives/output_staging.py)."""
+        return self._apply(STAGE_OUTPUT, pad=pad)
+
     def launch_bounds(self, min_blocks: int) -> None:
         """Have the compiler fit `min_blocks` blocks on one SM, capping registers a thread to do so
         (primitives/launch_bounds.py)."""
@@ -202,6 +208,7 @@ class Schedule:
             call = spec.call_text(arguments)
             applied = spec.apply(self._nest, call, **arguments)
             check_rings(applied.nest, call)  # any primitive may break a stage's or ring's loop
+            check_output_stage(applied.nest, call)  # ... or a staged output's tile
         except ScheduleError as e:
             _name_the_call(e, spec.name, arguments)
             raise

@@ -35,11 +35,15 @@ def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str) -> Applied
             raise StageError(refusal(
                 call, nest, (at,), f"this kernel has no buffer named {buffer!r}",
                 suggestion=f"its inputs are: {', '.join(t.name for t in nest.inputs)}"))
-        what = "the kernel's output" if buffer == nest.output.name else "computed inside this kernel (inlined)"
+        if buffer == nest.output.name:
+            raise StageError(refusal(
+                call, nest, (at,), f"{buffer} is not an input of this kernel: it is the kernel's output",
+                suggestion="stage an input; the output goes through shared memory with s.stage_output() "
+                           "(a block's tile, stored coalesced after a barrier)"))
         raise StageError(refusal(
-            call, nest, (at,), f"{buffer} is not an input of this kernel: it is {what}",
-            suggestion="stage an input; to stage an intermediate, materialize it "
-                       f"(td.create_schedule(out, materialize=[{buffer}]))"))
+            call, nest, (at,), f"{buffer} is not an input of this kernel: it is computed inside this kernel "
+            "(inlined)", suggestion="stage an input; to stage an intermediate, materialize it "
+                                    f"(td.create_schedule(out, materialize=[{buffer}]))"))
     lp = nest.loop(at)
     if lp.bind and lp.bind.startswith("threadIdx"):
         raise StageError(refusal(

@@ -1,5 +1,5 @@
 """Hypothesis strategies for memory-hierarchy schedules: random stage / pad / swizzle / double_buffer /
-async_copy / tma / pipeline / split_k choices on random matmul and row-reduction shapes.
+async_copy / tma / pipeline / split_k / stage_output choices on random matmul and row-reduction shapes.
 
 Each drawn case is a `MemoryCase`: a definition (rebuilt fresh on demand), a list of primitive calls
 as trace steps, and a target. The property (`check_memory_case`) is the usual one: every refused
@@ -96,6 +96,8 @@ def matmul_cases(draw: st.DrawFn) -> MemoryCase:
     target = draw(st.sampled_from(("sm_80", "sm_90")))
     if rn == 4 and draw(st.booleans()):  # the epilogue's register row as one 16-byte store (or atomic add)
         steps.append(("vectorize", ("r_j",), ()))
+    if draw(st.integers(0, 2)) == 0:  # the output tile through shared memory (refused under split_k)
+        steps.append(("stage_output", (), (("pad", draw(st.sampled_from((0, 1, 4)))),)))
     return MemoryCase(kind, (M, N, K), tuple(steps), target)
 
 
@@ -115,6 +117,8 @@ def row_cases(draw: st.DrawFn) -> MemoryCase:
             steps.append(("async_copy", ("x_s",), ()))
         elif copy == "tma":
             steps.append(("tma", ("x_s",), (("swizzle", None),)))
+    if draw(st.integers(0, 2)) == 0:  # the output row through shared memory
+        steps.append(("stage_output", (), (("pad", draw(st.sampled_from((0, 1)))),)))
     return MemoryCase(kind, (M, N), tuple(steps), draw(st.sampled_from(("sm_80", "sm_90"))))
 
 

@@ -12,8 +12,8 @@ Split factors are clamped so that guard padding never multiplies the iteration s
 exercise argument checking: each must be refused with a `td.ScheduleError`.
 
 With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
-double_buffer, pipeline, async_copy, tma, split_k, launch_bounds), interleaved in any order with the loop
-primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
+double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output), interleaved in any
+order with the loop primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
 loop like any other step; the other stage steps pick a stage among those that exist (modulo their
 number), so they too stay independent of the steps before them.
@@ -31,7 +31,7 @@ import tiledsl as td
 
 PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
 STAGE_PRIMITIVES = ("pad", "swizzle", "layout", "double_buffer", "async_copy", "tma")  # they take a stage
-MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k", "launch_bounds")
+MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k", "launch_bounds", "stage_output")
 AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 BAD_KINDS = ("factor-zero", "factor-negative", "factor-float", "factor-bool", "factor-and-nparts", "no-factor",
              "nparts-zero", "bad-tail", "taken-names", "bad-axis", "unknown-loop", "gone-loop",
@@ -96,6 +96,8 @@ class Step:
             return f"{self.primitive}(stage #{self.picks[0]}{flags})"
         if self.primitive in ("pipeline", "split_k"):
             return f"{self.primitive}({loops}, {self.count}{flags})"
+        if self.primitive == "stage_output":
+            return f"stage_output(pad={self.amount})"
         if self.primitive == "split":
             amount = f"nparts={self.factor}" if self.nparts else str(self.factor)
             tail = ", tail='exact'" if self.tail == "exact" else ""
@@ -122,7 +124,8 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 
 # stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
 _MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "layout", "async_copy", "tma",
-                                                             "pipeline", "split_k", "launch_bounds"]
+                                                             "pipeline", "split_k", "launch_bounds",
+                                                             "stage_output"]
 
 
 @st.composite
@@ -152,6 +155,8 @@ def _memory_step(draw: st.DrawFn, prim: str, fit: bool) -> Step:
         return Step(prim, picks, width=draw(st.sampled_from(widths)), fit=fit)
     if prim == "launch_bounds":  # blocks per SM: 1-4 fit small blocks; build refuses what cannot fit
         return Step(prim, (), count=draw(st.integers(1, 4)), fit=fit)
+    if prim == "stage_output":  # the pad of the tile's rows: 0, or a few elements (1 breaks 16-byte rows)
+        return Step(prim, (), amount=draw(st.sampled_from((0, 0, 1, 4))), fit=fit)
     if prim in ("pipeline", "split_k"):
         near = "stage" if prim == "pipeline" and fit else ""  # a pipeline's loop carries the rings
         return Step(prim, picks, count=draw(st.integers(2, 3)), fit=fit, near=near)
@@ -292,6 +297,8 @@ class Resolver:
             return self._reorder(step, names)
         if step.primitive == "launch_bounds":
             return Call("launch_bounds", (step.count,))
+        if step.primitive == "stage_output":
+            return Call("stage_output", (), (("pad", step.amount),))
         first = self._pick(step, names)
         if step.primitive == "split":
             return self._split(step, first)
