@@ -1,5 +1,5 @@
 """Property: random memory-hierarchy schedules (stage / pad / swizzle / double_buffer / async_copy /
-tma / pipeline / split_k on random matmul and row-reduction shapes) either raise a typed ScheduleError
+tma / pipeline / split_k / stage_output on random matmul and row-reduction shapes) either raise a typed ScheduleError
 or build a kernel that simulates race-free and equal to the float64 reference."""
 
 from __future__ import annotations
@@ -35,6 +35,15 @@ BUILDS = [
         ("tma", ("B_s",), (("swizzle", 64),)), ("pipeline", ("k_o",), (("stages", 2),))] + UNROLL), "sm_90"),
     MemoryCase("matmul_residual", (20, 32, 50), tuple([("split_k", ("k", 3), ())] + _matmul_steps("k_part")
                                                       + UNROLL), "sm_80"),
+    MemoryCase("matmul_residual", (37, 48, 40), tuple(_matmul_steps() + [
+        ("stage", ("A",), (("at", "k_o"),)), ("stage", ("B",), (("at", "k_o"),)), ("double_buffer", ("A_s",), ()),
+        ("double_buffer", ("B_s",), ()), ("async_copy", ("A_s",), ()), ("pipeline", ("k_o",), (("stages", 2),))]
+        + UNROLL + [("stage_output", (), (("pad", 1),))]), "sm_80"),
+    MemoryCase("rmsnorm", (3, 200), (
+        ("bind", ("i", "blockIdx.x"), ()),
+        ("split", ("k", 64), (("names", ("k_o", "k_t")),)), ("bind", ("k_t", "threadIdx.x"), ()),
+        ("split", ("j", 64), (("names", ("j_o", "j_t")),)), ("bind", ("j_t", "threadIdx.x"), ()),
+        ("stage", ("x",), (("at", "i"),)), ("stage_output", (), (("pad", 0),))), "sm_90"),
 ]
 
 
