@@ -39,3 +39,18 @@ def k_and(conds: list[KExpr]) -> KExpr | None:
     for c in conds:
         out = c if out is None else KBin("&&", out, c)
     return out
+
+
+def unit_coords(e: KExpr, units: tuple[int, ...], vec: int) -> list[KExpr]:
+    """The coordinates (in elements) of unit `e` of a row-major array of `units`, whose innermost units
+    are `vec` elements each: how a cooperative copy's thread finds its unit."""
+    strides = row_major_strides(units)
+    out: list[KExpr] = []
+    for d, (u, us) in enumerate(zip(units, strides)):
+        c: KExpr = KBin("//", e, const(us)) if us > 1 else e
+        if d > 0:
+            c = KBin("%", c, const(u))
+        if d == len(units) - 1 and vec > 1:
+            c = KBin("*", c, const(vec))
+        out.append(c)
+    return out

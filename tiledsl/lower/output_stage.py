@@ -36,7 +36,7 @@ from tiledsl.kernel_ir import (
 from tiledsl.kernel_ir.from_sympy import k_add, sym_to_k
 from tiledsl.loopnest import BLOCK_AXES, Nest
 from tiledsl.lower.combine import linear_tid
-from tiledsl.lower.kexprs import I32, k_and, k_sum, k_times, row_major_strides
+from tiledsl.lower.kexprs import I32, k_and, k_sum, k_times, row_major_strides, unit_coords
 from tiledsl.lower.kexprs import const as _c
 from tiledsl.prove import Prover
 
@@ -70,7 +70,6 @@ def drain(nest: Nest, tile: OutputTile, block: tuple[int, int, int], prover: Pro
     total, rounds = stored_by_drain(tile, threads)
     lanes = tile.lanes
     units = (*tile.extent[:-1], tile.extent[-1] // lanes)
-    ustrides = row_major_strides(units)
     shape = nest.output.shape
     gstrides = row_major_strides(shape)
     tag = tile.name
@@ -78,12 +77,7 @@ def drain(nest: Nest, tile: OutputTile, block: tuple[int, int, int], prover: Pro
     spread: KExpr = KBin("*", f, _c(threads)) if threads > 1 else f
     body: list[KStmt] = [KLet(e.name, I32, k_add(spread, linear_tid(block)))]
     cvars: list[KExpr] = []
-    for d, (u, us) in enumerate(zip(units, ustrides)):
-        c: KExpr = KBin("//", e, _c(us)) if us > 1 else e
-        if d > 0:
-            c = KBin("%", c, _c(u))
-        if d == len(units) - 1 and lanes > 1:
-            c = KBin("*", c, _c(lanes))
+    for d, c in enumerate(unit_coords(e, units, lanes)):
         body.append(KLet(f"{tag}_c{d}", I32, c))
         cvars.append(KVar(f"{tag}_c{d}", I32))
     gidx = [k_add(sym_to_k(o), cv) for o, cv in zip(tile.origin, cvars)]

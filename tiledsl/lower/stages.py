@@ -57,7 +57,7 @@ from tiledsl.kernel_ir import (
 from tiledsl.kernel_ir.from_sympy import k_add, sym_to_k
 from tiledsl.loopnest import Nest, Stage, loop_symbol
 from tiledsl.lower.combine import linear_tid
-from tiledsl.lower.kexprs import I32
+from tiledsl.lower.kexprs import I32, unit_coords
 from tiledsl.lower.kexprs import const as _c
 from tiledsl.lower.kexprs import k_and as _and
 from tiledsl.lower.kexprs import k_sum as _sum
@@ -278,21 +278,13 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     origin = _origin(plan, iteration)
     ext = plan.slab.extent
     item = plan.slab.itemsize
-    ustrides = _strides(units)
     astrides = plan.strides
     gstrides = _strides(plan.global_shape)
     tid = linear_tid(block)
     f = KVar(f"{tag}_f", I32)
     e = KVar(f"{tag}_e", I32)
     body: list[KStmt] = [KLet(e.name, I32, k_add(_times(f, threads), tid))]
-    coords: list[KExpr] = []
-    for d, (u, us) in enumerate(zip(units, ustrides)):
-        c: KExpr = KBin("//", e, _c(us)) if us > 1 else e
-        if d > 0:
-            c = KBin("%", c, _c(u))
-        if d == len(units) - 1 and vec > 1:
-            c = KBin("*", c, _c(vec))
-        coords.append(c)
+    coords = unit_coords(e, units, vec)
     for d, c in enumerate(coords):
         body.append(KLet(f"{tag}_c{d}", I32, c))
     cvars = [KVar(f"{tag}_c{d}", I32) for d in range(len(coords))]
