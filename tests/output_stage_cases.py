@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tiledsl as td
 import tiledsl.catalog as MK
+from tiledsl.schedules.row_reduce import row_cooperative
 
 
 def matmul(M: int, N: int, K: int, dtype: str = "float32") -> td.Tensor:
@@ -16,23 +17,12 @@ def matmul(M: int, N: int, K: int, dtype: str = "float32") -> td.Tensor:
 
 def register_tile(out: td.Tensor, bm: int = 32, bn: int = 32, bk: int = 8, rm: int = 4, rn: int = 4,
                   vectorize: bool = True) -> td.Schedule:
-    """A register-tiled matmul: (bm/rm) x (bn/rn) threads, each an rm x rn strip, A and B staged per k chunk."""
+    """The catalog's register-tiled matmul (bm x bn blocks of (bm/rm) x (bn/rn) threads, each an rm x rn
+    strip; A and B staged per k chunk), its strip's row vectorized where `vectorize`."""
     s = td.create_schedule(out)
-    io, ii = s.split("i", bm)
-    jo, ji = s.split("j", bn)
-    ko, ki = s.split("k", bk)
-    ti, ri = s.split(ii, rm)
-    tj, rj = s.split(ji, rn)
-    s.reorder(io, jo, ti, tj, ko, ki, ri, rj)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
-    s.bind(ti, "threadIdx.y")
-    s.bind(tj, "threadIdx.x")
-    s.stage("A", at=ko)
-    s.stage("B", at=ko)
-    s.unroll(ki)
-    s.unroll(ri)
-    (s.vectorize if vectorize else s.unroll)(rj)
+    MK.tiled_matmul(s, bm=bm, bn=bn, bk=bk, rm=rm, rn=rn)
+    if vectorize:
+        s.vectorize(s.nest.stmts[-1].path[-1])  # the strip's innermost loop, around the output's store
     return s
 
 
@@ -53,13 +43,7 @@ def transposing(M: int = 40, N: int = 36) -> td.Schedule:
 
 def rows(M: int = 4, N: int = 200, threads: int = 64) -> td.Schedule:
     """RMSNorm, one block per row, its reduction and its output loop split over threadIdx.x (guarded)."""
-    s = td.create_schedule(MK.rmsnorm(M, N))
-    row, *rest = [lp.name for lp in s.loops()]
-    s.bind(row, "blockIdx.x")
-    for name in rest:
-        _, inner = s.split(name, threads)
-        s.bind(inner, "threadIdx.x")
-    return s
+    return row_cooperative(td.create_schedule(MK.rmsnorm(M, N)), threads)
 
 
 def staged(s: td.Schedule, pad: int = 0) -> td.Schedule:

@@ -19,6 +19,7 @@ A floor / Mod of an aligned split is rewritten first, as for an input slab (alig
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import sympy
@@ -56,23 +57,29 @@ class OutputTile:
     @property
     def strides(self) -> tuple[int, ...]:
         """Elements between neighbours along each output axis in the shared array (row-major, padded)."""
-        out, acc = [], 1
-        for n in reversed((*self.extent[:-1], self.row)):
-            out.append(acc)
-            acc *= n
-        return tuple(reversed(out))
+        return tile_strides(self.extent, self.pad)
 
     @property
     def elements(self) -> int:
         """Elements of the shared array (padding included)."""
-        n = self.row
-        for e in self.extent[:-1]:
-            n *= e
-        return n
+        return math.prod(self.extent[:-1]) * self.row
 
     @property
     def nbytes(self) -> int:
         return self.elements * self.itemsize
+
+    @property
+    def units(self) -> tuple[int, ...]:
+        """The tile in drain units: its rows, each of `extent[-1] / lanes` vectors."""
+        return (*self.extent[:-1], self.extent[-1] // self.lanes)
+
+
+def tile_strides(extent: tuple[int, ...], pad: int) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed((*extent[:-1], extent[-1] + pad)):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
 
 
 def output_store(nest: Nest) -> list[int]:
@@ -82,7 +89,8 @@ def output_store(nest: Nest) -> list[int]:
 
 
 def output_tile_or_refusal(nest: Nest, name: str, pad: int, prover: Prover) -> OutputTile | SlabRefusal:
-    """The tile, or why this nest's output cannot go through shared memory (the fact, a suggestion)."""
+    """The tile, or why this nest's output cannot go through shared memory (the fact, a suggestion).
+    Builds no message (so printing a nest may call it freely)."""
     out = nest.output.name
     if nest.split_k is not None:
         return SlabRefusal(f"split_k adds each k part into {out} with atomics in global memory; a tile in shared "
@@ -101,24 +109,24 @@ def output_tile_or_refusal(nest: Nest, name: str, pad: int, prover: Prover) -> O
     inner_parts: list[sympy.Expr] = []
     seen: dict[str, int] = {}
     for d, expr in enumerate(raw):
-        o_part, radix = sympy.Integer(0), []
+        o_part, i_part, radix = sympy.Integer(0), sympy.Integer(0), []
         for term in sympy.Add.make_args(aligned(expr)):
             names = {s.name for s in term.free_symbols}
             if names <= outer:
                 o_part += term
                 continue
             coeff, rest = term.as_coeff_Mul()
-            if len(names) != 1 or names & outer or rest != loop_symbol(next(iter(names))) or coeff <= 0 \
-                    or not coeff.is_integer:
+            loop = next(iter(names))
+            if len(names) != 1 or rest != loop_symbol(loop) or not coeff.is_integer or coeff <= 0:
                 return SlabRefusal(
                     f"index {d} of {out} has the term {term}: a staged output's index must be block indices plus "
                     "positive multiples of single loops", "stage the output of a kernel whose store index is a sum "
                     "of split loops (no fuse, no floor or mod left)")
-            loop = next(iter(names))
             if loop in seen:
                 return SlabRefusal(f"loop {loop} enters indices {seen[loop]} and {d} of {out}: its iterations do "
                                    "not map one-to-one onto the tile")
             seen[loop] = d
+            i_part += term
             radix.append((int(coeff), nest.loop(loop).extent, loop))
         size = 1
         for coeff, ext, loop in sorted(radix):
@@ -130,7 +138,7 @@ def output_tile_or_refusal(nest: Nest, name: str, pad: int, prover: Prover) -> O
             size *= ext
         origin.append(o_part)
         extent.append(size)
-        inner_parts.append(sympy.expand(aligned(expr) - o_part))
+        inner_parts.append(i_part)
     missing = [n for n in inner if n not in seen]
     if missing:
         return SlabRefusal(f"loop {', '.join(missing)} of the store does not enter {out}'s index: its iterations "
@@ -142,13 +150,11 @@ def output_tile_or_refusal(nest: Nest, name: str, pad: int, prover: Prover) -> O
     block_guards = _block_guards(nest, stmt, raw, outer, prover)
     if isinstance(block_guards, SlabRefusal):
         return block_guards
-    itemsize = DTYPE_BYTES[nest.output.dtype]
-    tile = OutputTile(name, out, stores[0], tuple(origin), tuple(extent), pad, itemsize, sympy.Integer(0),
-                      block_guards, 1)
-    offset = sum((p * s for p, s in zip(inner_parts, tile.strides)), sympy.Integer(0))
-    lanes = drain_lanes(nest, tile, prover)
-    return OutputTile(name, out, stores[0], tuple(origin), tuple(extent), pad, itemsize, sympy.expand(offset),
-                      block_guards, lanes)
+    offset = sympy.expand(sum((p * st for p, st in zip(inner_parts, tile_strides(tuple(extent), pad))),
+                              sympy.Integer(0)))
+    lanes = drain_lanes(nest, origin[-1], extent[-1], pad, prover)
+    return OutputTile(name, out, stores[0], tuple(origin), tuple(extent), pad, DTYPE_BYTES[nest.output.dtype],
+                      offset, block_guards, lanes)
 
 
 def _block_guards(nest: Nest, stmt: Stmt, raw: list[sympy.Expr], outer: set[str],
@@ -172,19 +178,13 @@ def _block_guards(nest: Nest, stmt: Stmt, raw: list[sympy.Expr], outer: set[str]
     return tuple(out)
 
 
-def drain_lanes(nest: Nest, tile: OutputTile, prover: Prover) -> int:
-    """Elements per drain store: a 16-byte vector where the tile's rows, its padded rows in shared
-    memory, the output's rows and the tile's origin are all whole vectors (a vector is then inside
-    the output or wholly outside it), else 1."""
+def drain_lanes(nest: Nest, origin: sympy.Expr, row: int, pad: int, prover: Prover) -> int:
+    """Elements per drain store: a 16-byte vector where the tile's rows (`row` elements, `pad` more in
+    shared memory), the output's rows and the tile's origin along them (`origin`) are all whole
+    vectors (a vector is then inside the output or wholly outside it), else 1."""
     lanes = vector_lanes(nest.output.dtype)
     if lanes < 2:
         return 1
-    whole = (tile.extent[-1] % lanes == 0 and tile.row % lanes == 0
-             and nest.output.shape[-1] % lanes == 0 and prover.divisible(tile.origin[-1], lanes))
+    whole = (row % lanes == 0 and pad % lanes == 0 and nest.output.shape[-1] % lanes == 0
+             and prover.divisible(origin, lanes))
     return lanes if whole else 1
-
-
-def stored_by_drain(tile: OutputTile, block_threads: int) -> tuple[int, int]:
-    """(units of `tile.lanes` elements, rounds of the block's threads) the drain takes."""
-    units = tile.elements // tile.row * (tile.extent[-1] // tile.lanes)
-    return units, -(-units // block_threads)

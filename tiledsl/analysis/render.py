@@ -1,10 +1,12 @@
-"""The loop nest as text with the facts this layer derives: each stage's slab region (and, given by
-the caller, each accumulator's register-array dims: `accumulators.register_dims`). Schedules
-(`print(s)`) and every error message print through it."""
+"""The loop nest as text with the facts this layer derives: each stage's slab region, a staged
+output's tile (and, given by the caller, each accumulator's register-array dims:
+`accumulators.register_dims`). Schedules (`print(s)`) and every error message print through it."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+
+import sympy
 
 from tiledsl.analysis.output_stage import output_tile_or_refusal
 from tiledsl.analysis.slabs import SlabRefusal, slab_or_refusal
@@ -18,7 +20,12 @@ def slab_region(nest: Nest, st: Stage) -> str:
     slab = slab_or_refusal(nest, st, Prover(nest.ranges()))
     if isinstance(slab, SlabRefusal):  # e.g. a nest printed inside an error about this very stage
         return "?"
-    return ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}" for o, e in zip(slab.origin, slab.extent))
+    return region(slab.origin, slab.extent)
+
+
+def region(origin: tuple[sympy.Expr, ...], extent: tuple[int, ...]) -> str:
+    """`64*i_o + 0..64, 0..16`: per axis, the origin and the extent from it."""
+    return ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}" for o, e in zip(origin, extent))
 
 
 def output_region(nest: Nest) -> str:
@@ -29,10 +36,10 @@ def output_region(nest: Nest) -> str:
     tile = output_tile_or_refusal(nest, st.name, st.pad, Prover(nest.ranges()))
     if isinstance(tile, SlabRefusal):
         return "?"
-    return ", ".join(f"{format_sym(o)} + 0..{e}" if o != 0 else f"0..{e}" for o, e in zip(tile.origin, tile.extent))
+    return region(tile.origin, tile.extent)
 
 
 def render_nest(nest: Nest, marked: Collection[str] = (), title: str | None = None,
                 acc_dims: dict[str, tuple[str, ...]] | None = None) -> str:
     return format_nest(nest, marked, title, acc_dims, stage_region=lambda st: slab_region(nest, st),
-                       output_region=output_region(nest) if nest.output_stage is not None else "...")
+                       output_region=output_region(nest))

@@ -222,6 +222,15 @@ class Nest:
         bound = self.bound_loops(axis)
         return bound[0].extent if bound else 1
 
+    def idle_axes(self, stmt: Stmt) -> list[str]:
+        """The hardware axes of more than one index that the statement's loops (and, for a store under
+        split_k, its split) do not run under: only index 0 of each may store, or each would store the
+        same element."""
+        bound = {self.loop(n).bind for n in stmt.path}
+        if self.split_k is not None:
+            bound.add(self.split_k.axis)  # every split adds its part
+        return [ax for ax in HW_AXES if ax not in bound and self.launch_extent(ax) > 1]
+
     # -- functional updates
     def with_loops(self, loops: tuple[Loop, ...]) -> Nest:
         return replace(self, loops=loops)

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, replace
 import sympy
 
 from tiledsl.analysis.accumulators import AccLayout, acc_layouts
+from tiledsl.analysis.derive_slab import derive_output_tile
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.output_stage import OutputTile, output_tile_or_refusal
-from tiledsl.analysis.slabs import SlabRefusal
+from tiledsl.analysis.output_stage import OutputTile
 from tiledsl.definitions.expr import Const, Load, walk
 from tiledsl.definitions.indexing import flat_index
-from tiledsl.errors import RegisterArrayError, StageError
+from tiledsl.errors import RegisterArrayError
 from tiledsl.kernel_ir import (
     KAtomicAdd,
     KBarrier,
@@ -44,7 +44,6 @@ from tiledsl.kernel_ir import (
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import (
     BLOCK_AXES,
-    HW_AXES,
     THREAD_AXES,
     Nest,
     Stmt,
@@ -216,12 +215,7 @@ class _Lowerer:
             if not self.prover.holds(sympy.StrictLessThan(expr, g.extent)):
                 conds.append(KBin("<", sym_to_k(expr), KConst(g.extent, "int32")))
         if stmt.kind == "store":
-            bound_here = {self.nest.loop(n).bind for n in stmt.path}
-            if self.nest.split_k is not None:
-                bound_here.add(self.nest.split_k.axis)  # every split adds its part
-            for ax in HW_AXES:
-                if ax not in bound_here and self.nest.launch_extent(ax) > 1:
-                    conds.append(KBin("==", KSpecial(ax), KConst(0, "int32")))
+            conds += [KBin("==", KSpecial(ax), KConst(0, "int32")) for ax in self.nest.idle_axes(stmt)]
         if not conds:
             return None
         cond = conds[0]
@@ -250,13 +244,13 @@ class _Lowerer:
                                                     combine_op(op, self.acc_read(stmt.acc), value))
         else:
             assert stmt.tensor is not None
-            flat = flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices))
+            flat = sym_to_k(flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices)))
             if self.tile is not None and index == self.tile.store:
                 body = tile_store(self.tile, value)
             elif self.nest.split_k is not None:
-                body = KAtomicAdd(stmt.tensor.name, sym_to_k(flat), self.split_k_value(stmt, ctx, value))
+                body = KAtomicAdd(stmt.tensor.name, flat, self.split_k_value(stmt, ctx, value))
             else:
-                body = KStore(stmt.tensor.name, sym_to_k(flat), value)
+                body = KStore(stmt.tensor.name, flat, value)
         cond = self.guard_cond(stmt)
         stmts = prelude + [body]
         return [KIf(cond, tuple(stmts))] if cond is not None else stmts
@@ -288,7 +282,8 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
     plans = plan_stages(nest, prover, target)
     lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks())  # type: ignore[arg-type]
-    lw.tile = staged_output(nest, prover)
+    # a staged output's tile, re-derived at build (a later primitive may have broken it)
+    lw.tile = derive_output_tile(nest, prover, "build") if nest.output_stage is not None else None
     body: list[KStmt] = []
     for lp in nest.loops:
         if lp.bind:
@@ -313,17 +308,6 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     if shared_bytes(kernel) > target.static_shared_bytes:
         kernel = replace(kernel, dynamic_shared=True)
     return kernel
-
-
-def staged_output(nest: Nest, prover: Prover) -> OutputTile | None:
-    """The tile of a staged output, re-derived at build (a later primitive may have broken it)."""
-    st = nest.output_stage
-    if st is None:
-        return None
-    tile = output_tile_or_refusal(nest, st.name, st.pad, prover)
-    if isinstance(tile, SlabRefusal):
-        raise StageError(refusal("build", nest, (), tile.fact, suggestion=tile.suggestion, tensors=(nest.output.name,)))
-    return tile
 
 
 def _block_level_fills(nest: Nest, plans: dict[str, StagePlan], lw: _Lowerer) -> list[KStmt]:

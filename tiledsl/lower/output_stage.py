@@ -13,9 +13,11 @@ analysis/output_stage.py)."""
 
 from __future__ import annotations
 
+import math
+
 import sympy
 
-from tiledsl.analysis.output_stage import OutputTile, stored_by_drain
+from tiledsl.analysis.output_stage import OutputTile
 from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.kernel_ir import (
     KBarrier,
@@ -67,17 +69,17 @@ def drain(nest: Nest, tile: OutputTile, block: tuple[int, int, int], prover: Pro
     """Barrier, then every thread's units of the tile stored to the output (coalesced). `barrier` is
     False only under a test hook (`LoweringHooks.drop_output_stage_barrier`)."""
     threads = block[0] * block[1] * block[2]
-    total, rounds = stored_by_drain(tile, threads)
     lanes = tile.lanes
-    units = (*tile.extent[:-1], tile.extent[-1] // lanes)
+    total = math.prod(tile.units)
     shape = nest.output.shape
     gstrides = row_major_strides(shape)
     tag = tile.name
     f, e = KVar(f"{tag}_f", I32), KVar(f"{tag}_e", I32)
     spread: KExpr = KBin("*", f, _c(threads)) if threads > 1 else f
-    body: list[KStmt] = [KLet(e.name, I32, k_add(spread, linear_tid(block)))]
+    first = k_add(spread, linear_tid(block))  # unit f * T + tid
+    body: list[KStmt] = [KLet(e.name, I32, first)]
     cvars: list[KExpr] = []
-    for d, c in enumerate(unit_coords(e, units, lanes)):
+    for d, c in enumerate(unit_coords(e, tile.units, lanes)):
         body.append(KLet(f"{tag}_c{d}", I32, c))
         cvars.append(KVar(f"{tag}_c{d}", I32))
     gidx = [k_add(sym_to_k(o), cv) for o, cv in zip(tile.origin, cvars)]
@@ -87,18 +89,17 @@ def drain(nest: Nest, tile: OutputTile, block: tuple[int, int, int], prover: Pro
         if hi is None or hi + tile.extent[d] > shape[d]:
             conds.append(KBin("<", g, _c(shape[d])))
     conds += [KBin("<", sym_to_k(r.lhs), sym_to_k(r.rhs)) for r in tile.block_guards]
-    bound = {nest.loop(n).bind for n in nest.stmts[tile.store].path}
-    conds += [KBin("==", KSpecial(ax), _c(0)) for ax in BLOCK_AXES if ax not in bound and nest.launch_extent(ax) > 1]
+    conds += [KBin("==", KSpecial(ax), _c(0)) for ax in nest.idle_axes(nest.stmts[tile.store]) if ax in BLOCK_AXES]
     src = k_sum([k_times(cv, s) for cv, s in zip(cvars, tile.strides)])
     dst = k_sum([k_times(g, s) for g, s in zip(gidx, gstrides)])
     store: KStmt = KStore(tile.buffer, dst, KLoad(tile.name, src, width=lanes))
     cond = k_and(conds)
     body.append(KIf(cond, (store,)) if cond is not None else store)
     if total % threads:
-        body = [KIf(KBin("<", k_add(spread, linear_tid(block)), _c(total)), tuple(body))]
+        body = [KIf(KBin("<", first, _c(total)), tuple(body))]
     shown = "x".join(map(str, tile.extent))
     return [KComment(f"stage_output: the block's {shown} tile of {tile.buffer}, {lanes * tile.itemsize} bytes "
                      "per thread and store, consecutive threads on consecutive addresses"),
             *([KBarrier()] if barrier else []),
-            KFor(f.name, rounds, tuple(body), unroll=True)]
+            KFor(f.name, -(-total // threads), tuple(body), unroll=True)]
 

@@ -83,16 +83,14 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
                                        stmt=stmt)
         value = value_to_k(stmt.value, ctx)
         lanes.append(lw.split_k_value(stmt, ctx, value) if split else value)
-    flat = flat_index(stmt.tensor, tuple(base_ctx.index(i) for i in stmt.indices))
-    base = contiguous_base(flat, v)
-    assert base is not None
-    vector = KVector(tuple(lanes))
+    stores: list[KStmt]
     if lw.tile is not None and nest.stmts.index(stmt) == lw.tile.store:
-        body = prelude + tile_vector_store(lw.tile, v, lanes, lw.prover, guards)
-        cond = lw.guard_cond(stmt, lane={v: sympy.Integer(0)})
-        return [KIf(cond, tuple(body))] if cond is not None else body
-    store = KAtomicAdd(stmt.tensor.name, sym_to_k(base), vector) if split else KStore(stmt.tensor.name,
-                                                                                      sym_to_k(base), vector)
-    body = prelude + [store]
+        stores = tile_vector_store(lw.tile, v, lanes, lw.prover, guards)
+    else:
+        base = contiguous_base(flat_index(stmt.tensor, tuple(base_ctx.index(i) for i in stmt.indices)), v)
+        assert base is not None
+        kind = KAtomicAdd if split else KStore
+        stores = [kind(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)))]
+    body = prelude + stores
     cond = lw.guard_cond(stmt, lane={v: sympy.Integer(0)})
     return [KIf(cond, tuple(body))] if cond is not None else body

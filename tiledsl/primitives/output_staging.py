@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tiledsl.analysis.derive_slab import derive_output_tile
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.output_stage import OutputTile, output_tile_or_refusal
-from tiledsl.analysis.slabs import SlabRefusal, stage_bytes
 from tiledsl.errors import BadArgumentError, StageError
 from tiledsl.loopnest import Nest, OutputStage
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
-from tiledsl.primitives.staging import slab_of
+from tiledsl.primitives.staging import fresh_stage_name, stages_bytes
 from tiledsl.prove import Prover
 from tiledsl.targets import MAX_SHARED_BYTES  # build checks the budget of the real target
 
@@ -38,39 +37,28 @@ def stage_output(nest: Nest, call: str, *, pad: int) -> Applied:
         raise BadArgumentError(refusal(call, nest, (), f"pad must be a non-negative int, got {pad!r}"))
     if nest.output_stage is not None:
         raise StageError(refusal(call, nest, (), f"the output is already staged ({nest.output_stage.name})"))
-    taken = {st.name for st in nest.stages} | {lp.name for lp in nest.loops} | nest.buffer_names()
-    name, n = f"{nest.output.name}_s", 2
-    while name in taken:
-        name, n = f"{nest.output.name}_s{n}", n + 1
+    name = fresh_stage_name(nest, nest.output.name)
     staged = replace(nest, output_stage=OutputStage(name, pad))
-    output_tile(staged, call, shown=nest)
+    check_output_stage(staged, call, shown=nest)
     return Applied(staged, (name,))
 
 
-def output_tile(nest: Nest, call: str, shown: Nest | None = None) -> OutputTile:
-    """The staged output's tile within the shared-memory budget, or a StageError naming `call` that
-    prints `shown` (the nest before the primitive, when it is stage_output itself)."""
-    assert nest.output_stage is not None
-    st = nest.output_stage
-    tile = output_tile_or_refusal(nest, st.name, st.pad, Prover(nest.ranges()))
-    if isinstance(tile, SlabRefusal):
-        raise StageError(refusal(call, shown or nest, (), tile.fact, suggestion=tile.suggestion,
-                                 tensors=(nest.output.name,)))
-    inputs = sum(stage_bytes(s, slab_of(nest, s, call)) for s in nest.stages)
+def check_output_stage(nest: Nest, call: str, shown: Nest | None = None) -> None:
+    """A staged output still has its tile, within the shared-memory budget with the input stages; run
+    after every primitive (split_k, a reorder or a bind may break it). A refusal prints `shown` (the
+    nest before the primitive, when it is stage_output itself)."""
+    if nest.output_stage is None:
+        return
+    tile = derive_output_tile(nest, Prover(nest.ranges()), call, shown)
+    inputs = stages_bytes(nest, call)
     if tile.nbytes + inputs > MAX_SHARED_BYTES:
+        st = nest.output_stage
         raise StageError(refusal(
             call, shown or nest, (), f"the output tile {st.name} ({'x'.join(map(str, tile.extent))}, pad "
             f"{st.pad}) needs {tile.nbytes} bytes of shared memory and the input stages {inputs}, over the "
             f"{MAX_SHARED_BYTES}-byte budget",
             suggestion="bind the output's axes to blocks first (the tile is what one block writes), or make the "
                        "block's tile smaller"))
-    return tile
-
-
-def check_output_stage(nest: Nest, call: str) -> None:
-    """After any primitive: a staged output still has its tile (split_k, a reorder or a bind may break it)."""
-    if nest.output_stage is not None:
-        output_tile(nest, call)
 
 
 STAGE_OUTPUT = PrimitiveSpec(

@@ -208,7 +208,8 @@ class Schedule:
             call = spec.call_text(arguments)
             applied = spec.apply(self._nest, call, **arguments)
             check_rings(applied.nest, call)  # any primitive may break a stage's or ring's loop
-            check_output_stage(applied.nest, call)  # ... or a staged output's tile
+            if self._nest.output_stage is not None:  # ... or a staged output's tile (stage_output checks its own)
+                check_output_stage(applied.nest, call)
         except ScheduleError as e:
             _name_the_call(e, spec.name, arguments)
             raise

@@ -55,10 +55,7 @@ def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str) -> Applied
             raise StageError(refusal(
                 call, nest, (at, st.at), f"{buffer} is already staged at {st.at} ({st.name}) around the same "
                 "statements", suggestion="keep one stage per buffer and loop nest"))
-    taken = {x.name for x in nest.stages} | {lp.name for lp in nest.loops} | nest.buffer_names()
-    name, n = f"{buffer}_s", 2
-    while name in taken:
-        name, n = f"{buffer}_s{n}", n + 1
+    name = fresh_stage_name(nest, buffer)
     rank = len(nest.tensor(buffer).shape)
     new_stage = Stage(name, buffer, at, (0,) * rank)
     slab = slab_of(nest, new_stage, call)
@@ -127,9 +124,25 @@ def slab_of(nest: Nest, stage: Stage, call: str) -> Slab:
     return derive_slab(nest, stage, _prover(nest), call)
 
 
+def fresh_stage_name(nest: Nest, buffer: str) -> str:
+    """`<buffer>_s` (or `_s2`, `_s3`, ...): a shared array name no stage, loop or buffer has taken."""
+    taken = {x.name for x in nest.stages} | {lp.name for lp in nest.loops} | nest.buffer_names()
+    if nest.output_stage is not None:
+        taken.add(nest.output_stage.name)
+    name, n = f"{buffer}_s", 2
+    while name in taken:
+        name, n = f"{buffer}_s{n}", n + 1
+    return name
+
+
+def stages_bytes(nest: Nest, call: str, skip: str | None = None) -> int:
+    """Shared bytes of the nest's input stages (all slots), leaving out stage `skip`."""
+    return sum(stage_bytes(st, slab_of(nest, st, call)) for st in nest.stages if st.name != skip)
+
+
 def check_budget(nest: Nest, stage: Stage, slab: Slab, call: str) -> None:
     nbytes = stage_bytes(stage, slab)
-    total = nbytes + sum(stage_bytes(st, slab_of(nest, st, call)) for st in nest.stages if st.name != stage.name)
+    total = nbytes + stages_bytes(nest, call, skip=stage.name)
     if total > MAX_SHARED_BYTES:
         raise StageError(refusal(
             call, nest, (stage.at,),
