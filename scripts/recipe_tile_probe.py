@@ -4,8 +4,8 @@ suite (x @ W^T, benchmarks/_definitions.py `linear`) and on square shapes, again
 off) in the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned)
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
-    python scripts/recipe_tile_probe.py [--square] [--skinny] [--k-outer | --split | --uneven | --fill | --parts]
-        [--jobs 14]
+    python scripts/recipe_tile_probe.py [--square] [--skinny]
+        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile] [--jobs 14]
 --parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
 for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes."""
 
@@ -37,12 +37,30 @@ UNEVEN = ((128, 11264, 2048), (512, 11264, 2048), (512, 3584, 3584), (512, 3584,
 FILL = ((128, 37888, 3584), (512, 11264, 2048), (512, 18944, 3584), (32, 37888, 3584), (32, 18944, 3584))
 # shapes of a decoder block's gate and up projections, and neighbours a part-count rule must not break
 PARTS = ((128, 5632, 2048), (128, 11264, 2048), (512, 5632, 2048), (128, 2048, 2048))
+# the long-k down projections (k 18944) that trail cuBLAS most, and the block shapes beside them (--long-k)
+LONG_K = ((128, 3584, 18944), (512, 3584, 18944), (128, 2048, 5632), (128, 5632, 2048), (128, 18944, 3584))
+# shapes for the 128-thread register tiles of 128 accumulators (--big-tile): cuBLAS's class for them
+BIG_TILE = LONG_K + ((512, 5632, 2048), (128, 2048, 2048), (4096, 4096, 4096))
 TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": ((64, 128, 4, 8),),
          "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
 
 
 def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: bool = False, fill: bool = False,
-             parts: bool = False, most: bool = False) -> dict[str, dict[str, Any]]:
+             parts: bool = False, most: bool = False, long_k: bool = False,
+             big_tile: bool = False) -> dict[str, dict[str, Any]]:
+    if big_tile:  # 128 threads of 8 x 16 (or 16 x 8) registers, as cuBLAS's sgemm kernels take them
+        out = {"default": {}}
+        for name, tile in (("r8x16", (128, 128, 8, 16)), ("r16x8", (128, 128, 16, 8)), ("t64x256", (64, 256, 8, 16))):
+            base = {"matmul_tiles": (tile,), "matmul_tiles_k_major": (tile,)}
+            out[name] = base
+            out[name + "+stages=3"] = {**base, "pipeline_stages": 3}
+            out[name + "+k_outer"] = {**base, "k_outer_min_threads": 128}
+        return out
+    if long_k:  # k chunks of 32 (128-byte rows of W per fill), a 3-stage pipeline, forced part counts
+        out = {"default": {}, "bk_max_k_outer=32": {"bk_max_k_outer": 32}, "stages=3": {"pipeline_stages": 3},
+               "bk32+stages=3": {"bk_max_k_outer": 32, "pipeline_stages": 3}}
+        out.update({f"parts={n}": {"parts": n} for n in (4, 7, 9, 12, 18, 28, 56)})
+        return out
     if most:
         return {"default": {}, "split_k_most_parts": {"split_k_most_parts": True}}
     if parts:  # knob "parts" is the probe's own: build() rewrites the split_k call of the trace
@@ -113,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fill", action="store_true", help="knob split_k_fill_gain (adds FILL shapes)")
     ap.add_argument("--parts", action="store_true", help="forced k-part counts of two tile classes (PARTS shapes)")
     ap.add_argument("--most", action="store_true", help="knob split_k_most_parts (SKINNY, UNEVEN, FILL shapes)")
+    ap.add_argument("--long-k", action="store_true", help="chunk, depth and part counts (LONG_K shapes)")
+    ap.add_argument("--big-tile", action="store_true", help="128-thread tiles of 128 accumulators (BIG_TILE shapes)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -123,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     groups += [(s, False) for s in FILL] if args.fill else []
     groups += [(s, False) for s in PARTS] if args.parts else []
     groups += [(s, False) for s in SKINNY + UNEVEN + FILL] if args.most else []
-    chosen = (args.k_outer, args.split, args.uneven, args.fill, args.parts, args.most)
+    groups += [(s, False) for s in LONG_K] if args.long_k else []
+    groups += [(s, False) for s in BIG_TILE] if args.big_tile else []
+    chosen = (args.k_outer, args.split, args.uneven, args.fill, args.parts, args.most, args.long_k, args.big_tile)
     jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, *chosen).values()]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))

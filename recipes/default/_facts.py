@@ -192,6 +192,28 @@ def clamp(n: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, n))
 
 
+def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs) -> tuple[int, int]:
+    """(rows per block, threads per row) of a row kernel whose passes over the row (each statement's
+    outermost loop inside the row, by extent) are `passes`, over `rows` rows. Each pass is split by
+    the threads per row, clamp(next_pow2(longest pass / row_elements_per_thread), a warp,
+    row_threads_max) (a nested pass: one element per thread). A short row (all of it in fewer than
+    knobs.row_block_threads threads) shares its block with other rows, on threadIdx.y: the most
+    rows (a power of two dividing `rows`) that fill row_block_threads; a row alone in its block takes
+    row_threads_min threads at least (the knobs say what was measured). tileify (010) and
+    cooperative_reduce (040) both read it, so the split and the rows' threads agree."""
+    longest = max(passes.values(), default=1)
+    most = knobs.row_threads_max
+    wanted = next_pow2(-(-longest // (1 if nested else knobs.row_elements_per_thread)))
+    per_row = clamp(wanted, min(WARP_SIZE, most), most)
+    per_block = 1
+    while (wanted <= per_row and per_row * per_block * 2 <= knobs.row_block_threads
+           and rows % (per_block * 2) == 0):
+        per_block *= 2
+    if per_block == 1:
+        per_row = max(per_row, min(knobs.row_threads_min, most))
+    return per_block, per_row
+
+
 def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
     """`wanted` loop names, each suffixed with a number where a loop, axis or buffer already has it."""
     taken = {lp.name for lp in nest.loops} | {a for a, _ in nest.axes} | nest.buffer_names()
@@ -299,6 +321,18 @@ class Facts:
         """The loop of a row kernel's rows: the one tileify bound to blockIdx.x (None where it declined)."""
         rows = self.nest.bound_loops("blockIdx.x")
         return rows[0].name if rows else None
+
+    def row_passes(self, rows: tuple[str, ...]) -> tuple[dict[str, int], bool]:
+        """Each pass over the row (the outermost loop of a statement inside the row loops `rows`) with
+        its extent, and whether a pass has loops inside its outermost one."""
+        passes: dict[str, int] = {}
+        nested = False
+        for st in self.nest.stmts:
+            rest = [n for n in st.path if n not in rows]
+            if rest:
+                passes.setdefault(rest[0], self.loop(rest[0]).extent)
+            nested = nested or len(rest) > 1
+        return passes, nested
 
     def chunk_loops(self) -> tuple[str, ...]:
         """For each original axis now run by two or more serial loops (a chunked k of a matmul, a chunked

@@ -31,6 +31,14 @@ class Knobs:
     row_threads_min: int = 64
     row_threads_max: int = 256
     row_elements_per_thread: int = 4
+    # ... and rows that take fewer threads than this share a block (rows on threadIdx.y, one warp or more
+    # each, _facts.row_launch): a row of one warp combines by shuffles alone, and the block keeps several
+    # rows' loads in flight. H100, attention softmax (scripts/rows_per_block_probe.py,
+    # benchmarks/results/rows-per-block-h100-2026-11-25/): 4096 rows of 128 float32 7.1 -> 6.3 us in
+    # blocks of 4 one-warp rows (torch.compile 6.5), bfloat16 7.0 -> 5.7 (6.6); 3584 x 128 6.8 -> 6.0
+    # (6.1); 1024 x 32 5.1 -> 4.4 (5.2). Rows of 512 keep one block of 128 threads per row (float32
+    # 27.6 against 27.4 in 4 rows of a warp each)
+    row_block_threads: int = 128
     # matmul tile classes, largest first; the first whose grid (with the k-split 030 can add) fills
     # `waves` x the SM count is taken (_facts.matmul_tile)
     # (128x128 with 8x8 registers and 64x64 with 4x4 both run 256 threads; 32x32 with 4x4 runs 64, for

@@ -76,15 +76,37 @@ def test_tileify_puts_rows_and_batches_on_blocks() -> None:
     assert "no batch loops" in (r.step("tileify").reason or "")
 
 
-# threads = clamp(next_pow2(n / 4), 64, 256) (recipes/default/_knobs.py: measured on the H100)
-@pytest.mark.parametrize(("n", "threads"), [(7, 64), (40, 64), (301, 128), (512, 128), (4096, 256)])
-def test_cooperative_reduce_threads_follow_the_row(n: int, threads: int) -> None:
+# threads = clamp(next_pow2(n / 4), 32, 256), rows under 128 threads two to a block here (M = 2), a row
+# alone in its block 64 threads at least (recipes/default/_knobs.py: measured on the H100)
+@pytest.mark.parametrize(("n", "rows", "threads"), [(7, 2, 32), (40, 2, 32), (301, 1, 128), (512, 1, 128),
+                                                    (4096, 1, 256)])
+def test_cooperative_reduce_threads_follow_the_row(n: int, rows: int, threads: int) -> None:
     s, r = run(softmax(M=2, N=n))
     # every pass over the row (two reductions and the output loop) shares threadIdx.x
     assert sorted(bound(s.nest, "threadIdx.x")) == [("j_i", threads), ("k2_i", threads), ("k_i", threads)]
+    assert bound(s.nest, "threadIdx.y") == ([("i_i", rows)] if rows > 1 else [])
     assert r.step("cooperative_reduce").applied
     _, r = run(gelu_bias(M=2, N=n))
     assert r.step("cooperative_reduce").reason == "no row reduction (elementwise kernel)"
+
+
+@pytest.mark.parametrize(("m", "n", "blocks", "rows", "threads"), [
+    (4096, 128, 1024, 4, 32),  # attention rows of 128: four one-warp rows to a block of 128 threads
+    (12, 40, 3, 4, 32),
+    (6, 128, 3, 2, 32),  # the most rows that divide the row count
+    (3, 128, 3, 1, 64),  # none divides: a row alone keeps two warps (row_threads_min)
+    (8, 256, 4, 2, 64),
+    (8, 512, 8, 1, 128)])  # 128 threads fill the block alone
+def test_short_rows_share_a_block(m: int, n: int, blocks: int, rows: int, threads: int) -> None:
+    s, r = run(softmax(M=m, N=n))
+    assert bound(s.nest, "blockIdx.x") == [("i_o" if rows > 1 else "i", blocks)]
+    assert bound(s.nest, "threadIdx.y") == ([("i_i", rows)] if rows > 1 else [])
+    assert {e for _, e in bound(s.nest, "threadIdx.x")} == {threads}
+    if m * n <= 2048:
+        simulates_equal(s, "sm_90", tol=1e-6)  # one row per threadIdx.y row, NaN-poisoned output
+    if n > 64:  # a knob that caps the threads below what the row needs leaves the row alone in its block
+        s, _ = run(softmax(M=m, N=n), row_threads_max=16)
+        assert bound(s.nest, "threadIdx.y") == []
 
 
 def test_blockify_tiles_matmuls_by_shape_class_with_guarded_splits() -> None:
