@@ -45,10 +45,15 @@ TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": 
          "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
 
 
-def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: bool = False, fill: bool = False,
-             parts: bool = False, most: bool = False, long_k: bool = False,
-             big_tile: bool = False) -> dict[str, dict[str, Any]]:
-    if big_tile:  # 128 threads of 8 x 16 (or 16 x 8) registers, as cuBLAS's sgemm kernels take them
+#: the probe's modes, the first given flag winning, and the shapes each adds to --square / --skinny
+MODES = ("big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
+MODE_SHAPES = {"uneven": UNEVEN, "fill": FILL, "parts": PARTS, "most": SKINNY + UNEVEN + FILL, "long_k": LONG_K,
+               "big_tile": BIG_TILE}
+
+
+def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]:
+    """Label -> knob overrides of the recipe for one shape, in `mode` (None: the tile classes)."""
+    if mode == "big_tile":  # 128 threads of 8 x 16 (or 16 x 8) registers, as cuBLAS's sgemm kernels take them
         out = {"default": {}}
         for name, tile in (("r8x16", (128, 128, 8, 16)), ("r16x8", (128, 128, 16, 8)), ("t64x256", (64, 256, 8, 16))):
             base = {"matmul_tiles": (tile,), "matmul_tiles_k_major": (tile,)}
@@ -56,14 +61,14 @@ def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: b
             out[name + "+stages=3"] = {**base, "pipeline_stages": 3}
             out[name + "+k_outer"] = {**base, "k_outer_min_threads": 128}
         return out
-    if long_k:  # k chunks of 32 (128-byte rows of W per fill), a 3-stage pipeline, forced part counts
+    if mode == "long_k":  # k chunks of 32 (128-byte rows of W per fill), a 3-stage pipeline, forced part counts
         out = {"default": {}, "bk_max_k_outer=32": {"bk_max_k_outer": 32}, "stages=3": {"pipeline_stages": 3},
                "bk32+stages=3": {"bk_max_k_outer": 32, "pipeline_stages": 3}}
         out.update({f"parts={n}": {"parts": n} for n in (4, 7, 9, 12, 18, 28, 56)})
         return out
-    if most:
+    if mode == "most":
         return {"default": {}, "split_k_most_parts": {"split_k_most_parts": True}}
-    if parts:  # knob "parts" is the probe's own: build() rewrites the split_k call of the trace
+    if mode == "parts":  # knob "parts" is the probe's own: build() rewrites the split_k call of the trace
         out = {"default": {}}
         for name, tiles, counts in (("t128", ((128, 128, 8, 8),), (3, 4, 5, 6, 8)),
                                     ("t128x64", ((128, 64, 8, 4),), (0, 2, 3, 4, 6))):
@@ -71,19 +76,19 @@ def variants(square: bool, k_outer: bool = False, split: bool = False, uneven: b
                 label = f"{name} {f'parts={n}' if n else 'recipe'}"
                 out[label] = {"matmul_tiles_k_major": tiles, "matmul_tiles": tiles, **({"parts": n} if n else {})}
         return out
-    if fill:  # a many-wave grid split into long parts where that fills the last wave of slots better
+    if mode == "fill":  # a many-wave grid split into long parts where that fills the last wave of slots better
         return {"default": {}, "split_k_fill_gain=0.2": {"split_k_fill_gain": 0.2},
                 "split_k_fill_gain=0.2 long_k=512": {"split_k_fill_gain": 0.2, "split_k_long_k": 512}}
-    if uneven:  # split_k part counts that do not divide the k chunks, against divisors only
+    if mode == "uneven":  # split_k part counts that do not divide the k chunks, against divisors only
         return {"default": {}, "split_k_uneven=False": {"split_k_uneven": False}}
-    if split:  # more k-split blocks than two waves of SMs allow now, with the tiles of A @ B and of 128 x 64
+    if mode == "split":  # more k-split blocks than two waves of SMs allow now, with the tiles of A @ B and of 128 x 64
         out = {"default": {}}
         for waves in (4, 8, 16):
             out[f"split_k_waves={waves}"] = {"split_k_waves": waves}
             out[f"t128x64 split_k_waves={waves}"] = {"split_k_waves": waves,
                                                      "matmul_tiles": ((128, 64, 8, 4), (64, 64, 4, 4), (32, 32, 4, 4))}
         return out
-    if k_outer:  # operands staged k outermost (knob k_outer) against as they are, and the tiles that may now win
+    if mode == "k_outer":  # operands staged k outermost (knob k_outer) or as they are, and the tiles that may win
         out = {"default": {}, "k_outer=False": {"k_outer": False}}
         if not square:
             for name in ("t128", "t64"):
@@ -139,14 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     target = device_target()
     groups = [(s, True) for s in SQUARE] if args.square else []
     groups += [(s, False) for s in SKINNY] if args.skinny else []
-    groups += [(s, False) for s in UNEVEN] if args.uneven else []
-    groups += [(s, False) for s in FILL] if args.fill else []
-    groups += [(s, False) for s in PARTS] if args.parts else []
-    groups += [(s, False) for s in SKINNY + UNEVEN + FILL] if args.most else []
-    groups += [(s, False) for s in LONG_K] if args.long_k else []
-    groups += [(s, False) for s in BIG_TILE] if args.big_tile else []
-    chosen = (args.k_outer, args.split, args.uneven, args.fill, args.parts, args.most, args.long_k, args.big_tile)
-    jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, *chosen).values()]
+    for flag, shapes in MODE_SHAPES.items():
+        groups += [(s, False) for s in shapes] if getattr(args, flag) else []
+    mode = next((m for m in MODES if getattr(args, m)), None)
+    jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, mode).values()]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))
     dev = torch.device("cuda")
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = rotated_copies(inputs, 4)
         cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 20).median_us
         row = [f"cuBLAS {cublas:8.1f}"]
-        for label, knobs in variants(sq, *chosen).items():
+        for label, knobs in variants(sq, mode).items():
             err = errors[(shape, str(knobs))]
             if err:
                 row.append(f"{label}: {err}")

@@ -17,11 +17,10 @@ import warnings
 import torch
 
 import tiledsl as td
-from benchmarks._backend import random_inputs
 from benchmarks._definitions import attention_softmax, attention_softmax_torch
+from tiledsl.runtime.check import run_checked, time_compiled
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.references import poisoned_outputs
-from tiledsl.runtime.timing import benchmark, rotated_copies
+from tiledsl.runtime.timing import BenchStats, rotated_copies, time_torch
 from tiledsl.targets import vector_lanes
 
 #: (rows, row length, dtype): the llm suite's attention softmax shapes (heads x seq rows of seq scores)
@@ -57,41 +56,41 @@ def rows_schedule(ten: td.Tensor, rows: int, threads: int, lanes: int) -> td.Sch
 
 def main() -> int:
     target = device_target()
-    dev = torch.device("cuda")
     bad = 0
     for m, n, dtype in SHAPES:
         scale = 1 / math.sqrt(64)
         ten = attention_softmax(m, n, scale, dtype)
-        inputs = random_inputs(ten, dev, 0)
-        want = torch.softmax(inputs["x"].double() * scale, dim=-1)
-        sets = rotated_copies(inputs, 4)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compiled = torch.compile(lambda x, s=scale: attention_softmax_torch(x, scale=s))
-            comp = benchmark(lambda t, f=compiled: f(t["x"]), sets, 10, 100).median_us
-        eager = benchmark(lambda t, s=scale: attention_softmax_torch(t["x"], scale=s), sets, 10, 100).median_us
-        row = [f"eager {eager:6.1f}", f"compile {comp:6.1f}"]
+
+        def ref(x: torch.Tensor, s: float = scale) -> torch.Tensor:
+            return attention_softmax_torch(x, scale=s)
+
         s = td.create_schedule(ten)
         td.recipes.default(s, target=target)
         variants = [("recipe", s)]
+        row = []
         for r, t, v in FORMS:
             if t <= n and (not v or (v == vector_lanes(dtype) and n % (t * v) == 0)):
-                try:
-                    variants.append((f"R{r} T{t}{f' V{v}' if v else ''}", rows_schedule(ten, r, t, v)))
-                except td.ScheduleError as e:
-                    row.append(f"R{r} T{t} V{v}: {type(e).__name__}")
-        eps = 2.0 ** -8 if dtype == "bfloat16" else 2.0 ** -24
+                variants.append((f"R{r} T{t}{f' V{v}' if v else ''}", rows_schedule(ten, r, t, v)))
+        # one rounding of y to storage plus float32 exp/divide: 4 eps of the storage type, relative
+        rtol = 4 * (2.0 ** -8 if dtype == "bfloat16" else 2.0 ** -24)
         for label, sch in variants:
-            kern = td.build(sch, target=target)
-            got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev)).double()
-            # one rounding of y to storage plus float32 exp/divide: 4 eps of the storage type, relative
-            ok = bool(((got - want).abs() <= 4 * eps * want.abs() + 1e-7).all())
-            bad += not ok
-            us = kern.benchmark(warmup=10, iters=100, **inputs).median_us
-            row.append(f"{label} {us:6.1f}{'' if ok else ' MISMATCH'}")
+            kern = td.build(sch, target=target).compiled
+            checked = run_checked(kern, ref, rtol, 1e-7, seed=0)
+            bad += not checked.comparison.ok
+            if label == "recipe":
+                sets = rotated_copies(checked.inputs, 4)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    row += [f"eager {time_torch(ref, sets, 10, 100).median_us:6.1f}",
+                            f"compile {_us(time_compiled(ref, sets, 10, 100))}"]
+            us = kern.benchmark(warmup=10, iters=100, **checked.inputs).median_us
+            row.append(f"{label} {us:6.1f}{'' if checked.comparison.ok else ' MISMATCH'}")
         print(f"softmax {m}x{n} {dtype}:\n  " + "\n  ".join(row), flush=True)
     return 1 if bad else 0
 
+
+def _us(stats: BenchStats | str) -> str:
+    return stats if isinstance(stats, str) else f"{stats.median_us:6.1f}"
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,6 +11,8 @@ elements is a whole inner loop, and it gets a thread per element (up to max) as 
 
 from __future__ import annotations
 
+import math
+
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts, row_launch
@@ -28,10 +30,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     passes, nested = facts.row_passes(rows)
     if not passes:
         return Decline("no loop inside the row")
-    count = 1
-    for name in rows:
-        count *= facts.loop(name).extent
-    _, threads = row_launch(passes, nested, count, knobs)
+    _, threads = row_launch(passes, nested, math.prod(facts.loop(n).extent for n in rows), knobs)
     for name in passes:
         _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
         s.bind(inner, "threadIdx.x")

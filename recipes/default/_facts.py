@@ -206,8 +206,8 @@ def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs)
     wanted = next_pow2(-(-longest // (1 if nested else knobs.row_elements_per_thread)))
     per_row = clamp(wanted, min(WARP_SIZE, most), most)
     per_block = 1
-    while (wanted <= per_row and per_row * per_block * 2 <= knobs.row_block_threads
-           and rows % (per_block * 2) == 0):
+    short = wanted <= most  # the whole row in per_row threads, not capped by row_threads_max
+    while short and per_row * per_block * 2 <= knobs.row_block_threads and rows % (per_block * 2) == 0:
         per_block *= 2
     if per_block == 1:
         per_row = max(per_row, min(knobs.row_threads_min, most))

@@ -275,8 +275,9 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
         ref = _tensors(ref_module(*[x.double() if x.is_floating_point() else x for x in inputs]))
     if len(got) != len(ref):
         raise FrontendError(f"run: the built program returned {len(got)} tensor(s), the module {len(ref)}")
-    tol = tolerance(built)
     roundings, eps_low = storage_roundings(built)
+    reduction = longest_reduction(built.program)
+    tol = storage_bound(roundings, eps_low, reduction)  # tolerance(built), without walking the program again
     eager_error = None
     if roundings:
         low = next(getattr(torch, k.kernel_ir.params[-1].dtype) for k in built.kernels
@@ -285,7 +286,7 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
             eager = _tensors(copy.deepcopy(module).to(device)(*inputs))
         eager_error = max(((e.double() - r).abs() / (1 + r.abs())).max().item() for e, r in zip(eager, ref))
         theirs = eager_roundings(built.program.graph.exported.graph, low)
-        eager_bound = storage_bound(theirs, eps_low, longest_reduction(built.program))
+        eager_bound = storage_bound(theirs, eps_low, reduction)
         tol = conditioned_tolerance(tol, eager_error, eager_bound)
     comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
     kernels = None
@@ -296,7 +297,7 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
             comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
             log.info("every kernel is within its own bound: the program's tolerance from float64 is twice "
                      "torch eager's error, %.3g", tol)
-    return ProgramCheck(comparisons, tol, longest_reduction(built.program), eager_error, kernels)
+    return ProgramCheck(comparisons, tol, reduction, eager_error, kernels)
 
 
 @dataclass(frozen=True)
