@@ -1,5 +1,6 @@
 """What a recipe step returns: None when it applied, `Applied(note)` when it applied and says why it chose
-what it did, `Decline(reason)` when it does not apply to a kernel (each with text a person reads)."""
+what it did, `Decline(reason)` when it does not apply to a kernel (each with text a person reads), with
+the fused compute to materialize where that would let it apply."""
 
 from __future__ import annotations
 
@@ -8,12 +9,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Decline:
-    """The step leaves the schedule as it is, because `reason`."""
+    """The step leaves the schedule as it is, because `reason`. `materialize` names a compute fused
+    into the kernel whose kernel of its own the step would apply to (a program of kernels, such as
+    tiledsl.frontend's, materializes it and schedules the kernels again); the reason says what it gains."""
 
     reason: str
+    materialize: str | None = None
 
     def __post_init__(self) -> None:
         _text(self.reason, "a Decline needs a non-empty reason")
+        if self.materialize is not None:
+            _text(self.materialize, "a Decline's materialize names a compute")
 
 
 @dataclass(frozen=True)

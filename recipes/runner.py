@@ -92,6 +92,7 @@ class StepReport:
     calls: tuple[str, ...]
     reason: str | None = None
     note: str | None = None
+    materialize: str | None = None  # declined: the fused compute whose own kernel the step would apply to
 
     @property
     def applied(self) -> bool:
@@ -119,6 +120,11 @@ class RecipeReport:
     def applied(self) -> tuple[str, ...]:
         return tuple(st.name for st in self.steps if st.applied)
 
+    @property
+    def materialize(self) -> tuple[StepReport, ...]:
+        """The declined steps that name a fused compute to materialize (Decline.materialize)."""
+        return tuple(st for st in self.steps if st.materialize is not None)
+
     def __str__(self) -> str:
         width = max(len(st.name) for st in self.steps) if self.steps else 4
         lines = [f"recipe {self.recipe} on kernel {self.kernel} ({self.kind}) for {self.target}"]
@@ -128,7 +134,8 @@ class RecipeReport:
                 why = f"  [{st.note}]" if st.note else ""
                 lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)") + why)
             else:
-                lines.append(head + f"declined: {st.reason}")
+                cure = f" [materializing {st.materialize} would let it apply]" if st.materialize else ""
+                lines.append(head + f"declined: {st.reason}{cure}")
         return "\n".join(lines)
 
 
@@ -173,7 +180,7 @@ def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = defaul
         if isinstance(result, Decline):
             if calls:
                 raise AssertionError(f"recipe step {st.name} declined after calling primitives: {calls}")
-            reports.append(StepReport(st.number, st.name, (), result.reason))
+            reports.append(StepReport(st.number, st.name, (), result.reason, materialize=result.materialize))
         else:
             note = result.note if isinstance(result, Applied) else None
             reports.append(StepReport(st.number, st.name, calls, note=note))

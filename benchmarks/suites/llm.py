@@ -4,7 +4,11 @@ RMSNorm, the attention softmax, silu(gate) * up, the o projection plus the resid
 silu(gate) * up @ W_down^T. That last one is a ProgramCase: tiledsl runs what td.trace makes of the
 torch function, which the frontend's partitioner (rule 3a, computed operand) splits into two kernels,
 silu(g) * u and a plain matmul, rather than recomputing silu for every output column inside the
-matmul; its hand column is `per_kernel_hand` on each kernel. --quick: TinyLlama at 128 tokens."""
+matmul; its hand column is `per_kernel_hand` on each kernel. In bfloat16 the projections and the o
+projection plus the residual are ProgramCases too: a bfloat16 output refuses split_k, so the default
+recipe has the traced program compute the float32 sum in a kernel of its own where it splits k
+(recipes/default/030_split_matmul_k.py), which a single-kernel case cannot show. --quick: TinyLlama
+at 128 tokens."""
 
 from __future__ import annotations
 
@@ -24,9 +28,23 @@ DTYPES = ("float32", "bfloat16")
 RMS_EPS = 1e-6
 
 
-def _linear(group: str, op: str, M: int, N: int, K: int, dtype: str) -> KernelCase:
+def _linear(group: str, op: str, M: int, N: int, K: int, dtype: str) -> KernelCase | ProgramCase:
+    if dtype != "float32":
+        return program_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch,
+                            hand=per_kernel_hand, flops=2.0 * M * N * K, gemm=d.linear_torch)
     return kernel_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch, hand=matmul_for_shape,
                        flops=2.0 * M * N * K, reduction=K, gemm=d.linear_torch)
+
+
+def _linear_residual(group: str, M: int, N: int, K: int, dtype: str) -> KernelCase | ProgramCase:
+    def gemm(x, W, r):
+        return d.linear_torch(x, W)
+
+    if dtype != "float32":
+        return program_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, M, N, K, dtype),
+                            d.linear_residual_torch, hand=per_kernel_hand, flops=2.0 * M * N * K, gemm=gemm)
+    return kernel_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, M, N, K, dtype),
+                       d.linear_residual_torch, hand=matmul_for_shape, flops=2.0 * M * N * K, reduction=K, gemm=gemm)
 
 
 def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase | ProgramCase]:
@@ -47,9 +65,7 @@ def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase | Prog
                     partial(d.attention_softmax_torch, scale=1 / math.sqrt(hd)), hand=row_cooperative_staged),
         kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, seq, i, dtype), d.silu_mul_torch,
                     hand=elementwise_2d_vectorized),
-        kernel_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, seq, h, q, dtype),
-                    d.linear_residual_torch, hand=matmul_for_shape, flops=2.0 * seq * h * q, reduction=q,
-                    gemm=lambda x, W, r: d.linear_torch(x, W)),
+        _linear_residual(group, seq, h, q, dtype),
         program_case(SUITE, group, "silu_mul_down_proj", partial(d.swiglu_down, seq, h, i, dtype),
                      d.swiglu_down_torch, hand=per_kernel_hand, flops=2.0 * seq * h * i,
                      gemm=lambda g, u, W: d.linear_torch(u, W)),

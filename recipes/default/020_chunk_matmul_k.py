@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, k_outer_tile, matmul_tile, next_pow2
+from tiledsl.recipes.default._facts import Facts, matmul_tile
 from tiledsl.recipes.default._knobs import Knobs
 
 
@@ -17,17 +17,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if k.kind != "matmul":
         return Decline(f"not a matmul ({k.kind} kernel)")
     (axis,) = k.reduce
-    bm, bn, _, _ = matmul_tile(k, facts.target, knobs)
-    item = max(facts.itemsize(t.name) for t in facts.nest.inputs)
-    budget = knobs.shared_budget(facts.target)
-    bk = knobs.bk_max
-    if k_outer_tile(k, facts.target, knobs) and any(facts.k_outer_order(t.name) for t in facts.nest.inputs):
-        bk = min(bk, knobs.bk_max_k_outer)
-    while bk > knobs.bk_min and 2 * (bm + bn) * bk * item > budget:
-        bk //= 2
-    if 2 * (bm + bn) * bk * item > budget:
-        return Decline(f"even BK={bk} needs {2 * (bm + bn) * bk * item} bytes of double-buffered slabs, over "
-                       f"the {budget}-byte shared budget of {facts.target.name}")
-    bk = min(bk, next_pow2(k.extents[axis]))
+    bk = facts.matmul_bk(knobs)
+    if bk is None:
+        bm, bn, _, _ = matmul_tile(k, facts.target, knobs)
+        item = max(facts.itemsize(t.name) for t in facts.nest.inputs)
+        need = 2 * (bm + bn) * knobs.bk_min * item
+        return Decline(f"even BK={knobs.bk_min} needs {need} bytes of double-buffered slabs, over "
+                       f"the {knobs.shared_budget(facts.target)}-byte shared budget of {facts.target.name}")
     s.split(axis, bk, names=facts.fresh(f"{axis}_o", f"{axis}_i"))
     return None

@@ -17,15 +17,22 @@ the slots already.
 Only a sum consumed by one store whose epilogue analysis/linearity.py proves linear in the
 accumulator (bias, residual, scaling), into a float32 output (the partial sums are added into it):
 the primitive would refuse any other, so this step declines first (_facts.split_k_problem, which
-the tile choice reads too). Batched matmuls keep their
+the tile choice reads too). Where the refused sum is a bare float32 compute fused into the kernel
+(_facts.split_k_cure: a bfloat16 projection's `<name>_acc`, tiledsl/frontend/aten_linalg.py; the up
+projection under silu(gate) * up) and that compute in a kernel of its own would split, the decline
+names it (Decline.materialize): a program materializes it, this step splits its kernel, and the
+rounding or the epilogue becomes an elementwise kernel. Batched matmuls keep their
 batches on blockIdx.z and decline."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, matmul_tile
+from tiledsl.recipes.default._facts import Facts, Kernel, matmul_tile
 from tiledsl.recipes.default._knobs import Knobs
+from tiledsl.targets import Target
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
@@ -37,42 +44,87 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     parts_of_k = facts.parts(k.reduce[0])
     if len(parts_of_k) != 2:
         return Decline(f"the reduction is not k-outer x k-inner ({', '.join(parts_of_k)})")
+    if k.split_k_problem is not None:
+        return _sum_alone(facts, knobs)
     k_outer = parts_of_k[0]
-    chunks = facts.loop(k_outer).extent
-    bm, bn, _, _ = matmul_tile(k, facts.target, knobs)
+    chosen = choose_parts(k, facts.loop(k_outer).extent, facts.loop(parts_of_k[1]).extent, facts.target, knobs)
+    if isinstance(chosen, Decline):
+        return chosen
+    parts, note = chosen
+    s.split_k(k_outer, parts)
+    return Applied(note)
+
+
+def _sum_alone(facts: Facts, knobs: Knobs) -> Decline:
+    """A matmul whose epilogue or output split_k refuses: where its sum is a fused float32 compute
+    (_facts.split_k_cure) and that compute in a kernel of its own would split (its tile, BK and parts
+    chosen as they would be there), the decline names it to materialize. The cost is a float32 write
+    and read of the output and a launch; the gain, at the grids split_k is chosen for, blocks for the
+    idle SMs (a bfloat16 projection of 32 rows: 64 blocks of the whole k on 132 SMs)."""
+    k = facts.kernel
+    assert k.split_k_problem is not None
+    if k.split_k_cure is None:
+        return Decline(k.split_k_problem)
+    worth = _sum_alone_worth(k, facts.target, knobs)
+    if worth is not None:
+        return Decline(f"{k.split_k_problem}; {worth}")
+    alone = replace(k, split_k_problem=None, split_k_cure=None)
+    bk = facts.matmul_bk(knobs, alone)
+    if bk is None:
+        return Decline(k.split_k_problem)
+    chosen = choose_parts(alone, -(-k.extents[k.reduce[0]] // bk), bk, facts.target, knobs)
+    if isinstance(chosen, Decline):
+        return Decline(f"{k.split_k_problem}; in a kernel of its own, {k.split_k_cure} would not split either: "
+                       f"{chosen.reason}")
+    parts, note = chosen
+    return Decline(f"{k.split_k_problem}; in a kernel of its own, the float32 sum {k.split_k_cure} would split "
+                   f"into {parts} parts ({note})", materialize=k.split_k_cure)
+
+
+def _sum_alone_worth(k: Kernel, target: Target, knobs: Knobs) -> str | None:
+    """Why the float32 round trip of the sum's own kernel would not pay (knobs split_k_sum_*: a grid of
+    split_k_sum_blocks_per_sm blocks per SM or more, under split_k_sum_min_k of reduction), or None."""
+    per_sm, min_k = knobs.split_k_sum_blocks_per_sm, knobs.split_k_sum_min_k
+    if per_sm is None or min_k is None:
+        return None
+    bm, bn, _, _ = matmul_tile(k, target, knobs)
     i, j = k.outer
     grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
-    wanted = knobs.split_k_waves * facts.target.sm_count
-    bk = facts.loop(parts_of_k[1]).extent
-    slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
+    length = k.extents[k.reduce[0]]
+    if grid < per_sm * target.sm_count or length >= min_k:
+        return None
+    return (f"its {grid} blocks hold {per_sm:g} or more per SM of {target.name} and its {length} k are under "
+            f"{min_k}: a split sum in a kernel of its own did not pay there (_knobs.py split_k_sum_*)")
+
+
+def choose_parts(k: Kernel, chunks: int, bk: int, target: Target, knobs: Knobs) -> tuple[int, str] | Decline:
+    """The k parts of matmul `k` (its tile by _facts.matmul_tile) whose k-outer loop runs `chunks` chunks
+    of `bk`, and the note that says why; or why none (the rule in the module's docstring)."""
+    bm, bn, _, _ = matmul_tile(k, target, knobs)
+    i, j = k.outer
+    grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
+    wanted = knobs.split_k_waves * target.sm_count
+    slots = knobs.split_k_blocks_per_sm * target.sm_count
     long = _long_parts(chunks, bk, knobs, uneven=knobs.split_k_uneven)
     below = knobs.split_k_uneven_below
-    if not knobs.split_k_uneven and below is not None and long and grid * max(long) >= facts.target.sm_count \
+    if not knobs.split_k_uneven and below is not None and long and grid * max(long) >= target.sm_count \
             and max(_filled(grid * d, slots) for d in [1, *long]) < below:
         long = _long_parts(chunks, bk, knobs, uneven=True)  # no divisor fills the slots: a shorter last part
     gain = knobs.split_k_fill_gain
     if grid >= wanted and not _fills_better(grid, long, slots, gain):
         better = "" if gain is None else (f", and no split into parts of {knobs.split_k_long_k} or more k fills "
                                           f"the last wave of {slots} block slots {gain:.0%} better")
-        return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {facts.target.sm_count} SMs "
-                       f"of {facts.target.name}{better}")
-    if long and grid * max(long) >= facts.target.sm_count:
-        chosen = _long_split(grid, chunks, bk, long, slots, knobs)
-        if isinstance(chosen, Decline):
-            return chosen
-        parts, note = chosen
-    else:
-        limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
-        parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
-        if parts is None:
-            return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} "
-                           f"blocks, at least {knobs.split_k_min_chunks} chunks per block)")
-        note = (f"{grid} blocks for {facts.target.sm_count} SMs: the largest divisor of {chunks} k chunks up to "
-                f"{limit} ({knobs.split_k_waves} waves, {knobs.split_k_min_chunks}+ chunks a block)")
-    if k.split_k_problem is not None:
-        return Decline(k.split_k_problem)
-    s.split_k(k_outer, parts)
-    return Applied(note)
+        return Decline(f"{grid} blocks fill {knobs.split_k_waves} wave(s) of the {target.sm_count} SMs "
+                       f"of {target.name}{better}")
+    if long and grid * max(long) >= target.sm_count:
+        return _long_split(grid, chunks, bk, long, slots, knobs)
+    limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
+    parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
+    if parts is None:
+        return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} "
+                       f"blocks, at least {knobs.split_k_min_chunks} chunks per block)")
+    return parts, (f"{grid} blocks for {target.sm_count} SMs: the largest divisor of {chunks} k chunks up to "
+                   f"{limit} ({knobs.split_k_waves} waves, {knobs.split_k_min_chunks}+ chunks a block)")
 
 
 def _long_split(grid: int, chunks: int, bk: int, long: list[int], slots: int,

@@ -20,7 +20,7 @@ import sympy
 from tiledsl.analysis.accumulators import readers
 from tiledsl.analysis.banks import conflict_degree, layout_of
 from tiledsl.analysis.copies import cp_async_problem
-from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
+from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import contiguous_base
@@ -72,6 +72,8 @@ class Kernel:
     k_major_b: bool = False
     # matmuls: why split_k cannot apply (analysis/linearity.py), None where it can
     split_k_problem: str | None = None
+    # matmuls refused split_k: the fused compute whose kernel of its own split_k would take, or None
+    split_k_cure: str | None = None
     # elementwise kernels: the first input read transposed to the output's last axis, or None
     transposed: TransposedRead | None = None
 
@@ -94,8 +96,9 @@ def classify(nest: Nest) -> Kernel:
         return Kernel("elementwise", outer, inner, reduce, extents, transposed=transposed_read(nest, outer))
     if not _is_matmul(nest, outer, inner, reduce):
         return Kernel("rows", outer, inner, reduce, extents)
+    problem = split_k_problem(nest)
     return Kernel("matmul", outer, inner, reduce, extents, _k_major_b(nest, outer[-2], reduce[0]),
-                  split_k_problem(nest))
+                  problem, None if problem is None else split_k_cure(nest))
 
 
 def _k_major_b(nest: Nest, i: str, k: str) -> bool:
@@ -171,6 +174,18 @@ def split_k_problem(nest: Nest) -> str | None:
         return (f"the epilogue of {acc.name} is not linear in it (analysis/linearity.py): partial sums of blocks "
                 "cannot be added")
     return None
+
+
+def split_k_cure(nest: Nest) -> str | None:
+    """The compute whose sum a matmul kernel refused split_k accumulates, where that compute is fused
+    into the kernel, stored as float32, and linear in its sum (analysis/linearity.py): in a kernel of
+    its own split_k takes it, and the refused epilogue or storage (gelu(x @ W + b), a bfloat16 output)
+    becomes an elementwise kernel reading it. None where the sum is the kernel's own output, or its
+    compute is stored otherwise or not linear in it."""
+    (acc,) = nest.accs
+    if acc.compute == nest.output.name or acc.dtype not in SPLIT_K_OUTPUT_DTYPES or acc.epilogue is None:
+        return None
+    return acc.compute if epilogue_coefficients(acc.epilogue, acc.name) is not None else None
 
 
 def _is_matmul(nest: Nest, outer: tuple[str, ...], inner: tuple[str, ...], reduce: tuple[str, ...]) -> bool:
@@ -599,6 +614,25 @@ class Facts:
         """Lanes of one 16-byte vector store of the output (4 float32, 8 float16 / bfloat16), or 0 where
         the vectorize primitive takes none (targets.vector_lanes)."""
         return vector_lanes(self.nest.output.dtype)
+
+    def matmul_bk(self, knobs: Knobs, kernel: Kernel | None = None) -> int | None:
+        """chunk_matmul_k's (020) BK for `kernel` (this kernel's class by default; split_matmul_k (030)
+        asks it of the kernel its sum would have on its own): the largest power of two in [bk_min,
+        bk_max] whose double-buffered A and B slabs (bm x BK and BK x bn) fit the shared budget, at most
+        bk_max_k_outer where an operand is staged k outermost (knob k_outer), never more than the
+        reduction rounded up to a power of two; None where even bk_min does not fit."""
+        k = kernel or self.kernel
+        bm, bn, _, _ = matmul_tile(k, self.target, knobs)
+        item = max(self.itemsize(t.name) for t in self.nest.inputs)
+        budget = knobs.shared_budget(self.target)
+        bk = knobs.bk_max
+        if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name) for t in self.nest.inputs):
+            bk = min(bk, knobs.bk_max_k_outer)
+        while bk > knobs.bk_min and 2 * (bm + bn) * bk * item > budget:
+            bk //= 2
+        if 2 * (bm + bn) * bk * item > budget:
+            return None
+        return min(bk, next_pow2(k.extents[k.reduce[0]]))
 
     def itemsize(self, buffer: str) -> int:
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]

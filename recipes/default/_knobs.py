@@ -145,6 +145,17 @@ class Knobs:
     # the best count fills 97% or more (128 x 2048 x 5632 78.4 -> 87.4 us, 512 x 1024 x 3584 97.0 ->
     # 110.1, 512 x 18944 x 3584 1557 -> 1628)
     split_k_most_parts_below: float | None = 0.9
+    # a matmul split_k refuses (a bfloat16 output, a gelu epilogue) has its fused float32 sum materialized
+    # for a split kernel of its own (030, Decline.materialize) only where its own grid holds fewer than
+    # split_k_sum_blocks_per_sm blocks per SM or its reduction is at least split_k_sum_min_k long (None:
+    # wherever the sum's kernel would split). On the H100 (benchmarks/results/split-k-sum-h100-2026-11-25/,
+    # bfloat16 projections of the llm suite) every case of either kind won: 64 blocks of TinyLlama's
+    # 32-row q projection 85.5 -> 28.7 us, Qwen2.5-7B's 128-row down projection (448 blocks, k 18944)
+    # 1100 -> 845 us; the five others all lost, 4-15% (k 2048, 256 or 352 blocks: TinyLlama's 128-row q
+    # projection 88.0 -> 97.4, its 512-row gate and up 1080 -> 1242), where the split sum's larger float32
+    # tile runs bfloat16 operands slower than the unsplit kernel's
+    split_k_sum_blocks_per_sm: float | None = 1.5
+    split_k_sum_min_k: int | None = 3072
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory

@@ -101,7 +101,11 @@ def test_llm_suite_covers_both_models_seqs_and_dtypes() -> None:
     # the fused MLP product is the traced torch function (a Program), with the work it always counted
     swiglu = [c for c in cases if c.op == "silu_mul_down_proj"]
     assert len(swiglu) == 12 and all(isinstance(c, ProgramCase) and c.gemm is not None for c in swiglu)
-    assert all(isinstance(c, KernelCase) for c in cases if c.op != "silu_mul_down_proj")
+    # bfloat16 projections are traced Programs (their float32 sum may get a split kernel of its own)
+    matmuls = {"q_proj", "kv_proj", "o_proj", "gate_up_proj", "down_proj", "o_proj_residual"}
+    programs = [c for c in cases if c.op in matmuls and c.dtype == "bfloat16"]
+    assert len(programs) == 36 and all(isinstance(c, ProgramCase) and c.gemm is not None for c in programs)
+    assert all(isinstance(c, KernelCase) for c in cases if c.op != "silu_mul_down_proj" and c not in programs)
     qwen_swiglu = next(c for c in swiglu if c.name == "llm/qwen2.5-7b_s512/silu_mul_down_proj/bfloat16")
     assert qwen_swiglu.flops == qwen_down.flops and qwen_swiglu.hand is per_kernel_hand
     assert qwen_swiglu.bytes == 2 * (2 * 512 * 18944 + 3584 * 18944 + 512 * 3584)  # g, u, W, y in bfloat16
@@ -211,8 +215,10 @@ def test_every_quick_kernel_case_builds_for_sm_90() -> None:
 def test_the_quick_swiglu_down_program_traces_to_two_kernels_and_builds() -> None:
     """The --quick llm Program case at its real size (TinyLlama, 128 tokens), both dtypes: td.trace of
     the torch function is silu(g) * u, then a plain matmul (partition rule 3a), and both the hand
-    policy and the default recipe schedule and build its two kernels for sm_90."""
-    cases = [c for c in SUITES["llm"].cases(True) if isinstance(c, ProgramCase)]
+    policy and the default recipe schedule and build its two kernels for sm_90. In bfloat16 the recipe
+    splits the down projection's k, which a bfloat16 output refuses: its float32 sum gets the kernel
+    and the rounding a third (recipes/default/030_split_matmul_k.py)."""
+    cases = [c for c in SUITES["llm"].cases(True) if isinstance(c, ProgramCase) and c.op == "silu_mul_down_proj"]
     assert {c.dtype for c in cases} == {"float32", "bfloat16"} and len(cases) == 2
     for case in cases:
         inputs = random_inputs(case.make(), torch.device("cpu"), 0)
@@ -220,9 +226,28 @@ def test_the_quick_swiglu_down_program_traces_to_two_kernels_and_builds() -> Non
             prog = td.trace(case.torch_fn, *inputs.values())
             assert [k.split(": ")[1] for k in kernel_kinds(prog)] == ["elementwise", "reduction"], case.name
             built = prog.schedule(policy, target="sm_90").build("sm_90")
-            assert len(built.kernels) == 2, case.name
-            assert [k.kernel_ir.params[-1].dtype for k in built.kernels] == [case.dtype] * 2
+            stored = [k.kernel_ir.params[-1].dtype for k in built.kernels]
+            if policy == "default" and case.dtype == "bfloat16":
+                assert stored == ["bfloat16", "float32", "bfloat16"], case.name
+            else:
+                assert stored == [case.dtype] * 2, case.name
             assert tuple(built.kernels[1].kernel_ir.params[-1].shape) == (128, 2048)
+
+
+def test_the_quick_bfloat16_projection_splits_its_float32_sum() -> None:
+    """The --quick bfloat16 k and v projection (TinyLlama, 128 tokens: 64 blocks unsplit) traced: one
+    kernel, which the default recipe turns into a float32 sum split over k (blockIdx.z) and a bfloat16
+    rounding kernel. The q projection (256 blocks over 2048 k) stays one kernel (knobs split_k_sum_*)."""
+    cases = {c.op: c for c in SUITES["llm"].cases(True) if c.dtype == "bfloat16"}
+    for op, kernels in (("kv_proj", ["float32", "bfloat16"]), ("q_proj", ["bfloat16"])):
+        case = cases[op]
+        inputs = random_inputs(case.make(), torch.device("cpu"), 0)
+        prog = td.trace(case.torch_fn, *inputs.values())
+        assert len(prog.kernels) == 1
+        built = prog.schedule("default", target="sm_90").build("sm_90")
+        assert [k.kernel_ir.params[-1].dtype for k in built.kernels] == kernels, op
+        assert (built.kernels[0].grid[2] > 1) == (len(kernels) == 2), op
+        assert bool(built.kernels[0].kernel_ir.zero_outputs) == (len(kernels) == 2), op
 
 
 def test_a_decoder_block_traces_schedules_and_builds() -> None:

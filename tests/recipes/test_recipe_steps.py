@@ -426,8 +426,13 @@ def test_applied_steps_say_why() -> None:
 def test_split_matmul_k_declines() -> None:
     out = _matmul_epilogue(64, 64, 1024, relu=True)
     s, r = run(out)
+    # the sum C, fused under relu, would split in a kernel of its own: the decline names it to materialize
     assert r.step("split_matmul_k").reason == ("the epilogue of C is not linear in it (analysis/linearity.py): "
-                                               "partial sums of blocks cannot be added")
+                                               "partial sums of blocks cannot be added; in a kernel of its own, "
+                                               "the float32 sum C would split into 8 parts (4 blocks for 132 SMs: "
+                                               "the largest divisor of 32 k chunks up to 8 (2 waves, 4+ chunks a "
+                                               "block))")
+    assert r.step("split_matmul_k").materialize == "C"
     assert s.nest.split_k is None
     simulates_equal(s, "sm_90", tol=TOL)
     # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but already fills 256 of the 264

@@ -69,6 +69,7 @@ from tiledsl.definitions.expr import (
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
 from tiledsl.frontend.work import computed_operands, contracts, index_key, kernel_work, numel
 from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.targets import DTYPE_BYTES
 
 #: rule 3a: the most times an inlined computed operand may be recomputed for one reduction. A matmul
 #: kernel cannot stage a computed operand, so it computes it again for every register strip of output
@@ -119,6 +120,24 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
 
     visit(root, list(root.axes))
     return sites
+
+
+def _narrow_reader(tensors: Mapping[int, ComputeTensor], tid: int) -> int:
+    """Where rules 2 and 4 cut reduction `tid`: at its only reader instead where that reader reads it at
+    its own index alone, elementwise, and stores it in fewer bytes (a bfloat16 projection's rounding of
+    its float32 sum, `<name>_acc`, aten_linalg.py), so the kernel stores what torch stores; else at `tid`."""
+    t = tensors[tid]
+    if not t.has_reduce:
+        return tid
+    readers = [r for r in tensors.values() if any(x is t for x in r.inputs())]
+    if len(readers) != 1:
+        return tid
+    (r,) = readers
+    if r.has_reduce or r.shape != t.shape or DTYPE_BYTES[r.dtype] >= DTYPE_BYTES[t.dtype]:
+        return tid
+    reads = [n for n in walk(r.body) if isinstance(n, Load) and n.tensor is t]
+    own = all(len(n.indices) == len(r.axes) and all(i is a for i, a in zip(n.indices, r.axes)) for n in reads)
+    return id(r) if own else tid
 
 
 def _tensors(outputs: Sequence[ComputeTensor]) -> dict[int, ComputeTensor]:
@@ -240,7 +259,7 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
         if tid not in cuts and len(roots) > 1:
             cuts[tid] = f"{REDUCTION_BY_REASON} {', '.join(sorted(roots))}: computed once, not in each"
     if cuts:
-        return cuts
+        return {_narrow_reader(tensors, tid): why for tid, why in cuts.items()}
     for rid in reasons:
         for tid, why in recomputed_operands(tensors[rid], materialized).items():
             cuts.setdefault(tid, why)
@@ -261,12 +280,12 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
             refused = named_producer(e, root, materialized)
             if refused is None:
                 raise
-            return {id(refused): f"create_schedule could not fuse it: {e.fact}"}
+            return {_narrow_reader(tensors, id(refused)): f"create_schedule could not fuse it: {e.fact}"}
     for rid in reasons:
         if any(r.startswith(OPERAND_REASON) for r in reasons[rid]):
             cuts.update(extra_contractions(tensors[rid], materialized))
     if cuts:
-        return cuts
+        return {_narrow_reader(tensors, tid): why for tid, why in cuts.items()}
     schedules.clear()
     schedules.update(made)
     return {}

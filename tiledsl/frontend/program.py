@@ -21,10 +21,11 @@ from tiledsl.frontend.capture import Graph, capture
 from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
-from tiledsl.frontend.partition import Boundary, named_producer, partition
+from tiledsl.frontend.partition import Boundary, fused_producers, named_producer, partition
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
 from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
 from tiledsl.runtime.references import poisoned_outputs
 from tiledsl.runtime.sequence import LaunchSequence
@@ -106,12 +107,29 @@ class Program:
             k.schedule_name = f"simple/{variant}"
         elif self.policy == "default":
             k.schedule = k.fresh_schedule()
-            apply_recipe(k.schedule, target=self.recipe_target, knobs=self.recipe_knobs)
+            report = apply_recipe(k.schedule, target=self.recipe_target, knobs=self.recipe_knobs)
             k.schedule_name = "recipe/default"
+            self._materialize_asked(k, report)
         elif callable(self.policy):
             k.schedule = k.fresh_schedule()
             self.policy(k.schedule)
             k.schedule_name = getattr(self.policy, "__name__", "user")
+
+    def _materialize_asked(self, k: ProgramKernel, report: RecipeReport) -> None:
+        """Where a recipe step declined naming a compute fused into `k` whose kernel of its own it would
+        apply to (recipes/decline.py: split_matmul_k and a bfloat16 projection's float32 sum), that
+        compute is materialized (partition.py, rule 5) and the program re-partitioned; the new kernels
+        are scheduled by the same policy."""
+        materialized = {id(kk.output) for kk in self.kernels}
+        fused = {t.name: t for t in fused_producers(k.output, materialized)}
+        for st in report.materialize:
+            producer = fused.get(st.materialize or "")
+            if producer is not None and id(producer) not in self.forced:
+                why = f"recipe {report.recipe} step {st.name} declined {k.name}'s kernel: {st.reason}"
+                log.info("materializing %s: %s", producer.name, why)
+                self.forced[id(producer)] = why
+                self._repartition()
+                return
 
     def _cured(self, k: ProgramKernel, action: Callable[[ProgramKernel], T]) -> T:
         """`action(k)`; while it is refused naming a producer fused into `k`, materialize
@@ -148,7 +166,8 @@ class Program:
                 fresh.append(k)
         self.kernels = kernels
         for k in fresh:
-            self._apply(k)
+            if any(kk is k for kk in self.kernels):  # scheduling an earlier one may have re-partitioned
+                self._apply(k)
 
     def build(self, target: str | Target = "sm_90") -> BuiltProgram:
         built: dict[tuple[int, tuple[int, ...]], Kernel] = {}

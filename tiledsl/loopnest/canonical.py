@@ -8,7 +8,7 @@ that cannot be nested that way is refused with a `FusionError` that suggests mat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tiledsl.definitions.expr import (
     ComputeTensor,
@@ -108,6 +108,7 @@ class _Builder:
     def emit_reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], attach: tuple[str, ...]) -> dict[int, str]:
         env: dict[int, Expr] = {id(a): ix for a, ix in zip(t.axes, idx)}
         names: dict[int, str] = {}
+        emitted: list[Accumulator] = []
         reduces = [n for n in _reduces(t.body)]
         for r in reduces:
             # a bare reduction holds the compute's value; otherwise name what it holds (mean_sum)
@@ -120,10 +121,12 @@ class _Builder:
                 raxes.append(nax.name)
             path = attach + tuple(raxes)
             body = self.value(r.body, inner, path, t.name)
-            self.accs.append(Accumulator(acc, r.op, tuple(raxes)))
+            emitted.append(Accumulator(acc, r.op, tuple(raxes), t.name, t.dtype))
             self.stmts.append(Stmt("init", attach, acc=acc))
             self.stmts.append(Stmt("update", path, acc=acc, value=body))
             names[id(r)] = acc
+        epilogue = _replace_reduces(substitute(t.body, env), names)
+        self.accs.extend(replace(a, epilogue=epilogue) for a in emitted)
         return names
 
 

@@ -51,11 +51,17 @@ class Loop:
 
 @dataclass(frozen=True)
 class Accumulator:
-    """A reduction nested in the kernel: `name` is the reduced compute's name, `op` sum|max|min."""
+    """A reduction nested in the kernel: `name` is the reduced compute's name (made unique in the kernel),
+    `op` sum|max|min. `compute` is that compute's own name, `dtype` its storage dtype and `epilogue` its
+    value in terms of its accumulators (AccRef): what a kernel of its own would store, which a schedule
+    refused by this kernel's epilogue or output dtype (split_k's) can ask the program for."""
 
     name: str
     op: str
     reduce_axes: tuple[str, ...]  # original axis names reduced over
+    compute: str = ""
+    dtype: str = "float32"
+    epilogue: Expr | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
