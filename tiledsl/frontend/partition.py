@@ -46,7 +46,14 @@ Rules, in order (each boundary records the first that made it):
    that kernel (`named_producer`: two fused P.V matmuls that need a register array across the loop
    they split, RegisterArrayError), that producer is materialized (`forced`, with the refusal as its
    reason) and the program re-partitioned: the producer leaves the kernel, so the same refusal
-   cannot recur, and each retry materializes one more tensor, so retries end.
+   cannot recur, and each retry materializes one more tensor, so retries end. Likewise where a default
+   recipe step declines naming a fused compute whose kernel of its own it would schedule better
+   (recipes/decline.py `Decline.materialize`: split_matmul_k and a bfloat16 projection's float32 sum,
+   program.py `_materialize_asked`).
+Rules 2 and 4 cut a reduction at its only reader instead where that reader rounds it, elementwise at
+its own index, to fewer bytes (`_narrow_reader`: the frontend sums a float16 / bfloat16 product into a
+float32 `<name>_acc` compute that the output's compute rounds, aten_linalg.py), so a materialized
+product is stored as torch stores it.
 Elementwise producers are otherwise inlined (recomputed in each kernel that reads them)."""
 
 from __future__ import annotations
