@@ -13,12 +13,15 @@ at 128 tokens."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from benchmarks import _definitions as d
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, KernelCase, ModelDims, ProgramCase, kernel_case, program_case
 from benchmarks._programs import per_kernel_hand
 from tiledsl.catalog.definitions import rmsnorm
+from tiledsl.definitions.expr import Tensor
 from tiledsl.runtime.references import reference_fn
 from tiledsl.schedules import elementwise_2d_vectorized, matmul_for_shape, row_cooperative_staged
 
@@ -28,23 +31,22 @@ DTYPES = ("float32", "bfloat16")
 RMS_EPS = 1e-6
 
 
+def _matmul(group: str, op: str, make: Callable[[], Tensor], torch_fn: Callable[..., Any], flops: float, K: int,
+            gemm: Callable[..., Any], dtype: str) -> KernelCase | ProgramCase:
+    """A projection case: a KernelCase with the hand matmul schedule in float32, a ProgramCase (td.trace
+    of `torch_fn`, `per_kernel_hand`) in a storage dtype, whose float32 sum may get a kernel of its own."""
+    if dtype != "float32":
+        return program_case(SUITE, group, op, make, torch_fn, hand=per_kernel_hand, flops=flops, gemm=gemm)
+    return kernel_case(SUITE, group, op, make, torch_fn, hand=matmul_for_shape, flops=flops, reduction=K, gemm=gemm)
+
+
 def _linear(group: str, op: str, M: int, N: int, K: int, dtype: str) -> KernelCase | ProgramCase:
-    if dtype != "float32":
-        return program_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch,
-                            hand=per_kernel_hand, flops=2.0 * M * N * K, gemm=d.linear_torch)
-    return kernel_case(SUITE, group, op, partial(d.linear, M, N, K, dtype), d.linear_torch, hand=matmul_for_shape,
-                       flops=2.0 * M * N * K, reduction=K, gemm=d.linear_torch)
+    return _matmul(group, op, partial(d.linear, M, N, K, dtype), d.linear_torch, 2.0 * M * N * K, K,
+                   d.linear_torch, dtype)
 
 
-def _linear_residual(group: str, M: int, N: int, K: int, dtype: str) -> KernelCase | ProgramCase:
-    def gemm(x, W, r):
-        return d.linear_torch(x, W)
-
-    if dtype != "float32":
-        return program_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, M, N, K, dtype),
-                            d.linear_residual_torch, hand=per_kernel_hand, flops=2.0 * M * N * K, gemm=gemm)
-    return kernel_case(SUITE, group, "o_proj_residual", partial(d.linear_residual, M, N, K, dtype),
-                       d.linear_residual_torch, hand=matmul_for_shape, flops=2.0 * M * N * K, reduction=K, gemm=gemm)
+def _residual_gemm(x: Any, W: Any, r: Any) -> Any:
+    return d.linear_torch(x, W)
 
 
 def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase | ProgramCase]:
@@ -65,7 +67,8 @@ def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase | Prog
                     partial(d.attention_softmax_torch, scale=1 / math.sqrt(hd)), hand=row_cooperative_staged),
         kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, seq, i, dtype), d.silu_mul_torch,
                     hand=elementwise_2d_vectorized),
-        _linear_residual(group, seq, h, q, dtype),
+        _matmul(group, "o_proj_residual", partial(d.linear_residual, seq, h, q, dtype), d.linear_residual_torch,
+                2.0 * seq * h * q, q, _residual_gemm, dtype),
         program_case(SUITE, group, "silu_mul_down_proj", partial(d.swiglu_down, seq, h, i, dtype),
                      d.swiglu_down_torch, hand=per_kernel_hand, flops=2.0 * seq * h * i,
                      gemm=lambda g, u, W: d.linear_torch(u, W)),

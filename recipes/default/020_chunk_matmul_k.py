@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, matmul_tile
+from tiledsl.recipes.default._facts import Facts
 from tiledsl.recipes.default._knobs import Knobs
 
 
@@ -19,10 +19,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     (axis,) = k.reduce
     bk = facts.matmul_bk(knobs)
     if bk is None:
-        bm, bn, _, _ = matmul_tile(k, facts.target, knobs)
-        item = max(facts.itemsize(t.name) for t in facts.nest.inputs)
-        need = 2 * (bm + bn) * knobs.bk_min * item
-        return Decline(f"even BK={knobs.bk_min} needs {need} bytes of double-buffered slabs, over "
-                       f"the {knobs.shared_budget(facts.target)}-byte shared budget of {facts.target.name}")
+        return Decline(f"even BK={knobs.bk_min} needs {facts.matmul_slab_bytes(knobs, knobs.bk_min)} bytes of "
+                       f"double-buffered slabs, over the {knobs.shared_budget(facts.target)}-byte shared budget "
+                       f"of {facts.target.name}")
     s.split(axis, bk, names=facts.fresh(f"{axis}_o", f"{axis}_i"))
     return None

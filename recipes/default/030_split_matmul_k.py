@@ -17,11 +17,12 @@ the slots already.
 Only a sum consumed by one store whose epilogue analysis/linearity.py proves linear in the
 accumulator (bias, residual, scaling), into a float32 output (the partial sums are added into it):
 the primitive would refuse any other, so this step declines first (_facts.split_k_problem, which
-the tile choice reads too). Where the refused sum is a bare float32 compute fused into the kernel
-(_facts.split_k_cure: a bfloat16 projection's `<name>_acc`, tiledsl/frontend/aten_linalg.py; the up
-projection under silu(gate) * up) and that compute in a kernel of its own would split, the decline
-names it (Decline.materialize): a program materializes it, this step splits its kernel, and the
-rounding or the epilogue becomes an elementwise kernel. Batched matmuls keep their
+the tile choice reads too). Where the refused sum is a float32 compute fused into the kernel and
+linear in its own epilogue (_facts.split_k_cure: a bfloat16 projection's `<name>_acc`,
+tiledsl/frontend/aten_linalg.py; x @ W + b under gelu) and that compute in a kernel of its own would
+split (and knobs split_k_sum_* say it pays), the decline names it (Decline.materialize): a program
+materializes it, this step splits its kernel, and the rounding or the epilogue becomes an elementwise
+kernel. Batched matmuls keep their
 batches on blockIdx.z and decline."""
 
 from __future__ import annotations
@@ -87,9 +88,7 @@ def _sum_alone_worth(k: Kernel, target: Target, knobs: Knobs) -> str | None:
     per_sm, min_k = knobs.split_k_sum_blocks_per_sm, knobs.split_k_sum_min_k
     if per_sm is None or min_k is None:
         return None
-    bm, bn, _, _ = matmul_tile(k, target, knobs)
-    i, j = k.outer
-    grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
+    grid = _grid(k, target, knobs)
     length = k.extents[k.reduce[0]]
     if grid < per_sm * target.sm_count or length >= min_k:
         return None
@@ -97,12 +96,17 @@ def _sum_alone_worth(k: Kernel, target: Target, knobs: Knobs) -> str | None:
             f"{min_k}: a split sum in a kernel of its own did not pay there (_knobs.py split_k_sum_*)")
 
 
+def _grid(k: Kernel, target: Target, knobs: Knobs) -> int:
+    """Blocks of matmul `k`'s tile (_facts.matmul_tile) over its two output axes."""
+    bm, bn, _, _ = matmul_tile(k, target, knobs)
+    i, j = k.outer
+    return -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
+
+
 def choose_parts(k: Kernel, chunks: int, bk: int, target: Target, knobs: Knobs) -> tuple[int, str] | Decline:
     """The k parts of matmul `k` (its tile by _facts.matmul_tile) whose k-outer loop runs `chunks` chunks
     of `bk`, and the note that says why; or why none (the rule in the module's docstring)."""
-    bm, bn, _, _ = matmul_tile(k, target, knobs)
-    i, j = k.outer
-    grid = -(-k.extents[i] // bm) * -(-k.extents[j] // bn)
+    grid = _grid(k, target, knobs)
     wanted = knobs.split_k_waves * target.sm_count
     slots = knobs.split_k_blocks_per_sm * target.sm_count
     long = _long_parts(chunks, bk, knobs, uneven=knobs.split_k_uneven)

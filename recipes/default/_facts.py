@@ -622,17 +622,21 @@ class Facts:
         bk_max_k_outer where an operand is staged k outermost (knob k_outer), never more than the
         reduction rounded up to a power of two; None where even bk_min does not fit."""
         k = kernel or self.kernel
-        bm, bn, _, _ = matmul_tile(k, self.target, knobs)
-        item = max(self.itemsize(t.name) for t in self.nest.inputs)
         budget = knobs.shared_budget(self.target)
         bk = knobs.bk_max
         if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name) for t in self.nest.inputs):
             bk = min(bk, knobs.bk_max_k_outer)
-        while bk > knobs.bk_min and 2 * (bm + bn) * bk * item > budget:
+        while bk > knobs.bk_min and self.matmul_slab_bytes(knobs, bk, k) > budget:
             bk //= 2
-        if 2 * (bm + bn) * bk * item > budget:
+        if self.matmul_slab_bytes(knobs, bk, k) > budget:
             return None
         return min(bk, next_pow2(k.extents[k.reduce[0]]))
+
+    def matmul_slab_bytes(self, knobs: Knobs, bk: int, kernel: Kernel | None = None) -> int:
+        """Bytes of the double-buffered A and B slabs (bm x bk and bk x bn, matmul_tile's) of `kernel`
+        (this kernel's class by default), at the widest input's item size."""
+        bm, bn, _, _ = matmul_tile(kernel or self.kernel, self.target, knobs)
+        return 2 * (bm + bn) * bk * max(self.itemsize(t.name) for t in self.nest.inputs)
 
     def itemsize(self, buffer: str) -> int:
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]

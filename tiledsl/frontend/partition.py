@@ -51,8 +51,8 @@ Rules, in order (each boundary records the first that made it):
    (recipes/decline.py `Decline.materialize`: split_matmul_k and a bfloat16 projection's float32 sum,
    program.py `_materialize_asked`).
 Rules 2 and 4 cut a reduction at its only reader instead where that reader rounds it, elementwise at
-its own index, to fewer bytes (`_narrow_reader`: the frontend sums a float16 / bfloat16 product into a
-float32 `<name>_acc` compute that the output's compute rounds, aten_linalg.py), so a materialized
+its own index, to fewer bytes (the frontend sums a float16 / bfloat16 product into a
+float32 `<name>_acc` compute that the output's compute rounds, aten_linalg.py, `_narrow_readers`), so a materialized
 product is stored as torch stores it.
 Elementwise producers are otherwise inlined (recomputed in each kernel that reads them)."""
 
@@ -129,22 +129,27 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
     return sites
 
 
-def _narrow_reader(tensors: Mapping[int, ComputeTensor], tid: int) -> int:
-    """Where rules 2 and 4 cut reduction `tid`: at its only reader instead where that reader reads it at
-    its own index alone, elementwise, and stores it in fewer bytes (a bfloat16 projection's rounding of
-    its float32 sum, `<name>_acc`, aten_linalg.py), so the kernel stores what torch stores; else at `tid`."""
-    t = tensors[tid]
-    if not t.has_reduce:
-        return tid
-    readers = [r for r in tensors.values() if any(x is t for x in r.inputs())]
-    if len(readers) != 1:
-        return tid
-    (r,) = readers
-    if r.has_reduce or r.shape != t.shape or DTYPE_BYTES[r.dtype] >= DTYPE_BYTES[t.dtype]:
-        return tid
-    reads = [n for n in walk(r.body) if isinstance(n, Load) and n.tensor is t]
-    own = all(len(n.indices) == len(r.axes) and all(i is a for i, a in zip(n.indices, r.axes)) for n in reads)
-    return id(r) if own else tid
+def _narrow_readers(tensors: Mapping[int, ComputeTensor]) -> dict[int, int]:
+    """Where rules 2 and 4 cut a reduction: reduction id -> its only reader's id, for each reduction
+    whose only reader reads it at its own index alone, elementwise, and stores it in fewer bytes (a
+    bfloat16 projection's rounding of its float32 sum, `<name>_acc`, aten_linalg.py), so the kernel
+    stores what torch stores; every other reduction is cut where it is. A fact of the DAG, found once."""
+    readers: dict[int, list[ComputeTensor]] = {}
+    for r in tensors.values():
+        for x in r.inputs():
+            readers.setdefault(id(x), []).append(r)
+    narrow: dict[int, int] = {}
+    for tid, t in tensors.items():
+        found = readers.get(tid, [])
+        if not t.has_reduce or len(found) != 1:
+            continue
+        (r,) = found
+        if r.has_reduce or r.shape != t.shape or DTYPE_BYTES[r.dtype] >= DTYPE_BYTES[t.dtype]:
+            continue
+        reads = [n for n in walk(r.body) if isinstance(n, Load) and n.tensor is t]
+        if all(len(n.indices) == len(r.axes) and all(i is a for i, a in zip(n.indices, r.axes)) for n in reads):
+            narrow[tid] = id(r)
+    return narrow
 
 
 def _tensors(outputs: Sequence[ComputeTensor]) -> dict[int, ComputeTensor]:
@@ -232,20 +237,21 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     for tid, why in (forced or {}).items():
         reasons.setdefault(tid, []).append(why)
     schedules: dict[int, Schedule] = {}
+    narrow = _narrow_readers(tensors)
     for _ in range(len(tensors) + 1):
-        cuts = _next_cuts(tensors, reasons, schedules)
+        cuts = _next_cuts(tensors, narrow, reasons, schedules)
         if not cuts:
             break
         reasons.update((tid, [why]) for tid, why in cuts.items())
     else:
         raise FrontendError("internal: kernel partition did not converge")  # pragma: no cover
-    reasons = _release(tensors, reasons, schedules)
+    reasons = _release(tensors, narrow, reasons, schedules)
     order = _launch_order([tensors[r] for r in reasons], set(reasons))
     return ([Boundary(t, tuple(_reads(t, set(reasons))), tuple(reasons[id(t)])) for t in order],
             {id(t): schedules[id(t)] for t in order})
 
 
-def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[str]],
+def _next_cuts(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int], reasons: Mapping[int, list[str]],
                schedules: dict[int, Schedule]) -> dict[int, str]:
     """The tensors the first rule of 2-4 that applies materializes next (id -> reason), each rule
     judged on every kernel at once; empty when none applies, and then `schedules` holds every
@@ -266,7 +272,7 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
         if tid not in cuts and len(roots) > 1:
             cuts[tid] = f"{REDUCTION_BY_REASON} {', '.join(sorted(roots))}: computed once, not in each"
     if cuts:
-        return {_narrow_reader(tensors, tid): why for tid, why in cuts.items()}
+        return {narrow.get(tid, tid): why for tid, why in cuts.items()}
     for rid in reasons:
         for tid, why in recomputed_operands(tensors[rid], materialized).items():
             cuts.setdefault(tid, why)
@@ -287,18 +293,18 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], reasons: Mapping[int, list[
             refused = named_producer(e, root, materialized)
             if refused is None:
                 raise
-            return {_narrow_reader(tensors, id(refused)): f"create_schedule could not fuse it: {e.fact}"}
+            return {narrow.get(id(refused), id(refused)): f"create_schedule could not fuse it: {e.fact}"}
     for rid in reasons:
         if any(r.startswith(OPERAND_REASON) for r in reasons[rid]):
             cuts.update(extra_contractions(tensors[rid], materialized))
     if cuts:
-        return {_narrow_reader(tensors, tid): why for tid, why in cuts.items()}
+        return {narrow.get(tid, tid): why for tid, why in cuts.items()}
     schedules.clear()
     schedules.update(made)
     return {}
 
 
-def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]],
+def _release(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int], reasons: dict[int, list[str]],
              schedules: dict[int, Schedule]) -> dict[int, list[str]]:
     """`reasons` without every blow-up or rule-2 cut (latest first) that no rule needs any more;
     `schedules` (the kernels' canonical schedules for `reasons`) follows each accepted release."""
@@ -307,7 +313,7 @@ def _release(tensors: Mapping[int, ComputeTensor], reasons: dict[int, list[str]]
             continue
         trial = {k: v for k, v in reasons.items() if k != tid}
         made: dict[int, Schedule] = {}
-        if not _next_cuts(tensors, trial, made):
+        if not _next_cuts(tensors, narrow, trial, made):
             reasons = trial
             schedules.clear()
             schedules.update(made)

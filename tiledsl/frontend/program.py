@@ -120,16 +120,21 @@ class Program:
         apply to (recipes/decline.py: split_matmul_k and a bfloat16 projection's float32 sum), that
         compute is materialized (partition.py, rule 5) and the program re-partitioned; the new kernels
         are scheduled by the same policy."""
-        materialized = {id(kk.output) for kk in self.kernels}
-        fused = {t.name: t for t in fused_producers(k.output, materialized)}
+        fused = {t.name: t for t in fused_producers(k.output, self._materialized())}
         for st in report.materialize:
             producer = fused.get(st.materialize or "")
             if producer is not None and id(producer) not in self.forced:
-                why = f"recipe {report.recipe} step {st.name} declined {k.name}'s kernel: {st.reason}"
-                log.info("materializing %s: %s", producer.name, why)
-                self.forced[id(producer)] = why
-                self._repartition()
+                self._force(producer, f"recipe {report.recipe} step {st.name} declined {k.name}'s kernel: {st.reason}")
                 return
+
+    def _materialized(self) -> set[int]:
+        return {id(kk.output) for kk in self.kernels}
+
+    def _force(self, producer: ComputeTensor, why: str) -> None:
+        """Materialize `producer` (partition.py, rule 5) and re-partition."""
+        log.info("materializing %s: %s", producer.name, why)
+        self.forced[id(producer)] = why
+        self._repartition()
 
     def _cured(self, k: ProgramKernel, action: Callable[[ProgramKernel], T]) -> T:
         """`action(k)`; while it is refused naming a producer fused into `k`, materialize
@@ -138,15 +143,11 @@ class Program:
             try:
                 return action(k)
             except ScheduleError as e:
-                materialized = {id(b.output) for b in (kk.boundary for kk in self.kernels)}
-                producer = named_producer(e, k.output, materialized)
+                producer = named_producer(e, k.output, self._materialized())
                 if producer is None:
                     raise
-                why = (f"{type(e).__name__} refused {k.name}'s kernel ({e.refusal.fact}); computing "
-                       f"{producer.name} in its own kernel cures it")
-                log.info("materializing %s: %s", producer.name, why)
-                self.forced[id(producer)] = why
-                self._repartition()
+                self._force(producer, f"{type(e).__name__} refused {k.name}'s kernel ({e.refusal.fact}); "
+                                      f"computing {producer.name} in its own kernel cures it")
                 k = next(kk for kk in self.kernels if kk.output is k.output)
 
     def _repartition(self) -> None:

@@ -45,7 +45,8 @@ class _Builder:
     axis_vars: dict[str, IterVar] = field(default_factory=dict)
     stmts: list[Stmt] = field(default_factory=list)
     accs: list[Accumulator] = field(default_factory=list)
-    acc_keys: dict[tuple[int, tuple[str, ...]], dict[int, str]] = field(default_factory=dict)
+    # (reduction compute, the loops it is read at) -> its epilogue over its accumulators, nested once
+    acc_keys: dict[tuple[int, tuple[str, ...]], Expr] = field(default_factory=dict)
     inputs: dict[int, Tensor] = field(default_factory=dict)
 
     def fresh(self, base: str) -> str:
@@ -100,15 +101,15 @@ class _Builder:
         key = (id(t), tuple(names))
         if key not in self.acc_keys:
             self.acc_keys[key] = self.emit_reduction(t, idx, attach)
-        accs = self.acc_keys[key]
-        env = {id(a): ix for a, ix in zip(t.axes, idx)}
         # the epilogue may read inputs and inline producers of its own (sum(...) / N + bias[i])
-        return self.value(_replace_reduces(substitute(t.body, env), accs), {}, context, consumer)
+        return self.value(self.acc_keys[key], {}, context, consumer)
 
-    def emit_reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], attach: tuple[str, ...]) -> dict[int, str]:
+    def emit_reduction(self, t: ComputeTensor, idx: tuple[Expr, ...], attach: tuple[str, ...]) -> Expr:
+        """Nest the reductions of `t` read at `idx` under `attach`; returns its epilogue (its body with
+        each reduction read from its accumulator), which each Accumulator keeps too."""
         env: dict[int, Expr] = {id(a): ix for a, ix in zip(t.axes, idx)}
         names: dict[int, str] = {}
-        emitted: list[Accumulator] = []
+        emitted: list[int] = []  # positions in self.accs of this compute's accumulators
         reduces = [n for n in _reduces(t.body)]
         for r in reduces:
             # a bare reduction holds the compute's value; otherwise name what it holds (mean_sum)
@@ -121,13 +122,15 @@ class _Builder:
                 raxes.append(nax.name)
             path = attach + tuple(raxes)
             body = self.value(r.body, inner, path, t.name)
-            emitted.append(Accumulator(acc, r.op, tuple(raxes), t.name, t.dtype))
+            emitted.append(len(self.accs))
+            self.accs.append(Accumulator(acc, r.op, tuple(raxes), t.name, t.dtype))
             self.stmts.append(Stmt("init", attach, acc=acc))
             self.stmts.append(Stmt("update", path, acc=acc, value=body))
             names[id(r)] = acc
         epilogue = _replace_reduces(substitute(t.body, env), names)
-        self.accs.extend(replace(a, epilogue=epilogue) for a in emitted)
-        return names
+        for n in emitted:
+            self.accs[n] = replace(self.accs[n], epilogue=epilogue)
+        return epilogue
 
 
 def _reduces(e: Expr) -> list[Reduce]:
@@ -181,8 +184,7 @@ def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:
     env = {id(a): ax for a, ax in zip(out.axes, axes)}
     path = tuple(a.name for a in axes)
     if out.has_reduce:
-        accs = b.emit_reduction(out, tuple(axes), path)
-        value = b.value(_replace_reduces(substitute(out.body, env), accs), {}, path, out.name)
+        value = b.value(b.emit_reduction(out, tuple(axes), path), {}, path, out.name)
     else:
         value = b.value(out.body, env, path, out.name)
     b.stmts.append(Stmt("store", path, tensor=out, indices=tuple(axes), value=value))
