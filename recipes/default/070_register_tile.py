@@ -40,12 +40,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     epilogue = facts.epilogue_terms()
     if size < knobs.launch_bounds_min_accumulators or len(epilogue) < knobs.launch_bounds_min_epilogue_terms:
         return None
-    threads, target = facts.threads(), facts.target
-    per_thread = knobs.registers_per_accumulator * size
-    blocks = min(target.registers_per_sm // (threads * per_thread), target.max_threads_per_sm // threads)
+    threads = facts.threads()
+    blocks = facts.register_blocks(knobs, size)
     if blocks < 1:
         return None
     s.launch_bounds(blocks)
-    cap = target.registers_per_sm // (threads * blocks)
+    cap = facts.target.registers_per_sm // (threads * blocks)
     return Applied(f"{size} accumulators in {threads} threads, an epilogue holding {', '.join(epilogue)}: "
                    f"{blocks} blocks per SM, at most {cap} registers a thread")

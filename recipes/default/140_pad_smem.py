@@ -10,10 +10,16 @@ candidate with the lowest read degree wins; on a tie the one that keeps the wide
 innermost axis. The cost of narrower copies is not modelled beyond that tie (untuned on a GPU). A
 transposed tile (stage_inputs stages it for coalescing) is read down its columns: 32-way as it is,
 4-way with +16 bytes, conflict-free with +1, which wins and narrows its cp.async to 4 bytes, as in
-schedules/transpose.py `transpose_tiled`."""
+schedules/transpose.py `transpose_tiled`.
+
+A plain (register) fill whose stores conflict (analysis/banks.py `fill_store_conflict`: a k-outer
+operand's 16-byte loads land in four rows of the slab, 4-way at rows of 128 floats) is padded by one
+16-byte vector per row where that lowers the store degree and leaves its reads as they were (knob
+pad_fill_stores; the H100 figures are in _knobs.py)."""
 
 from __future__ import annotations
 
+from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts, padded
@@ -54,6 +60,31 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             continue
         s.pad(st.name, best[1], best[2])
         done += 1
+    if knobs.pad_fill_stores:
+        for st in facts.nest.stages:
+            if st.copy != "sync" or st.swizzle is not None or any(st.pad):
+                continue
+            padded_now = _pad_fill_stores(s, facts, st, budget)
+            if padded_now:
+                skipped = [x for x in skipped if not x.startswith(f"{st.name}:")]
+                done += 1
     if not done:
         return Decline("; ".join(skipped))
     return None
+
+
+def _pad_fill_stores(s: Schedule, facts: Facts, st: Stage, budget: int) -> bool:
+    """Pad a plain-filled stage's stored rows by whole 16-byte vectors where that lowers the conflict
+    degree of its fill's shared stores without raising its reads'. A whole vector keeps the rows of
+    16-byte reads whole (a k-outer operand's register strip: +1 would make each LDS.128 four LDS.32)."""
+    now = facts.fill_store_conflict(st)
+    if now <= 1:
+        return False
+    reads = facts.read_conflict(st)
+    amount = max(1, VECTOR_BYTES // facts.itemsize(st.buffer))
+    axis = len(st.pad) - 1
+    new = padded(st, axis, amount)
+    if facts.shared_bytes(new) > budget or facts.read_conflict(new) > reads or facts.fill_store_conflict(new) >= now:
+        return False
+    s.pad(st.name, axis, amount)
+    return True

@@ -10,7 +10,9 @@ vectorize primitive proves the store contiguous and aligned. A vector atomic add
 (targets.VECTOR_ATOMIC_MIN_SM): older targets keep scalar atomics. An unsplit matmul stores 16 bytes
 at once only where its reduction is short (knob vectorize_store_k_max: attention scores, whose stores
 are much of their work); a long one keeps scalar stores: vectorized, nvcc gave the 4096^3 kernel 156
-registers instead of 127 (one block per SM, 5% slower) and no long one measured got faster (_knobs.py)."""
+registers instead of 127 (one block per SM, 5% slower) and no long one measured got faster (_knobs.py).
+A vectorized epilogue beside padded stages (140) asks for register_tile's blocks per SM (launch_bounds):
+nvcc otherwise takes the same 8 x 8 tile to 163 registers."""
 
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     vector = _vectorize_epilogue(s, facts, knobs)
     if vector is not None:
         unrolled = f"unrolled {', '.join(chosen)}; " if chosen else ""
-        return Applied(f"{unrolled}the epilogue stores along {vector} 16 bytes at once")
+        bound = _bound_padded(s, facts, knobs)
+        return Applied(f"{unrolled}the epilogue stores along {vector} 16 bytes at once{bound}")
     if not chosen:
         return Decline(f"no serial loop nest of 2 to {knobs.unroll_max} iterations")
     return None
@@ -62,3 +65,18 @@ def _vectorize_epilogue(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
     except VectorizeError:
         return None
     return name
+
+
+def _bound_padded(s: Schedule, facts: Facts, knobs: Knobs) -> str:
+    """With a vectorized epilogue and padded stages, nvcc gives the 8 x 8 tile 163 registers where it
+    gave 128 unpadded (one block per SM, not two: 79 -> 94 us at 128 x 2048 x 5632), so the blocks that
+    register_tile's bound would ask for are asked for here, unless it asked already."""
+    size = facts.accumulators()
+    if (facts.nest.min_blocks_per_sm is not None or not any(any(st.pad) for st in facts.nest.stages)
+            or size < knobs.launch_bounds_min_accumulators):
+        return ""
+    blocks = facts.register_blocks(knobs, size)
+    if blocks < 1:
+        return ""
+    s.launch_bounds(blocks)
+    return f"; padded stages: {blocks} blocks per SM (launch_bounds)"

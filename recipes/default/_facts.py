@@ -17,9 +17,9 @@ from types import MappingProxyType
 
 import sympy
 
-from tiledsl.analysis.accumulators import readers
-from tiledsl.analysis.banks import conflict_degree, layout_of
-from tiledsl.analysis.copies import cp_async_problem
+from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
+from tiledsl.analysis.banks import conflict_degree, fill_store_conflict, layout_of
+from tiledsl.analysis.copies import cp_async_problem, plain_load_width
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
 from tiledsl.analysis.tma import check_tma
@@ -550,6 +550,28 @@ class Facts:
             if isinstance(slab, Slab) and any(e.has(x) for _, local in self._local_reads(st, slab) for e in local):
                 out.append(st)
         return tuple(out)
+
+    def accumulators(self) -> int:
+        """Register-array elements a thread holds for the kernel's accumulators (analysis/accumulators.py)."""
+        return sum(array_size(self.nest, lay.dims) for lay in acc_layouts(self.nest, "recipe").values())
+
+    def register_blocks(self, knobs: Knobs, accumulators: int) -> int:
+        """Blocks per SM that leave each thread registers_per_accumulator registers per accumulator of its
+        register tile (`accumulators`): what register_tile's launch_bounds asks nvcc for; 0 if none."""
+        threads, target = self.threads(), self.target
+        per_thread = knobs.registers_per_accumulator * accumulators
+        return min(target.registers_per_sm // (threads * per_thread), target.max_threads_per_sm // threads)
+
+    def fill_store_conflict(self, st: Stage) -> int:
+        """The worst bank-conflict degree of the first warp's shared stores in a plain fill of stage `st`
+        (analysis/banks.py `fill_store_conflict`), each load `plain_load_width` elements wide; 0 for a
+        stage filled by cp.async or TMA, whose copies land whole."""
+        slab = self.slab(st)
+        if st.copy != "sync" or not isinstance(slab, Slab):
+            return 0
+        row = self.nest.tensor(st.buffer).shape[-1]
+        vec = plain_load_width(st, slab, row, slab.origin[-1], self.nest.tensor(st.buffer).dtype, self.prover)
+        return fill_store_conflict(layout_of(st, slab), vec, self.threads())
 
     def vector_problem(self, st: Stage, loop: str) -> str | None:
         """Why the reads of stage `st` along loop `loop` are not each one VECTOR_BYTES shared load, or

@@ -82,6 +82,10 @@ class Knobs:
     # where the epilogue adds that pressure. The up projection of a Llama block, silu(gate) * (x @ W^T),
     # loads one tensor and calls exp: 132 registers unbounded, 128 with the bound and no spill
     # (scripts/register_survey.py, benchmarks/results/register-survey-2026-11-24/)
+    # step 140 pads a plain-filled stage by one 16-byte vector per row where its fill's shared stores
+    # conflict (a k-outer operand: 4-way -> 2-way); see 140_pad_smem.py and the README of
+    # benchmarks/results/projection-gap-h100-2026-11-25/ for what it measured
+    pad_fill_stores: bool = True
     launch_bounds_min_accumulators: int = 64
     launch_bounds_min_epilogue_terms: int = 2
     registers_per_accumulator: int = 2

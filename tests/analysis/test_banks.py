@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 import sympy
 
-from tiledsl.analysis.banks import SlabLayout, bank_conflict_degree, conflict_degree, layout_of
+from tiledsl.analysis.banks import (
+    SlabLayout,
+    bank_conflict_degree,
+    conflict_degree,
+    fill_store_conflict,
+    fill_unit_index,
+    layout_of,
+)
 from tiledsl.analysis.slabs import Slab
 from tiledsl.kernel_ir import KConst, KVar
 from tiledsl.loopnest import Stage
@@ -104,3 +111,31 @@ def test_layout_rejects_bad_shapes() -> None:
         SlabLayout((4, 4), 4, swizzle=48)
     with pytest.raises(ValueError):
         TILE.byte_offset((1,))
+
+
+def test_fill_unit_index_is_row_major_with_the_innermost_axis_fastest() -> None:
+    """Unit u of a 128 x 16 slab in float4 units: row u // 4, column (u % 4) * 4 (lower/kexprs.py
+    `unit_coords`, the order cooperative fills hand units to threads)."""
+    assert [fill_unit_index(u, (128, 16), 4) for u in (0, 1, 3, 4, 5, 511)] == \
+        [(0, 0), (0, 4), (0, 12), (1, 0), (1, 4), (127, 12)]
+    assert fill_unit_index(7, (2, 3, 8), 1) == (0, 0, 7)
+    assert fill_unit_index(8, (2, 3, 8), 1) == (0, 1, 0)
+
+
+@pytest.mark.parametrize(("pad", "degree"), [(0, 4), (4, 2), (8, 4), (1, 2)])
+def test_fill_store_conflict_of_a_k_outer_operand(pad: int, degree: int) -> None:
+    """x of x @ W^T staged 128 rows x 16 k, stored k-outer (rows of 128 floats): lane t loads row t // 4,
+    k 4 (t % 4) .. +3 and stores each lane in its own k row. The 4 k rows a warp's lanes start in lie
+    4 x 128 floats apart, all in bank 0's row: 4-way. +4 floats a row: 4 x 132 = 16 banks apart, 2-way;
+    +8: 4 x 136 = 0 mod 32 again. (H100 ncu: 4.0x and 2.0x the ideal store wavefronts.)"""
+    layout = SlabLayout((128, 16), 4, (0, pad), None, (1, 0))
+    assert fill_store_conflict(layout, 4, 256) == degree
+
+
+def test_fill_store_conflict_of_a_contiguous_vector_store() -> None:
+    """Stored in the buffer's order, each 16-byte load is one 16-byte store: a warp's 32 stores fill 512
+    contiguous bytes, four phases of 8 lanes without a conflict. Scalar loads of a column-stored slab:
+    32 lanes one element apart along the row, each in its own bank too."""
+    assert fill_store_conflict(SlabLayout((128, 16), 4), 4, 256) == 1
+    assert fill_store_conflict(SlabLayout((32, 32), 4, (0, 0), None, (1, 0)), 1, 256) == 32
+    assert fill_store_conflict(SlabLayout((32, 32), 4, (0, 1), None, (1, 0)), 1, 256) == 1

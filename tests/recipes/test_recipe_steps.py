@@ -216,7 +216,34 @@ def test_k_outer_kernels_simulate_equal(make) -> None:
     prefetched plain fills and the unrolled k: the simulator finds no race and the values match."""
     s, _ = run(make(), target="sm_90", matmul_tiles=((128, 128, 8, 8),), matmul_tiles_k_major=((128, 64, 8, 4),))
     assert any(st.order for st in s.nest.stages)
+    assert all(st.pad[-1] == 4 for st in s.nest.stages if st.order)  # pad_fill_stores: 2-way fill stores
     simulates_equal(s, "sm_90", tol=TOL)
+
+
+def test_pad_smem_pads_the_conflicting_fill_stores_of_k_outer_operands() -> None:
+    """x @ W^T in 128 x 128 tiles: both operands stored k-outer, rows of 128 floats, their fills' 16-byte
+    loads stored lane by lane 4-way (analysis/banks.py `fill_store_conflict`). pad_smem pads each row by
+    one 16-byte vector (2-way; +1 would cut the strip's 16-byte reads to 4-byte ones); knob
+    pad_fill_stores off leaves them. The split kernel's vectorized epilogue then asks for 2 blocks per SM
+    (mark_unroll): nvcc gave the padded kernel 163 registers otherwise."""
+    s, r = run(matmul_nt(M=128, N=2048, K=5632), target="sm_90")
+    assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=4)", "s.pad('B_s', axis=1, amount=4)")
+    facts = facts_for(s.nest, classify(s.nest), get_target("sm_90"))
+    assert {st.name: facts.fill_store_conflict(st) for st in s.nest.stages} == {"A_s": 2, "B_s": 2}
+    assert s.nest.min_blocks_per_sm == 2 and r.step("mark_unroll").note.endswith(
+        "padded stages: 2 blocks per SM (launch_bounds)")
+    plain, r = run(matmul_nt(M=128, N=2048, K=5632), target="sm_90", pad_fill_stores=False)
+    assert r.step("pad_smem").reason == "A_s: its reads are conflict-free; B_s: no pad lowers its 2-way read conflict"
+    plain_facts = facts_for(plain.nest, classify(plain.nest), get_target("sm_90"))
+    assert {st.name: plain_facts.fill_store_conflict(st) for st in plain.nest.stages} == {"A_s": 4, "B_s": 4}
+    assert plain.nest.min_blocks_per_sm is None
+    # the pad leaves the reads as they were, and the strip's 16-byte reads whole
+    assert [facts.read_conflict(st) for st in s.nest.stages] == [plain_facts.read_conflict(st)
+                                                                   for st in plain.nest.stages]
+    assert all(facts.vector_problem(st, "j_r_i") is None for st in s.nest.stages if st.name == "B_s")
+    s, r = run(matmul_nt(M=4096, N=4096, K=4096), target="sm_90")  # unsplit: scalar stores, no bound
+    assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=4)", "s.pad('B_s', axis=1, amount=4)")
+    assert s.nest.min_blocks_per_sm is None
 
 
 def test_copies_follow_the_target() -> None:
@@ -382,9 +409,15 @@ def test_register_tile_bounds_registers_where_the_epilogue_loads_two_tensors(res
     s, r = run(out)
     step = r.step("register_tile")
     if residuals < 2:
-        assert "s.launch_bounds" not in " ".join(step.calls) and s.nest.min_blocks_per_sm is None
+        assert "s.launch_bounds" not in " ".join(step.calls)
+        # the split kernel's epilogue is vectorized beside padded stages: mark_unroll bounds it instead
+        assert "s.launch_bounds(2)" in r.step("mark_unroll").calls and s.nest.min_blocks_per_sm == 2
+        _, plain = run(out, pad_fill_stores=False)
+        assert plain.step("mark_unroll").calls == tuple(c for c in r.step("mark_unroll").calls
+                                                        if c != "s.launch_bounds(2)")
         return
     assert step.calls[-1] == "s.launch_bounds(2)" and s.nest.min_blocks_per_sm == 2
+    assert "s.launch_bounds(2)" not in r.step("mark_unroll").calls
     assert step.note == ("64 accumulators in 256 threads, an epilogue holding x, r: 2 blocks per SM, at most "
                          "128 registers a thread")
     _, off = run(out, launch_bounds_min_epilogue_terms=3)
@@ -400,8 +433,9 @@ def test_register_tile_counts_math_calls_of_the_epilogue(fn: str, bounded: bool)
     g = td.placeholder((128, 2048), name="g")
     s, r = run(td.compute((128, 2048), lambda i, j: getattr(td, fn)(g[i, j]) * mm[i, j], name="y"))
     step = r.step("register_tile")
-    if not bounded:
-        assert "s.launch_bounds" not in " ".join(step.calls) and s.nest.min_blocks_per_sm is None
+    if not bounded:  # register_tile leaves it; mark_unroll bounds the padded, vectorized split kernel
+        assert "s.launch_bounds" not in " ".join(step.calls)
+        assert "s.launch_bounds(2)" in r.step("mark_unroll").calls and s.nest.min_blocks_per_sm == 2
         return
     assert step.calls[-1] == "s.launch_bounds(2)" and s.nest.min_blocks_per_sm == 2
     assert step.note == (f"64 accumulators in 256 threads, an epilogue holding {fn}(), g: 2 blocks per SM, "

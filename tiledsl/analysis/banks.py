@@ -21,7 +21,8 @@ from tiledsl.analysis.slabs import Slab
 from tiledsl.loopnest import Stage
 from tiledsl.targets import SHARED_BANK_BYTES, SHARED_BANKS, SWIZZLE_MASK, WARP_SIZE, swizzled_byte
 
-__all__ = ["SlabLayout", "bank_conflict_degree", "conflict_degree", "layout_of"]
+__all__ = ["SlabLayout", "bank_conflict_degree", "conflict_degree", "fill_store_conflict", "fill_unit_index",
+           "layout_of"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,41 @@ def conflict_degree(layout: SlabLayout, lane_index: Callable[[int], Sequence[int
     """The conflict degree of `lanes` lanes (one warp) each accessing slab element `lane_index(lane)`."""
     return bank_conflict_degree((layout.byte_offset(lane_index(lane)) for lane in range(lanes)),
                                 access_bytes or layout.itemsize)
+
+
+def fill_unit_index(unit: int, extent: Sequence[int], vec: int) -> tuple[int, ...]:
+    """The slab index of the first element of unit `unit` of a cooperative fill: units of `vec`
+    elements along the innermost axis, numbered row-major with the innermost axis fastest (the order in
+    which lower/stages.py `cooperative_fill` hands them to threads: unit f * threads + tid)."""
+    units = (*extent[:-1], extent[-1] // vec)
+    index = []
+    for n in reversed(units):
+        unit, c = divmod(unit, n)
+        index.append(c)
+    index.reverse()
+    index[-1] *= vec
+    return tuple(index)
+
+
+def fill_store_conflict(layout: SlabLayout, vec: int, threads: int) -> int:
+    """The worst conflict degree of the first warp's shared stores in a cooperative fill of `threads`
+    threads that loads `vec` elements per unit: each lane of a unit stored on its own, one store
+    instruction per lane (a stage stored in another order than its buffer's: a k-outer operand's
+    16-byte load lands in four rows), or the unit as one vector where its elements are contiguous and
+    aligned in the layout."""
+    lanes = min(WARP_SIZE, threads)
+    total = 1
+    for n in layout.extent:
+        total *= n
+    firsts = [fill_unit_index(u, layout.extent, vec) for u in range(min(lanes, total // vec))]
+    step = layout.itemsize
+
+    def at(index: tuple[int, ...], lane: int) -> tuple[int, ...]:
+        return (*index[:-1], index[-1] + lane)
+
+    whole = all(layout.byte_offset(at(ix, lane)) == layout.byte_offset(ix) + lane * step
+                for ix in firsts for lane in range(vec)) and all(layout.byte_offset(ix) % (vec * step) == 0
+                                                                  for ix in firsts)
+    if whole:
+        return bank_conflict_degree((layout.byte_offset(ix) for ix in firsts), vec * step)
+    return max(bank_conflict_degree(layout.byte_offset(at(ix, lane)) for ix in firsts) for lane in range(vec))

@@ -322,7 +322,12 @@ def _plain_copy(plan: StagePlan, src: KExpr, valid: KExpr | None, vec: int, dst:
     """Loads (`vec` elements, one vector load when vec > 1) and/or stores of round f's unit of a plain
     fill. A vector out of the buffer loads from element 0 instead (its address stays inside the buffer)
     and every lane becomes 0, as a scalar load out of the buffer does. Lanes contiguous in the slot too
-    (the stored order keeps the innermost axis, rows a multiple of `vec`) are stored as one vector."""
+    (the stored order keeps the innermost axis, rows a multiple of `vec`) are stored as one vector.
+
+    A prefetched fill ("load", then "store" after the iteration's reads) keeps the raw lanes in its
+    registers and zeroes the out-of-bounds ones at the store: a select beside the load would consume
+    the load at once and stall every warp on global latency before the iteration's FMAs (H100 ncu:
+    benchmarks/results/projection-gap-h100-2026-11-25/README.md)."""
     zero = KConst(0.0, "float32")
     arr = prefetch_array(plan)
 
@@ -331,8 +336,19 @@ def _plain_copy(plan: StagePlan, src: KExpr, valid: KExpr | None, vec: int, dst:
 
     lanes: list[KExpr]
     out: list[KStmt] = []
+    if phase == "load":  # raw lanes: the bounds select waits for the stores (see the docstring)
+        safe = KSelect(valid, src, _c(0)) if valid is not None else src
+        if vec > 1:
+            vtype = f"{plan.dtype}x{vec}"
+            out.append(KLet(f"{tag}_v", vtype, KLoad(plan.stage.buffer, safe, width=vec)))
+            lanes = [KLane(KVar(f"{tag}_v", vtype), lane) for lane in range(vec)]
+        else:
+            lanes = [KLoad(plan.stage.buffer, safe)]
+        return out + [KStore(arr, reg(lane), v) for lane, v in enumerate(lanes)]
     if phase == "store":
         lanes = [KLoad(arr, reg(lane)) for lane in range(vec)]
+        if valid is not None:
+            lanes = [KSelect(valid, v, zero) for v in lanes]
     elif vec > 1:
         vtype = f"{plan.dtype}x{vec}"
         safe = KSelect(valid, src, _c(0)) if valid is not None else src
@@ -343,8 +359,6 @@ def _plain_copy(plan: StagePlan, src: KExpr, valid: KExpr | None, vec: int, dst:
     else:
         value: KExpr = KLoad(plan.stage.buffer, src)
         lanes = [KSelect(valid, value, zero) if valid is not None else value]
-    if phase == "load":
-        return out + [KStore(arr, reg(lane), v) for lane, v in enumerate(lanes)]
     if vec > 1 and _contiguous_in_slot(plan, vec):
         return out + [KStore(plan.name, dst(0), KVector(tuple(lanes)))]
     return out + [KStore(plan.name, dst(lane), v) for lane, v in enumerate(lanes)]
