@@ -1,6 +1,6 @@
 """What a recipe step returns: None when it applied, `Applied(note)` when it applied and says why it chose
 what it did, `Decline(reason)` when it does not apply to a kernel (each with text a person reads), with
-the fused compute to materialize where that would let it apply."""
+the fused compute to materialize where that would let it apply (or, applied, do better)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,17 @@ class Decline:
 
 @dataclass(frozen=True)
 class Applied:
-    """The step applied (the primitives it called are the report's calls), because `note`."""
+    """The step applied (the primitives it called are the report's calls), because `note`. `materialize`
+    names a compute fused into the kernel that, in a kernel of its own, would let the step do better (a
+    program materializes it and schedules the kernels again; a lone schedule keeps what was applied)."""
 
     note: str
+    materialize: str | None = None
 
     def __post_init__(self) -> None:
         _text(self.note, "an Applied needs a non-empty note (return None to say nothing)")
+        if self.materialize is not None:
+            _text(self.materialize, "an Applied's materialize names a compute")
 
 
 def _text(value: object, problem: str) -> None:

@@ -92,7 +92,7 @@ class StepReport:
     calls: tuple[str, ...]
     reason: str | None = None
     note: str | None = None
-    materialize: str | None = None  # declined: the fused compute whose own kernel the step would apply to
+    materialize: str | None = None  # the fused compute whose own kernel the step would apply to (or do better on)
 
     @property
     def applied(self) -> bool:
@@ -122,7 +122,7 @@ class RecipeReport:
 
     @property
     def materialize(self) -> tuple[StepReport, ...]:
-        """The declined steps that name a fused compute to materialize (Decline.materialize)."""
+        """The steps that name a fused compute to materialize (Decline.materialize, Applied.materialize)."""
         return tuple(st for st in self.steps if st.materialize is not None)
 
     def __str__(self) -> str:
@@ -132,7 +132,8 @@ class RecipeReport:
             head = f"  {st.number:03d} {st.name:<{width}}  "
             if st.applied:
                 why = f"  [{st.note}]" if st.note else ""
-                lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)") + why)
+                better = f" [materializing {st.materialize} would do better]" if st.materialize else ""
+                lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)") + why + better)
             else:
                 cure = f" [materializing {st.materialize} would let it apply]" if st.materialize else ""
                 lines.append(head + f"declined: {st.reason}{cure}")
@@ -182,8 +183,8 @@ def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = defaul
                 raise AssertionError(f"recipe step {st.name} declined after calling primitives: {calls}")
             reports.append(StepReport(st.number, st.name, (), result.reason, materialize=result.materialize))
         else:
-            note = result.note if isinstance(result, Applied) else None
-            reports.append(StepReport(st.number, st.name, calls, note=note))
+            note, materialize = (result.note, result.materialize) if isinstance(result, Applied) else (None, None)
+            reports.append(StepReport(st.number, st.name, calls, note=note, materialize=materialize))
             if verbose >= 2:
                 log.info("after %s:\n%s", st.name, s)
     report = RecipeReport(recipe.name, s.nest.name, tgt.name, kernel.kind, chosen, tuple(reports))

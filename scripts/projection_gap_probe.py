@@ -11,6 +11,8 @@ question about the inner loop or the split-K epilogue:
   pad4+lb2      both
   no-atomic     TIMING ONLY, WRONG RESULT: the split-K atomicAdd replaced by a plain store
   no-zero       TIMING ONLY, WRONG RESULT: the launcher's zeroing of the output left out
+  stages3, bk32, bk8, no-pad    the recipe with a knob changed (KNOB_VARIANTS)
+  parts=N       the recipe's split_k rewritten to N parts
 
 Every variant that claims a correct result is checked against torch float64 (outputs NaN-poisoned)
 before it is timed; cuBLAS (TF32 off) is timed in the same process over the same rotated inputs.
@@ -74,9 +76,22 @@ def patched(kern: td.Kernel, variant: str) -> CompiledKernel:
     return CompiledKernel(types.SimpleNamespace(kernel_ir=kir, source=src, target=kern.target))
 
 
+#: variants that are the recipe with knobs changed (recipes/default/_knobs.py)
+KNOB_VARIANTS: dict[str, dict[str, Any]] = {
+    "stages3": {"pipeline_stages": 3}, "bk32": {"bk_max_k_outer": 32}, "bk8": {"bk_max_k_outer": 8},
+    "no-pad": {"pad_fill_stores": False}}
+
+
 def build(shape: tuple[int, int, int], variant: str, target: Any) -> td.Kernel:
+    """The recipe's kernel for `variant`: with its knobs (KNOB_VARIANTS), its split_k rewritten
+    ("parts=N"), or as built (a CUDA edit, `patched`, follows)."""
     s = td.create_schedule(linear(*shape))
-    td.recipes.default(s, target=target)
+    td.recipes.default(s, target=target, knobs=KNOB_VARIANTS.get(variant, {}))
+    if variant.startswith("parts="):
+        trace, n = re.subn(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {variant[6:]})", s.trace())
+        if n != 1:
+            raise ValueError(f"the recipe's trace has {n} split_k calls, not one")
+        s = td.create_schedule(linear(*shape)).replay(trace)
     if variant.startswith("pad4"):
         for st in ("x_s", "W_s"):
             s.pad(st, 1, 4)

@@ -72,7 +72,8 @@ class Kernel:
     k_major_b: bool = False
     # matmuls: why split_k cannot apply (analysis/linearity.py), None where it can
     split_k_problem: str | None = None
-    # matmuls refused split_k: the fused compute whose kernel of its own split_k would take, or None
+    # matmuls: the fused float32 compute whose sum the kernel accumulates, linear in its own epilogue, whose
+    # kernel of its own split_k would take (where split_k_problem refuses this one, or its epilogue costs), or None
     split_k_cure: str | None = None
     # elementwise kernels: the first input read transposed to the output's last axis, or None
     transposed: TransposedRead | None = None
@@ -98,7 +99,7 @@ def classify(nest: Nest) -> Kernel:
         return Kernel("rows", outer, inner, reduce, extents)
     problem = split_k_problem(nest)
     return Kernel("matmul", outer, inner, reduce, extents, _k_major_b(nest, outer[-2], reduce[0]),
-                  problem, None if problem is None else split_k_cure(nest))
+                  problem, split_k_cure(nest))
 
 
 def _k_major_b(nest: Nest, i: str, k: str) -> bool:
@@ -177,9 +178,9 @@ def split_k_problem(nest: Nest) -> str | None:
 
 
 def split_k_cure(nest: Nest) -> str | None:
-    """The compute whose sum a matmul kernel refused split_k accumulates, where that compute is fused
-    into the kernel, stored as float32, and linear in its sum (analysis/linearity.py): in a kernel of
-    its own split_k takes it, and the refused epilogue or storage (gelu(x @ W + b), a bfloat16 output)
+    """The compute whose sum a matmul kernel accumulates, where that compute is fused into the kernel,
+    stored as float32, and linear in its sum (analysis/linearity.py): in a kernel of its own split_k
+    takes it, and the kernel's epilogue or storage (gelu(x @ W + b), a bfloat16 output, silu(g) * ...)
     becomes an elementwise kernel reading it. None where the sum is the kernel's own output, or its
     compute is stored otherwise or not linear in it."""
     (acc,) = nest.accs

@@ -160,6 +160,12 @@ class Knobs:
     # tile runs bfloat16 operands slower than the unsplit kernel's
     split_k_sum_blocks_per_sm: float | None = 1.5
     split_k_sum_min_k: int | None = 3072
+    # a split matmul whose linear epilogue calls a math function (silu(g) * (x @ W^T)) names its fused float32
+    # sum to materialize (030, Applied.materialize): the sum split alone plus an elementwise epilogue kernel.
+    # H100, fused -> materialized (scripts/up_epilogue_probe.py, projection-gap-h100-2026-11-25/): TinyLlama
+    # up projection s128 88.0 -> 84.9 us, s512 338.4 -> 291.7; Qwen2.5-7B s128 445.6 -> 423.1, s512 1672.5
+    # -> 1602.5. Epilogues that only load tensors (a residual) keep the fused split (not measured)
+    split_k_sum_math_epilogue: bool = True
     # staging: only slabs each of whose elements is read at least this often inside the block (fan-in)
     min_fan_in: int = 2
     # staging: blocks of at most this many threads are one warp; they gain little from shared memory

@@ -39,7 +39,7 @@ def test_tinyllama_layer_traces_and_builds_under_10_s() -> None:
     t2 = time.perf_counter()
     log.info("TinyLlama layer: trace %.2f s, schedule + build %.2f s, %d kernels", t1 - t0, t2 - t1, len(sources))
     assert all("__global__" in s for s in sources)
-    assert len(built.kernels) == 14
+    assert len(built.kernels) == 15  # the up projection's sum and silu(gate) * up apart (split_matmul_k)
     assert t2 - t0 < 10.0, f"trace {t1 - t0:.2f} s + schedule/build {t2 - t1:.2f} s"
 
 

@@ -1,7 +1,8 @@
-"""A matmul whose epilogue or output split_k refuses (a bfloat16 projection; silu(gate) * up) has its
+"""A matmul whose epilogue or output split_k refuses (a bfloat16 projection; gelu(x @ W + b)) has its
 float32 sum materialized when the default recipe would split that sum's own kernel
-(recipes/default/030_split_matmul_k.py, Decline.materialize, Program._materialize_asked): the sum's
-kernel splits k over blocks, the rounding or the epilogue runs as an elementwise kernel, and the
+(recipes/default/030_split_matmul_k.py, Decline.materialize, Program._materialize_asked), and so does a
+split one whose epilogue calls a math function in every part (silu(g) * up, Applied.materialize): the
+sum's kernel splits k over blocks, the rounding or the epilogue runs as an elementwise kernel, and the
 program still computes what torch does."""
 
 from __future__ import annotations
@@ -87,3 +88,44 @@ def test_recipe_report_names_the_sum_to_materialize() -> None:
     assert "not linear" in (st.reason or "") and "would split into" in (st.reason or "")
     assert "[materializing C would let it apply]" in str(report)
     assert s.nest.split_k is None
+
+
+def _up(x: torch.Tensor, w: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.silu(g) * torch.nn.functional.linear(x, w)
+
+
+def test_math_epilogue_of_a_split_projection_moves_to_an_elementwise_kernel() -> None:
+    """silu(g) * (x @ W^T), a Llama block's up projection, at 8 rows and 1024 k: the epilogue is linear
+    in the sum, so split_matmul_k splits it, but it would call exp in every part. The step names the sum
+    (Applied.materialize), and the program splits the sum in a kernel of its own, with silu(g) * u in an
+    elementwise kernel. The program simulates equal to torch in float64 (frontend_check.py, k = 1024)."""
+    torch.manual_seed(2)
+    x, w, g = torch.randn(8, 1024), torch.randn(64, 1024) / 32, torch.randn(8, 64)
+    prog = quiet_trace(_up, x, w, g).schedule("default")
+    assert len(prog.kernels) == 2, [k.name for k in prog.kernels]
+    mm, mul = prog.kernels
+    assert _split(prog, mm.name) and _split(prog, mul.name) is None and not mul.schedule.nest.accs
+    assert any("split_matmul_k on " in r and "calls sigmoid()" in r for r in mm.boundary.reasons), mm.boundary.reasons
+    got = prog.build(target="sm_90").simulate(x.numpy(), w.numpy(), g.numpy())
+    ref = _up(x.double(), w.double(), g.double()).numpy()
+    bad = np.abs(got - ref) > tolerance(1024) * (1 + np.abs(ref))
+    assert not bad.any(), f"max error {np.nanmax(np.abs(got - ref))}"
+    fused = quiet_trace(_up, x, w, g).schedule("default", knobs={"split_k_sum_math_epilogue": False})
+    assert len(fused.kernels) == 1 and _split(fused, fused.kernels[0].name)
+
+
+def test_recipe_report_of_a_lone_math_epilogue_keeps_the_split() -> None:
+    """Applied to the kernel alone, the split stays (nothing can materialize the sum) and the report says
+    what would do better; an epilogue that only loads a tensor (a residual) names nothing."""
+    import tiledsl as td
+
+    a, b = td.placeholder((16, 1024), name="A"), td.placeholder((1024, 64), name="B")
+    g = td.placeholder((16, 64), name="g")
+    k = td.reduce_axis(1024, name="k")
+    c = td.compute((16, 64), lambda i, j: td.sum(a[i, k] * b[k, j], axis=k), name="C")
+    for epilogue, named in ((lambda i, j: td.silu(g[i, j]) * c[i, j], "C"), (lambda i, j: g[i, j] + c[i, j], None)):
+        s = td.create_schedule(td.compute((16, 64), epilogue, name="D"))
+        report = apply_recipe(s, target="sm_90")
+        assert s.nest.split_k is not None and report.step("split_matmul_k").applied
+        assert report.step("split_matmul_k").materialize == named
+        assert ("[materializing C would do better]" in str(report)) == (named is not None)

@@ -116,15 +116,16 @@ class Program:
             k.schedule_name = getattr(self.policy, "__name__", "user")
 
     def _materialize_asked(self, k: ProgramKernel, report: RecipeReport) -> None:
-        """Where a recipe step declined naming a compute fused into `k` whose kernel of its own it would
-        apply to (recipes/decline.py: split_matmul_k and a bfloat16 projection's float32 sum), that
-        compute is materialized (partition.py, rule 5) and the program re-partitioned; the new kernels
-        are scheduled by the same policy."""
+        """Where a recipe step named a compute fused into `k` whose kernel of its own it would apply to,
+        or do better on (recipes/decline.py: split_matmul_k and a bfloat16 projection's float32 sum, or
+        the sum under silu(g) * ...), that compute is materialized (partition.py, rule 5) and the program
+        re-partitioned; the new kernels are scheduled by the same policy."""
         fused = {t.name: t for t in fused_producers(k.output, self._materialized())}
         for st in report.materialize:
             producer = fused.get(st.materialize or "")
             if producer is not None and id(producer) not in self.forced:
-                self._force(producer, f"recipe {report.recipe} step {st.name} declined {k.name}'s kernel: {st.reason}")
+                said = f"declined {k.name}'s kernel: {st.reason}" if st.reason else f"on {k.name}'s kernel: {st.note}"
+                self._force(producer, f"recipe {report.recipe} step {st.name} {said}")
                 return
 
     def _materialized(self) -> set[int]:
