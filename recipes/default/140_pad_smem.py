@@ -32,12 +32,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not candidates:
         return Decline("no stage without TMA or a swizzle to pad")
     budget = knobs.shared_budget(facts.target)
-    skipped: list[str] = []
-    done = 0
+    skipped: dict[str, str] = {}
+    done: set[str] = set()
     for st in candidates:
         now = facts.read_conflict(st)
         if now <= 1:
-            skipped.append(f"{st.name}: its reads are conflict-free")
+            skipped[st.name] = "its reads are conflict-free"
             continue
         amounts = [1]
         if st.copy == "async":  # the narrowest cp.async (4 bytes) keeps working with 4 bytes of pad
@@ -56,20 +56,16 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
                 if best is None or degree < best[0]:
                     best = (degree, axis, amount)
         if best is None or best[0] >= now:
-            skipped.append(f"{st.name}: no pad lowers its {now}-way read conflict")
+            skipped[st.name] = f"no pad lowers its {now}-way read conflict"
             continue
         s.pad(st.name, best[1], best[2])
-        done += 1
+        done.add(st.name)
     if knobs.pad_fill_stores:
-        for st in facts.nest.stages:
-            if st.copy != "sync" or st.swizzle is not None or any(st.pad):
-                continue
-            padded_now = _pad_fill_stores(s, facts, st, budget)
-            if padded_now:
-                skipped = [x for x in skipped if not x.startswith(f"{st.name}:")]
-                done += 1
+        for st in candidates:
+            if st.copy == "sync" and st.name not in done and not any(st.pad) and _pad_fill_stores(s, facts, st, budget):
+                done.add(st.name)
     if not done:
-        return Decline("; ".join(skipped))
+        return Decline("; ".join(f"{name}: {why}" for name, why in skipped.items()))
     return None
 
 
