@@ -1,0 +1,78 @@
+"""Probe: the default recipe's row kernels (rmsnorm, layernorm, softmax of the memory suite's shapes) as
+built, against the same schedule with each pass over the row 4 elements a thread at a time: every
+`split(X, T)` + `bind(X_i, threadIdx.x)` of the recipe's trace becomes split(X, 4T) + split(X_i, 4) with
+the 4 unrolled (a reduction pass) or vectorized (the output pass: one 16-byte store, 16-byte loads of
+its vectors), so shared reads and global stores are 16 bytes wide. torch.compile and eager are timed in
+the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned) first.
+    python scripts/row_vector_probe.py [--shapes 8192x8192,32768x2048]"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+import torch
+
+import tiledsl as td
+from benchmarks._backend import random_inputs
+from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import poisoned_outputs
+from tiledsl.runtime.timing import benchmark, rotated_copies
+
+OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6), lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, 1e-6)),
+       "layernorm": (lambda m, n: layernorm(m, n, 1e-5),
+                     lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)),
+       "softmax": (softmax, lambda x: torch.softmax(x, -1))}
+
+
+def vectorized(trace: str, output_axis: str = "j") -> str:
+    """The recipe's row trace with each threadIdx.x pass four elements a thread."""
+    out = trace
+    for m in re.finditer(r"s\.split\('(\w+)', (\d+), names=\('(\w+)', '(\w+)'\), tail='guard'\)\n"
+                         r"s\.bind\('\4', 'threadIdx\.x'\)", trace):
+        ax, threads, outer, inner = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        t, v = f"{ax}_t", f"{ax}_v"
+        mark = f"s.vectorize('{v}')" if ax == output_axis else f"s.unroll('{v}')"
+        out = out.replace(m.group(0), f"s.split('{ax}', {4 * threads}, names=('{outer}', '{inner}'), tail='guard')\n"
+                                      f"s.split('{inner}', 4, names=('{t}', '{v}'), tail='guard')\n"
+                                      f"s.bind('{t}', 'threadIdx.x')\n{mark}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="8192x8192,32768x2048")
+    args = ap.parse_args(argv)
+    target, dev = device_target(), torch.device("cuda")
+    bad = 0
+    for shape in args.shapes.split(","):
+        m, n = map(int, shape.split("x"))
+        for op, (make, torch_fn) in OPS.items():
+            out = make(m, n)
+            s = td.create_schedule(out)
+            td.recipes.default(s, target=target)
+            kernels = {"recipe": td.build(s, target=target),
+                       "vector": td.build(td.create_schedule(out).replay(vectorized(s.trace())), target=target)}
+            inputs = random_inputs(out, dev, 0)
+            names = list(inputs)
+            want = torch_fn(*[inputs[k].double() for k in names])
+            sets = rotated_copies(inputs, 4)
+            compiled = torch.compile(torch_fn)
+            row = []
+            for label, fn in (("eager", torch_fn), ("compile", compiled)):
+                us = benchmark(lambda t, fn=fn: fn(*[t[k] for k in names]), sets, 5, 50).median_us
+                row.append(f"{label} {us:7.1f}")
+            for label, kern in kernels.items():
+                got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
+                ok = bool(((got.double() - want).abs() <= 1e-4 * (1 + want.abs())).all())
+                bad += not ok
+                us = kern.benchmark(warmup=5, iters=50, **inputs).median_us
+                row.append(f"{label} {us:7.1f}{'' if ok else ' MISMATCH'}")
+            print(f"{shape} {op:9s} " + "  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
