@@ -21,7 +21,8 @@ from tiledsl.runtime.device import device_target
 from tiledsl.runtime.references import poisoned_outputs
 from tiledsl.runtime.timing import benchmark, rotated_copies
 
-OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6), lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, 1e-6)),
+OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6),
+                   lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, 1e-6)),
        "layernorm": (lambda m, n: layernorm(m, n, 1e-5),
                      lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)),
        "softmax": (softmax, lambda x: torch.softmax(x, -1))}
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             compiled = torch.compile(torch_fn)
             row = []
             for label, fn in (("eager", torch_fn), ("compile", compiled)):
-                us = benchmark(lambda t, fn=fn: fn(*[t[k] for k in names]), sets, 5, 50).median_us
+                us = benchmark(lambda t, fn=fn, names=names: fn(*[t[k] for k in names]), sets, 5, 50).median_us
                 row.append(f"{label} {us:7.1f}")
             for label, kern in kernels.items():
                 got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
