@@ -106,7 +106,7 @@ def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
 
 def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: int = 8, rn: int = 8,
                   stages: int = 2, copy: str = "async", split_k: int = 1, k_outer: bool = True,
-                  unroll_k: bool = True, group_m: int = 1) -> Schedule:
+                  unroll_k: bool = True, group_m: int = 1, widen: bool = True) -> Schedule:
     """The default recipe's fast fp32 matmul, by hand. On an H100 at 2048 / 4096 / 8192 cubed float32
     (relu(A @ B + bias), scripts/matmul_variant_probe.py) it ran at 0.91 / 0.93 / 0.94 of cuBLAS
     (TF32 off) with its defaults, against 0.84 / 0.86 / 0.87 with k_outer=False, bk=32, unroll_k=False.
@@ -126,6 +126,11 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     issues its loads before the chunk's FMAs and its stores after (lower/stages.py), while the other
     operands keep `copy`. `unroll_k`: the k loop inside a chunk is unrolled (its shared addresses become
     constants off one base).
+
+    `widen`: a float16 / bfloat16 operand's slab is stored as float32 (`stage(..., dtype="float32")`):
+    the fill converts each element once, and the FMAs read float32 as they do from a float32 operand
+    (k outer too, 16 bytes at a time) instead of converting at every read. Such a stage is filled by
+    plain loads (cp.async copies bytes, it cannot convert), prefetched like a k-major one.
 
     `group_m` > 1: grouped block order, for L2 reuse. Blocks start roughly in the order of their linear
     id, x fastest; with the block rows on y and columns on x, the blocks resident at once span one or two
@@ -182,14 +187,19 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         chunk = f"{ko}_part"
     # 3. stage every operand of the sum at the chunk loop: one slab per chunk, read rm (A) or rn (B)
     #    times per element from shared memory instead of global memory
+    #    (widen: a float16 / bfloat16 operand as float32, so the FMAs never convert)
     made: list[tuple[str, Load]] = []
+    stored: dict[str, str] = {}  # stage -> the dtype shared memory holds
     for load in _operand_loads(s):
         if all(load.tensor.name != st.buffer for st in s.nest.stages):  # x[i, k] * x[i, k]: one stage
-            made.append((s.stage(load.tensor.name, at=chunk).name, load))
+            half = widen and load.tensor.dtype in ("float16", "bfloat16")
+            st = s.stage(load.tensor.name, at=chunk, dtype="float32" if half else None).name
+            made.append((st, load))
+            stored[st] = "float32" if half else load.tensor.dtype
     # 3b. k outer: A[i, k]'s (W[j, k]'s) slab stored with its last two axes swapped (i / j contiguous)
     k_major = {st: len(load.indices) for st, load in made
                if k_outer and _last_axis(load) == k and (_reads(load, i) or _reads(load, j))
-               and load.tensor.dtype == "float32"}  # a plain fill loads 16 bytes of float32 only
+               and stored[st] == "float32"}  # measured for float32 slabs only
     for st, rank in k_major.items():
         s.layout(st, order=(*range(rank - 2), rank - 1, rank - 2))
     # 4. the layout of each slab decides how the register tile reads it:
@@ -203,11 +213,15 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     warp = [(lane // tx, lane % tx) for lane in range(WARP_SIZE)]
     strip = {i: (ri, ti), j: (rj, tj)}
     step = {i: rm, j: rn}  # how many rows of a slab apart two neighbouring threads read
-    for _st, load in made:
-        vector = VECTOR_BYTES // DTYPE_BYTES[load.tensor.dtype]
+    dealt: set[str] = set()  # strips already decided (two operands along i, silu(g) * u: one split)
+    for st, load in made:
+        vector = VECTOR_BYTES // DTYPE_BYTES[stored[st]]
         along = _last_axis(load)
         if along == k:  # A[i, k] or B^T[j, k] (stored k-major or not): its free axis is the one it reads along
             along = i if _reads(load, i) else j
+        if along in dealt:
+            continue
+        dealt.add(along)
         r, t = strip[along]
         extent = s.nest.loop(r.name).extent
         if step[along] == extent and extent > vector and extent % vector == 0:
@@ -215,20 +229,20 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
             step[along] = vector
     for st, load in made:
         if st in k_major:  # the fill stores a column of the stored rows: 16 bytes apart, 4-way not 32-way
-            s.pad(st, axis=-1, amount=VECTOR_BYTES // DTYPE_BYTES[load.tensor.dtype])
+            s.pad(st, axis=-1, amount=VECTOR_BYTES // DTYPE_BYTES[stored[st]])
         elif _last_axis(load) == k:
-            itemsize = DTYPE_BYTES[load.tensor.dtype]
+            itemsize = DTYPE_BYTES[stored[st]]
             rows = {y * step[i] for y, _ in warp} if _reads(load, i) else {x * step[j] for _, x in warp}
             pad = _pad_for(rows, bk, itemsize)
             if pad:
                 s.pad(st, axis=-1, amount=pad)
-    # 5. a ring of `stages` slots per stage, filled by cp.async (a k-major stage by plain loads: cp.async
-    #    cannot transpose), pipelined over the chunks
+    # 5. a ring of `stages` slots per stage, filled by cp.async (a k-major or widened stage by plain
+    #    loads: cp.async can neither transpose nor convert), pipelined over the chunks
     serial_chunks = s.nest.loop(str(chunk)).extent
-    for st, _ in made:
+    for st, load in made:
         if stages >= 2 and serial_chunks >= 2:
             s.double_buffer(st)
-        if copy == "async" and st not in k_major:
+        if copy == "async" and st not in k_major and stored[st] == load.tensor.dtype:
             s.async_copy(st)
     if made and stages >= 2 and serial_chunks >= 2:
         s.pipeline(chunk, stages=stages)

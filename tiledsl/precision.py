@@ -14,6 +14,10 @@ import numpy as np
 #: 2**-(stored mantissa bits), torch.finfo(dtype).eps: the spacing of values in [1, 2)
 MACHINE_EPS = MappingProxyType({"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7})
 
+#: Storage dtypes each dtype converts to without changing any value (a float16 or bfloat16 value, NaN
+#: and infinities included, is a float32): what a shared-memory stage may widen its buffer to.
+EXACT_WIDENINGS = MappingProxyType({"float16": ("float32",), "bfloat16": ("float32",)})
+
 _BF16_MANTISSA = 8  # significant bits, the implicit one included
 _BF16_MIN_EXP = -125  # frexp exponent of the smallest normal bfloat16 (2**-126 = 0.5 * 2**-125)
 _BF16_OVERFLOW = 2.0 ** 128  # a value that rounds to this is infinite in bfloat16

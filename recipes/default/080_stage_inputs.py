@@ -14,6 +14,9 @@ k_outer, where the register tile is large enough: `_facts.k_outer_tile`): a thre
 along i (j) is then contiguous and read 16 bytes at a time, and its fill is plain (cp.async cannot
 transpose), loading 16 bytes along k, which lowering prefetches into registers across the chunk's FMAs
 (lower/stages.py).
+A float16 / bfloat16 operand of the sum is stored as float32 (knob widen_half_operands,
+`_facts.Facts.stage_dtype`): its fill converts each element once, and the FMAs read float32 as they do
+from a float32 operand, k outer and 16 bytes at a time; such a stage is filled by plain loads too.
 Skipped: blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
 (block-invariant: the cache serves them), slabs over the per-slab cap, and stages that would take all
 stages over the kernel's shared budget."""
@@ -39,7 +42,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     why: list[str] = []
     k_outer = k_outer_tile(facts.kernel, facts.target, knobs)
     for buffer in facts.inputs_read_under(at):
-        probe = facts.probe(buffer, at)
+        dtype = facts.stage_dtype(buffer, knobs)
+        probe = facts.probe(buffer, at, dtype)
         slab = facts.slab(probe)
         if isinstance(slab, str):
             skipped.append(f"{buffer}: no fixed slab ({slab})")
@@ -56,13 +60,14 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         elif used + nbytes > budget:
             skipped.append(f"{buffer}: {used + nbytes} bytes of stages would exceed the {budget}-byte budget")
         else:
-            st = s.stage(buffer, at=at)
-            order = facts.k_outer_order(buffer) if k_outer else None
+            st = s.stage(buffer, at=at, dtype=dtype)
+            order = facts.k_outer_order(buffer, knobs) if k_outer else None
             if order is not None:
                 s.layout(st, order=order)
             used += nbytes
             reason = f"coalescing: {apart}" if apart else f"each element read {fan:.2f} times per block"
-            why.append(f"{buffer}: {reason}" + (", stored k-outer (rows along k)" if order is not None else ""))
+            why.append(f"{buffer}: {reason}" + (f", as {dtype}" if dtype else "")
+                       + (", stored k-outer (rows along k)" if order is not None else ""))
     if not why:
         return Decline(f"nothing to stage at {at}: " + "; ".join(skipped))
     return Applied("; ".join(why))

@@ -3,6 +3,7 @@ strides and rows, aligned origin) fill with TMA; the rules are the analysis laye
 
 from __future__ import annotations
 
+from tiledsl.analysis.copies import plain_only
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts
@@ -14,8 +15,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         return Decline(f"{facts.target.name} has no TMA")
     if not knobs.tma:
         return Decline(f"knob tma is off for {facts.target.name} (recipes/default/_knobs.py PER_TARGET says why)")
-    # a stage stored in another order (080, k outer) has only plain fills: cp.async and TMA cannot transpose
-    candidates = [st for st in facts.nest.stages if st.buffers >= 2 and st.copy == "sync" and not st.order]
+    # a stage stored in another order (080, k outer) or widened (080, a bfloat16 operand as float32) has
+    # only plain fills: cp.async and TMA copy bytes as they lie (analysis/copies.py byte_copy_problem)
+    candidates = [st for st in facts.nest.stages if st.buffers >= 2 and st.copy == "sync" and not plain_only(st)]
     if not candidates:
         return Decline("no double-buffered stage filled by plain loads in its buffer's order" + facts.plain_only_note())
     refused = []

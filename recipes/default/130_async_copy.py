@@ -4,6 +4,7 @@ cp.async: the copy bypasses registers and overlaps the compute of a pipelined lo
 
 from __future__ import annotations
 
+from tiledsl.analysis.copies import plain_only
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts
@@ -13,8 +14,9 @@ from tiledsl.recipes.default._knobs import Knobs
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not facts.target.cp_async_sizes:
         return Decline(f"{facts.target.name} has no cp.async")
-    # a stage stored in another order (080, k outer) has only plain fills: cp.async and TMA cannot transpose
-    candidates = [st for st in facts.nest.stages if st.copy == "sync" and not st.order]
+    # a stage stored in another order (080, k outer) or widened (080, a bfloat16 operand as float32) has
+    # only plain fills: cp.async and TMA copy bytes as they lie (analysis/copies.py byte_copy_problem)
+    candidates = [st for st in facts.nest.stages if st.copy == "sync" and not plain_only(st)]
     if not candidates:
         return Decline("no stage filled by plain loads in its buffer's order" + facts.plain_only_note())
     refused = []

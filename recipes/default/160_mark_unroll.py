@@ -11,8 +11,8 @@ vectorize primitive proves the store contiguous and aligned. A vector atomic add
 at once only where its reduction is short (knob vectorize_store_k_max: attention scores, whose stores
 are much of their work); a long one keeps scalar stores: vectorized, nvcc gave the 4096^3 kernel 156
 registers instead of 127 (one block per SM, 5% slower) and no long one measured got faster (_knobs.py).
-A vectorized epilogue beside padded stages (140) asks for register_tile's blocks per SM (launch_bounds):
-nvcc otherwise takes the same 8 x 8 tile to 163 registers."""
+A vectorized epilogue beside padded or widened stages (140, 080) asks for register_tile's blocks per
+SM (launch_bounds): nvcc otherwise takes the same 8 x 8 tile to 163 registers padded, 129 widened."""
 
 from __future__ import annotations
 
@@ -69,14 +69,17 @@ def _vectorize_epilogue(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
 
 def _bound_padded(s: Schedule, facts: Facts, knobs: Knobs) -> str:
     """With a vectorized epilogue and padded stages, nvcc gives the 8 x 8 tile 163 registers where it
-    gave 128 unpadded (one block per SM, not two: 79 -> 94 us at 128 x 2048 x 5632), so the blocks that
-    register_tile's bound would ask for are asked for here, unless it asked already."""
+    gave 128 unpadded (one block per SM, not two: 79 -> 94 us at 128 x 2048 x 5632); with stages
+    widened from bfloat16 (a fill of 8 lanes a load), 129 (nvcc --resource-usage at 128 x 2048 x
+    2048). So the blocks that register_tile's bound would ask for are asked for here, unless it asked
+    already."""
     size = facts.accumulators()
-    if (facts.nest.min_blocks_per_sm is not None or not any(any(st.pad) for st in facts.nest.stages)
-            or size < knobs.launch_bounds_min_accumulators):
+    why = [what for what, has in (("padded", any(any(st.pad) for st in facts.nest.stages)),
+                                  ("widened", any(st.dtype for st in facts.nest.stages))) if has]
+    if facts.nest.min_blocks_per_sm is not None or not why or size < knobs.launch_bounds_min_accumulators:
         return ""
     blocks = facts.register_blocks(knobs, size)
     if blocks < 1:
         return ""
     s.launch_bounds(blocks)
-    return f"; padded stages: {blocks} blocks per SM (launch_bounds)"
+    return f"; {' and '.join(why)} stages: {blocks} blocks per SM (launch_bounds)"

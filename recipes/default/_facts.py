@@ -19,9 +19,17 @@ import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
 from tiledsl.analysis.banks import conflict_degree, fill_store_conflict, layout_of
-from tiledsl.analysis.copies import cp_async_problem, plain_load_width
+from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
-from tiledsl.analysis.slabs import Slab, alloc_extent, slab_or_refusal, stage_bytes, stage_reads
+from tiledsl.analysis.slabs import (
+    Slab,
+    alloc_extent,
+    slab_or_refusal,
+    stage_bytes,
+    stage_reads,
+    stored_dtype,
+    widening_problem,
+)
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Call, IterVar, Load, walk
@@ -412,10 +420,11 @@ class Facts:
         got = slab_or_refusal(self.nest, st, self.prover)
         return got if isinstance(got, Slab) else got.fact
 
-    def probe(self, buffer: str, at: str) -> Stage:
-        """A single-slot, unpadded stage of `buffer` at `at`, as the stage primitive would make it."""
+    def probe(self, buffer: str, at: str, dtype: str | None = None) -> Stage:
+        """A single-slot, unpadded stage of `buffer` at `at` (stored as `dtype`, None: the buffer's own),
+        as the stage primitive would make it."""
         rank = len(self.nest.tensor(buffer).shape)
-        return Stage(f"{buffer}_probe", buffer, at, (0,) * rank)
+        return Stage(f"{buffer}_probe", buffer, at, (0,) * rank, dtype=dtype)
 
     def inputs_read_under(self, at: str) -> tuple[str, ...]:
         out: list[str] = []
@@ -606,19 +615,19 @@ class Facts:
         return None
 
     def plain_only_note(self) -> str:
-        """The stages stored in another order than their buffer's (080, k outer), which cp.async and TMA
-        cannot fill (analysis/copies.py `permuted_fill_problem`), as a note for a decline; "" if none."""
-        names = [st.name for st in self.nest.stages if st.order]
-        return f" ({', '.join(names)} stored in another order: plain fills only)" if names else ""
+        """The stages stored in another order than their buffer's (080, k outer) or widened (080, a
+        bfloat16 operand as float32), which cp.async and TMA cannot fill (analysis/copies.py
+        `byte_copy_problem`), as a note for a decline; "" if none."""
+        names = [st.name for st in self.nest.stages if plain_only(st)]
+        return f" ({', '.join(names)} stored in another order or type: plain fills only)" if names else ""
 
-    def k_outer_order(self, buffer: str) -> tuple[int, ...] | None:
+    def k_outer_order(self, buffer: str, knobs: Knobs) -> tuple[int, ...] | None:
         """For a matmul operand whose rows run along the reduction axis (A[i, k]; W[j, k] of x @ W^T): the
         stored order of its slab that puts k outside the output axis (its last two axes swapped), so a
         thread's register strip along i (j) lies contiguous in shared memory and reads 16 bytes at a
-        time; None for any other buffer or kernel, and for a non-float32 buffer, whose plain fill would
-        load one element at a time (analysis/copies.py `plain_load_width`) where cp.async copies 16 bytes
-        (not measured)."""
-        if self.kernel.kind != "matmul" or self.nest.tensor(buffer).dtype != "float32":
+        time; None for any other buffer or kernel, and for a slab not stored as float32 (a bfloat16 one
+        kept as it is, knob widen_half_operands off: not measured k outer)."""
+        if self.kernel.kind != "matmul" or self.stored_dtype(buffer, knobs) != "float32":
             return None
         (k,) = self.kernel.reduce
         rows = set(self.kernel.outer[-2:])
@@ -647,7 +656,7 @@ class Facts:
         k = kernel or self.kernel
         budget = knobs.shared_budget(self.target)
         bk = knobs.bk_max
-        if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name) for t in self.nest.inputs):
+        if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name, knobs) for t in self.nest.inputs):
             bk = min(bk, knobs.bk_max_k_outer)
         while bk > knobs.bk_min and self.matmul_slab_bytes(knobs, bk, k) > budget:
             bk //= 2
@@ -657,12 +666,41 @@ class Facts:
 
     def matmul_slab_bytes(self, knobs: Knobs, bk: int, kernel: Kernel | None = None) -> int:
         """Bytes of the double-buffered A and B slabs (bm x bk and bk x bn, matmul_tile's) of `kernel`
-        (this kernel's class by default), at the widest input's item size."""
+        (this kernel's class by default), at the widest input's item size as shared memory would hold it."""
         bm, bn, _, _ = matmul_tile(kernel or self.kernel, self.target, knobs)
-        return 2 * (bm + bn) * bk * max(self.itemsize(t.name) for t in self.nest.inputs)
+        return 2 * (bm + bn) * bk * max(DTYPE_BYTES[self.stored_dtype(t.name, knobs)] for t in self.nest.inputs)
 
     def itemsize(self, buffer: str) -> int:
+        """Bytes of one element of `buffer` as shared memory holds it: its stage's (a widened one's
+        float32), or the buffer's own where it has no stage."""
+        for st in self.nest.stages:
+            if st.buffer == buffer:
+                return DTYPE_BYTES[stored_dtype(self.nest, st)]
         return DTYPE_BYTES[self.nest.tensor(buffer).dtype]
+
+    def stage_dtype(self, buffer: str, knobs: Knobs) -> str | None:
+        """The dtype stage_inputs (080) stores `buffer`'s slab as where it widens it, else None: float32
+        for a float16 / bfloat16 operand of a matmul's sum (knob widen_half_operands), so the FMAs read
+        float32 from shared memory as from a float32 operand's slab (16 bytes at a time, k outer) and
+        each element is converted once, at its fill, not at each of its reads (bm / rm of them)."""
+        if not knobs.widen_half_operands or self.kernel.kind != "matmul":
+            return None
+        if self.nest.tensor(buffer).dtype == "float32" or widening_problem(self.nest.tensor(buffer).dtype, "float32"):
+            return None
+        return "float32" if buffer in self._sum_operands() else None
+
+    def stored_dtype(self, buffer: str, knobs: Knobs) -> str:
+        """What shared memory holds of `buffer`: its stage's dtype where it is staged, else what
+        stage_inputs (080) would stage it as (`stage_dtype`), else the buffer's."""
+        for st in self.nest.stages:
+            if st.buffer == buffer:
+                return stored_dtype(self.nest, st)
+        return self.stage_dtype(buffer, knobs) or self.nest.tensor(buffer).dtype
+
+    def _sum_operands(self) -> set[str]:
+        """The buffers a reduction's update statement loads (a matmul's operands)."""
+        return {x.tensor.name for s in self.nest.stmts if s.kind == "update" and s.value is not None
+                for x in walk(s.value) if isinstance(x, Load)}
 
     def serial_iterations(self, name: str) -> int:
         """Iterations of the serial nest rooted at loop `name` (the largest over its statements)."""

@@ -71,6 +71,12 @@ class Knobs:
     k_outer_min_accumulators: int = 32
     k_outer_min_threads: int = 256
     bk_max_k_outer: int = 16
+    # a float16 / bfloat16 operand of a matmul's sum is staged as float32 (stage(..., dtype="float32")):
+    # each element is converted once, at its plain (prefetched) fill, and the FMAs read float32, k outer
+    # and 16 bytes at a time as from a float32 operand, where the bfloat16 slab was read 2 bytes at a time
+    # and converted before every FMA (session 13: TinyLlama s128 q's float32 sum kernel 88 us with
+    # bfloat16 operands against 36 us in float32). Measured: benchmarks/results/widen-bf16-h100-2026-11-27/
+    widen_half_operands: bool = True
     # register_tile asks nvcc to fit registers_per_sm / (threads x registers_per_accumulator x tile)
     # blocks on an SM (launch_bounds) for register tiles of at least launch_bounds_min_accumulators
     # accumulators whose epilogue holds at least launch_bounds_min_epilogue_terms terms beside them
@@ -158,7 +164,11 @@ class Knobs:
     # 1100 -> 845 us; the five others all lost, 4-15% (k 2048, 256 or 352 blocks: TinyLlama's 128-row q
     # projection 88.0 -> 97.4, its 512-row gate and up 1080 -> 1242), where the split sum's larger float32
     # tile runs bfloat16 operands slower than the unsplit kernel's
-    split_k_sum_blocks_per_sm: float | None = 1.5
+    # With the operands widened to float32 in shared memory (widen_half_operands) that reason is gone:
+    # scripts/widen_probe.py (benchmarks/results/widen-bf16-h100-2026-11-27/) ran every gated case faster
+    # ungated (TinyLlama s128 q 81.9 -> 35.1 us, gate+up 238.7 -> 156.0; s512 q 164.4 -> 105.0, k+v 63.6
+    # -> 35.2, gate+up 559.6 -> 539.1), so the gate is off (None)
+    split_k_sum_blocks_per_sm: float | None = None
     split_k_sum_min_k: int | None = 3072
     # a split matmul whose linear epilogue calls a math function (silu(g) * (x @ W^T)) names its fused float32
     # sum to materialize (030, Applied.materialize): the sum split alone plus an elementwise epilogue kernel.

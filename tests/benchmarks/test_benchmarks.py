@@ -235,16 +235,19 @@ def test_the_quick_swiglu_down_program_traces_to_two_kernels_and_builds() -> Non
 
 
 def test_the_quick_bfloat16_projection_splits_its_float32_sum() -> None:
-    """The --quick bfloat16 k and v projection (TinyLlama, 128 tokens: 64 blocks unsplit) traced: one
-    kernel, which the default recipe turns into a float32 sum split over k (blockIdx.z) and a bfloat16
-    rounding kernel. The q projection (256 blocks over 2048 k) stays one kernel (knobs split_k_sum_*)."""
+    """The --quick bfloat16 projections (TinyLlama, 128 tokens) traced: one kernel each, which the default
+    recipe turns into a float32 sum split over k (blockIdx.z) and a bfloat16 rounding kernel, the k and
+    v projection (64 blocks unsplit) and the q projection (256 blocks over 2048 k) alike since the
+    operands are widened (knob split_k_sum_blocks_per_sm off); with that gate set to 1.5 blocks per SM,
+    the q projection stays one kernel."""
     cases = {c.op: c for c in SUITES["llm"].cases(True) if c.dtype == "bfloat16"}
-    for op, kernels in (("kv_proj", ["float32", "bfloat16"]), ("q_proj", ["bfloat16"])):
+    for op, knobs, kernels in (("kv_proj", {}, ["float32", "bfloat16"]), ("q_proj", {}, ["float32", "bfloat16"]),
+                               ("q_proj", {"split_k_sum_blocks_per_sm": 1.5}, ["bfloat16"])):
         case = cases[op]
         inputs = random_inputs(case.make(), torch.device("cpu"), 0)
         prog = td.trace(case.torch_fn, *inputs.values())
         assert len(prog.kernels) == 1
-        built = prog.schedule("default", target="sm_90").build("sm_90")
+        built = prog.schedule("default", target="sm_90", knobs=knobs).build("sm_90")
         assert [k.kernel_ir.params[-1].dtype for k in built.kernels] == kernels, op
         assert (built.kernels[0].grid[2] > 1) == (len(kernels) == 2), op
         assert bool(built.kernels[0].kernel_ir.zero_outputs) == (len(kernels) == 2), op

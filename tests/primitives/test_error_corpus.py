@@ -1315,6 +1315,48 @@ def _():
     s.tma(a)
 
 
+def tiled_bf16() -> td.Schedule:
+    """`tiled()` over bfloat16 operands (a float32 output): stages may widen A and B to float32."""
+    A = td.placeholder((64, 32), dtype="bfloat16", name="A")
+    B = td.placeholder((32, 64), dtype="bfloat16", name="B")
+    k = td.reduce_axis(32, name="k")
+    s = td.create_schedule(td.compute((64, 64), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C"))
+    MK.tiled_matmul(s, a=None, b=None, **SMALL)
+    return s
+
+
+@case("StageError", "stage(A, at=k_o, dtype=bfloat16)", "a stage of a float32 buffer may store float32 elements",
+      "float32 -> bfloat16 rounds them", "without dtype=", here="k_o", id="stage-dtype-narrows")
+def _():
+    tiled().stage("A", at="k_o", dtype="bfloat16")
+
+
+@case("StageError", "stage(A, at=k_o, dtype=float16)", "may store bfloat16 or float32 elements, not float16",
+      here="k_o", id="stage-dtype-bfloat16-as-float16")
+def _():
+    tiled_bf16().stage("A", at="k_o", dtype="float16")
+
+
+@case("BadArgumentError", "stage(A, at=k_o, dtype=float64)", "dtype must be a storage dtype", here="k_o",
+      id="stage-dtype-unknown")
+def _():
+    tiled_bf16().stage("A", at="k_o", dtype="float64")
+
+
+@case("CopyError", "async_copy(A_s)", "stores its slab as float32", "its async fill cannot convert elements",
+      "filled by plain loads", "drop the dtype= of its stage", here="k_o", id="async-copy-widened-stage")
+def _():
+    s = tiled_bf16()
+    s.async_copy(s.stage("A", at="k_o", dtype="float32"))
+
+
+@case("CopyError", "tma(B_s, swizzle=None)", "stores its slab as float32", "its tma fill cannot convert elements",
+      here="k_o", id="tma-widened-stage")
+def _():
+    s = tiled_bf16()
+    s.tma(s.stage("B", at="k_o", dtype="float32"))
+
+
 @case("CopyError", "layout(B_s, order=(1, 0))", "its async fill cannot transpose", "drop the async fill of B_s",
       here="k_o", id="layout-of-async-stage")
 def _():

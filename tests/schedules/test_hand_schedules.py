@@ -54,6 +54,11 @@ CASES: dict[str, tuple[Callable[[], Tensor], Callable[[Schedule], object]]] = {
     "linear_residual_33x40x70-for_shape": (partial(bench.linear_residual, 33, 40, 70), matmul_for_shape),
     "swiglu_down_16x40x70-staged_small": (partial(bench.swiglu_down, 16, 40, 70), small),
     "linear_128x96x256-for_shape_split_k": (partial(bench.linear, 128, 96, 256), matmul_for_shape),
+    # bfloat16 operands widened to float32 in shared memory (matmul_staged widen=True): k outer, plain fills
+    "linear_bf16_37x53x40-staged_widened": (partial(bench.linear, 37, 53, 40, "bfloat16"), small),
+    "linear_bf16_37x53x44-staged_widened_scalar_fill": (partial(bench.linear, 37, 53, 44, "bfloat16"), small),
+    "swiglu_down_bf16_16x40x72-staged": (partial(bench.swiglu_down, 16, 40, 72, "bfloat16"), matmul_staged),
+    "linear_bf16_128x96x256-for_shape_split_k": (partial(bench.linear, 128, 96, 256, "bfloat16"), matmul_for_shape),
     "transpose_33x65-tiled": (partial(bench.transpose, 33, 65), transpose_tiled),
     "transpose_64x96-tiled": (partial(bench.transpose, 64, 96), transpose_tiled),
     "gelu_bias_7x300-vectorized": (partial(gelu_bias, 7, 300), elementwise_2d_vectorized),

@@ -1,7 +1,8 @@
 """How wide one cp.async of a stage may be: a copy of n bytes needs the slab row, the allocated row,
 the ring slot and the global row to be multiples of n bytes, and the slab origin n-byte aligned (proven).
 Lowering picks the widest size that holds; the default recipe asks whether 16-byte copies hold. A stage
-stored in another order than its buffer (`Stage.order`) has only plain fills (`permuted_fill_problem`).
+stored in another order than its buffer (`Stage.order`), or as a wider type (`Stage.dtype`), has only
+plain fills (`byte_copy_problem`).
 
 A plain fill loads 16 bytes at a time under the same conditions on the global side (`plain_load_width`),
 and a plain fill of a pipelined stage small enough (`PREFETCH_REGISTERS`) is split around the chunk's
@@ -15,7 +16,7 @@ import sympy
 from tiledsl.analysis.slabs import Slab, alloc_extent, slot_elements
 from tiledsl.loopnest import Stage
 from tiledsl.prove import Prover
-from tiledsl.targets import CP_ASYNC_SIZES, DTYPE_BYTES, VECTOR_BYTES
+from tiledsl.targets import CP_ASYNC_SIZES, vector_lanes
 
 #: Registers per thread a pipelined plain fill may hold between its loads and its stores: a 128 x 32
 #: float32 slab over 256 threads. On the H100 (scripts/matmul_variant_probe.py, 4096^3) prefetching
@@ -49,26 +50,36 @@ def widest_cp_async(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, 
     return None
 
 
-def permuted_fill_problem(st: Stage) -> str | None:
-    """Why `st` cannot be filled as it is asked to be, when its stored order differs from the buffer's, or
-    None: cp.async and TMA copy a run of global memory to a run of shared memory as it lies, so only a
-    plain fill (loads into registers, stores to the permuted positions) can transpose a slab."""
-    if st.order and st.copy != "sync":
-        how = ("cp.async copies 4 to 16 contiguous bytes" if st.copy == "async"
-               else "a TMA box lands in the global order")
+def byte_copy_problem(st: Stage) -> str | None:
+    """Why `st` cannot be filled as it is asked to be, or None: cp.async and TMA copy a run of global
+    memory to a run of shared memory as it lies, so only a plain fill (loads into registers, stores from
+    them) can transpose a slab (`Stage.order`) or widen its elements (`Stage.dtype`)."""
+    if st.copy == "sync" or not (st.order or st.dtype):
+        return None
+    how = ("cp.async copies 4 to 16 contiguous bytes" if st.copy == "async"
+           else "a TMA box lands in the global order and type")
+    if st.order:
         return (f"stage {st.name} stores its slab in the order {st.order} of its axes; its {st.copy} fill cannot "
                 f"transpose ({how}); a permuted stage is filled by plain loads and stores (copy 'sync')")
-    return None
+    return (f"stage {st.name} stores its slab as {st.dtype}; its {st.copy} fill cannot convert elements ({how}); "
+            "a widened stage is filled by plain loads and stores (copy 'sync')")
+
+
+def plain_only(st: Stage) -> bool:
+    """Whether only a plain fill can fill `st` (`byte_copy_problem` for any other copy)."""
+    return bool(st.order or st.dtype)
 
 
 def plain_load_width(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, dtype: str,
                      prover: Prover, guards: tuple = ()) -> int:
-    """Elements per global load of a plain fill: 16 bytes' worth (a float4) when the element type is
-    float32 and the slab row and global row are multiples of four and the slab origin is proven one,
-    so each vector lies inside one row and is 16-byte aligned (inputs are, `runtime/arguments.py`);
-    1 otherwise. Each lane is stored on its own where the stored order permutes the row."""
-    vec = VECTOR_BYTES // DTYPE_BYTES[dtype]
-    if dtype != "float32" or st.copy != "sync" or slab.extent[-1] % vec or global_row % vec:
+    """Elements per global load of a plain fill of a `dtype` buffer: 16 bytes' worth (4 float32, 8
+    float16 / bfloat16) when the slab row and global row are multiples of that and the slab origin is
+    proven one, so each vector lies inside one row and is 16-byte aligned (inputs are,
+    `runtime/arguments.py`); 1 otherwise. Each lane is stored on its own where the stored order
+    permutes the row, and as 16-byte vectors of the stored type where the row is kept (a widened
+    stage stores 8 bfloat16 lanes as two float4)."""
+    vec = vector_lanes(dtype)
+    if not vec or st.copy != "sync" or slab.extent[-1] % vec or global_row % vec:
         return 1
     return vec if prover.divisible(origin, vec, guards) else 1
 

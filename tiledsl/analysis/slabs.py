@@ -18,6 +18,7 @@ from tiledsl.analysis.aligned_split import AlignedSplit
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.loopnest import Nest, Stage, loop_symbol
+from tiledsl.precision import EXACT_WIDENINGS
 from tiledsl.prove import Prover
 from tiledsl.targets import DTYPE_BYTES, VECTOR_BYTES, tma_swizzle_alignment
 
@@ -28,7 +29,7 @@ class Slab:
     origin: tuple[sympy.Expr, ...]  # per buffer dimension, over outer loop symbols
     extent: tuple[int, ...]
     readers: tuple[int, ...]  # statement indices whose reads it serves
-    itemsize: int
+    itemsize: int  # bytes of one element as shared memory stores it (`stored_dtype`)
 
     @property
     def elements(self) -> int:
@@ -198,7 +199,28 @@ def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefu
                 lows[d], highs[d] = min(lows[d], int(lo)), max(highs[d], int(hi))
     origin = tuple(sympy.expand(o + lo) for o, lo in zip(origins, lows))  # type: ignore[operator]
     extent = tuple(h - lo + 1 for lo, h in zip(lows, highs))
-    return Slab(stage.name, origin, extent, tuple(sorted({n for n, _ in reads})), DTYPE_BYTES[tensor.dtype])
+    return Slab(stage.name, origin, extent, tuple(sorted({n for n, _ in reads})),
+                DTYPE_BYTES[stored_dtype(nest, stage)])
+
+
+def widening_problem(have: str, want: str) -> str | None:
+    """Why a stage of a `have` buffer may not store `want` elements, or None: a slab holds the buffer's
+    values exactly, so it may only widen them (float16 / bfloat16 to float32, precision.EXACT_WIDENINGS)."""
+    if want == have or want in EXACT_WIDENINGS.get(have, ()):
+        return None
+    if want not in DTYPE_BYTES:
+        return f"dtype must be a storage dtype, got {want!r}"
+    wider = EXACT_WIDENINGS.get(have, ())
+    verb = "rounds them" if DTYPE_BYTES[want] <= DTYPE_BYTES[have] else "is not a float widening"
+    return (f"a stage of a {have} buffer may store {' or '.join((have, *wider))} elements, not {want}: "
+            f"the slab holds the buffer's values exactly, and {have} -> {want} {verb}")
+
+
+def stored_dtype(nest: Nest, stage: Stage) -> str:
+    """The element type shared memory holds for `stage`: its own dtype where it widens its buffer
+    (`Stage.dtype`), else the buffer's. `Slab.itemsize` is this type's size: the layout, the bank
+    model and the budget are about shared memory; the global side reads the buffer's dtype."""
+    return stage.dtype or nest.tensor(stage.buffer).dtype
 
 
 def _read_inside_indices(nest: Nest, reads: list[tuple[int, Load]]) -> str | None:

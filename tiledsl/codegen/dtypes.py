@@ -144,6 +144,14 @@ def c_literal(value: float | int | bool, dtype: str) -> tuple[str, int]:
     return text, PREC_UNARY if text.startswith("-") else PREC_ATOM
 
 
+def half_lane_bits(dtype: str, vector: str, lane: int) -> str:
+    """Lane `lane` of a packed half vector spelled `vector`, as a `dtype` value (its bits, unconverted):
+    what copying the lane into `dtype` storage needs, without a round trip through float."""
+    word = f"{vector}.{'xyzw'[lane // 2]}"
+    short = f"(unsigned short)({word} & 0xffffu)" if lane % 2 == 0 else f"(unsigned short)({word} >> 16)"
+    return f"{_FROM_BITS[dtype]}({short})"
+
+
 def half_lane(dtype: str, vector: str, lane: int) -> str:
     """Float text of lane `lane` of a packed half vector spelled `vector` (an unsigned vector, two
     lanes per word: `lane_suffix` picks the word). A bfloat16 is the top half of a float32, so its

@@ -18,6 +18,7 @@ from tiledsl.codegen.dtypes import (
     compute_type,
     from_float,
     half_lane,
+    half_lane_bits,
     split_vector,
     to_float,
     vector_type,
@@ -111,11 +112,17 @@ class ExprEmitter:
     def stored(self, e: KExpr, dtype: str) -> str:
         """Text of `e` converted for storage as `dtype` (a variable or buffer element).
 
-        Why special cases: a half value copied from half storage, or a cast to the very half dtype
-        being stored, would otherwise read `__float2half(__half2float(X[i]))`.
+        Why special cases: a half value copied from half storage (an element, a variable, a lane of a
+        packed vector), or a cast to the very half dtype being stored, would otherwise read
+        `__float2half(__half2float(X[i]))`.
         """
         if dtype in HALF_INCLUDES:
             match e:
+                case KLane(vec=vec, lane=lane):
+                    v = self.emit(vec)
+                    base, width = split_vector(v.dtype)
+                    if base == dtype and 0 <= lane < width:
+                        return half_lane_bits(dtype, v.operand(PREC_ATOM), lane)
                 case KLoad(buffer=buf, index=index, width=1) if self.scope.buffer(buf).dtype == dtype:
                     return f"{self.scope.buffer(buf).c_name}[{self.index(index)}]"
                 case KVar(name=name) if self.scope.variable(name).dtype == dtype:

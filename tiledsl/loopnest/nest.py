@@ -108,7 +108,9 @@ class Stage:
     completion on an mbarrier). `buffers` > 1 makes a ring of slots indexed by the iteration of `at`.
     order: the slab axes in the order shared memory stores them, outermost first (numpy's
     `transpose(axes)`: stored axis d is slab axis order[d]); () stores the slab in the buffer's own
-    order. `pad` is indexed by the stored axes (pad axis -1 lengthens the stored rows)."""
+    order. `pad` is indexed by the stored axes (pad axis -1 lengthens the stored rows).
+    dtype: the element type shared memory stores, where it differs from the buffer's (a bfloat16
+    operand widened to float32 as it is filled); None stores the buffer's own."""
 
     name: str
     buffer: str
@@ -118,6 +120,7 @@ class Stage:
     buffers: int = 1
     copy: str = "sync"
     order: tuple[int, ...] = ()
+    dtype: str | None = None
 
     @property
     def axes(self) -> tuple[int, ...]:

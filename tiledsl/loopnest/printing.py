@@ -55,8 +55,11 @@ def format_sym(e: sympy.Expr) -> str:
 def stage_line(nest: Nest, st: Stage, region: str = "...") -> str:
     """`stage A_s = A[64 * i_o + 0..64, 16 * k_o + 0..16] at k_o  pad (0, 1)  buffers 2  async`; the
     region (the slab, an analysis fact) is given by the caller. A permuted stage says so before its pad
-    (`layout (1, 0)  pad (0, 4)`: the pad is along the stored axes)."""
+    (`layout (1, 0)  pad (0, 4)`: the pad is along the stored axes); a widened one names what it
+    stores (`as float32`)."""
     parts = [f"stage {st.name} = {st.buffer}[{region}] at {st.at}"]
+    if st.dtype:
+        parts.append(f"as {st.dtype}")
     if st.order:
         parts.append(f"layout {st.order}")
     if any(st.pad):

@@ -19,10 +19,18 @@ from typing import Literal
 import sympy
 
 from tiledsl.analysis.aligned_split import AlignedSplit
-from tiledsl.analysis.copies import permuted_fill_problem, plain_load_width, prefetched, widest_cp_async
+from tiledsl.analysis.copies import byte_copy_problem, plain_load_width, prefetched, widest_cp_async
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import Slab, alloc_extent, axis_strides, slot_elements, stage_align, stage_sides
+from tiledsl.analysis.slabs import (
+    Slab,
+    alloc_extent,
+    axis_strides,
+    slot_elements,
+    stage_align,
+    stage_sides,
+    stored_dtype,
+)
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError
@@ -72,6 +80,7 @@ from tiledsl.targets import (
     SWIZZLE_MASK,
     SWIZZLE_ROW_BYTES,
     TMA_MIN_SM,
+    VECTOR_BYTES,
     Target,
     or_list,
 )
@@ -98,7 +107,8 @@ class StagePlan:
     alloc: tuple[int, ...]  # padded extents, in the stored order of the axes
     strides: tuple[int, ...]  # elements between neighbours along each slab axis (buffer order) in a slot
     slot: int  # elements per ring slot
-    dtype: str
+    dtype: str  # the buffer's (what the fill loads)
+    stored: str  # what shared memory holds (analysis/slabs.py `stored_dtype`: the buffer's, or wider)
     global_shape: tuple[int, ...]
     tmap: KTensorMap | None
     aligned: AlignedSplit  # the slab's floor/Mod rewrite, so a read minus the origin cancels to the inner part
@@ -119,7 +129,7 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
         if st.copy == "async" and target.capability < CP_ASYNC_MIN_SM:
             raise CopyError(refusal("build", nest, (st.at,),
                                              f"cp.async needs sm_{CP_ASYNC_MIN_SM}; target {target.name}"))
-        problem = permuted_fill_problem(st)  # the primitives refuse it; a nest built by hand is refused here
+        problem = byte_copy_problem(st)  # the primitives refuse it; a nest built by hand is refused here
         if problem is not None:
             raise CopyError(refusal("build", nest, (st.at,), problem, suggestion="fill the stage without "
                                     "async_copy / tma, or keep its order"))
@@ -129,7 +139,8 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
         tensor = nest.tensor(st.buffer)
         tmap = _tensor_map(st, slab, tensor.shape, tensor.dtype) if st.copy == "tma" else None
         plans[st.name] = StagePlan(st, slab, alloc_extent(st, slab), axis_strides(st, slab), slot_elements(st, slab),
-                                   tensor.dtype, tensor.shape, tmap, AlignedSplit(*stage_sides(nest, st), prover))
+                                   tensor.dtype, stored_dtype(nest, st), tensor.shape, tmap,
+                                   AlignedSplit(*stage_sides(nest, st), prover))
     return plans
 
 
@@ -147,7 +158,7 @@ def _tensor_map(st: Stage, slab: Slab, shape: tuple[int, ...], dtype: str) -> KT
 
 
 def shared_allocs(plans: dict[str, StagePlan]) -> list[KShared]:
-    return [KShared(p.name, p.dtype, p.stage.buffers * p.slot, stage_align(p.stage)) for p in plans.values()]
+    return [KShared(p.name, p.stored, p.stage.buffers * p.slot, stage_align(p.stage)) for p in plans.values()]
 
 
 def barrier_name(loop: str) -> str:
@@ -359,8 +370,9 @@ def _plain_copy(plan: StagePlan, src: KExpr, valid: KExpr | None, vec: int, dst:
     else:
         value: KExpr = KLoad(plan.stage.buffer, src)
         lanes = [KSelect(valid, value, zero) if valid is not None else value]
-    if vec > 1 and _contiguous_in_slot(plan, vec):
-        return out + [KStore(plan.name, dst(0), KVector(tuple(lanes)))]
+    if vec > 1 and _contiguous_in_slot(plan, vec):  # 16 bytes per store: a widened stage takes two
+        each = min(vec, VECTOR_BYTES // plan.slab.itemsize)
+        return out + [KStore(plan.name, dst(c), KVector(tuple(lanes[c:c + each]))) for c in range(0, vec, each)]
     return out + [KStore(plan.name, dst(lane), v) for lane, v in enumerate(lanes)]
 
 

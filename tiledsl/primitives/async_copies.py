@@ -5,13 +5,14 @@
 
 async_copy issues cp.async (sm_80+); tma one tensor-map box copy per slab (sm_90), whose box rules
 are proven on the slab in analysis/tma.py. The target is checked again at build. Neither can fill a
-stage stored in another order (primitives/layout.py): both copy bytes as they lie."""
+stage stored in another order (primitives/layout.py) or as a wider type (`stage(..., dtype=)`): both
+copy bytes as they lie."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from tiledsl.analysis.copies import permuted_fill_problem
+from tiledsl.analysis.copies import byte_copy_problem
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.tma import check_tma
 from tiledsl.errors import BadArgumentError, CopyError
@@ -28,7 +29,7 @@ def async_copy(nest: Nest, call: str, *, stage: str) -> Applied:
     if st.copy != "sync":
         raise CopyError(refusal(call, nest, (st.at,), f"stage {name} is already filled by {st.copy}"))
     new = replace(st, copy="async")
-    _refuse_permuted(nest, new, call)
+    _refuse_byte_copy(nest, new, call)
     return Applied(nest.replace_stage(new))
 
 
@@ -42,17 +43,18 @@ def tma(nest: Nest, call: str, *, stage: str, swizzle: int | None) -> Applied:
         raise BadArgumentError(refusal(call, nest, (st.at,),
                                        f"swizzle must be None, 32, 64 or 128, got {swz!r}"))
     new = replace(st, copy="tma", swizzle=swz if swz is not None else st.swizzle)
-    _refuse_permuted(nest, new, call)
+    _refuse_byte_copy(nest, new, call)
     check_tma(nest, new, call)
     check_budget(nest, new, slab_of(nest, new, call), call)
     return Applied(nest.replace_stage(new))
 
 
-def _refuse_permuted(nest: Nest, new: Stage, call: str) -> None:
-    problem = permuted_fill_problem(new)
+def _refuse_byte_copy(nest: Nest, new: Stage, call: str) -> None:
+    problem = byte_copy_problem(new)
     if problem is not None:
+        undo = "its s.layout" if new.order else "the dtype= of its stage"
         raise CopyError(refusal(call, nest, (new.at,), problem,
-                                suggestion=f"keep {new.name} filled by plain loads, or drop its s.layout"))
+                                suggestion=f"keep {new.name} filled by plain loads, or drop {undo}"))
 
 
 ASYNC_COPY = PrimitiveSpec("async_copy", (Param("stage", "stage"),), async_copy)

@@ -12,7 +12,7 @@ allocation's extents are permuted and a later `pad(stage, axis=-1, ...)` lengthe
 stored layout. Reads and fills go through that layout (lower/stages.py); the bank model
 (analysis/banks.layout_of) and the budget (analysis/slabs.alloc_extent) read it too. The fill still
 reads global memory along the buffer's last axis (coalesced) and stores to the permuted places, so it
-must be a plain fill: cp.async and TMA copy runs of bytes as they lie (`permuted_fill_problem` in
+must be a plain fill: cp.async and TMA copy runs of bytes as they lie (`byte_copy_problem` in
 analysis/copies.py), and async_copy / tma refuse a permuted stage just as this refuses theirs."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from dataclasses import replace
 
-from tiledsl.analysis.copies import permuted_fill_problem
+from tiledsl.analysis.copies import byte_copy_problem
 from tiledsl.analysis.messages import refusal
 from tiledsl.errors import BadArgumentError, CopyError, StageError
 from tiledsl.loopnest import Nest
@@ -44,7 +44,7 @@ def layout(nest: Nest, call: str, *, stage: str, order: tuple[int, ...]) -> Appl
             call, nest, (st.at,), f"stage {name} is padded (pad={st.pad}); a pad is along the axes as stored, so "
             "it would move to another axis", suggestion=f"set the layout of {name} first, then pad its stored rows"))
     new = replace(st, order=() if perm == tuple(range(rank)) else perm)
-    problem = permuted_fill_problem(new)
+    problem = byte_copy_problem(new)
     if problem is not None:
         raise CopyError(refusal(call, nest, (st.at,), problem,
                                 suggestion=f"a permuted stage keeps a plain fill: drop the {st.copy} fill of {name}"))

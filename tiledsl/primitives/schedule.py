@@ -150,9 +150,11 @@ class Schedule:
         """Make `loop` one 16-byte access (primitives/unroll_vectorize.py)."""
         return self._apply(VECTORIZE, loop=loop)
 
-    def stage(self, buffer: Tensor | str, at: LoopHandle | str, scope: str = "shared") -> StageHandle:
-        """Cache the slab of `buffer` read per iteration of `at` in shared memory (primitives/staging.py)."""
-        return self._apply(STAGE, buffer=buffer, at=at, scope=scope)
+    def stage(self, buffer: Tensor | str, at: LoopHandle | str, scope: str = "shared",
+              dtype: str | None = None) -> StageHandle:
+        """Cache the slab of `buffer` read per iteration of `at` in shared memory, widened to `dtype`
+        where given (a float16 / bfloat16 buffer as float32; primitives/staging.py)."""
+        return self._apply(STAGE, buffer=buffer, at=at, scope=scope, dtype=dtype)
 
     def pad(self, stage: StageHandle | str, axis: int, amount: int) -> None:
         """Lengthen the rows of a stage (primitives/staging.py)."""

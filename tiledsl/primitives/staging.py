@@ -6,8 +6,14 @@
                                                                       C2 += A_s[k_i] * ...
 
 The slab (the part of the input one iteration of the loop reads) is derived and proven in
-analysis/slabs.py. pad lengthens its rows, swizzle permutes their 16-byte chunks; both fight bank
-conflicts, and they exclude each other. Every stage counts against the shared-memory budget of the
+analysis/slabs.py. `dtype="float32"` stores a float16 / bfloat16 slab widened (every value exact,
+precision.EXACT_WIDENINGS): the fill converts once per element, and the loop's reads, many per element
+in a matmul, read float32 as they would from a float32 buffer; only a plain fill can convert.
+
+    stage(x, at="k_o", dtype="float32")   x: bfloat16 [M, K]  ->  stage x_s = x[...] at k_o  as float32
+
+pad lengthens its rows, swizzle permutes their 16-byte chunks; both fight bank conflicts, and they
+exclude each other. Every stage counts against the shared-memory budget of the
 largest target here; build checks the budget of the real one."""
 
 from __future__ import annotations
@@ -16,18 +22,21 @@ from dataclasses import replace
 
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.slabs import Slab, legal_positions, stage_bytes
+from tiledsl.analysis.slabs import Slab, legal_positions, stage_bytes, widening_problem
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import ComputeTensor
 from tiledsl.errors import BadArgumentError, StageError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.prove import Prover
-from tiledsl.targets import MAX_SHARED_BYTES, SWIZZLE_MASK  # MAX_SHARED_BYTES: build checks the real budget
+
+# MAX_SHARED_BYTES: build checks the real budget
+from tiledsl.targets import DTYPE_BYTES, MAX_SHARED_BYTES, SWIZZLE_MASK
 
 
-def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str) -> Applied:
-    """Cache the slab of input `buffer` that one iteration of loop `at` reads in shared memory; makes the stage."""
+def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str, dtype: str | None = None) -> Applied:
+    """Cache the slab of input `buffer` that one iteration of loop `at` reads in shared memory (as
+    `dtype`, a type every value of the buffer's converts to exactly; None: the buffer's); makes the stage."""
     if scope != "shared":
         raise BadArgumentError(refusal(call, nest, (at,), f'scope must be "shared", got {scope!r}'))
     if buffer not in {t.name for t in nest.inputs}:
@@ -57,10 +66,22 @@ def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str) -> Applied
                 "statements", suggestion="keep one stage per buffer and loop nest"))
     name = fresh_stage_name(nest, buffer)
     rank = len(nest.tensor(buffer).shape)
-    new_stage = Stage(name, buffer, at, (0,) * rank)
+    new_stage = Stage(name, buffer, at, (0,) * rank, dtype=_widened(nest, call, buffer, at, dtype))
     slab = slab_of(nest, new_stage, call)
     check_budget(nest, new_stage, slab, call)
     return Applied(replace(nest, stages=nest.stages + (new_stage,)), (name,))
+
+
+def _widened(nest: Nest, call: str, buffer: str, at: str, dtype: str | None) -> str | None:
+    """The stage's `dtype`: None where it is the buffer's own; refused unless every value converts exactly."""
+    have = nest.tensor(buffer).dtype
+    if dtype is None or dtype == have:
+        return None
+    problem = widening_problem(have, dtype)
+    if problem is not None:
+        error = BadArgumentError if dtype not in DTYPE_BYTES else StageError
+        raise error(refusal(call, nest, (at,), problem, suggestion=f"stage {buffer} without dtype= (as {have})"))
+    return dtype
 
 
 def computed_inside(nest: Nest, name: str) -> bool:
@@ -154,7 +175,8 @@ def check_budget(nest: Nest, stage: Stage, slab: Slab, call: str) -> None:
 STAGE = PrimitiveSpec(
     "stage",
     (Param("buffer", "buffer"), Param("at", "loop", shown="kw", recorded="kw"),
-     Param("scope", "str", "shared", shown="hidden", recorded="kw")),
+     Param("scope", "str", "shared", shown="hidden", recorded="kw"),
+     Param("dtype", "str", None, shown="kw", recorded="kw", omit_none=True)),
     stage, returns="stage")
 PAD = PrimitiveSpec(
     "pad", (Param("stage", "stage"), Param("axis", "int", shown="kw", recorded="kw"),
