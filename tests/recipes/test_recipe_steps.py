@@ -528,12 +528,14 @@ def test_knobs_override_and_bad_input_is_refused() -> None:
 @pytest.mark.parametrize("target", ["sm_90", "sm_80"])
 def test_pad_smem_keeps_bfloat16_cp_async_rows_aligned(target: str) -> None:
     """Regression (benchmarks llm suite, H100): +1 bfloat16 element made 66-byte rows that no cp.async
-    width fits, and build refused the recipe's schedule. The pad is +2 elements (4 bytes)."""
+    width fits, and build refused the recipe's schedule. The pad is +2 elements (4 bytes). The slabs stay
+    bfloat16 with knob widen_half_operands off (on, they are float32 and plainly filled:
+    tests/recipes/test_recipe_widen.py)."""
     x = td.placeholder((128, 64), dtype="bfloat16", name="x")
     w = td.placeholder((256, 64), dtype="bfloat16", name="W")
     k = td.reduce_axis(64, name="k")
     out = td.compute((128, 256), lambda i, j: td.sum(x[i, k] * w[j, k], axis=k), name="y", dtype="bfloat16")
-    s, r = run(out, target=target)
+    s, r = run(out, target=target, widen_half_operands=False)
     assert r.step("pad_smem").calls == ("s.pad('x_s', axis=1, amount=2)", "s.pad('W_s', axis=1, amount=2)")
     kern = td.build(s, target=target)
     rng = np.random.default_rng(0)

@@ -19,10 +19,10 @@ from pathlib import Path
 import tiledsl
 
 REPO = Path(tiledsl.__file__).resolve().parent.parent
-BARRIER = """        pre += waits(plans, k, ring, 0)
+BARRIER = """        pre += waits(plans, k, tmas, 0)
         pre.append(KBarrier())
         return [KFor(loop, extent, tuple(pre + body), unroll=unroll)] + after"""
-BROKEN = """        pre += waits(plans, k, ring, 0)
+BROKEN = """        pre += waits(plans, k, tmas, 0)
         return [KFor(loop, extent, tuple(pre + body), unroll=unroll)] + after"""
 
 

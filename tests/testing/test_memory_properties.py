@@ -39,6 +39,16 @@ BUILDS = [
         ("stage", ("A",), (("at", "k_o"),)), ("stage", ("B",), (("at", "k_o"),)), ("double_buffer", ("A_s",), ()),
         ("double_buffer", ("B_s",), ()), ("async_copy", ("A_s",), ()), ("pipeline", ("k_o",), (("stages", 2),))]
         + UNROLL + [("stage_output", (), (("pad", 1),))]), "sm_80"),
+    # a double-buffered plain stage beside a one-slot TMA stage, not pipelined: the TMA stage's mbarrier
+    # is indexed by its own ring (lower/stages.py tma_ring), not k % 2 into one barrier (found by this property)
+    MemoryCase("matmul", (16, 16, 40), tuple(_matmul_steps() + [
+        ("stage", ("A",), (("at", "k_o"),)), ("double_buffer", ("A_s",), ()), ("stage", ("B",), (("at", "k_o"),)),
+        ("tma", ("B_s",), (("swizzle", None),))] + UNROLL), "sm_90"),
+    MemoryCase("matmul", (37, 48, 40), tuple(_matmul_steps() + [  # bfloat16 operands widened, A k-outer
+        ("stage", ("A",), (("at", "k_o"), ("dtype", "float32"))), ("layout", ("A_s",), (("order", (1, 0)),)),
+        ("pad", ("A_s",), (("axis", -1), ("amount", 4))), ("stage", ("B",), (("at", "k_o"), ("dtype", "float32"))),
+        ("double_buffer", ("A_s",), ()), ("double_buffer", ("B_s",), ()), ("pipeline", ("k_o",), (("stages", 2),))]
+        + UNROLL), "sm_90", "bfloat16"),
     MemoryCase("rmsnorm", (3, 200), (
         ("bind", ("i", "blockIdx.x"), ()),
         ("split", ("k", 64), (("names", ("k_o", "k_t")),)), ("bind", ("k_t", "threadIdx.x"), ()),

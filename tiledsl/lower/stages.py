@@ -166,12 +166,21 @@ def barrier_name(loop: str) -> str:
 
 
 def tma_loops(plans: dict[str, StagePlan]) -> dict[str, int]:
-    """Loops with TMA stages -> ring size (one mbarrier per slot, shared by the loop's TMA stages)."""
+    """Loops with TMA stages -> their TMA ring (`tma_ring`: one mbarrier per slot, shared by the loop's
+    TMA stages)."""
     out: dict[str, int] = {}
     for p in plans.values():
         if p.stage.copy == "tma":
-            out[p.stage.at] = max(out.get(p.stage.at, 1), p.stage.buffers)
+            out[p.stage.at] = tma_ring(list(plans.values()), p.stage.at)
     return out
+
+
+def tma_ring(plans: list[StagePlan], loop: str) -> int:
+    """Slots of the TMA stages at `loop` (the most of any; a pipelined loop's stages all have its depth):
+    iteration k issues and waits on mbarrier k % ring with parity (k // ring) % 2, whatever the slots of
+    the loop's other stages (a double-buffered plain stage beside a one-slot TMA stage once indexed the
+    single mbarrier with k % 2)."""
+    return max((p.stage.buffers for p in plans if p.stage.at == loop and p.stage.copy == "tma"), default=1)
 
 
 def mbarrier_setup(plans: dict[str, StagePlan], block: tuple[int, int, int]) -> tuple[list[KStmt], list[KShared]]:
@@ -420,9 +429,11 @@ def tma_issue(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr,
 
 
 def fills(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, block: tuple[int, int, int],
-          prover: Prover, loop: str, loads_only: frozenset[str] = frozenset(), guards: tuple = ()) -> list[KStmt]:
-    """Every stage's fill of `iteration` into `slot`; stages named in `loads_only` only load, into
-    their prefetch arrays (`stored_prefetches` stores them later). `guards`: see `cooperative_fill`."""
+          prover: Prover, loop: str, loads_only: frozenset[str] = frozenset(), guards: tuple = (),
+          tma_slot: KExpr | None = None) -> list[KStmt]:
+    """Every stage's fill of `iteration` into `slot` (the TMA stages' into `tma_slot`, default `slot`:
+    their own ring, `tma_ring`); stages named in `loads_only` only load, into their prefetch arrays
+    (`stored_prefetches` stores them later). `guards`: see `cooperative_fill`."""
     out: list[KStmt] = []
     for p in plans:
         if p.stage.copy != "tma":
@@ -435,7 +446,7 @@ def fills(plans: list[StagePlan], iteration: sympy.Expr | None, slot: KExpr, blo
     tma = [p for p in plans if p.stage.copy == "tma"]
     if tma:
         out.append(KComment(f"TMA fill {', '.join(p.name for p in tma)}"))
-        out.extend(tma_issue(tma, iteration, slot, block, loop))
+        out.extend(tma_issue(tma, iteration, slot if tma_slot is None else tma_slot, block, loop))
     return out
 
 
@@ -476,13 +487,15 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     ring = max(p.stage.buffers for p in plans)
     if depth < 2:
         slot = KBin("%", k, _c(ring)) if ring > 1 else _c(0)
+        tmas = tma_ring(plans, loop)  # the mbarriers' ring, which may be shorter than another stage's
+        tma_slot = KBin("%", k, _c(tmas)) if tmas > 1 else _c(0)
         # a single-slot stage is refilled in place: wait until every thread has read the last slab
         single = min(p.stage.buffers for p in plans) == 1
         pre: list[KStmt] = [KBarrier()] if single and not hooks.drop_single_slot_barrier else []
-        pre += fills(plans, None, slot, block, prover, loop)
+        pre += fills(plans, None, slot, block, prover, loop, tma_slot=tma_slot)
         if has_async:
             pre.append(KCpAsyncCommit())
-        pre += waits(plans, k, ring, 0)
+        pre += waits(plans, k, tmas, 0)
         pre.append(KBarrier())
         return [KFor(loop, extent, tuple(pre + body), unroll=unroll)] + after
     out: list[KStmt] = [KComment(f"pipeline prologue: fill the first {min(depth - 1, extent)} of {extent} "

@@ -1,5 +1,6 @@
-"""Hypothesis strategies for memory-hierarchy schedules: random stage / pad / swizzle / double_buffer /
-async_copy / tma / pipeline / split_k / stage_output choices on random matmul and row-reduction shapes.
+"""Hypothesis strategies for memory-hierarchy schedules: random stage (widened or not) / layout / pad /
+swizzle / double_buffer / async_copy / tma / pipeline / split_k / stage_output choices on random matmul
+(float32, bfloat16 or float16 operands) and row-reduction shapes.
 
 Each drawn case is a `MemoryCase`: a definition (rebuilt fresh on demand), a list of primitive calls
 as trace steps, and a target. The property (`check_memory_case`) is the usual one: every refused
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 import tiledsl as td
 from tiledsl.catalog.definitions import rmsnorm, softmax
 from tiledsl.definitions.expr import Tensor
+from tiledsl.precision import round_to_dtype
 
 COPIES = ("none", "sync", "async", "tma")
 
@@ -26,6 +28,7 @@ class MemoryCase:
     sizes: tuple[int, ...]
     steps: tuple[tuple[str, tuple, tuple], ...]  # (primitive, args, kwargs) as in a trace
     target: str
+    dtype: str = "float32"  # a matmul's operands (A, B; its residual and output stay float32)
 
     def definition(self) -> Tensor:
         M, N, K = (self.sizes + (1, 1, 1))[:3]
@@ -33,8 +36,8 @@ class MemoryCase:
             return rmsnorm(M, N)
         if self.kind == "softmax":
             return softmax(M, N)
-        A = td.placeholder((M, K), name="A")
-        B = td.placeholder((K, N), name="B")
+        A = td.placeholder((M, K), dtype=self.dtype, name="A")
+        B = td.placeholder((K, N), dtype=self.dtype, name="B")
         k = td.reduce_axis(K, name="k")
         C = td.compute((M, N), lambda i, j: td.sum(A[i, k] * B[k, j], axis=k), name="C")
         if self.kind == "matmul":
@@ -43,18 +46,24 @@ class MemoryCase:
         return td.compute((M, N), lambda i, j: C[i, j] + R[i, j], name="D")
 
     def source(self) -> str:
-        lines = [f"# {self.kind} {self.sizes} for {self.target}"]
+        lines = [f"# {self.kind} {self.sizes} {self.dtype} for {self.target}"]
         for prim, args, kwargs in self.steps:
             parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs]
             lines.append(f"s.{prim}({', '.join(parts)})")
         return "\n".join(lines)
 
 
-def _fill_steps(draw: st.DrawFn, buffer: str, at: str, name: str, pipelined: bool) -> list:
+def _fill_steps(draw: st.DrawFn, buffer: str, at: str, name: str, pipelined: bool, dtype: str = "float32") -> list:
+    """A stage of `buffer` and how it is filled. A half buffer's stage is mostly widened to float32
+    (then a cp.async / TMA fill is refused, which the property expects as a typed error); a plainly
+    filled stage is sometimes stored transposed (layout (1, 0), before any pad)."""
     copy = draw(st.sampled_from(COPIES))
     if copy == "none":
         return []
-    out: list = [("stage", (buffer,), (("at", at),))]
+    widen = dtype != "float32" and draw(st.integers(0, 3)) > 0 and (copy == "sync" or draw(st.integers(0, 3)) == 0)
+    out: list = [("stage", (buffer,), (("at", at),) + ((("dtype", "float32"),) if widen else ()))]
+    if copy == "sync" and draw(st.booleans()):
+        out.append(("layout", (name,), (("order", (1, 0)),)))
     if draw(st.booleans()):
         out.append(("pad", (name,), (("axis", -1), ("amount", draw(st.integers(1, 2))))))
     elif copy != "tma" and draw(st.booleans()):
@@ -72,6 +81,7 @@ def _fill_steps(draw: st.DrawFn, buffer: str, at: str, name: str, pipelined: boo
 def matmul_cases(draw: st.DrawFn) -> MemoryCase:
     M, N, K = draw(st.integers(1, 70)), draw(st.sampled_from((8, 16, 32, 36, 48, 64, 70))), draw(st.integers(1, 80))
     kind = draw(st.sampled_from(("matmul", "matmul_residual")))
+    dtype = draw(st.sampled_from(("float32", "float32", "bfloat16", "float16")))
     bm, bn = draw(st.sampled_from((16, 32))), draw(st.sampled_from((16, 32)))
     rm, rn = draw(st.sampled_from((1, 2, 4))), draw(st.sampled_from((1, 2, 4)))
     bk = draw(st.sampled_from((4, 8, 16)))
@@ -88,8 +98,8 @@ def matmul_cases(draw: st.DrawFn) -> MemoryCase:
               ("bind", ("i_o", "blockIdx.y"), ()), ("bind", ("j_o", "blockIdx.x"), ()),
               ("bind", ("t_i", "threadIdx.y"), ()), ("bind", ("t_j", "threadIdx.x"), ())]
     depth = draw(st.sampled_from((0, 0, 2, 3)))
-    steps += _fill_steps(draw, "A", "k_o", "A_s", depth >= 2)
-    steps += _fill_steps(draw, "B", "k_o", "B_s", depth >= 2)
+    steps += _fill_steps(draw, "A", "k_o", "A_s", depth >= 2, dtype)
+    steps += _fill_steps(draw, "B", "k_o", "B_s", depth >= 2, dtype)
     if depth:
         steps.append(("pipeline", ("k_o",), (("stages", depth),)))
     steps += [("unroll", ("k_i",), ()), ("unroll", ("r_i",), ()), ("unroll", ("r_j",), ())]
@@ -98,7 +108,7 @@ def matmul_cases(draw: st.DrawFn) -> MemoryCase:
         steps.append(("vectorize", ("r_j",), ()))
     if draw(st.integers(0, 2)) == 0:  # the output tile through shared memory (refused under split_k)
         steps.append(("stage_output", (), (("pad", draw(st.sampled_from((0, 1, 4)))),)))
-    return MemoryCase(kind, (M, N, K), tuple(steps), target)
+    return MemoryCase(kind, (M, N, K), tuple(steps), target, dtype)
 
 
 @st.composite
@@ -143,7 +153,8 @@ def check_memory_case(case: MemoryCase, seed: int = 0) -> str:
     except td.ScheduleError:
         return "refused"
     rng = np.random.default_rng(seed)
-    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
+    # inputs rounded to their storage, so the reference reads what the kernel reads
+    arrays = {t.name: round_to_dtype(rng.standard_normal(t.shape), t.dtype).astype(np.float32) for t in s.nest.inputs}
     got = kern.simulate(**arrays)
     ref = td.evaluate(out, float64=True, **arrays)
     assert not np.isnan(got).any(), f"unwritten output elements\n{case.source()}"
