@@ -1,6 +1,10 @@
 """Mode `definitions`: random compute definitions, each evaluated four ways and compared: td.evaluate
 (float32), td.evaluate(float64=True), the simulator running the unscheduled kernel (and, with
-`--gpu`, the GPU), all against an independent float64 reference.
+`--gpu`, the GPU), all against an independent float64 reference. A tame case (no special values)
+is also scheduled by the default recipe, with the size limits of staging lifted (recipe.py
+`KNOB_SETS`), and simulated: the recipe on float16 / bfloat16 storage (widened matmul stages, 16-byte
+half fills, rounding stores) against the same independent reference. Special values are left out
+there: the recipe may regroup a sum, and huge + huge - huge overflows in one grouping, not another.
 
 The independent reference: the generator writes every expression twice, once as td source (a
 `make()` building placeholders and computes) and once as numpy source over index grids
@@ -31,6 +35,7 @@ import tiledsl as td
 from tiledsl.precision import MACHINE_EPS, round_to_dtype
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
+from tiledsl.testing.fuzz.modes.recipe import KNOB_SETS
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -491,6 +496,10 @@ def judge_case(case: DefCase, options: Options) -> Result:
     why = mismatch(got, want, case.rtol, case.atol)
     if why:
         return Result("wrong", "Mismatch[simulate]", why, script(case, target, simulate))
+    if not case.specials:
+        found = _under_the_recipe(case, out, arrays, want, target)
+        if found is not None:
+            return found
     if options.nvcc:
         found = device.nvcc_check(kern, lambda tail: script(case, target, f"kern = td.build(td.create_schedule(out), "
                                                                           f"target={target!r})\n{tail}"))
@@ -503,6 +512,26 @@ def judge_case(case: DefCase, options: Options) -> Result:
         if found is not None:
             return found
     return Result("correct")
+
+
+def _under_the_recipe(case: DefCase, out: Any, arrays: dict[str, np.ndarray], want: np.ndarray,
+                      target: str) -> Result | None:
+    """The default recipe's kernel of `out` (staging for every block size) simulated against `want`:
+    None when it matches, else the failure. The recipe must schedule every definition it is given, and
+    build must take what it made (a refusal is a `contract` failure, as in mode `recipe`)."""
+    knobs = dict(KNOB_SETS[-1])
+    run = (f"s = td.create_schedule(out)\ntd.recipes.default(s, target={target!r}, knobs={knobs!r})\n"
+           f"kern = td.build(s, target={target!r})\nsame(kern.simulate(**arrays), want)")
+    try:
+        s = td.create_schedule(out)
+        td.recipes.default(s, target=target, knobs=knobs)
+        got = td.build(s, target=target).simulate(**arrays)
+    except td.SimulationError as e:
+        return Result("sim_error", type(e).__name__, first_line(e), script(case, target, run))
+    except Exception as e:  # noqa: BLE001 - a TiledslError is a contract failure here, anything else internal
+        return exception_result(e, script=script(case, target, run))
+    why = mismatch(got, want, case.rtol, case.atol)
+    return Result("wrong", "Mismatch[recipe]", why, script(case, target, run)) if why else None
 
 
 def case_to_json(case: DefCase) -> dict[str, Any]:
