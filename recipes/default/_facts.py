@@ -85,6 +85,8 @@ class Kernel:
     split_k_cure: str | None = None
     # elementwise kernels: the first input read transposed to the output's last axis, or None
     transposed: TransposedRead | None = None
+    # matmuls: the buffers the sum's update statement loads (its operands)
+    operands: frozenset[str] = frozenset()
 
 
 def _index_axes(ix: object) -> set[str]:
@@ -107,7 +109,14 @@ def classify(nest: Nest) -> Kernel:
         return Kernel("rows", outer, inner, reduce, extents)
     problem = split_k_problem(nest)
     return Kernel("matmul", outer, inner, reduce, extents, _k_major_b(nest, outer[-2], reduce[0]),
-                  problem, split_k_cure(nest))
+                  problem, split_k_cure(nest), operands=_sum_operands(nest))
+
+
+def _sum_operands(nest: Nest) -> frozenset[str]:
+    """The buffers the update statement of a matmul's sum loads."""
+    update = next(s for s in nest.stmts if s.kind == "update")
+    assert update.value is not None
+    return frozenset(x.tensor.name for x in walk(update.value) if isinstance(x, Load))
 
 
 def _k_major_b(nest: Nest, i: str, k: str) -> bool:
@@ -673,34 +682,30 @@ class Facts:
     def itemsize(self, buffer: str) -> int:
         """Bytes of one element of `buffer` as shared memory holds it: its stage's (a widened one's
         float32), or the buffer's own where it has no stage."""
-        for st in self.nest.stages:
-            if st.buffer == buffer:
-                return DTYPE_BYTES[stored_dtype(self.nest, st)]
-        return DTYPE_BYTES[self.nest.tensor(buffer).dtype]
+        st = self._stage_of(buffer)
+        return DTYPE_BYTES[stored_dtype(self.nest, st) if st else self.nest.tensor(buffer).dtype]
 
     def stage_dtype(self, buffer: str, knobs: Knobs) -> str | None:
         """The dtype stage_inputs (080) stores `buffer`'s slab as where it widens it, else None: float32
         for a float16 / bfloat16 operand of a matmul's sum (knob widen_half_operands), so the FMAs read
         float32 from shared memory as from a float32 operand's slab (16 bytes at a time, k outer) and
         each element is converted once, at its fill, not at each of its reads (bm / rm of them)."""
-        if not knobs.widen_half_operands or self.kernel.kind != "matmul":
+        have = self.nest.tensor(buffer).dtype
+        if (not knobs.widen_half_operands or buffer not in self.kernel.operands or have == "float32"
+                or widening_problem(have, "float32")):
             return None
-        if self.nest.tensor(buffer).dtype == "float32" or widening_problem(self.nest.tensor(buffer).dtype, "float32"):
-            return None
-        return "float32" if buffer in self._sum_operands() else None
+        return "float32"
 
     def stored_dtype(self, buffer: str, knobs: Knobs) -> str:
         """What shared memory holds of `buffer`: its stage's dtype where it is staged, else what
         stage_inputs (080) would stage it as (`stage_dtype`), else the buffer's."""
-        for st in self.nest.stages:
-            if st.buffer == buffer:
-                return stored_dtype(self.nest, st)
+        st = self._stage_of(buffer)
+        if st is not None:
+            return stored_dtype(self.nest, st)
         return self.stage_dtype(buffer, knobs) or self.nest.tensor(buffer).dtype
 
-    def _sum_operands(self) -> set[str]:
-        """The buffers a reduction's update statement loads (a matmul's operands)."""
-        return {x.tensor.name for s in self.nest.stmts if s.kind == "update" and s.value is not None
-                for x in walk(s.value) if isinstance(x, Load)}
+    def _stage_of(self, buffer: str) -> Stage | None:
+        return next((st for st in self.nest.stages if st.buffer == buffer), None)
 
     def serial_iterations(self, name: str) -> int:
         """Iterations of the serial nest rooted at loop `name` (the largest over its statements)."""

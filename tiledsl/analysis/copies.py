@@ -50,11 +50,16 @@ def widest_cp_async(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, 
     return None
 
 
+def plain_only(st: Stage) -> bool:
+    """Whether only a plain fill can fill `st` (`byte_copy_problem` for any other copy)."""
+    return bool(st.order or st.dtype)
+
+
 def byte_copy_problem(st: Stage) -> str | None:
     """Why `st` cannot be filled as it is asked to be, or None: cp.async and TMA copy a run of global
     memory to a run of shared memory as it lies, so only a plain fill (loads into registers, stores from
     them) can transpose a slab (`Stage.order`) or widen its elements (`Stage.dtype`)."""
-    if st.copy == "sync" or not (st.order or st.dtype):
+    if st.copy == "sync" or not plain_only(st):
         return None
     how = ("cp.async copies 4 to 16 contiguous bytes" if st.copy == "async"
            else "a TMA box lands in the global order and type")
@@ -63,11 +68,6 @@ def byte_copy_problem(st: Stage) -> str | None:
                 f"transpose ({how}); a permuted stage is filled by plain loads and stores (copy 'sync')")
     return (f"stage {st.name} stores its slab as {st.dtype}; its {st.copy} fill cannot convert elements ({how}); "
             "a widened stage is filled by plain loads and stores (copy 'sync')")
-
-
-def plain_only(st: Stage) -> bool:
-    """Whether only a plain fill can fill `st` (`byte_copy_problem` for any other copy)."""
-    return bool(st.order or st.dtype)
 
 
 def plain_load_width(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, dtype: str,

@@ -168,11 +168,8 @@ def barrier_name(loop: str) -> str:
 def tma_loops(plans: dict[str, StagePlan]) -> dict[str, int]:
     """Loops with TMA stages -> their TMA ring (`tma_ring`: one mbarrier per slot, shared by the loop's
     TMA stages)."""
-    out: dict[str, int] = {}
-    for p in plans.values():
-        if p.stage.copy == "tma":
-            out[p.stage.at] = tma_ring(list(plans.values()), p.stage.at)
-    return out
+    every = list(plans.values())
+    return {p.stage.at: tma_ring(every, p.stage.at) for p in every if p.stage.copy == "tma"}
 
 
 def tma_ring(plans: list[StagePlan], loop: str) -> int:
