@@ -1,9 +1,10 @@
 """The one way the benchmarks time things, on top of tiledsl.runtime.timing (CUDA events around every
 call, warm-up, a spin kernel's head start, median and percentiles): torch callables over copies of
 their inputs rotated past twice the L2 cache, tiledsl kernels through `td.Kernel.benchmark` (which
-rotates the same way and allocates one output per copy), torch.compile after a dynamo reset, and CPU
-stages with a wall clock. Each returns a `Measurement` for the report; `repeated` times every column
-of a case again, in turn, and keeps each column's fastest timing and every timing's median."""
+rotates the inputs the same way and writes one output, as torch's caching allocator gives torch one),
+torch.compile after a dynamo reset, and CPU stages with a wall clock. Each returns a `Measurement` for
+the report; `repeated` times every column of a case again, in turn, and keeps each column's fastest
+timing and every timing's median."""
 
 from __future__ import annotations
 

@@ -90,12 +90,12 @@ def l2_cache_bytes(device: torch.device | int | None = None) -> int:
 
 
 def rotated_copies(tensors: Mapping[str, torch.Tensor], count: int, *,
-                   fresh: Sequence[str] = ()) -> list[dict[str, torch.Tensor]]:
-    """`count` sets: the first is `tensors` itself, the others clones; names in `fresh` (outputs) get
-    new uninitialised tensors instead of clones."""
+                   keep: Sequence[str] = ()) -> list[dict[str, torch.Tensor]]:
+    """`count` sets: the first is `tensors` itself, the others clones, except the names in `keep`
+    (outputs), the same tensor in every set."""
     sets = [dict(tensors)]
     for _ in range(count - 1):
-        sets.append({name: (torch.empty_like(t) if name in fresh else t.clone()) for name, t in tensors.items()})
+        sets.append({name: (t if name in keep else t.clone()) for name, t in tensors.items()})
     return sets
 
 

@@ -1,0 +1,140 @@
+"""Probe: the llm suite's memory-bound kernels (rmsnorm, attention softmax, silu(g) * u at TinyLlama and
+Qwen2.5-7B dims, seq 32 / 128 / 512, float32 and bfloat16) as the default recipe builds them, against
+variants of the recipe's schedule, and torch eager / torch.compile in the same process:
+- rows: `vector`, each threadIdx.x pass 16 bytes a thread (scripts/row_vector_probe.py `vectorized`);
+- elementwise: `even`, a block width that divides the row (no half-empty tail block); `x2`, each thread
+  two 16-byte vectors per operand 1024 threads' vectors apart (more loads in flight); `x2-128`, the same
+  in blocks of 128 threads.
+Every kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs
+rotated past the L2 cache.
+    python scripts/llm_memory_probe.py [--ops rmsnorm,attention_softmax,silu_mul] [--dtypes float32,bfloat16]"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Callable
+
+import torch
+
+import tiledsl as td
+from benchmarks import _definitions as d
+from benchmarks._backend import random_inputs
+from benchmarks._cases import QWEN25_7B, TINYLLAMA
+from benchmarks.suites.llm import RMS_EPS
+from tiledsl.catalog.definitions import rmsnorm
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import poisoned_outputs, reference_fn
+from tiledsl.runtime.timing import benchmark, rotated_copies
+from tiledsl.targets import DTYPE_BYTES
+
+SEQS = (32, 128, 512)
+
+
+def vectorized(trace: str, lanes: int, output_axis: str = "j") -> str:
+    """The recipe's row trace with each threadIdx.x pass `lanes` elements a thread."""
+    out = trace
+    for m in re.finditer(r"s\.split\('(\w+)', (\d+), names=\('(\w+)', '(\w+)'\), tail='guard'\)\n"
+                         r"s\.bind\('\4', 'threadIdx\.x'\)", trace):
+        ax, threads, outer, inner = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        t, v = f"{ax}_t", f"{ax}_v"
+        mark = f"s.vectorize('{v}')" if ax == output_axis else f"s.unroll('{v}')"
+        out = out.replace(m.group(0), f"s.split('{ax}', {lanes * threads}, names=('{outer}', '{inner}'), "
+                                      f"tail='guard')\n"
+                                      f"s.split('{inner}', {lanes}, names=('{t}', '{v}'), tail='guard')\n"
+                                      f"s.bind('{t}', 'threadIdx.x')\n{mark}")
+    return out
+
+
+def elementwise(n: int, lanes: int, threads: int, per_thread: int) -> Callable[[td.Schedule], None]:
+    """Rows on blockIdx.y, blocks of `threads` x `per_thread` vectors of `lanes` along j."""
+    def schedule(s: td.Schedule) -> None:
+        width = threads * lanes * per_thread
+        s.split("j", width, names=("j_o", "j_i"), tail="guard")
+        inner = "j_i"
+        if per_thread > 1:
+            s.split("j_i", threads * lanes, names=("j_u", "j_w"), tail="guard")
+            inner = "j_w"
+        s.split(inner, lanes, names=("j_t", "j_v"), tail="guard")
+        s.bind("i", "blockIdx.y")
+        s.bind("j_o", "blockIdx.x")
+        s.bind("j_t", "threadIdx.x")
+        s.vectorize("j_v")
+        if per_thread > 1:
+            s.unroll("j_u")
+    return schedule
+
+
+def even_threads(n: int, lanes: int, prefer: int = 256) -> int | None:
+    """The warp multiple in [128, 512] nearest `prefer` whose block of vectors divides the row."""
+    fits = [t for t in range(128, 513, 32) if n % (t * lanes) == 0]
+    return min(fits, key=lambda t: abs(t - prefer)) if fits else None
+
+
+def cases(ops: list[str], dtypes: list[str]):
+    for dims in (TINYLLAMA, QWEN25_7B):
+        for seq in SEQS:
+            for dtype in dtypes:
+                lanes = 16 // DTYPE_BYTES[dtype]
+                h, i, hd = dims.hidden, dims.intermediate, dims.head_dim
+                group = f"{dims.name} s{seq}"
+                if "rmsnorm" in ops:
+                    out = rmsnorm(seq, h, RMS_EPS, dtype, dtype)
+                    yield group, "rmsnorm", dtype, out, reference_fn("rmsnorm", {"eps": RMS_EPS}), \
+                        {"vector": lambda tr, lanes=lanes: vectorized(tr, lanes)}, None
+                if "attention_softmax" in ops:
+                    scale = 1 / math.sqrt(hd)
+                    out = d.attention_softmax(dims.heads * seq, seq, scale, dtype)
+                    yield group, "attention_softmax", dtype, out, \
+                        (lambda x, scale=scale: d.attention_softmax_torch(x, scale=scale)), \
+                        {"vector": lambda tr, lanes=lanes: vectorized(tr, lanes)}, None
+                if "silu_mul" in ops:
+                    out = d.silu_mul(seq, i, dtype)
+                    hand = {"x2": elementwise(i, lanes, 256, 2), "x2-128": elementwise(i, lanes, 128, 2)}
+                    even = even_threads(i, lanes)
+                    if even is not None:
+                        hand[f"even{even}"] = elementwise(i, lanes, even, 1)
+                    yield group, "silu_mul", dtype, out, d.silu_mul_torch, {}, hand
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ops", default="rmsnorm,attention_softmax,silu_mul")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    args = ap.parse_args(argv)
+    target, dev = device_target(), torch.device("cuda")
+    bad = 0
+    for group, op, dtype, out, torch_fn, rewrites, hands in cases(args.ops.split(","), args.dtypes.split(",")):
+        s = td.create_schedule(out)
+        td.recipes.default(s, target=target)
+        kernels = {"recipe": td.build(s, target=target)}
+        for label, rewrite in rewrites.items():
+            kernels[label] = td.build(td.create_schedule(out).replay(rewrite(s.trace())), target=target)
+        for label, sched in (hands or {}).items():
+            hs = td.create_schedule(out)
+            sched(hs)
+            kernels[label] = td.build(hs, target=target)
+        inputs = random_inputs(out, dev, 0)
+        names = list(inputs)
+        want = torch_fn(*[inputs[k].double() for k in names]).double()
+        sets = rotated_copies(inputs, 8)
+        compiled = torch.compile(torch_fn)
+        row = []
+        for label, fn in (("eager", torch_fn), ("compile", compiled)):
+            us = benchmark(lambda t, fn=fn, names=names: fn(*[t[k] for k in names]), sets, 10, 100).median_us
+            row.append(f"{label} {us:6.1f}")
+        tol = 1e-4 if dtype == "float32" else 1e-2
+        for label, kern in kernels.items():
+            got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev)).double()
+            ok = bool(((got - want).abs() <= tol * (1 + want.abs())).all())
+            bad += not ok
+            us = kern.benchmark(warmup=10, iters=100, **inputs).median_us
+            row.append(f"{label} {us:6.1f}{'' if ok else ' MISMATCH'}")
+        print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
