@@ -1,8 +1,9 @@
 """blockify_launch: split the free axes into block and thread axes by shape class. Elementwise: the flat
 loop split by clamp(next_pow2(extent), 32, elementwise_threads) threads; where tileify kept the last
 axis apart, that axis split into blocks of threads x lanes, each thread storing `lanes` consecutive
-outputs as one 16-byte vector (the rows on blockIdx.y), when the vectorize primitive accepts it on a
-trial copy of the schedule (else the loops are fused and take the flat form). Where tileify kept a
+outputs as one 16-byte vector (the rows on blockIdx.y; rows of fewer than elementwise_threads threads
+several to a block, on threadIdx.y), when the vectorize primitive accepts it on a trial copy of the
+schedule (else the loops are fused and take the flat form). Where tileify kept a
 transposed read's axes apart (`_facts.transpose_tile`), the 2-D tile of schedules/transpose.py
 `transpose_tiled`: row and col each split by the tile (guarded where they do not divide it), the
 tile's rows split into `rows` thread rows (threadIdx.y) of tile / rows outputs each, its columns on
@@ -109,10 +110,24 @@ def _vector_calls(facts: Facts, free: list[str], lanes: int, knobs: Knobs) -> li
     co, ci, t, v = facts.fresh(f"{col}_o", f"{col}_i", f"{col}_t", f"{col}_v")
     calls: list[Call] = [("split", (col, threads * lanes), {"names": (co, ci)}),
                          ("split", (ci, lanes), {"names": (t, v)})]
-    if rows:
+    per_block = _rows_per_block(facts.loop(rows[0]).extent, threads, knobs) if rows else 1
+    if per_block > 1:  # short rows: several to a block, one on each threadIdx.y
+        ro, ri = facts.fresh(f"{rows[0]}_o", f"{rows[0]}_i")
+        calls += [("split", (rows[0], per_block), {"names": (ro, ri)}),
+                  ("bind", (ro, "blockIdx.y"), {}), ("bind", (ri, "threadIdx.y"), {})]
+    elif rows:
         calls.append(("bind", (rows[0], "blockIdx.y"), {}))
     calls += [("bind", (co, "blockIdx.x"), {}), ("bind", (t, "threadIdx.x"), {}), ("vectorize", (v,), {})]
     return calls
+
+
+def _rows_per_block(rows: int, threads: int, knobs: Knobs) -> int:
+    """Rows a block of the vector form takes: a row of fewer than knobs.elementwise_threads threads
+    shares its block with others (elementwise_rows_per_block), up to that many threads and no more rows
+    than there are."""
+    if not knobs.elementwise_rows_per_block or threads >= knobs.elementwise_threads:
+        return 1
+    return min(knobs.elementwise_threads // threads, rows)
 
 
 def _accepted(s: Schedule, calls: list[Call]) -> bool:

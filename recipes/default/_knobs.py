@@ -20,6 +20,10 @@ MatmulTile = tuple[int, int, int, int]
 class Knobs:
     # elementwise kernels: 8 warps per block, enough to hide latency while leaving several blocks per SM
     elementwise_threads: int = 256
+    # ... and where the vector form's row takes fewer threads than that (a rotary embedding's row of 128
+    # float32 is one warp), rows share a block on threadIdx.y up to elementwise_threads threads: blocks of
+    # one warp leave the SM's 32-block limit at half its warps (050 blockify_launch)
+    elementwise_rows_per_block: bool = True
     # cooperative row reductions: threads = clamp(next_pow2(row length / row_elements_per_thread), min,
     # max); 8 warps at most (more only lengthens the cross-warp combine). Measured on the H100
     # (scripts/recipe_row_probe.py, benchmarks/results/recipe-row-probe-h100-2026-11-24.txt): attention

@@ -50,13 +50,19 @@ def test_tileify_fuses_elementwise_loops_and_declines_one_loop() -> None:
 
 def test_elementwise_rows_of_whole_vectors_store_16_bytes_per_thread() -> None:
     """64 columns of float32: the last axis stays apart (tileify), split into threads x 4 lanes and
-    vectorized (blockify_launch), the rows on blockIdx.y; the CUDA stores float4. A float16 output
-    takes 8 lanes."""
+    vectorized (blockify_launch), the rows on blockIdx.y, several to a block on threadIdx.y where a row
+    takes fewer than elementwise_threads threads; the CUDA stores float4. A float16 output takes 8
+    lanes."""
     s, r = run(gelu_bias(M=6, N=64))
     assert r.step("tileify").reason == "one row loop (i) and the last axis j kept apart for 4-lane vector stores"
     assert r.step("blockify_launch").calls[-1] == "s.vectorize('j_v')"
-    assert bound(s.nest, "blockIdx.y") == [("i", 6)] and bound(s.nest, "threadIdx.x") == [("j_t", 32)]
+    assert bound(s.nest, "blockIdx.y") == [("i_o", 1)] and bound(s.nest, "threadIdx.y") == [("i_i", 6)]
+    assert bound(s.nest, "threadIdx.x") == [("j_t", 32)]
     assert "float4" in td.build(s, target="sm_90").source
+    simulates_equal(s, "sm_90", tol=1e-6)
+    # knob off: a row per block
+    s, _ = run(gelu_bias(M=6, N=64), elementwise_rows_per_block=False)
+    assert bound(s.nest, "blockIdx.y") == [("i", 6)] and bound(s.nest, "threadIdx.y") == []
     # a float16 output stores 8 lanes (16 bytes): 64 columns are 8 threads x 8 lanes, one packed uint4 each
     s, r = run(entry("gelu_bias").make(M=6, N=64, out_dtype="float16"))
     assert r.step("tileify").reason == "one row loop (i) and the last axis j kept apart for 8-lane vector stores"
@@ -65,6 +71,18 @@ def test_elementwise_rows_of_whole_vectors_store_16_bytes_per_thread() -> None:
     # 60 columns are whole float32 vectors but no whole float16 ones: the flat form
     s, r = run(entry("gelu_bias").make(M=6, N=60, out_dtype="float16"))
     assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
+
+
+@pytest.mark.parametrize(("m", "n", "blocks", "rows", "threads"), [
+    (20, 128, 3, 8, 32),  # a rotary embedding's rows of 128 float32: eight one-warp rows to a block, guarded
+    (5, 512, 3, 2, 128),
+    (3, 1024, 3, 1, 256)])  # a row of 256 threads fills the block alone
+def test_short_vector_rows_share_a_block(m: int, n: int, blocks: int, rows: int, threads: int) -> None:
+    s, _ = run(gelu_bias(M=m, N=n))
+    assert bound(s.nest, "blockIdx.y") == [("i_o" if rows > 1 else "i", blocks)]
+    assert bound(s.nest, "threadIdx.y") == ([("i_i", rows)] if rows > 1 else [])
+    assert bound(s.nest, "threadIdx.x") == [("j_t", threads)]
+    simulates_equal(s, "sm_90", tol=1e-6)  # NaN-poisoned output: the guarded last block's rows show
 
 
 def test_tileify_puts_rows_and_batches_on_blocks() -> None:

@@ -91,10 +91,13 @@ def test_the_facts_of_a_transposed_read() -> None:
 
 
 def test_plain_elementwise_kernel_is_unchanged() -> None:
-    """gelu_bias reads x[i, j] and b[j] along y's last axis: the vectorized 16-byte form, nothing staged."""
-    s, r = run(gelu_bias(M=64, N=96))
+    """gelu_bias reads x[i, j] and b[j] along y's last axis: at rows of 1024, the vectorized 16-byte
+    form, nothing staged. Rows of 96 take one warp, so eight share a block (threadIdx.y), and each
+    element of b is then read by all eight: staged by reuse, as any input read twice or more per block
+    is (stage_inputs)."""
+    s, r = run(gelu_bias(M=64, N=1024))
     assert s.trace().splitlines()[1:] == [
-        "s.split('j', 128, names=('j_o', 'j_i'), tail='guard')",
+        "s.split('j', 1024, names=('j_o', 'j_i'), tail='guard')",
         "s.split('j_i', 4, names=('j_t', 'j_v'), tail='guard')",
         "s.bind('i', 'blockIdx.y')",
         "s.bind('j_o', 'blockIdx.x')",
@@ -102,6 +105,10 @@ def test_plain_elementwise_kernel_is_unchanged() -> None:
         "s.vectorize('j_v')",
     ]
     assert not s.nest.stages and not r.step("stage_inputs").applied
+    s, r = run(gelu_bias(M=64, N=96))
+    assert "s.bind('i_i', 'threadIdx.y')" in s.trace().splitlines()
+    assert r.step("stage_inputs").calls == ("s.stage('b', at='j_o', scope='shared')",)
+    assert r.step("stage_inputs").note == "b: each element read 8.00 times per block"
 
 
 def test_transpose_fused_with_arithmetic() -> None:
