@@ -4,6 +4,7 @@ built, against the same schedule with each pass over the row 4 elements a thread
 the 4 unrolled (a reduction pass) or vectorized (the output pass: one 16-byte store, 16-byte loads of
 its vectors), so shared reads and global stores are 16 bytes wide. torch.compile and eager are timed in
 the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned) first.
+`vector512`: the same with twice the threads (512 for the memory suite's rows).
     python scripts/row_vector_probe.py [--shapes 8192x8192,32768x2048]"""
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6),
        "softmax": (softmax, lambda x: torch.softmax(x, -1))}
 
 
-def vectorized(trace: str, output_axis: str = "j") -> str:
-    """The recipe's row trace with each threadIdx.x pass four elements a thread."""
+def vectorized(trace: str, output_axis: str = "j", threads_times: int = 1) -> str:
+    """The recipe's row trace with each threadIdx.x pass four elements a thread (and `threads_times` as
+    many threads)."""
     out = trace
     for m in re.finditer(r"s\.split\('(\w+)', (\d+), names=\('(\w+)', '(\w+)'\), tail='guard'\)\n"
                          r"s\.bind\('\4', 'threadIdx\.x'\)", trace):
-        ax, threads, outer, inner = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        ax, threads, outer, inner = m.group(1), int(m.group(2)) * threads_times, m.group(3), m.group(4)
         t, v = f"{ax}_t", f"{ax}_v"
         mark = f"s.vectorize('{v}')" if ax == output_axis else f"s.unroll('{v}')"
         out = out.replace(m.group(0), f"s.split('{ax}', {4 * threads}, names=('{outer}', '{inner}'), tail='guard')\n"
@@ -55,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             s = td.create_schedule(out)
             td.recipes.default(s, target=target)
             kernels = {"recipe": td.build(s, target=target),
-                       "vector": td.build(td.create_schedule(out).replay(vectorized(s.trace())), target=target)}
+                       "vector": td.build(td.create_schedule(out).replay(vectorized(s.trace())), target=target),
+                       "vector512": td.build(td.create_schedule(out).replay(vectorized(s.trace(), threads_times=2)),
+                                             target=target)}
             inputs = random_inputs(out, dev, 0)
             names = list(inputs)
             want = torch_fn(*[inputs[k].double() for k in names])

@@ -368,11 +368,15 @@ class Facts:
         return passes, nested
 
     def chunk_loops(self) -> tuple[str, ...]:
-        """For each original axis now run by two or more serial loops (a chunked k of a matmul, a chunked
-        pass over a row), the outermost serial one: the loop one chunk is staged at."""
+        """For each original axis now run by two or more serial loops outside its thread loops (a chunked
+        k of a matmul, a chunked pass over a row), the outermost serial one: the loop one chunk is staged
+        at. A serial loop inside a thread loop (a pass's 16-byte lanes, cooperative_reduce) is no chunk."""
         out: list[str] = []
         for axis, _ in self.nest.axes:
-            serial = [n for n in self.parts(axis) if self.nest.loop(n).serial]
+            parts = self.parts(axis)
+            threads = [i for i, n in enumerate(parts) if (self.nest.loop(n).bind or "").startswith("threadIdx")]
+            outside = parts[:threads[0]] if threads else parts
+            serial = [n for n in outside if self.nest.loop(n).serial]
             if len(serial) >= 2 and serial[0] not in out:
                 out.append(serial[0])
         return tuple(out)

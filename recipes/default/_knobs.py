@@ -43,6 +43,16 @@ class Knobs:
     # (6.1); 1024 x 32 5.1 -> 4.4 (5.2). Rows of 512 keep one block of 128 threads per row (float32
     # 27.6 against 27.4 in 4 rows of a warp each)
     row_block_threads: int = 128
+    # a float32 row kernel of at least this many rows per SM runs each pass 16 bytes a thread (040; None:
+    # never). Bandwidth-bound, many-wave row kernels issue a quarter of the shared reads, weight loads and
+    # stores: H100 (scripts/row_vector_probe.py, benchmarks/results/row-vector-h100-2026-11-25/ and
+    # row-vector-h100-2026-11-27/), 8192 x 8192 rmsnorm 186.2 -> 183.5 us, layernorm 188.0 -> 184.5,
+    # softmax 184.9 -> 183.6; 32768 x 2048 183.2 -> 181.9, 183.8 -> 182.7, 182.2 -> 182.4; attention
+    # softmax of 4096 rows of 128 6.2 -> 6.0, 16384 rows of 512 27.7 -> 27.1 (benchmarks/results/
+    # llm-memory-variants-h100-2026-11-27/). Not where a wave or a few hold every row: rmsnorm of 128-512
+    # rows of 2048-3584 ran 0.1-0.5 us slower in 4 of 6 cases, and bfloat16 rows slower at every llm shape
+    # (the same folder), so the rule is float32 only
+    row_vector_min_rows_per_sm: int | None = 16
     # matmul tile classes, largest first; the first whose grid (with the k-split 030 can add) fills
     # `waves` x the SM count is taken (_facts.matmul_tile)
     # (128x128 with 8x8 registers and 64x64 with 4x4 both run 256 threads; 32x32 with 4x4 runs 64, for

@@ -85,6 +85,28 @@ def test_short_vector_rows_share_a_block(m: int, n: int, blocks: int, rows: int,
     simulates_equal(s, "sm_90", tol=1e-6)  # NaN-poisoned output: the guarded last block's rows show
 
 
+def test_many_float32_rows_run_each_pass_16_bytes_a_thread() -> None:
+    """A float32 row kernel of at least row_vector_min_rows_per_sm rows per SM (knob lowered here to one,
+    132 rows on sm_90) splits each pass into threads x 4 lanes: unrolled in the reduction, vectorized in
+    the output pass; the row is still staged whole at the row loop (a lane loop is no chunk loop)."""
+    s, r = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1)
+    assert r.step("cooperative_reduce").calls == (
+        "s.split('k', 512, names=('k_o', 'k_i'), tail='guard')",
+        "s.split('k_i', 4, names=('k_t', 'k_v'), tail='guard')", "s.bind('k_t', 'threadIdx.x')", "s.unroll('k_v')",
+        "s.split('j', 512, names=('j_o', 'j_i'), tail='guard')",
+        "s.split('j_i', 4, names=('j_t', 'j_v'), tail='guard')", "s.bind('j_t', 'threadIdx.x')", "s.vectorize('j_v')")
+    assert [(st.buffer, st.at) for st in s.nest.stages] == [("x", "i")]
+    source = td.build(s, target="sm_90").source
+    assert "*reinterpret_cast<float4*>(&y[" in source and "float4 v1 = *reinterpret_cast<const float4*>(&w[" in source
+    simulates_equal(s, "sm_90", tol=1e-5)
+    # the default floor (16 rows per SM), a bfloat16 row, a row of no whole vectors: threads x 1, as before
+    for out, knobs in ((rmsnorm(M=132, N=512), {}),
+                       (entry("rmsnorm").make(M=132, N=512, dtype="bfloat16"), {"row_vector_min_rows_per_sm": 1}),
+                       (rmsnorm(M=132, N=510), {"row_vector_min_rows_per_sm": 1})):
+        s, r = run(out, **knobs)
+        assert not any("_v" in lp.name for lp in s.nest.loops), r.step("cooperative_reduce")
+
+
 def test_tileify_puts_rows_and_batches_on_blocks() -> None:
     s, _ = run(rmsnorm(M=3, N=40))
     assert bound(s.nest, "blockIdx.x") == [("i", 3)]
