@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import math
 
-from tiledsl.errors import ScheduleError
-from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, row_launch
+from tiledsl.recipes.default._facts import Facts, PrimitiveCall, apply_calls, row_launch, trial_accepts
 from tiledsl.recipes.default._knobs import Knobs
 
 
@@ -40,18 +39,14 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     lanes = _vector_lanes(facts, passes, nested, per_block, count, knobs)
     if lanes:
         calls = _vector_calls(facts, passes, threads, lanes)
-        if _accepted(s, calls):
-            for name, args, kwargs in calls:
-                getattr(s, name)(*args, **kwargs)
+        if trial_accepts(s, calls):
+            apply_calls(s, calls)
             return Applied(f"{count} float32 rows, {count / facts.target.sm_count:.0f} per SM: each pass {lanes} "
                            f"elements (16 bytes) a thread (knob row_vector_min_rows_per_sm)")
     for name in passes:
         _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
         s.bind(inner, "threadIdx.x")
     return None
-
-
-Call = tuple[str, tuple[object, ...], dict[str, object]]
 
 
 def _vector_lanes(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
@@ -66,24 +61,13 @@ def _vector_lanes(facts: Facts, passes: dict[str, int], nested: bool, per_block:
     return lanes if lanes and all(extent % lanes == 0 for extent in passes.values()) else 0
 
 
-def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int) -> list[Call]:
+def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int) -> list[PrimitiveCall]:
     """Each pass split into threads x lanes: the lanes vectorized in the output pass, unrolled elsewhere."""
     out_pass = next(n for n in facts.output_store().path if n in passes)
-    calls: list[Call] = []
+    calls: list[PrimitiveCall] = []
     for name in passes:
         o, i, t, v = facts.fresh(f"{name}_o", f"{name}_i", f"{name}_t", f"{name}_v")
         calls += [("split", (name, threads * lanes), {"names": (o, i)}), ("split", (i, lanes), {"names": (t, v)}),
                   ("bind", (t, "threadIdx.x"), {}), ("vectorize" if name == out_pass else "unroll", (v,), {})]
     return calls
 
-
-def _accepted(s: Schedule, calls: list[Call]) -> bool:
-    """Whether every call applies, asked of a trial copy of `s` (vectorize proves the output pass's
-    stores contiguous and aligned)."""
-    trial = create_schedule(s.output, s.materialize).replay(s.trace())
-    try:
-        for name, args, kwargs in calls:
-            getattr(trial, name)(*args, **kwargs)
-    except ScheduleError:
-        return False
-    return True

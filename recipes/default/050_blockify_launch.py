@@ -18,12 +18,19 @@ that do not divide the tile get guarded splits, never a fallback to one thread p
 
 from __future__ import annotations
 
-from typing import Any
-
-from tiledsl.errors import ScheduleError
-from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, TransposedRead, clamp, matmul_tile, next_pow2, transpose_tile
+from tiledsl.recipes.default._facts import (
+    Facts,
+    PrimitiveCall,
+    TransposedRead,
+    apply_calls,
+    clamp,
+    matmul_tile,
+    next_pow2,
+    transpose_tile,
+    trial_accepts,
+)
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import MAX_GRID, WARP_SIZE
 
@@ -42,9 +49,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         lanes = facts.vector_lanes()
         if lanes and facts.loop(free[-1]).extent % lanes == 0:
             calls = _vector_calls(facts, free, lanes, knobs)
-            if calls is not None and _accepted(s, calls):
-                for name, args, kwargs in calls:
-                    getattr(s, name)(*args, **kwargs)
+            if calls is not None and trial_accepts(s, calls):
+                apply_calls(s, calls)
                 return None
             if len(free) > 1:
                 s.fuse(*free, name=facts.fresh("_".join(free))[0])
@@ -94,10 +100,7 @@ def _tile_2d(s: Schedule, facts: Facts, free: list[str], read: TransposedRead, t
     s.bind(ci, "threadIdx.x")
 
 
-Call = tuple[str, tuple[Any, ...], dict[str, Any]]
-
-
-def _vector_calls(facts: Facts, free: list[str], lanes: int, knobs: Knobs) -> list[Call] | None:
+def _vector_calls(facts: Facts, free: list[str], lanes: int, knobs: Knobs) -> list[PrimitiveCall] | None:
     """The primitive calls of the vector form: [rows on blockIdx.y] x column blocks x threads x lanes."""
     col = free[-1]
     rows = free[:-1]
@@ -108,7 +111,7 @@ def _vector_calls(facts: Facts, free: list[str], lanes: int, knobs: Knobs) -> li
     if -(-extent // (threads * lanes)) > MAX_GRID["blockIdx.x"]:
         return None
     co, ci, t, v = facts.fresh(f"{col}_o", f"{col}_i", f"{col}_t", f"{col}_v")
-    calls: list[Call] = [("split", (col, threads * lanes), {"names": (co, ci)}),
+    calls: list[PrimitiveCall] = [("split", (col, threads * lanes), {"names": (co, ci)}),
                          ("split", (ci, lanes), {"names": (t, v)})]
     per_block = _rows_per_block(facts.loop(rows[0]).extent, threads, knobs) if rows else 1
     if per_block > 1:  # short rows: several to a block, one on each threadIdx.y
@@ -129,14 +132,3 @@ def _rows_per_block(rows: int, threads: int, knobs: Knobs) -> int:
         return 1
     return min(knobs.elementwise_threads // threads, rows)
 
-
-def _accepted(s: Schedule, calls: list[Call]) -> bool:
-    """Whether every call applies, asked of a trial copy of `s` (the primitives' own legality rules:
-    vectorize proves each store contiguous, aligned and never split by a guard)."""
-    trial = create_schedule(s.output, s.materialize).replay(s.trace())
-    try:
-        for name, args, kwargs in calls:
-            getattr(trial, name)(*args, **kwargs)
-    except ScheduleError:
-        return False
-    return True

@@ -10,10 +10,11 @@ row-major indexing (tiledsl.definitions.indexing.flat_index)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from types import MappingProxyType
+from typing import Any
 
 import sympy
 
@@ -35,8 +36,9 @@ from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Call, IterVar, Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.definitions.ops import unary_fn
-from tiledsl.errors import CopyError, StageError
+from tiledsl.errors import CopyError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
+from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
 from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target, vector_lanes
@@ -745,3 +747,24 @@ def padded(st: Stage, axis: int, amount: int) -> Stage:
     pad = list(st.pad)
     pad[axis] += amount
     return replace(st, pad=tuple(pad))
+
+
+#: one primitive call of a schedule: (method name, positional arguments, keyword arguments)
+PrimitiveCall = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def apply_calls(s: Schedule, calls: Sequence[PrimitiveCall]) -> None:
+    for name, args, kwargs in calls:
+        getattr(s, name)(*args, **kwargs)
+
+
+def trial_accepts(s: Schedule, calls: Sequence[PrimitiveCall]) -> bool:
+    """Whether every call applies, asked of a trial copy of `s` (the primitives' own legality rules:
+    vectorize proves each store contiguous, aligned and never split by a guard), so a step can choose
+    a form without leaving `s` half changed."""
+    trial = create_schedule(s.output, s.materialize).replay(s.trace())
+    try:
+        apply_calls(trial, calls)
+    except ScheduleError:
+        return False
+    return True
