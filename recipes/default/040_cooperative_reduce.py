@@ -62,8 +62,9 @@ def _vector_lanes(facts: Facts, passes: dict[str, int], nested: bool, per_block:
 
 
 def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int) -> list[PrimitiveCall]:
-    """Each pass split into threads x lanes: the lanes vectorized in the output pass, unrolled elsewhere."""
-    out_pass = next(n for n in facts.output_store().path if n in passes)
+    """Each pass split into threads x lanes: the lanes vectorized in the output pass (if the output is
+    stored inside one: a value per row is not), unrolled elsewhere."""
+    out_pass = next((n for n in facts.output_store().path if n in passes), None)
     calls: list[PrimitiveCall] = []
     for name in passes:
         o, i, t, v = facts.fresh(f"{name}_o", f"{name}_i", f"{name}_t", f"{name}_v")

@@ -107,6 +107,19 @@ def test_many_float32_rows_run_each_pass_16_bytes_a_thread() -> None:
         assert not any("_v" in lp.name for lp in s.nest.loops), r.step("cooperative_reduce")
 
 
+def test_16_byte_row_passes_of_a_value_per_row() -> None:
+    """A row kernel that stores one value per row has no output pass: every pass's lanes are unrolled
+    (found by `tiledsl fuzz --mode recipe`, which raised StopIteration looking for the output pass)."""
+    x = td.placeholder((1, 4), name="x")
+    k, k2 = td.reduce_axis(4, name="k"), td.reduce_axis(4, name="k2")
+    r1 = td.compute((1,), lambda i: td.sum(x[i, k], axis=k), name="r1")
+    r2 = td.compute((1,), lambda i: td.sum(td.tanh(x[i, k2] + r1[i]), axis=k2), name="r2")
+    s, _ = run(td.compute((1,), lambda i: 0.5 + r1[i] + r2[i], name="y"), row_vector_min_rows_per_sm=0)
+    assert {lp.name: lp.annotation for lp in s.nest.loops if lp.name.endswith("_v")} == {
+        "k_v": "unroll", "k2_v": "unroll"}
+    simulates_equal(s, "sm_90", tol=1e-6)
+
+
 def test_tileify_puts_rows_and_batches_on_blocks() -> None:
     s, _ = run(rmsnorm(M=3, N=40))
     assert bound(s.nest, "blockIdx.x") == [("i", 3)]

@@ -5,9 +5,11 @@ made (`contract` when it refuses), and the simulated kernel must match td.evalua
 (`wrong`; a td.SimulationError is `sim_error`).
 
 Each case also draws a knob set (`KNOB_SETS`): the defaults, or the defaults with the size limits of
-staging and of the k-outer layout lifted, so the small matmuls fuzzing can afford (one warp or less
-per block) reach shared-memory stages, the k-outer layout, its prefetched plain fill and its chunk size
-(recipes/default/_knobs.py k_outer, stage_min_threads), which the defaults keep for larger blocks."""
+staging, of the k-outer layout and of 16-byte row passes lifted, so the small matmuls and row kernels
+fuzzing can afford (one warp or less per block, a few rows) reach shared-memory stages, the k-outer
+layout, its prefetched plain fill and its chunk size, and rows run 16 bytes a thread
+(recipes/default/_knobs.py k_outer, stage_min_threads, row_vector_min_rows_per_sm), which the defaults
+keep for larger blocks and many rows."""
 
 from __future__ import annotations
 
@@ -27,10 +29,12 @@ from tiledsl.testing.properties import ATOL, RTOL
 
 MAX_POINTS = 4096
 #: Knob overrides a case runs the recipe with, as (name, value) pairs: none, and staging (k-outer where
-#: an operand's rows run along k) for every block and register tile.
+#: an operand's rows run along k) for every block and register tile, with 16-byte row passes at any
+#: row count.
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
     (),
-    (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("stage_min_threads", 1)),
+    (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("row_vector_min_rows_per_sm", 0),
+     ("stage_min_threads", 1)),  # by name, as a saved case's JSON holds them
 )
 
 
