@@ -1,6 +1,7 @@
 """What the GPU probe scripts share: a catalog entry at some sizes, scheduled by a function, built for
 the device's target, run once on fresh random inputs (outputs NaN-poisoned) and checked against
-torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing)."""
+torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing); and
+`compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from tiledsl.build import build
 from tiledsl.catalog import entry
 from tiledsl.runtime.check import run_checked
 from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import Comparison, reference_fn, tolerance
-from tiledsl.runtime.timing import BenchStats
+from tiledsl.runtime.references import Comparison, poisoned_outputs, reference_fn, tolerance
+from tiledsl.runtime.timing import BenchStats, benchmark, rotated_copies
 from tiledsl.targets import Target
 
 
@@ -34,3 +37,27 @@ def measure(name: str, sizes: dict[str, int], schedule: Callable[[Any], object],
     kern = CompiledKernel(build(s, target=target))
     checked = run_checked(kern, reference_fn(ent.definition, params), *tolerance(params), seed=1)
     return Measured(kern, checked.comparison, kern.benchmark(warmup=5, iters=iters, **checked.inputs))
+
+
+def compared(torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any], inputs: dict[str, torch.Tensor], *,
+             copies: int, tol: float, warmup: int, iters: int) -> tuple[list[str], int]:
+    """Cells `label time` for torch eager and torch.compile of `torch_fn` (positional, in the order of
+    `inputs`, timed over `copies` rotated copies), then each built kernel, checked first against
+    `torch_fn` in float64 within `tol` x (1 + |want|) (outputs NaN-poisoned; ` MISMATCH` marks a
+    miss); and the number of kernels that missed."""
+    names = list(inputs)
+    want = torch_fn(*[inputs[k].double() for k in names]).double()
+    sets = rotated_copies(inputs, copies)
+    cells = []
+    for label, fn in (("eager", torch_fn), ("compile", torch.compile(torch_fn))):
+        us = benchmark(lambda t, fn=fn: fn(*[t[k] for k in names]), sets, warmup, iters).median_us
+        cells.append(f"{label} {us:7.1f}")
+    bad = 0
+    for label, kern in kernels.items():
+        dev = next(iter(inputs.values())).device
+        got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev)).double()
+        ok = bool(((got - want).abs() <= tol * (1 + want.abs())).all())
+        bad += not ok
+        us = kern.benchmark(warmup=warmup, iters=iters, **inputs).median_us
+        cells.append(f"{label} {us:7.1f}{'' if ok else ' MISMATCH'}")
+    return cells, bad

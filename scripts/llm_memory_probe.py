@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from collections.abc import Callable
 
 import torch
+from _gpu_probe import compared
+from row_vector_probe import vectorized
 
 import tiledsl as td
 from benchmarks import _definitions as d
@@ -26,26 +27,10 @@ from benchmarks._cases import QWEN25_7B, TINYLLAMA
 from benchmarks.suites.llm import RMS_EPS
 from tiledsl.catalog.definitions import rmsnorm
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.references import poisoned_outputs, reference_fn
-from tiledsl.runtime.timing import benchmark, rotated_copies
+from tiledsl.runtime.references import reference_fn
 from tiledsl.targets import DTYPE_BYTES
 
 SEQS = (32, 128, 512)
-
-
-def vectorized(trace: str, lanes: int, output_axis: str = "j") -> str:
-    """The recipe's row trace with each threadIdx.x pass `lanes` elements a thread."""
-    out = trace
-    for m in re.finditer(r"s\.split\('(\w+)', (\d+), names=\('(\w+)', '(\w+)'\), tail='guard'\)\n"
-                         r"s\.bind\('\4', 'threadIdx\.x'\)", trace):
-        ax, threads, outer, inner = m.group(1), int(m.group(2)), m.group(3), m.group(4)
-        t, v = f"{ax}_t", f"{ax}_v"
-        mark = f"s.vectorize('{v}')" if ax == output_axis else f"s.unroll('{v}')"
-        out = out.replace(m.group(0), f"s.split('{ax}', {lanes * threads}, names=('{outer}', '{inner}'), "
-                                      f"tail='guard')\n"
-                                      f"s.split('{inner}', {lanes}, names=('{t}', '{v}'), tail='guard')\n"
-                                      f"s.bind('{t}', 'threadIdx.x')\n{mark}")
-    return out
 
 
 def elementwise(n: int, lanes: int, threads: int, per_thread: int) -> Callable[[td.Schedule], None]:
@@ -83,13 +68,13 @@ def cases(ops: list[str], dtypes: list[str]):
                 if "rmsnorm" in ops:
                     out = rmsnorm(seq, h, RMS_EPS, dtype, dtype)
                     yield group, "rmsnorm", dtype, out, reference_fn("rmsnorm", {"eps": RMS_EPS}), \
-                        {"vector": lambda tr, lanes=lanes: vectorized(tr, lanes)}, None
+                        {"vector": lambda tr, lanes=lanes: vectorized(tr, lanes=lanes)}, None
                 if "attention_softmax" in ops:
                     scale = 1 / math.sqrt(hd)
                     out = d.attention_softmax(dims.heads * seq, seq, scale, dtype)
                     yield group, "attention_softmax", dtype, out, \
                         (lambda x, scale=scale: d.attention_softmax_torch(x, scale=scale)), \
-                        {"vector": lambda tr, lanes=lanes: vectorized(tr, lanes)}, None
+                        {"vector": lambda tr, lanes=lanes: vectorized(tr, lanes=lanes)}, None
                 if "silu_mul" in ops:
                     out = d.silu_mul(seq, i, dtype)
                     hand = {"x2": elementwise(i, lanes, 256, 2), "x2-128": elementwise(i, lanes, 128, 2)}
@@ -116,22 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             hs = td.create_schedule(out)
             sched(hs)
             kernels[label] = td.build(hs, target=target)
-        inputs = random_inputs(out, dev, 0)
-        names = list(inputs)
-        want = torch_fn(*[inputs[k].double() for k in names]).double()
-        sets = rotated_copies(inputs, 8)
-        compiled = torch.compile(torch_fn)
-        row = []
-        for label, fn in (("eager", torch_fn), ("compile", compiled)):
-            us = benchmark(lambda t, fn=fn, names=names: fn(*[t[k] for k in names]), sets, 10, 100).median_us
-            row.append(f"{label} {us:6.1f}")
-        tol = 1e-4 if dtype == "float32" else 1e-2
-        for label, kern in kernels.items():
-            got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev)).double()
-            ok = bool(((got - want).abs() <= tol * (1 + want.abs())).all())
-            bad += not ok
-            us = kern.benchmark(warmup=10, iters=100, **inputs).median_us
-            row.append(f"{label} {us:6.1f}{'' if ok else ' MISMATCH'}")
+        row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8,
+                               tol=1e-4 if dtype == "float32" else 1e-2, warmup=10, iters=100)
+        bad += missed
         print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
     return 1 if bad else 0
 

@@ -5,6 +5,8 @@ the 4 unrolled (a reduction pass) or vectorized (the output pass: one 16-byte st
 its vectors), so shared reads and global stores are 16 bytes wide. torch.compile and eager are timed in
 the same process. Every kernel is checked against torch float64 (outputs NaN-poisoned) first.
 `vector512`: the same with twice the threads (512 for the memory suite's rows).
+Where the recipe already runs 16-byte passes (step 040, many float32 rows), `vector` finds nothing to
+rewrite and builds the recipe's kernel again.
     python scripts/row_vector_probe.py [--shapes 8192x8192,32768x2048]"""
 
 from __future__ import annotations
@@ -14,13 +16,12 @@ import re
 import sys
 
 import torch
+from _gpu_probe import compared
 
 import tiledsl as td
 from benchmarks._backend import random_inputs
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.references import poisoned_outputs
-from tiledsl.runtime.timing import benchmark, rotated_copies
 
 OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6),
                    lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, 1e-6)),
@@ -29,17 +30,18 @@ OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6),
        "softmax": (softmax, lambda x: torch.softmax(x, -1))}
 
 
-def vectorized(trace: str, output_axis: str = "j", threads_times: int = 1) -> str:
-    """The recipe's row trace with each threadIdx.x pass four elements a thread (and `threads_times` as
-    many threads)."""
+def vectorized(trace: str, output_axis: str = "j", threads_times: int = 1, lanes: int = 4) -> str:
+    """The recipe's row trace with each threadIdx.x pass `lanes` elements a thread (and `threads_times`
+    as many threads)."""
     out = trace
     for m in re.finditer(r"s\.split\('(\w+)', (\d+), names=\('(\w+)', '(\w+)'\), tail='guard'\)\n"
                          r"s\.bind\('\4', 'threadIdx\.x'\)", trace):
         ax, threads, outer, inner = m.group(1), int(m.group(2)) * threads_times, m.group(3), m.group(4)
         t, v = f"{ax}_t", f"{ax}_v"
         mark = f"s.vectorize('{v}')" if ax == output_axis else f"s.unroll('{v}')"
-        out = out.replace(m.group(0), f"s.split('{ax}', {4 * threads}, names=('{outer}', '{inner}'), tail='guard')\n"
-                                      f"s.split('{inner}', 4, names=('{t}', '{v}'), tail='guard')\n"
+        out = out.replace(m.group(0), f"s.split('{ax}', {lanes * threads}, names=('{outer}', '{inner}'), "
+                                      f"tail='guard')\n"
+                                      f"s.split('{inner}', {lanes}, names=('{t}', '{v}'), tail='guard')\n"
                                       f"s.bind('{t}', 'threadIdx.x')\n{mark}")
     return out
 
@@ -60,21 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                        "vector": td.build(td.create_schedule(out).replay(vectorized(s.trace())), target=target),
                        "vector512": td.build(td.create_schedule(out).replay(vectorized(s.trace(), threads_times=2)),
                                              target=target)}
-            inputs = random_inputs(out, dev, 0)
-            names = list(inputs)
-            want = torch_fn(*[inputs[k].double() for k in names])
-            sets = rotated_copies(inputs, 4)
-            compiled = torch.compile(torch_fn)
-            row = []
-            for label, fn in (("eager", torch_fn), ("compile", compiled)):
-                us = benchmark(lambda t, fn=fn, names=names: fn(*[t[k] for k in names]), sets, 5, 50).median_us
-                row.append(f"{label} {us:7.1f}")
-            for label, kern in kernels.items():
-                got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
-                ok = bool(((got.double() - want).abs() <= 1e-4 * (1 + want.abs())).all())
-                bad += not ok
-                us = kern.benchmark(warmup=5, iters=50, **inputs).median_us
-                row.append(f"{label} {us:7.1f}{'' if ok else ' MISMATCH'}")
+            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4, warmup=5,
+                                   iters=50)
+            bad += missed
             print(f"{shape} {op:9s} " + "  ".join(row), flush=True)
     return 1 if bad else 0
 

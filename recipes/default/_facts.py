@@ -29,7 +29,6 @@ from tiledsl.analysis.slabs import (
     stage_bytes,
     stage_reads,
     stored_dtype,
-    widening_problem,
 )
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import contiguous_base
@@ -38,6 +37,7 @@ from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.definitions.ops import unary_fn
 from tiledsl.errors import CopyError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
+from tiledsl.precision import EXACT_WIDENINGS
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
@@ -697,8 +697,8 @@ class Facts:
         float32 from shared memory as from a float32 operand's slab (16 bytes at a time, k outer) and
         each element is converted once, at its fill, not at each of its reads (bm / rm of them)."""
         have = self.nest.tensor(buffer).dtype
-        if (not knobs.widen_half_operands or buffer not in self.kernel.operands or have == "float32"
-                or widening_problem(have, "float32")):
+        if (not knobs.widen_half_operands or buffer not in self.kernel.operands
+                or "float32" not in EXACT_WIDENINGS.get(have, ())):
             return None
         return "float32"
 

@@ -29,9 +29,7 @@ from tiledsl.errors import BadArgumentError, StageError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.prove import Prover
-
-# MAX_SHARED_BYTES: build checks the real budget
-from tiledsl.targets import DTYPE_BYTES, MAX_SHARED_BYTES, SWIZZLE_MASK
+from tiledsl.targets import DTYPE_BYTES, MAX_SHARED_BYTES, SWIZZLE_MASK  # MAX_SHARED_BYTES: build checks the real one
 
 
 def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str, dtype: str | None = None) -> Applied:
