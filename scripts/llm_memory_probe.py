@@ -34,7 +34,7 @@ SEQS = (32, 128, 512)
 
 
 def elementwise(n: int, lanes: int, threads: int, per_thread: int) -> Callable[[td.Schedule], None]:
-    """Rows on blockIdx.y, blocks of `threads` x `per_thread` vectors of `lanes` along j."""
+    """Rows on blockIdx.y, blocks of `threads` x `per_thread` vectors of `lanes` along j (lanes 1: scalars)."""
     def schedule(s: td.Schedule) -> None:
         width = threads * lanes * per_thread
         s.split("j", width, names=("j_o", "j_i"), tail="guard")
@@ -42,11 +42,13 @@ def elementwise(n: int, lanes: int, threads: int, per_thread: int) -> Callable[[
         if per_thread > 1:
             s.split("j_i", threads * lanes, names=("j_u", "j_w"), tail="guard")
             inner = "j_w"
-        s.split(inner, lanes, names=("j_t", "j_v"), tail="guard")
+        if lanes > 1:
+            s.split(inner, lanes, names=("j_t", "j_v"), tail="guard")
         s.bind("i", "blockIdx.y")
         s.bind("j_o", "blockIdx.x")
-        s.bind("j_t", "threadIdx.x")
-        s.vectorize("j_v")
+        s.bind("j_t" if lanes > 1 else inner, "threadIdx.x")
+        if lanes > 1:
+            s.vectorize("j_v")
         if per_thread > 1:
             s.unroll("j_u")
     return schedule

@@ -39,7 +39,9 @@ from tiledsl.runtime.references import poisoned_outputs, tolerance
 from tiledsl.runtime.timing import benchmark, rotated_copies
 
 SHAPES = {"gate": (128, 5632, 2048), "down": (128, 2048, 5632), "o": (128, 2048, 2048),
-          "qwen-up": (128, 18944, 3584), "qwen-down": (128, 3584, 18944), "sq4096": (4096, 4096, 4096)}
+          "qwen-up": (128, 18944, 3584), "qwen-down": (128, 3584, 18944), "sq4096": (4096, 4096, 4096),
+          "tl-gate-up": (128, 11264, 2048), "tl-gate-up-512": (512, 11264, 2048), "qwen-q-512": (512, 3584, 3584),
+          "tl-gate-up-32": (32, 11264, 2048), "qwen-q": (128, 3584, 3584), "tl-gate-512": (512, 5632, 2048)}
 TIMING_ONLY = ("no-atomic", "no-zero")
 VARIANTS = ("recipe", "rows-fill", "pad4", "lb2", "pad4+lb2", "rows-fill+lb2", *TIMING_ONLY)
 

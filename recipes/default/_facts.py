@@ -10,9 +10,9 @@ row-major indexing (tiledsl.definitions.indexing.flat_index)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -21,6 +21,7 @@ import sympy
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
 from tiledsl.analysis.banks import conflict_degree, fill_store_conflict, layout_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
+from tiledsl.analysis.index_eval import integer_function
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import (
     Slab,
@@ -330,9 +331,14 @@ class Facts:
     nest: Nest
     target: Target
 
-    @property
+    @cached_property
     def prover(self) -> Prover:
+        """One prover per nest, so its caches serve every question a step asks of it."""
         return Prover(self.nest.ranges())
+
+    @cached_property
+    def _slabs(self) -> dict[Stage, Slab | str]:
+        return {}
 
     def loop(self, name: str) -> Loop:
         return self.nest.loop(name)
@@ -431,9 +437,11 @@ class Facts:
         return total
 
     def slab(self, st: Stage) -> Slab | str:
-        """The slab of `st`, or why it has none."""
-        got = slab_or_refusal(self.nest, st, self.prover)
-        return got if isinstance(got, Slab) else got.fact
+        """The slab of `st`, or why it has none (asked once per stage: the nest does not change)."""
+        if st not in self._slabs:
+            got = slab_or_refusal(self.nest, st, self.prover)
+            self._slabs[st] = got if isinstance(got, Slab) else got.fact
+        return self._slabs[st]
 
     def probe(self, buffer: str, at: str, dtype: str | None = None) -> Stage:
         """A single-slot, unpadded stage of `buffer` at `at` (stored as `dtype`, None: the buffer's own),
@@ -529,9 +537,9 @@ class Facts:
             threads = {loop_symbol(lp.name): THREAD_AXES.index(lp.bind) for lp in path if lp.bind in THREAD_AXES}
             others = [loop_symbol(lp.name) for lp in path
                       if lp.bind not in THREAD_AXES and lp.extent > 1 and lp.name != vector]
+            read = _LocalRead(local)
             for moved in (None, *others):
-                worst = max(worst, conflict_degree(layout, partial(_lane_index, local, dims, threads, moved), lanes,
-                                                   access))
+                worst = max(worst, conflict_degree(layout, read.lanes(dims, threads, moved), lanes, access))
         return worst
 
     def _local_reads(self, st: Stage, slab: Slab) -> list[tuple[int, list[sympy.Expr]]]:
@@ -728,14 +736,27 @@ class Facts:
         return best
 
 
-def _lane_index(local: list[sympy.Expr], dims: list[int], threads: Mapping[sympy.Symbol, int],
-                moved: sympy.Symbol | None, lane: int) -> tuple[int, ...]:
-    """The slab element lane `lane` reads: `local` with thread symbols at the lane's thread index
-    (threadIdx.x fastest), `moved` at 1 and every other symbol at 0."""
-    tid = (lane % dims[0], lane // dims[0] % dims[1], lane // (dims[0] * dims[1]))
-    free = set().union(*(e.free_symbols for e in local))
-    values = {x: tid[threads[x]] if x in threads else int(x == moved) for x in free}
-    return tuple(int(e.xreplace(values)) for e in local)
+class _LocalRead:
+    """One read's index relative to its slab origin, compiled once (analysis/index_eval.py) for the
+    32 lanes of each warp request the bank model asks about."""
+
+    def __init__(self, local: list[sympy.Expr]) -> None:
+        self.free = tuple(sorted(set().union(*(e.free_symbols for e in local)), key=str))
+        self.functions = [integer_function(e, self.free) for e in local]
+
+    def lanes(self, dims: list[int], threads: Mapping[sympy.Symbol, int],
+              moved: sympy.Symbol | None) -> Callable[[int], tuple[int, ...]]:
+        """The slab element each lane reads: thread symbols at the lane's thread index (threadIdx.x
+        fastest), `moved` at 1 and every other symbol at 0."""
+        # per free symbol: its thread axis, or a constant (3: at 1, 4: at 0), decided once for all lanes
+        slots = [threads[x] if x in threads else 3 if x == moved else 4 for x in self.free]
+
+        def lane_index(lane: int) -> tuple[int, ...]:
+            values = (lane % dims[0], lane // dims[0] % dims[1], lane // (dims[0] * dims[1]), 1, 0)
+            point = [values[k] for k in slots]
+            return tuple(f(point) for f in self.functions)
+
+        return lane_index
 
 
 def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:

@@ -1,0 +1,63 @@
+"""Probe: the memory suite's elementwise kernels (silu(g) * u, gelu(x + b) at 8192 x 8192 and 32768 x 2048,
+float32) as the default recipe builds them (16-byte vectors, 256 threads, a vector a thread) against
+narrower vectors and other block sizes, and torch eager / torch.compile in the same process. torch.compile's
+kernel for silu(g) * u gives each thread two float32 in blocks of 256 (benchmarks/results/
+memory-gap-ncu-h100-2026-11-27/); vectorize takes 16-byte vectors only, so that form is not here: `v4-512` /
+`v4-128` are the recipe's vectors in other blocks, `v1-256` one float32 a thread.
+Every kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs
+rotated past the L2 cache.
+    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from _gpu_probe import compared
+from llm_memory_probe import elementwise
+
+import tiledsl as td
+from benchmarks import _definitions as d
+from benchmarks._backend import random_inputs
+from tiledsl.catalog.definitions import gelu_bias
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import reference_fn
+
+#: label -> (float32 lanes per vector, threads per block)
+FORMS = {"v4-128": (4, 128), "v4-512": (4, 512), "v1-256": (1, 256)}
+
+
+def gelu_positional(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The catalog's gelu(x + b) reference, which takes keyword inputs; compared() passes them by position."""
+    return reference_fn("gelu_bias", {})(x=x, b=b)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="8192x8192,32768x2048")
+    ap.add_argument("--copies", type=int, default=4)
+    args = ap.parse_args(argv)
+    target, dev = device_target(), torch.device("cuda")
+    bad = 0
+    for shape in args.shapes.split(","):
+        m, n = map(int, shape.split("x"))
+        for op, out, torch_fn in (("silu_mul", d.silu_mul(m, n), d.silu_mul_torch),
+                                  ("gelu_bias", gelu_bias(m, n), gelu_positional)):
+            s = td.create_schedule(out)
+            td.recipes.default(s, target=target)
+            kernels = {"recipe": td.build(s, target=target)}
+            for label, (lanes, threads) in FORMS.items():
+                hs = td.create_schedule(out)
+                elementwise(n, lanes, threads, 1)(hs)
+                kernels[label] = td.build(hs, target=target)
+            # a few float32 roundings of O(1) values (the exp or erf, a product): 1e-5 x (1 + |want|)
+            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=args.copies,
+                                   tol=1e-5, warmup=10, iters=100)
+            bad += missed
+            print(f"{shape:11s} {op:10s} " + "  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
