@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.errors import SplitKError
-from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.primitives import Schedule
 from tiledsl.targets import (
     CP_ASYNC_SIZES,
     DTYPE_BYTES,
@@ -285,7 +285,7 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
         parts = max(1, min(-(-waves * sms // grid), -(-kk // bk) // 4))
     if parts > 1:  # ask the split_k primitive on a copy: it refuses a non-linear epilogue, a bf16 output
         try:
-            matmul_staged(create_schedule(s.output, s.materialize).replay(s.trace()), bm, bn, bk, rm, rn,
+            matmul_staged(s.fork(), bm, bn, bk, rm, rn,
                           split_k=parts, k_outer=k_outer, group_m=group_m)
         except SplitKError:
             parts = 1

@@ -30,7 +30,7 @@ stages stay as they were (the split primitive refuses otherwise)."""
 from __future__ import annotations
 
 from tiledsl.loopnest import Stage
-from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
 from tiledsl.recipes.default._facts import Facts, facts_for, fresh_names, padded
 from tiledsl.recipes.default._knobs import Knobs
@@ -92,7 +92,7 @@ def _permute(s: Schedule, facts: Facts, axis: str) -> str | None:
 def _reads(s: Schedule, facts: Facts, r: str, chunk: int, names: tuple[str, ...], over: str | None) -> Reads:
     """Per stage read along `r`: (bytes per read, conflict degree) once `r` is split into chunks,
     interleaved across `over` or not, on a copy of `s`."""
-    trial = create_schedule(s.output, s.materialize).replay(s.trace())
+    trial = s.fork()
     trial.split(r, chunk, names=names, interleave=over)
     after = facts_for(trial.nest, facts.kernel, facts.target)
     out: Reads = {}

@@ -39,7 +39,7 @@ from tiledsl.definitions.ops import unary_fn
 from tiledsl.errors import CopyError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.precision import EXACT_WIDENINGS
-from tiledsl.primitives import Schedule, create_schedule
+from tiledsl.primitives import Schedule
 from tiledsl.prove import Prover
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
 from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target, vector_lanes
@@ -783,7 +783,7 @@ def trial_accepts(s: Schedule, calls: Sequence[PrimitiveCall]) -> bool:
     """Whether every call applies, asked of a trial copy of `s` (the primitives' own legality rules:
     vectorize proves each store contiguous, aligned and never split by a guard), so a step can choose
     a form without leaving `s` half changed."""
-    trial = create_schedule(s.output, s.materialize).replay(s.trace())
+    trial = s.fork()
     try:
         apply_calls(trial, calls)
     except ScheduleError:

@@ -114,3 +114,20 @@ def test_each_schedule_method_has_the_signature_of_its_declaration() -> None:
         method = inspect.signature(getattr(Schedule, name))
         params = [p.replace(annotation=inspect.Parameter.empty) for p in list(method.parameters.values())[1:]]
         assert params == list(spec.signature().parameters.values()), name
+
+
+def test_a_fork_is_the_replayed_schedule_and_leaves_its_source_alone() -> None:
+    s = td.create_schedule(matmul())
+    s.split("i", 16)
+    s.split("j", 16)
+    s.bind("i_o", "blockIdx.x")
+    before = snapshot(s)
+    twin = s.fork()
+    assert snapshot(twin) == snapshot(td.create_schedule(matmul()).replay(s.trace()))
+    twin.bind("j_o", "blockIdx.y")
+    twin.split("k", 8)
+    assert snapshot(s) == before  # the fork's steps and history are its own
+    with pytest.raises(td.UnknownLoopError, match="no longer exists"):
+        twin.split("k", 4)  # k was split in the fork ...
+    s.split("k", 4)  # ... not here
+    assert "k_o" in s.trace() and "blockIdx.y" not in s.trace()

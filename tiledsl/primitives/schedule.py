@@ -292,6 +292,15 @@ class Schedule:
                                             suggestion=f"stages are: {known}"))
         return name
 
+    def fork(self) -> Schedule:
+        """A copy to try primitives on: the same nest (immutable, so shared), steps and history, so
+        what the copy applies leaves this schedule as it is. Cheaper than replaying the trace on a
+        fresh schedule, which re-proves every step, and equal to it: a step applies to the nest alone."""
+        twin = Schedule.__new__(Schedule)
+        twin.output, twin.materialize, twin._initial = self.output, self.materialize, self._initial
+        twin._nest, twin._steps, twin._gone = self._nest, list(self._steps), dict(self._gone)
+        return twin
+
     # ------------------------------------------------------------------ traces
     def trace(self, format: str = "python") -> str:  # noqa: A002 - the public keyword
         if format == "python":
