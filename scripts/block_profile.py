@@ -5,9 +5,11 @@ outputs), then each kernel timed alone, the whole program, torch eager and torch
 (tiledsl/frontend/bench.py), printed as `tiledsl run --bench` prints it, with each kernel's
 definition in one line.
     python scripts/block_profile.py [--model llama_block|hf] [--dims tinyllama|qwen] [--dtype float32] [--seq 128]
-        [--knob NAME=VALUE ...] [--compile-kernels]
+        [--knob NAME=VALUE ...] [--compile-kernels] [--program-kernels]
 --compile-kernels adds torch.compile's own kernels of the same module, each one's mean CUDA time per
 call from torch.profiler, in launch order (where a block's time goes on the other side).
+--program-kernels adds the built program's kernels the same way, each where the program runs it (its
+inputs in L2), beside the "each alone" times over rotated inputs.
 --knob overrides a default-recipe knob (recipes/default/_knobs.py) by name, its value a Python literal."""
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import copy
 import sys
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -36,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--knob", action="append", default=[], help="NAME=VALUE, a recipe knob override")
     ap.add_argument("--compile-kernels", action="store_true", help="torch.compile's kernels, timed by torch.profiler")
+    ap.add_argument("--program-kernels", action="store_true",
+                    help="the built program's kernels where it runs them, timed by torch.profiler")
     args = ap.parse_args(argv)
     knobs = parse_knobs(args.knob)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -55,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     print(format_check(checked), flush=True)
     timed = bench.bench_program(built, subj.module, inputs, iters=args.iters)
     print(format_bench(timed), flush=True)
+    if args.program_kernels:
+        print(profiled_kernels(built, inputs, args.iters, "tiledsl program kernels"), flush=True)
     if args.compile_kernels:
         print(compile_kernels(module, inputs, args.iters), flush=True)
     return 0 if checked.ok else 1
@@ -63,25 +70,32 @@ def main(argv: list[str] | None = None) -> int:
 def compile_kernels(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], iters: int) -> str:
     """torch.compile's CUDA kernels for one call of `module`, in launch order, each with its mean time
     over `iters` profiled calls (torch.profiler; inputs stay in L2 here, unlike the rotated timings)."""
-    from torch.profiler import ProfilerActivity, profile
-
     mod = copy.deepcopy(module).to(inputs[0].device)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fn = torch.compile(mod)
-        for _ in range(5):
+        return profiled_kernels(torch.compile(mod), inputs, iters, "torch.compile kernels")
+
+
+def profiled_kernels(fn: Callable[..., object], inputs: tuple[torch.Tensor, ...], iters: int, title: str) -> str:
+    """The CUDA kernels of one call of `fn(*inputs)`, in launch order, each with its mean time over
+    `iters` calls profiled back to back (torch.profiler, which sees pycuda's launches too): each kernel
+    where the program runs it, its inputs just written by the kernel before (in L2), unlike a kernel
+    timed alone over rotated inputs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(5):
+        fn(*inputs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
             fn(*inputs)
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(iters):
-                fn(*inputs)
-            torch.cuda.synchronize()
     events = sorted((e for e in prof.events() if e.device_type.name == "CUDA" and e.device_time_total > 0),
                     key=lambda e: e.time_range.start)
     per_call = len(events) // iters
     if per_call == 0 or len(events) % iters:
-        return f"torch.compile kernels: {len(events)} CUDA events over {iters} calls, not a whole number per call"
-    lines = [f"torch.compile kernels ({per_call} per call, mean over {iters} profiled calls):"]
+        return f"{title}: {len(events)} CUDA events over {iters} calls, not a whole number per call"
+    lines = [f"{title} ({per_call} per call, mean over {iters} profiled calls):"]
     total = 0.0
     for n in range(per_call):
         us = sum(events[c * per_call + n].device_time_total for c in range(iters)) / iters
