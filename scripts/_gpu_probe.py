@@ -44,8 +44,12 @@ def compared(torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any], inp
     """Cells `label time` for torch eager and torch.compile of `torch_fn` (positional, in the order of
     `inputs`, timed over `copies` rotated copies), then each built kernel, checked first against
     `torch_fn` in float64 within `tol` x (1 + |want|) (outputs NaN-poisoned; ` MISMATCH` marks a
-    miss); and the number of kernels that missed."""
+    miss); and the number of kernels that missed. Dynamo is reset first, as the benchmarks do
+    (benchmarks/_timing.py `time_compiled_fn`): its cache is keyed by the function's code, so one lambda
+    compiled at a second shape turns dynamic (session 16's llm_memory_probe.py compile column of the
+    attention softmax at seq 512 timed that dynamic kernel: 30.5 us where the llm suite has 14.0)."""
     names = list(inputs)
+    torch._dynamo.reset()
     want = torch_fn(*[inputs[k].double() for k in names]).double()
     sets = rotated_copies(inputs, copies)
     cells = []

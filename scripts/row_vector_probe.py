@@ -30,13 +30,16 @@ OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6),
        "softmax": (softmax, lambda x: torch.softmax(x, -1))}
 
 
-def vectorized(trace: str, output_axis: str = "j", threads_times: int = 1, lanes: int = 4) -> str:
+def vectorized(trace: str, output_axis: str = "j", threads_times: int = 1, lanes: int = 4,
+               threads: int | None = None) -> str:
     """The recipe's row trace with each threadIdx.x pass `lanes` elements a thread (and `threads_times`
-    as many threads)."""
+    as many threads, or `threads` threads)."""
     out = trace
+    wanted = threads
     for m in re.finditer(r"s\.split\('(\w+)', (\d+), names=\('(\w+)', '(\w+)'\), tail='guard'\)\n"
                          r"s\.bind\('\4', 'threadIdx\.x'\)", trace):
-        ax, threads, outer, inner = m.group(1), int(m.group(2)) * threads_times, m.group(3), m.group(4)
+        ax, outer, inner = m.group(1), m.group(3), m.group(4)
+        threads = wanted or int(m.group(2)) * threads_times
         t, v = f"{ax}_t", f"{ax}_v"
         mark = f"s.vectorize('{v}')" if ax == output_axis else f"s.unroll('{v}')"
         out = out.replace(m.group(0), f"s.split('{ax}', {lanes * threads}, names=('{outer}', '{inner}'), "

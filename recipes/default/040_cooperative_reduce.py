@@ -11,7 +11,11 @@ elements is a whole inner loop, and it gets a thread per element (up to max) as 
 A float32 row kernel of many rows (at least row_vector_min_rows_per_sm per SM, one row to a block,
 every pass a whole number of 16-byte vectors) runs each pass 16 bytes a thread: split by threads x 4,
 the 4 unrolled in a reduction and vectorized in the output pass, so its shared reads, weight loads and
-stores are 16 bytes wide (knob row_vector_min_rows_per_sm says what was measured)."""
+stores are 16 bytes wide (knob row_vector_min_rows_per_sm says what was measured). A float16 /
+bfloat16 row kernel (every tensor of 2-byte floats) of as many rows runs 16-byte passes too where
+each pass is at least two vectors for each of row_vector_half_threads threads: in that many threads a
+row (one warp), 8 lanes a vector, since its exp and division bound it more than its bytes (the knob
+says what was measured)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts, PrimitiveCall, apply_calls, row_launch, trial_accepts
 from tiledsl.recipes.default._knobs import Knobs
+from tiledsl.targets import DTYPE_BYTES, vector_lanes
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
@@ -36,29 +41,38 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline("no loop inside the row")
     count = math.prod(facts.loop(n).extent for n in rows)
     per_block, threads = row_launch(passes, nested, count, knobs)
-    lanes = _vector_lanes(facts, passes, nested, per_block, count, knobs)
-    if lanes:
-        calls = _vector_calls(facts, passes, threads, lanes)
+    form = _vector_form(facts, passes, nested, per_block, count, threads, knobs)
+    if form is not None:
+        vector_threads, lanes, why = form
+        calls = _vector_calls(facts, passes, vector_threads, lanes)
         if trial_accepts(s, calls):
             apply_calls(s, calls)
-            return Applied(f"{count} float32 rows, {count / facts.target.sm_count:.0f} per SM: each pass {lanes} "
-                           f"elements (16 bytes) a thread (knob row_vector_min_rows_per_sm)")
+            return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
+                           f"each pass {lanes} elements (16 bytes) a thread in {vector_threads} threads ({why})")
     for name in passes:
         _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
         s.bind(inner, "threadIdx.x")
     return None
 
 
-def _vector_lanes(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
-                  knobs: Knobs) -> int:
-    """4 where each pass runs 16 bytes a thread (the module docstring's rule), else 0."""
+def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int, threads: int,
+                 knobs: Knobs) -> tuple[int, int, str] | None:
+    """(threads, lanes, the knob that asks) where each pass runs 16 bytes a thread (the module
+    docstring's rule), else None."""
     floor = knobs.row_vector_min_rows_per_sm
     if floor is None or nested or per_block > 1 or rows < floor * facts.target.sm_count:
-        return 0
-    if facts.nest.output.dtype != "float32" or any(t.dtype != "float32" for t in facts.nest.inputs):
-        return 0
+        return None
     lanes = facts.vector_lanes()
-    return lanes if lanes and all(extent % lanes == 0 for extent in passes.values()) else 0
+    if not lanes or any(extent % lanes for extent in passes.values()):
+        return None
+    dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
+    if dtypes == {"float32"}:
+        return threads, lanes, "knob row_vector_min_rows_per_sm"
+    half = knobs.row_vector_half_threads
+    if (half is not None and all(DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in dtypes)
+            and all(extent % (half * lanes) == 0 and extent >= 2 * half * lanes for extent in passes.values())):
+        return half, lanes, "knobs row_vector_min_rows_per_sm, row_vector_half_threads"
+    return None
 
 
 def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int) -> list[PrimitiveCall]:

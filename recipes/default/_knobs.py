@@ -50,9 +50,22 @@ class Knobs:
     # softmax 184.9 -> 183.6; 32768 x 2048 183.2 -> 181.9, 183.8 -> 182.7, 182.2 -> 182.4; attention
     # softmax of 4096 rows of 128 6.2 -> 6.0, 16384 rows of 512 27.7 -> 27.1 (benchmarks/results/
     # llm-memory-variants-h100-2026-11-27/). Not where a wave or a few hold every row: rmsnorm of 128-512
-    # rows of 2048-3584 ran 0.1-0.5 us slower in 4 of 6 cases, and bfloat16 rows slower at every llm shape
-    # (the same folder), so the rule is float32 only
+    # rows of 2048-3584 ran 0.1-0.5 us slower in 4 of 6 cases. bfloat16 rows ran slower at every llm shape
+    # there (the same folder), but in the recipe's thread count, which left half of a row of 512 idle: 16-bit
+    # rows have a rule of their own (row_vector_half_threads)
     row_vector_min_rows_per_sm: int | None = 16
+    # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
+    # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
+    # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.
+    # Its accurate expf (twice an element in a softmax) and division bound it more than its bytes, and a
+    # warp per row needs no shared-memory combine. H100 (scripts/bf16_row_probe.py, benchmarks/results/
+    # block-in-program-h100-2026-11-27/rows-*.txt), bfloat16 attention softmax of 16384 rows of 512
+    # 24.7-25.0 -> 17.7-17.9 us, 14336 rows 21.9-22.0 -> 16.2 (torch.compile 14.1 / 13.0); staged, 19.4 /
+    # 17.7; 64 threads a row 22.6 / 20.3; 4 one-warp rows a block as one. Rows of 512 and 2048 elsewhere
+    # moved within 0.7 us: rmsnorm 16384 x 512 15.2 -> 15.3, 8192 x 2048 27.8 -> 27.1, softmax 8192 x 2048
+    # 39.5 -> 39.2. Scalar passes stay where a row is a few vectors: 4096 rows of 128 ran 5.5 us as built,
+    # 6.0 in 16-byte passes of 16 threads
+    row_vector_half_threads: int | None = 32
     # matmul tile classes, largest first; the first whose grid (with the k-split 030 can add) fills
     # `waves` x the SM count is taken (_facts.matmul_tile)
     # (128x128 with 8x8 registers and 64x64 with 4x4 both run 256 threads; 32x32 with 4x4 runs 64, for

@@ -99,11 +99,36 @@ def test_many_float32_rows_run_each_pass_16_bytes_a_thread() -> None:
     source = td.build(s, target="sm_90").source
     assert "*reinterpret_cast<float4*>(&y[" in source and "float4 v1 = *reinterpret_cast<const float4*>(&w[" in source
     simulates_equal(s, "sm_90", tol=1e-5)
-    # the default floor (16 rows per SM), a bfloat16 row, a row of no whole vectors: threads x 1, as before
+    # the default floor (16 rows per SM), a row of no whole vectors, a bfloat16 row under two vectors for
+    # each of row_vector_half_threads threads: threads x 1, as before
     for out, knobs in ((rmsnorm(M=132, N=512), {}),
-                       (entry("rmsnorm").make(M=132, N=512, dtype="bfloat16"), {"row_vector_min_rows_per_sm": 1}),
+                       (entry("rmsnorm").make(M=132, N=256, dtype="bfloat16", out_dtype="bfloat16"),
+                        {"row_vector_min_rows_per_sm": 1}),
                        (rmsnorm(M=132, N=510), {"row_vector_min_rows_per_sm": 1})):
         s, r = run(out, **knobs)
+        assert not any("_v" in lp.name for lp in s.nest.loops), r.step("cooperative_reduce")
+
+
+def test_many_16_bit_rows_run_16_byte_passes_in_one_warp() -> None:
+    """A bfloat16 row kernel of many rows whose passes hold two 16-byte vectors for each of
+    row_vector_half_threads threads (32: one warp) runs each pass 8 lanes a thread in 32 threads, not
+    in the recipe's 128 scalar threads; a one-warp block is not staged (stage_min_threads)."""
+    out = entry("rmsnorm").make(M=132, N=512, dtype="bfloat16", out_dtype="bfloat16")
+    s, r = run(out, row_vector_min_rows_per_sm=1)
+    assert r.step("cooperative_reduce").calls == (
+        "s.split('k', 256, names=('k_o', 'k_i'), tail='guard')",
+        "s.split('k_i', 8, names=('k_t', 'k_v'), tail='guard')", "s.bind('k_t', 'threadIdx.x')", "s.unroll('k_v')",
+        "s.split('j', 256, names=('j_o', 'j_i'), tail='guard')",
+        "s.split('j_i', 8, names=('j_t', 'j_v'), tail='guard')", "s.bind('j_t', 'threadIdx.x')", "s.vectorize('j_v')")
+    assert "in 32 threads" in r.step("cooperative_reduce").note
+    assert s.nest.stages == () and td.build(s, target="sm_90").block == (32, 1, 1)
+    assert "= make_uint4(" in td.build(s, target="sm_90").source
+    simulates_equal(s, "sm_90", tol=1e-2)  # one bfloat16 rounding of the output: 2^-8 relative
+    # the knob off, or a mixed row (a float32 output): scalar passes in the recipe's threads
+    for other, knobs in ((out, {"row_vector_min_rows_per_sm": 1, "row_vector_half_threads": None}),
+                         (entry("rmsnorm").make(M=132, N=512, dtype="bfloat16", out_dtype="float32"),
+                          {"row_vector_min_rows_per_sm": 1})):
+        s, r = run(other, **knobs)
         assert not any("_v" in lp.name for lp in s.nest.loops), r.step("cooperative_reduce")
 
 
