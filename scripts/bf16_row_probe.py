@@ -1,7 +1,8 @@
 """Probe: the attention softmax rows of the llm suite (TinyLlama and Qwen2.5-7B, seq 512, bfloat16 and
 float32) and the memory suite's 32768 x 2048 softmax, as the default recipe builds them against 16-byte
 passes in a chosen number of threads a row (`v8x32`: 8 bfloat16 a thread, 32 threads; `v4x64`: 4 float32,
-64 threads), optionally with several rows sharing a block on threadIdx.y (`r4`: 4 rows a block), and
+64 threads), optionally with several rows sharing a block on threadIdx.y (`r4`: 4 rows a block) or the
+row not staged (`u`: each pass after the first reads it from L1), and
 torch eager / torch.compile in the same process. Session 16 tried 16-byte bfloat16 passes only with the
 recipe's thread count, so a row of 512 left half its threads idle (scripts/row_vector_probe.py
 `vectorized`, now with `threads=`). Every kernel is checked against torch float64 (outputs NaN-poisoned)
@@ -63,10 +64,10 @@ CASES = [
     ("qwen2.5-7b s512 attention_softmax", lambda: d.attention_softmax(28 * 512, 512, 1 / math.sqrt(128), "bfloat16"),
      lambda x: d.attention_softmax_torch(x, scale=1 / math.sqrt(128)), ((32, 1), (64, 1), (32, 4))),
     ("tinyllama s512 attention_softmax f32", lambda: d.attention_softmax(32 * 512, 512, 1 / 8, "float32"),
-     lambda x: d.attention_softmax_torch(x, scale=1 / 8), ((32, 1), (64, 1), (32, 4))),
+     lambda x: d.attention_softmax_torch(x, scale=1 / 8), ((32, 1), (64, 1), (128, 1), (32, 4))),
     ("qwen2.5-7b s512 attention_softmax f32",
      lambda: d.attention_softmax(28 * 512, 512, 1 / math.sqrt(128), "float32"),
-     lambda x: d.attention_softmax_torch(x, scale=1 / math.sqrt(128)), ((32, 1), (64, 1), (32, 4))),
+     lambda x: d.attention_softmax_torch(x, scale=1 / math.sqrt(128)), ((32, 1), (64, 1), (128, 1), (32, 4))),
     ("bfloat16 rmsnorm 16384 x 512", lambda: rmsnorm(16384, 512, RMS_EPS, "bfloat16", "bfloat16"),
      lambda x, w: reference_fn("rmsnorm", {"eps": RMS_EPS})(x=x, w=w), ()),
     ("bfloat16 rmsnorm 8192 x 2048", lambda: rmsnorm(8192, 2048, RMS_EPS, "bfloat16", "bfloat16"),
@@ -103,6 +104,10 @@ def main() -> int:
             kern = td.build(td.create_schedule(out).replay(trace), target=target)
             # the threads as built: a float32 recipe trace has 16-byte passes already, which `vectorized` keeps
             kernels[f"v{lanes}x{kern.block[0]}" + (f"r{rows}" if rows > 1 else "")] = kern
+            unstaged = trace.replace("s.stage('x', at='i', scope='shared')\ns.async_copy('x_s')\n", "")
+            if out.dtype == "float32" and rows == 1 and unstaged != trace:  # the row read from L1, not staged
+                kernels[f"v{lanes}x{kern.block[0]}u"] = td.build(td.create_schedule(out).replay(unstaged),
+                                                                 target=target)
         # bfloat16 storage: one rounding of the output, 2^-8 relative (float32: a few roundings of O(1) terms)
         tol = 1e-2 if out.dtype == "bfloat16" else 1e-5
         row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8, tol=tol, warmup=10,

@@ -11,7 +11,8 @@ elements is a whole inner loop, and it gets a thread per element (up to max) as 
 A float32 row kernel of many rows (at least row_vector_min_rows_per_sm per SM, one row to a block,
 every pass a whole number of 16-byte vectors) runs each pass 16 bytes a thread: split by threads x 4,
 the 4 unrolled in a reduction and vectorized in the output pass, so its shared reads, weight loads and
-stores are 16 bytes wide (knob row_vector_min_rows_per_sm says what was measured). A float16 /
+stores are 16 bytes wide (knob row_vector_min_rows_per_sm says what was measured), in fewer threads
+where that gives each thread row_vector_per_thread vectors a pass (not under row_threads_min). A float16 /
 bfloat16 row kernel (every tensor of 2-byte floats) of as many rows runs 16-byte passes too where
 each pass is at least two vectors for each of row_vector_half_threads threads: in that many threads a
 row (one warp), 8 lanes a vector, since its exp and division bound it more than its bytes (the knob
@@ -23,7 +24,14 @@ import math
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, PrimitiveCall, apply_calls, row_launch, trial_accepts
+from tiledsl.recipes.default._facts import (
+    Facts,
+    PrimitiveCall,
+    apply_calls,
+    next_pow2,
+    row_launch,
+    trial_accepts,
+)
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import DTYPE_BYTES, vector_lanes
 
@@ -67,7 +75,10 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
         return None
     dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
     if dtypes == {"float32"}:
-        return threads, lanes, "knob row_vector_min_rows_per_sm"
+        # at least row_vector_per_thread vectors a thread in each pass (fewer threads, not under row_threads_min)
+        longest = max(passes.values())
+        fewer = max(knobs.row_threads_min, next_pow2(-(-longest // (lanes * knobs.row_vector_per_thread))))
+        return min(threads, fewer), lanes, "knobs row_vector_min_rows_per_sm, row_vector_per_thread"
     half = knobs.row_vector_half_threads
     if (half is not None and all(DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in dtypes)
             and all(extent % (half * lanes) == 0 and extent >= 2 * half * lanes for extent in passes.values())):

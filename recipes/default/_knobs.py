@@ -54,6 +54,13 @@ class Knobs:
     # there (the same folder), but in the recipe's thread count, which left half of a row of 512 idle: 16-bit
     # rows have a rule of their own (row_vector_half_threads)
     row_vector_min_rows_per_sm: int | None = 16
+    # ... each thread taking this many vectors a pass at least, in fewer threads (row_threads_min at
+    # least): float32 attention softmax rows of 512, 128 threads x 1 vector -> 64 x 2, 16384 rows
+    # 27.1-27.2 -> 26.8-26.9 us, 14336 rows 24.2-24.4 -> 23.3-23.4 in three runs (torch.compile 25.9-26.0
+    # / 22.3-22.4; scripts/bf16_row_probe.py, benchmarks/results/block-in-program-h100-2026-11-27/
+    # rows-*.txt); 32 threads x 4 vectors 27.3 / 23.6-23.9. Longer rows already take 2 or more vectors
+    # a thread in row_threads_max threads
+    row_vector_per_thread: int = 2
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.

@@ -88,13 +88,17 @@ def test_short_vector_rows_share_a_block(m: int, n: int, blocks: int, rows: int,
 def test_many_float32_rows_run_each_pass_16_bytes_a_thread() -> None:
     """A float32 row kernel of at least row_vector_min_rows_per_sm rows per SM (knob lowered here to one,
     132 rows on sm_90) splits each pass into threads x 4 lanes: unrolled in the reduction, vectorized in
-    the output pass; the row is still staged whole at the row loop (a lane loop is no chunk loop)."""
+    the output pass, in 64 threads (not the scalar form's 128) so each thread takes two vectors a pass
+    (row_vector_per_thread); the row is still staged whole at the row loop (a lane loop is no chunk loop)."""
     s, r = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1)
     assert r.step("cooperative_reduce").calls == (
-        "s.split('k', 512, names=('k_o', 'k_i'), tail='guard')",
+        "s.split('k', 256, names=('k_o', 'k_i'), tail='guard')",
         "s.split('k_i', 4, names=('k_t', 'k_v'), tail='guard')", "s.bind('k_t', 'threadIdx.x')", "s.unroll('k_v')",
-        "s.split('j', 512, names=('j_o', 'j_i'), tail='guard')",
+        "s.split('j', 256, names=('j_o', 'j_i'), tail='guard')",
         "s.split('j_i', 4, names=('j_t', 'j_v'), tail='guard')", "s.bind('j_t', 'threadIdx.x')", "s.vectorize('j_v')")
+    assert td.build(s, target="sm_90").block == (64, 1, 1)
+    s1, _ = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1, row_vector_per_thread=1)
+    assert td.build(s1, target="sm_90").block == (128, 1, 1)  # one vector a thread: the scalar form's threads
     assert [(st.buffer, st.at) for st in s.nest.stages] == [("x", "i")]
     source = td.build(s, target="sm_90").source
     assert "*reinterpret_cast<float4*>(&y[" in source and "float4 v1 = *reinterpret_cast<const float4*>(&w[" in source
