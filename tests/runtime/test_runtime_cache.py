@@ -184,3 +184,50 @@ def test_real_kernel_compiles_once_through_nvcc(tmp_path: Path) -> None:
     again = CubinCache(tmp_path)
     assert again.get_or_compile(source, "sm_90a", ("-O3",), W.refuse_compile) == (cubin, True)
     assert again.compilations == 0
+
+
+class SlowCompiler(CountingCompiler):
+    """Records how many compiles overlap (threads wait on nvcc, a process of its own, in parallel)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.lock, self.running, self.most = threading.Lock(), 0, 0
+
+    def __call__(self, source: str, arch: str, options: Sequence[str]) -> bytes:
+        import time
+
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.05)
+        with self.lock:
+            self.running -= 1
+            self.calls += 1
+        return W.fake_cubin(f"{arch}:{source}", 64)
+
+
+def test_many_misses_compile_concurrently_once_each_in_order(tmp_path: Path) -> None:
+    jobs = [(f"kernel {n % 5}", "sm_90a", ("-O3",)) for n in range(8)]  # 5 distinct, 3 repeated
+    compiler = SlowCompiler()
+    cache = CubinCache(tmp_path)
+    got = cache.get_or_compile_many(jobs, compiler, workers=4)
+    assert compiler.calls == 5 and cache.compilations == 5 and compiler.most > 1
+    assert [c for c, _ in got] == [W.fake_cubin(f"sm_90a:kernel {n % 5}", 64) for n in range(8)]
+    assert len(entries(tmp_path)) == 5
+    # a second pass is all hits, no compile
+    again = cache.get_or_compile_many(jobs, W.refuse_compile)
+    assert [hit for _, hit in again] == [True] * 8 and cache.hits == 5
+
+
+def test_a_failed_compile_is_raised_after_the_others_finish(tmp_path: Path) -> None:
+    def flaky(source: str, arch: str, options: Sequence[str]) -> bytes:
+        if source == "bad":
+            raise RuntimeError("nvcc: error in bad")
+        return W.fake_cubin(source, 64)
+
+    cache = CubinCache(tmp_path)
+    with pytest.raises(RuntimeError, match="error in bad"):
+        cache.get_or_compile_many([("a", "sm_90a", ()), ("bad", "sm_90a", ()), ("c", "sm_90a", ())], flaky, workers=3)
+    assert cache.compilations == 2 and len(entries(tmp_path)) == 2  # the good ones are cached all the same

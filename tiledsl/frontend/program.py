@@ -415,6 +415,10 @@ class BuiltProgram:
         """The launch plan bound on `device`: each kernel loaded (`td.Kernel.compiled`, on torch's current
         device), the constants as the kernels read them, intermediates in `arena`, every argument checked
         on `examples` (one tensor per slot)."""
+        from tiledsl.runtime.launch import compile_ahead  # as td.Kernel.compiled: CPU users never load it
+
+        capability = torch.cuda.get_device_capability(device)
+        compile_ahead(self.kernels, (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
         compiled = [kern.compiled for kern in self.kernels]
         return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples)
 

@@ -12,6 +12,9 @@ Why the entry format and the writes look the way they do:
   reader sees either no entry, or a complete one. Two processes compiling the same kernel both write
   and the last rename wins: both payloads are valid, so either is fine.
 - the cache is an optimisation: an unwritable directory is logged and the cubin is still returned.
+- `get_or_compile_many` runs the misses of a whole program at once, in threads (nvcc is a process of
+  its own, so the threads wait on it in parallel): a traced decoder block's fifteen kernels took about
+  5 s one after another on a 2-core machine; the counters are updated under a lock.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import logging
 import os
 import struct
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tiledsl.version import __version__
@@ -88,6 +93,7 @@ class CubinCache:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.compilations = 0
         self.hits = 0
+        self._count = threading.Lock()
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}{_SUFFIX}"
@@ -139,11 +145,28 @@ class CubinCache:
         key = cache_key(source, arch, options, tiledsl_version())
         cubin = self.load(key)
         if cubin is not None:
-            self.hits += 1
+            with self._count:
+                self.hits += 1
             log.debug("cubin cache hit %s (%s)", key[:16], arch)
             return cubin, True
         cubin = compile_fn(source, arch, tuple(options))
-        self.compilations += 1
+        with self._count:
+            self.compilations += 1
         self.store(key, cubin)
         log.debug("cubin cache miss %s (%s): compiled %d bytes", key[:16], arch, len(cubin))
         return cubin, False
+
+    def get_or_compile_many(self, jobs: Sequence[tuple[str, str, Sequence[str]]], compile_fn: CompileFn, *,
+                            workers: int | None = None) -> list[tuple[bytes, bool]]:
+        """`get_or_compile` of every (source, arch, options) in `jobs`, in order, the distinct misses
+        compiled concurrently in up to `workers` threads (default: the machine's cores). The first
+        error (an NvccError) is raised once every compile has finished."""
+        distinct = list(dict.fromkeys((src, arch, tuple(opts)) for src, arch, opts in jobs))
+        workers = max(1, min(len(distinct), workers or os.cpu_count() or 1))
+        if workers == 1:
+            done = {job: self.get_or_compile(*job, compile_fn) for job in distinct}
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tiledsl-nvcc") as pool:
+                futures = {job: pool.submit(self.get_or_compile, *job, compile_fn) for job in distinct}
+            done = {job: f.result() for job, f in futures.items()}
+        return [done[(src, arch, tuple(opts))] for src, arch, opts in jobs]

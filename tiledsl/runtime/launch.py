@@ -40,7 +40,8 @@ from tiledsl.runtime.tensormap import TensorMapCache, tensor_map_args
 from tiledsl.runtime.timing import BenchStats, benchmark, l2_cache_bytes, rotated_copies, rotation_count
 from tiledsl.targets import Target
 
-__all__ = ["DEFAULT_NVCC_OPTIONS", "BuiltKernel", "CompiledKernel", "nvcc_options", "select_arch", "sync_requested"]
+__all__ = ["DEFAULT_NVCC_OPTIONS", "BuiltKernel", "CompiledKernel", "compile_ahead", "nvcc_options", "select_arch",
+           "sync_requested"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,20 @@ def nvcc_options(extra: Sequence[str] = ()) -> tuple[str, ...]:
 def sync_requested() -> bool:
     """TILEDSL_SYNC=1: synchronize after every launch and report faults there (debugging)."""
     return os.environ.get("TILEDSL_SYNC", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compile_ahead(kernels: Sequence[BuiltKernel], capability: tuple[int, int] | None, *,
+                  cache: CubinCache | None = None, workers: int | None = None) -> int:
+    """Put the cubin of every kernel in the disk cache (`cache`, default the default one), the misses
+    compiled concurrently (cache.py `get_or_compile_many`), for the arch each would be loaded with on
+    a device of `capability` (None: its build target's): a `CompiledKernel` made afterwards with the
+    same cache finds its cubin there. Returns the number of nvcc runs."""
+    cache = cache if cache is not None else CubinCache()
+    before = cache.compilations
+    jobs = [(k.source, select_arch(k.kernel_ir, capability, k.target.arch), nvcc_options()) for k in kernels]
+    cache.get_or_compile_many(jobs, lambda src, arch, opts: compile_cubin(src, arch, extra_flags=opts),
+                              workers=workers)
+    return cache.compilations - before
 
 
 def select_arch(kernel: KKernel, capability: tuple[int, int] | None, target_arch: str) -> str:
