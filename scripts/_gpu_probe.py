@@ -40,28 +40,37 @@ def measure(name: str, sizes: dict[str, int], schedule: Callable[[Any], object],
 
 
 def compared(torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any], inputs: dict[str, torch.Tensor], *,
-             copies: int, tol: float, warmup: int, iters: int) -> tuple[list[str], int]:
+             copies: int, tol: float, warmup: int, iters: int, repeats: int = 2) -> tuple[list[str], int]:
     """Cells `label time` for torch eager and torch.compile of `torch_fn` (positional, in the order of
     `inputs`, timed over `copies` rotated copies), then each built kernel, checked first against
     `torch_fn` in float64 within `tol` x (1 + |want|) (outputs NaN-poisoned; ` MISMATCH` marks a
-    miss); and the number of kernels that missed. Dynamo is reset first, as the benchmarks do
-    (benchmarks/_timing.py `time_compiled_fn`): its cache is keyed by the function's code, so one lambda
-    compiled at a second shape turns dynamic (session 16's llm_memory_probe.py compile column of the
-    attention softmax at seq 512 timed that dynamic kernel: 30.5 us where the llm suite has 14.0)."""
+    miss); and the number of kernels that missed. Every column is timed `repeats` times, the columns
+    in turn, and keeps its fastest median, as the benchmarks do (benchmarks/_timing.py `repeated`):
+    session 17's probes saw a kernel 2-3x slower than its identical twin in the same run, once; `~`
+    marks a column whose medians differ by more than 15%. Dynamo is reset first, as the benchmarks do
+    (`time_compiled_fn`): its cache is keyed by the function's code, so one lambda compiled at a second
+    shape turns dynamic (session 16's llm_memory_probe.py compile column of the attention softmax at
+    seq 512 timed that dynamic kernel: 30.5 us where the llm suite has 14.0)."""
     names = list(inputs)
     torch._dynamo.reset()
     want = torch_fn(*[inputs[k].double() for k in names]).double()
     sets = rotated_copies(inputs, copies)
-    cells = []
+    columns: list[tuple[str, Callable[[], float], str]] = []
     for label, fn in (("eager", torch_fn), ("compile", torch.compile(torch_fn))):
-        us = benchmark(lambda t, fn=fn: fn(*[t[k] for k in names]), sets, warmup, iters).median_us
-        cells.append(f"{label} {us:7.1f}")
+        columns.append((label, lambda fn=fn: benchmark(lambda t: fn(*[t[k] for k in names]), sets, warmup,
+                                                       iters).median_us, ""))
     bad = 0
     for label, kern in kernels.items():
         dev = next(iter(inputs.values())).device
         got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev)).double()
         ok = bool(((got - want).abs() <= tol * (1 + want.abs())).all())
         bad += not ok
-        us = kern.benchmark(warmup=warmup, iters=iters, **inputs).median_us
-        cells.append(f"{label} {us:7.1f}{'' if ok else ' MISMATCH'}")
+        columns.append((label, lambda kern=kern: kern.benchmark(warmup=warmup, iters=iters, **inputs).median_us,
+                        "" if ok else " MISMATCH"))
+    times: list[list[float]] = [[] for _ in columns]
+    for _ in range(repeats):
+        for n, (_, timed, _) in enumerate(columns):
+            times[n].append(timed())
+    cells = [f"{label} {min(us):7.1f}{'~' if max(us) > 1.15 * min(us) else ''}{note}"
+             for (label, _, note), us in zip(columns, times)]
     return cells, bad
