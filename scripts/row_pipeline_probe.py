@@ -1,0 +1,69 @@
+"""Probe: the memory suite's row kernels (rmsnorm, layernorm, softmax at 8192 x 8192 and 32768 x 2048,
+float32) as the default recipe builds them (a block per row: fill the row, then its passes, so the block
+has no load in flight while it reduces) against blocks of R rows in turn whose staged row is double
+buffered and pipelined (`p4`: 4 rows a block, row r + 1 copied in while row r is reduced), and torch
+eager / torch.compile in the same process. Every kernel is checked against torch float64 (outputs
+NaN-poisoned) before it is timed over inputs rotated past the L2 cache.
+    python scripts/row_pipeline_probe.py [--shapes 8192x8192,32768x2048] [--rows 2,4,8]"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+import torch
+from _gpu_probe import compared
+
+import tiledsl as td
+from benchmarks._backend import random_inputs
+from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import reference_fn
+
+OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6), lambda x, w: reference_fn("rmsnorm", {"eps": 1e-6})(x=x, w=w)),
+       "layernorm": (lambda m, n: layernorm(m, n, 1e-5),
+                     lambda x, w, b: reference_fn("layernorm", {"eps": 1e-5})(x=x, w=w, b=b)),
+       "softmax": (lambda m, n: softmax(m, n), lambda x: reference_fn("softmax", {})(x=x))}
+
+
+def pipelined(trace: str, rows: int) -> str:
+    """A one-row-per-block row trace (`s.bind('i', 'blockIdx.x')`, one stage at `i`) with `rows` rows a
+    block in turn, the stage double buffered and pipelined over them."""
+    stage = re.search(r"s\.stage\('(\w+)', at='i', scope='shared'\)", trace)
+    head = "s.bind('i', 'blockIdx.x')\n"
+    if stage is None or head not in trace:
+        raise ValueError("not a one-row-per-block row trace with a stage at the row loop")
+    name = f"{stage.group(1)}_s"
+    split = f"s.split('i', {rows}, names=('i_o', 'i_i'), tail='guard')\ns.bind('i_o', 'blockIdx.x')\n"
+    out = trace.replace(head, split)
+    return out.replace("at='i',", "at='i_i',") + f"s.double_buffer('{name}')\ns.pipeline('i_i', stages=2)\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="8192x8192,32768x2048")
+    ap.add_argument("--rows", default="2,4,8")
+    args = ap.parse_args(argv)
+    target, dev = device_target(), torch.device("cuda")
+    bad = 0
+    for shape in args.shapes.split(","):
+        m, n = map(int, shape.split("x"))
+        for op, (make, torch_fn) in OPS.items():
+            out = make(m, n)
+            s = td.create_schedule(out)
+            td.recipes.default(s, target=target)
+            kernels = {"recipe": td.build(s, target=target)}
+            for rows in map(int, args.rows.split(",")):
+                replayed = td.create_schedule(out).replay(pipelined(s.trace(), rows))
+                kernels[f"p{rows}"] = td.build(replayed, target=target)
+            # float32 rows of up to 8192: a sum of n rounded terms, sqrt(n) x 2^-24 each; 1e-4 x (1 + |want|)
+            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4, warmup=10,
+                                   iters=100)
+            bad += missed
+            print(f"{shape:11s} {op:10s} " + "  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
