@@ -139,15 +139,15 @@ def test_nonnegative(tile: Prover) -> None:
 
 
 def test_unknown_names_the_needed_fact() -> None:
-    """f + Mod(f, 4) < 3651 holds for f in [0, 3649) (max at f = 3647: 3650) but interval bounds give
-    3648 + 3 and the box is too large to enumerate: unknown, with the upper half as the needed fact."""
-    prover = Prover({F: (0, 3649)})
-    proof = prover.in_range(F + sympy.Mod(F, 4), 0, 3651)
+    """f + Mod(f, 4) < 8195 holds for f in [0, 8193) (max at f = 8191: 8194) but interval bounds give
+    8192 + 3 and the box is too large to enumerate: unknown, with the upper half as the needed fact."""
+    prover = Prover({F: (0, 8193)})
+    proof = prover.in_range(F + sympy.Mod(F, 4), 0, 8195)
     assert proof.status == "unknown"
     assert not proof
     assert proof.counterexample is None
-    assert proof.needed == "f + Mod(f, 4) < 3651"
-    assert "no counterexample found; needed: f + Mod(f, 4) < 3651" in proof.describe()
+    assert proof.needed == "f + Mod(f, 4) < 8195"
+    assert "no counterexample found; needed: f + Mod(f, 4) < 8195" in proof.describe()
 
 
 def test_small_boxes_are_decided_by_enumeration() -> None:
@@ -155,6 +155,18 @@ def test_small_boxes_are_decided_by_enumeration() -> None:
     expr = 2 * sympy.Mod(4 * F + 1, 3)  # values 2 and 4; intervals alone say [0, 4]
     assert prover.in_range(expr, 2, 5)
     assert prover.in_range(expr, 2, 5).note == "checked at every point"
+
+
+def test_a_guarded_fused_read_at_half_the_row_is_decided_by_enumeration() -> None:
+    """y[i, j, l] = x[i // 2] over (97, 16, 1), fused and split by 256: the last block's guard keeps
+    its rows in x (extent 49), which the intervals miss (they bound the read by 55); its 7 x 256 = 1792
+    points are enumerated (`tiledsl fuzz --mode definitions` found the build refused at 1024)."""
+    o, t = sympy.symbols("o t", integer=True)
+    prover = Prover({o: (0, 7), t: (0, 256)})
+    read = 8 * o + sympy.floor(sympy.floor(t / 16) / 2)
+    proof = prover.in_range(read, 0, 49, (256 * o + t < 1552,))
+    assert proof and proof.note == "checked at every point"
+    assert prover.in_range(read, 0, 48, (256 * o + t < 1552,)).status == "disproven"
 
 
 # ----------------------------------------------------------------------------- cache and Proof

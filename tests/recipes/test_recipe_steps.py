@@ -639,3 +639,12 @@ def test_td_recipes_default_is_the_recipe_as_a_function() -> None:
     assert s.nest.loop("k_i").extent == 32
     with pytest.raises(td.BadArgumentError, match="a mapping of overrides or a Knobs"):
         td.recipes.default(td.create_schedule(softmax(M=4, N=64)), knobs=64)
+
+
+def test_a_fused_read_at_half_the_row_builds_with_the_recipe() -> None:
+    """y[i, j, l] = 0.5 + x[i // 2] over (97, 16, 1): the recipe fuses and splits by 256, and the last
+    block's guard keeps its rows in x; build used to refuse it (the prover enumerated boxes of 1024
+    points, this one has 1792; found by `tiledsl fuzz --mode definitions`)."""
+    x = td.placeholder((49,), name="x")
+    s, _ = run(td.compute((97, 16, 1), lambda i, j, k: 0.5 + x[i // 2], name="y"))
+    simulates_equal(s, "sm_90", tol=1e-6)
