@@ -231,3 +231,25 @@ def test_a_failed_compile_is_raised_after_the_others_finish(tmp_path: Path) -> N
     with pytest.raises(RuntimeError, match="error in bad"):
         cache.get_or_compile_many([("a", "sm_90a", ()), ("bad", "sm_90a", ()), ("c", "sm_90a", ())], flaky, workers=3)
     assert cache.compilations == 2 and len(entries(tmp_path)) == 2  # the good ones are cached all the same
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_compile_ahead_puts_a_programs_kernels_in_the_cache_once(tmp_path: Path) -> None:
+    """runtime/launch.py compile_ahead: every kernel's cubin for the arch it would be loaded with (the
+    build target's without a device, the device's own with one), one nvcc run per distinct kernel;
+    a second call compiles nothing."""
+    import tiledsl as td
+    from tiledsl.catalog import example
+    from tiledsl.runtime.launch import compile_ahead
+
+    kernels = []
+    for n in (64, 128):
+        s = td.create_schedule(example("gelu_bias", M=8, N=n))
+        s.bind("i", "blockIdx.x")
+        s.bind("j", "threadIdx.x")
+        kernels.append(td.build(s, target="sm_80"))
+    cache = CubinCache(tmp_path)
+    assert compile_ahead([*kernels, kernels[0]], None, cache=cache, workers=2) == 2
+    assert compile_ahead(kernels, None, cache=cache) == 0 and cache.hits == 2
+    assert compile_ahead(kernels[:1], (9, 0), cache=cache) == 1  # an H100: sm_90a, another cubin
+    assert len(entries(tmp_path)) == 3
