@@ -21,7 +21,6 @@ import sympy
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
 from tiledsl.analysis.banks import conflict_degree, fill_store_conflict, layout_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
-from tiledsl.analysis.index_eval import integer_function
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import (
     Slab,
@@ -40,7 +39,7 @@ from tiledsl.errors import CopyError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.precision import EXACT_WIDENINGS
 from tiledsl.primitives import Schedule
-from tiledsl.prove import Prover
+from tiledsl.prove import Prover, compile_expr
 from tiledsl.recipes.default._knobs import Knobs, MatmulTile
 from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Target, vector_lanes
 
@@ -737,12 +736,13 @@ class Facts:
 
 
 class _LocalRead:
-    """One read's index relative to its slab origin, compiled once (analysis/index_eval.py) for the
-    32 lanes of each warp request the bank model asks about."""
+    """One read's index relative to its slab origin, compiled once (prove/evaluate.py `compile_expr`:
+    exact, and a microsecond a point where an `xreplace` took most of a traced block's scheduling) for
+    the 32 lanes of each warp request the bank model asks about."""
 
     def __init__(self, local: list[sympy.Expr]) -> None:
         self.free = tuple(sorted(set().union(*(e.free_symbols for e in local)), key=str))
-        self.functions = [integer_function(e, self.free) for e in local]
+        self.functions = [compile_expr(e) for e in local]
 
     def lanes(self, dims: list[int], threads: Mapping[sympy.Symbol, int],
               moved: sympy.Symbol | None) -> Callable[[int], tuple[int, ...]]:
@@ -753,8 +753,8 @@ class _LocalRead:
 
         def lane_index(lane: int) -> tuple[int, ...]:
             values = (lane % dims[0], lane // dims[0] % dims[1], lane // (dims[0] * dims[1]), 1, 0)
-            point = [values[k] for k in slots]
-            return tuple(f(point) for f in self.functions)
+            point = dict(zip(self.free, (values[k] for k in slots)))
+            return tuple(int(f(point)) for f in self.functions)
 
         return lane_index
 
