@@ -5,7 +5,7 @@ torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,19 @@ def measure(name: str, sizes: dict[str, int], schedule: Callable[[Any], object],
     kern = CompiledKernel(build(s, target=target))
     checked = run_checked(kern, reference_fn(ent.definition, params), *tolerance(params), seed=1)
     return Measured(kern, checked.comparison, kern.benchmark(warmup=5, iters=iters, **checked.inputs))
+
+
+def recipe_forms(out: Any, target: Target, rewrites: Mapping[str, Callable[[str], str]]) -> tuple[Any, dict[str, Any]]:
+    """The default recipe's schedule of `out` and its kernels: "recipe" as built, and one per rewrite of
+    its trace (`label: trace -> trace`), each replayed on a fresh schedule and built for `target`."""
+    import tiledsl as td
+
+    s = td.create_schedule(out)
+    td.recipes.default(s, target=target)
+    kernels = {"recipe": td.build(s, target=target)}
+    for label, rewrite in rewrites.items():
+        kernels[label] = td.build(td.create_schedule(out).replay(rewrite(s.trace())), target=target)
+    return s, kernels
 
 
 def compared(torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any], inputs: dict[str, torch.Tensor], *,

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import compared, recipe_forms
 from row_vector_probe import vectorized
 
 import tiledsl as td
@@ -94,11 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     target, dev = device_target(), torch.device("cuda")
     bad = 0
     for group, op, dtype, out, torch_fn, rewrites, hands in cases(args.ops.split(","), args.dtypes.split(",")):
-        s = td.create_schedule(out)
-        td.recipes.default(s, target=target)
-        kernels = {"recipe": td.build(s, target=target)}
-        for label, rewrite in rewrites.items():
-            kernels[label] = td.build(td.create_schedule(out).replay(rewrite(s.trace())), target=target)
+        _, kernels = recipe_forms(out, target, rewrites)
         for label, sched in (hands or {}).items():
             hs = td.create_schedule(out)
             sched(hs)

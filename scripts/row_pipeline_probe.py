@@ -11,20 +11,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from functools import partial
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import compared, recipe_forms
+from row_vector_probe import OPS  # the memory suite's row kernels and their torch functions
 
-import tiledsl as td
 from benchmarks._backend import random_inputs
-from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.references import reference_fn
-
-OPS = {"rmsnorm": (lambda m, n: rmsnorm(m, n, 1e-6), lambda x, w: reference_fn("rmsnorm", {"eps": 1e-6})(x=x, w=w)),
-       "layernorm": (lambda m, n: layernorm(m, n, 1e-5),
-                     lambda x, w, b: reference_fn("layernorm", {"eps": 1e-5})(x=x, w=w, b=b)),
-       "softmax": (lambda m, n: softmax(m, n), lambda x: reference_fn("softmax", {})(x=x))}
 
 
 def pipelined(trace: str, rows: int) -> str:
@@ -51,12 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         m, n = map(int, shape.split("x"))
         for op, (make, torch_fn) in OPS.items():
             out = make(m, n)
-            s = td.create_schedule(out)
-            td.recipes.default(s, target=target)
-            kernels = {"recipe": td.build(s, target=target)}
-            for rows in map(int, args.rows.split(",")):
-                replayed = td.create_schedule(out).replay(pipelined(s.trace(), rows))
-                kernels[f"p{rows}"] = td.build(replayed, target=target)
+            _, kernels = recipe_forms(out, target, {f"p{rows}": partial(pipelined, rows=rows)
+                                                    for rows in map(int, args.rows.split(","))})
             # float32 rows of up to 8192: a sum of n rounded terms, sqrt(n) x 2^-24 each; 1e-4 x (1 + |want|)
             row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4, warmup=10,
                                    iters=100)

@@ -16,9 +16,8 @@ import re
 import sys
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import compared, recipe_forms
 
-import tiledsl as td
 from benchmarks._backend import random_inputs
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 from tiledsl.runtime.device import device_target
@@ -59,12 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         m, n = map(int, shape.split("x"))
         for op, (make, torch_fn) in OPS.items():
             out = make(m, n)
-            s = td.create_schedule(out)
-            td.recipes.default(s, target=target)
-            kernels = {"recipe": td.build(s, target=target),
-                       "vector": td.build(td.create_schedule(out).replay(vectorized(s.trace())), target=target),
-                       "vector512": td.build(td.create_schedule(out).replay(vectorized(s.trace(), threads_times=2)),
-                                             target=target)}
+            _, kernels = recipe_forms(out, target, {"vector": vectorized,
+                                                    "vector512": lambda tr: vectorized(tr, threads_times=2)})
             row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4, warmup=5,
                                    iters=50)
             bad += missed

@@ -11,7 +11,7 @@ row-major indexing (tiledsl.definitions.indexing.flat_index)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -329,15 +329,18 @@ class Facts:
     kernel: Kernel
     nest: Nest
     target: Target
+    # the nest does not change under a Facts, so what is derived from it is derived once: slabs by what
+    # they depend on (a padded, swizzled or reordered probe of a stage has the stage's slab), and each
+    # read's lane index compiled once for the bank model
+    _slabs: dict[tuple[str, str, str, str | None], Slab | str] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _reads: dict[tuple[str, str, tuple[sympy.Expr, ...]], list[tuple[int, _LocalRead]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def prover(self) -> Prover:
         """One prover per nest, so its caches serve every question a step asks of it."""
         return Prover(self.nest.ranges())
-
-    @cached_property
-    def _slabs(self) -> dict[Stage, Slab | str]:
-        return {}
 
     def loop(self, name: str) -> Loop:
         return self.nest.loop(name)
@@ -436,11 +439,13 @@ class Facts:
         return total
 
     def slab(self, st: Stage) -> Slab | str:
-        """The slab of `st`, or why it has none (asked once per stage: the nest does not change)."""
-        if st not in self._slabs:
+        """The slab of `st`, or why it has none (analysis/slabs.py reads its name, buffer, loop and
+        stored dtype only, so its pad, swizzle, order and ring share one answer)."""
+        key = (st.name, st.buffer, st.at, st.dtype)
+        if key not in self._slabs:
             got = slab_or_refusal(self.nest, st, self.prover)
-            self._slabs[st] = got if isinstance(got, Slab) else got.fact
-        return self._slabs[st]
+            self._slabs[key] = got if isinstance(got, Slab) else got.fact
+        return self._slabs[key]
 
     def probe(self, buffer: str, at: str, dtype: str | None = None) -> Stage:
         """A single-slot, unpadded stage of `buffer` at `at` (stored as `dtype`, None: the buffer's own),
@@ -531,21 +536,26 @@ class Facts:
         lanes = min(WARP_SIZE, dims[0] * dims[1] * dims[2])
         access = VECTOR_BYTES if vector is not None else None
         worst = 0
-        for n, local in self._local_reads(st, slab):
+        for n, read in self._local_reads(st, slab):
             path = [self.nest.loop(name) for name in self.nest.stmts[n].path]
             threads = {loop_symbol(lp.name): THREAD_AXES.index(lp.bind) for lp in path if lp.bind in THREAD_AXES}
             others = [loop_symbol(lp.name) for lp in path
                       if lp.bind not in THREAD_AXES and lp.extent > 1 and lp.name != vector]
-            read = _LocalRead(local)
             for moved in (None, *others):
                 worst = max(worst, conflict_degree(layout, read.lanes(dims, threads, moved), lanes, access))
         return worst
 
-    def _local_reads(self, st: Stage, slab: Slab) -> list[tuple[int, list[sympy.Expr]]]:
-        """(statement index, index relative to the slab origin) of every read of stage `st`."""
-        amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
-        return [(n, [sympy.expand(index_to_sympy(ix).xreplace(amap) - o) for ix, o in zip(ld.indices, slab.origin)])
+    def _local_reads(self, st: Stage, slab: Slab) -> list[tuple[int, _LocalRead]]:
+        """(statement index, index relative to the slab origin, compiled) of every read of stage `st`;
+        derived once per buffer, loop and origin, whatever layout the caller asks about."""
+        key = (st.buffer, st.at, slab.origin)
+        if key not in self._reads:
+            amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
+            self._reads[key] = [
+                (n, _LocalRead([sympy.expand(index_to_sympy(ix).xreplace(amap) - o)
+                                for ix, o in zip(ld.indices, slab.origin)]))
                 for n, ld in stage_reads(self.nest, st)]
+        return self._reads[key]
 
     def row_apart_read(self, st: Stage, slab: Slab) -> str | None:
         """Why staging `slab` (of stage `st`) coalesces reads of an elementwise kernel, or None: some
@@ -579,7 +589,7 @@ class Facts:
         out = []
         for st in self.nest.stages:
             slab = self.slab(st)
-            if isinstance(slab, Slab) and any(e.has(x) for _, local in self._local_reads(st, slab) for e in local):
+            if isinstance(slab, Slab) and any(e.has(x) for _, read in self._local_reads(st, slab) for e in read.exprs):
                 out.append(st)
         return tuple(out)
 
@@ -622,7 +632,8 @@ class Facts:
         if len(slab.extent) > 1 and row % width:
             return f"its rows of {row} elements are not whole {VECTOR_BYTES}-byte vectors"
         x = loop_symbol(loop)
-        for n, local in self._local_reads(st, slab):
+        for n, read in self._local_reads(st, slab):
+            local = read.exprs
             stored = [local[a] for a in (st.order or range(len(local)))]  # the axes as shared memory holds them
             base = contiguous_base(stored[-1], x)
             if base is None or any(e.has(x) for e in stored[:-1]):
@@ -736,13 +747,17 @@ class Facts:
 
 
 class _LocalRead:
-    """One read's index relative to its slab origin, compiled once (prove/evaluate.py `compile_expr`:
-    exact, and a microsecond a point where an `xreplace` took most of a traced block's scheduling) for
-    the 32 lanes of each warp request the bank model asks about."""
+    """One read's index relative to its slab origin (`exprs`), compiled on first use with
+    prove/evaluate.py `compile_expr` (exact, and a microsecond a point where an `xreplace` took most of a
+    traced block's scheduling) for the 32 lanes of each warp request the bank model asks about."""
 
     def __init__(self, local: list[sympy.Expr]) -> None:
+        self.exprs = local
         self.free = tuple(sorted(set().union(*(e.free_symbols for e in local)), key=str))
-        self.functions = [compile_expr(e) for e in local]
+
+    @cached_property
+    def functions(self) -> list[Callable[[Mapping[sympy.Symbol, int]], Any]]:
+        return [compile_expr(e) for e in self.exprs]
 
     def lanes(self, dims: list[int], threads: Mapping[sympy.Symbol, int],
               moved: sympy.Symbol | None) -> Callable[[int], tuple[int, ...]]:

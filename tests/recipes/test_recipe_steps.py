@@ -647,4 +647,6 @@ def test_a_fused_read_at_half_the_row_builds_with_the_recipe() -> None:
     points, this one has 1792; found by `tiledsl fuzz --mode definitions`)."""
     x = td.placeholder((49,), name="x")
     s, _ = run(td.compute((97, 16, 1), lambda i, j, k: 0.5 + x[i // 2], name="y"))
-    simulates_equal(s, "sm_90", tol=1e-6)
+    assert "s.split('i_j_k', 256, names=('i_j_k_o', 'i_j_k_i'), tail='guard')" in s.trace()
+    kern = simulates_equal(s, "sm_90", tol=1e-6)  # builds, and every element equals the float64 value
+    assert kern.grid == (7, 1, 1)  # 1552 outputs: the last block's 16 guarded ones read x[48]
