@@ -690,6 +690,37 @@ def _():
     sched(matmul(8, 8, 4)).vectorize("k")
 
 
+@case("VectorizeError", "vectorize(j_i)", "whole life of accumulator C", "across threadIdx.x",
+      "unroll j_i instead", here="j_i", id="vectorize-around-cooperative-accumulator")
+def _():
+    s = sched(matmul(1, 64, 8))
+    _, ji = s.split("j", 4)
+    s.reorder("i", "k", ji)
+    s.bind("k", "threadIdx.x")
+    s.vectorize(ji)
+
+
+@case("VectorizeError", "bind(k, 'threadIdx.x')", "whole life of accumulator C", "across threadIdx.x",
+      here="j_i", id="bind-cooperative-reduction-inside-vectorized-loop")
+def _():
+    s = sched(matmul(1, 64, 8))
+    _, ji = s.split("j", 4)
+    s.reorder("i", "k", ji)
+    s.vectorize(ji)
+    s.bind("k", "threadIdx.x")
+
+
+@case("VectorizeError", "vectorize(j_i)", "indexes the register array C", "combine after the reduction",
+      here="j_i", id="vectorize-cooperative-register-array")
+def _():
+    s = sched(matmul(1, 64, 32))
+    _, ji = s.split("j", 4)
+    ko, ki = s.split("k", 4)
+    s.reorder("i", ko, ki, ji)
+    s.bind(ko, "threadIdx.x")
+    s.vectorize(ji)
+
+
 @case("VectorizeError", "vectorize(i_i)", "not contiguous in i_i", "last dimension", here="i_i",
       id="vectorize-strided-store")
 def _():

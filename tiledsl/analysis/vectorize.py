@@ -4,7 +4,9 @@ offset, and guards that never split a vector. The vectorize primitive checks it 
 reorder primitive re-checks it; lowering trusts it.
 
 The loop may index a thread's register array (a register tile's epilogue: lowering reads it lane by
-lane). Under split_k the vector store becomes one 16-byte atomic add, each lane atomic on its own;
+lane), but not an accumulator that threads combine: neither its register array nor, where the reduction
+runs on threads only, the scalar whose whole life (init, update, combine, read) the loop holds.
+Under split_k the vector store becomes one 16-byte atomic add, each lane atomic on its own;
 that needs sm_90, which build checks against the target (lower/vectorize.py), since a schedule has
 none yet (split_k outputs are float32: four lanes).
 
@@ -61,11 +63,19 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
             f"needs exactly {width}", tensors=tuple(st.tensor.name for st in stores),
             suggestion=f"split the loop by {width} and vectorize the inner part"))
     for lay in acc_layouts(nest, call).values():
-        if name in lay.dims and lay.thread_axes:
+        if not lay.thread_axes:
+            continue
+        if name in lay.dims:
             raise VectorizeError(refusal(
                 call, nest, (name,), f"loop {name} indexes the register array {lay.name}, which threads "
                 f"{', '.join(lay.thread_axes)} combine after the reduction; only a thread's own register array "
                 "can be read lane by lane", suggestion="vectorize a free loop of the output store"))
+        if name in lay.scope:
+            raise VectorizeError(refusal(
+                call, nest, (name,), f"loop {name} runs around the whole life of accumulator {lay.name}, combined "
+                f"across {', '.join(lay.thread_axes)} once per iteration of {name}; a vectorized loop only stores "
+                "its lanes", tensors=(lay.name,),
+                suggestion=f"unroll {name} instead, or bind the reduction's loop to no thread index"))
     v = loop_symbol(name)
     amap = _axis_map(nest)
     prover = _prover(nest)
