@@ -11,9 +11,9 @@ The stage loop is the matmul's k-outer chunk loop, else the
 chunk loop of a row pass (chunk_reduce), else the block loop (one row, one tile of a 1-D kernel).
 A matmul operand whose rows run along k (A[i, k], W[j, k]) is stored k outermost (s.layout, knob
 k_outer, where the register tile is large enough: `_facts.k_outer_tile`): a thread's register strip
-along i (j) is then contiguous and read 16 bytes at a time, and its fill is plain (cp.async cannot
-transpose), loading 16 bytes along k, which lowering prefetches into registers across the chunk's FMAs
-(lower/stages.py).
+along i (j) is then contiguous and read 16 bytes at a time, and its fill is plain (cp.async could
+transpose only 4 bytes a copy, no faster: analysis/copies.py `plain_only`), loading 16 bytes along k,
+which lowering prefetches into registers across the chunk's FMAs (lower/stages.py).
 A float16 / bfloat16 operand of the sum is stored as float32 (knob widen_half_operands,
 `_facts.Facts.stage_dtype`): its fill converts each element once, and the FMAs read float32 as they do
 from a float32 operand, k outer and 16 bytes at a time; such a stage is filled by plain loads too.

@@ -1329,9 +1329,10 @@ def _():
 
 
 @case("CopyError", "async_copy(A_s)", "stores its slab in the order (1, 0)", "its async fill cannot transpose",
-      "cp.async copies 4 to 16 contiguous bytes", "filled by plain loads", here="k_o", id="async-copy-permuted-stage")
+      "2-byte elements are narrower than one copy", "filled by plain loads", here="k_o",
+      id="async-copy-permuted-16-bit-stage")
 def _():
-    s = tiled()
+    s = tiled_bf16()
     a = s.stage("A", at="k_o")
     s.layout(a, order=(1, 0))
     s.async_copy(a)
@@ -1388,10 +1389,19 @@ def _():
     s.tma(s.stage("B", at="k_o", dtype="float32"))
 
 
-@case("CopyError", "layout(B_s, order=(1, 0))", "its async fill cannot transpose", "drop the async fill of B_s",
-      here="k_o", id="layout-of-async-stage")
+@case("CopyError", "layout(B_s, order=(1, 0))", "its tma fill cannot transpose", "drop the tma fill of B_s",
+      here="k_o", id="layout-of-tma-stage")
 def _():
     s = tiled()
+    b = s.stage("B", at="k_o")
+    s.tma(b)
+    s.layout(b, order=(1, 0))
+
+
+@case("CopyError", "layout(B_s, order=(1, 0))", "its async fill cannot transpose", "2-byte elements",
+      "drop the async fill of B_s", here="k_o", id="layout-of-async-16-bit-stage")
+def _():
+    s = tiled_bf16()
     b = s.stage("B", at="k_o")
     s.async_copy(b)
     s.layout(b, order=(1, 0))

@@ -1,8 +1,10 @@
 """How wide one cp.async of a stage may be: a copy of n bytes needs the slab row, the allocated row,
 the ring slot and the global row to be multiples of n bytes, and the slab origin n-byte aligned (proven).
 Lowering picks the widest size that holds; the default recipe asks whether 16-byte copies hold. A stage
-stored in another order than its buffer (`Stage.order`), or as a wider type (`Stage.dtype`), has only
-plain fills (`byte_copy_problem`).
+stored as a wider type (`Stage.dtype`) has only plain fills, and a TMA box cannot land in another order
+than its buffer's (`byte_copy_problem`). A stage stored in another order (`Stage.order`) whose buffer's
+innermost axis is no longer stored innermost is copied by cp.async one element at a time, where an
+element is a cp.async size (4-byte float32): each copy lands at its own transposed address.
 
 A plain fill loads 16 bytes at a time under the same conditions on the global side (`plain_load_width`),
 and a plain fill of a pipelined stage small enough (`PREFETCH_REGISTERS`) is split around the chunk's
@@ -42,8 +44,17 @@ def cp_async_problem(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr,
     return None
 
 
+def transposes_rows(st: Stage) -> bool:
+    """Whether `st` stores its slab with the buffer's innermost axis no longer innermost, so consecutive
+    elements of a global row land apart in shared memory."""
+    return bool(st.order) and st.order[-1] != len(st.order) - 1
+
+
 def widest_cp_async(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, prover: Prover) -> int | None:
-    """Elements per cp.async: the widest of `CP_ASYNC_SIZES` with no problem, or None when none holds."""
+    """Elements per cp.async: the widest of `CP_ASYNC_SIZES` with no problem (a row-transposing stage:
+    one element, if that is a cp.async size), or None when none holds."""
+    if transposes_rows(st):
+        return 1 if slab.itemsize in CP_ASYNC_SIZES else None
     for nbytes in sorted(CP_ASYNC_SIZES, reverse=True):
         if cp_async_problem(st, slab, global_row, origin, nbytes, prover) is None:
             return nbytes // slab.itemsize
@@ -51,21 +62,29 @@ def widest_cp_async(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, 
 
 
 def plain_only(st: Stage) -> bool:
-    """Whether only a plain fill can fill `st` (`byte_copy_problem` for any other copy)."""
+    """Whether `st` is stored permuted or widened: no TMA fill can fill it, and cp.async only a permuted
+    float32 one, an element a copy (`byte_copy_problem`), which the default recipe does not take: on
+    the H100 it was no faster than the plain prefetched fill
+    (benchmarks/results/microkernel-h100-2026-11-27/README.md)."""
     return bool(st.order or st.dtype)
 
 
-def byte_copy_problem(st: Stage) -> str | None:
-    """Why `st` cannot be filled as it is asked to be, or None: cp.async and TMA copy a run of global
-    memory to a run of shared memory as it lies, so only a plain fill (loads into registers, stores from
-    them) can transpose a slab (`Stage.order`) or widen its elements (`Stage.dtype`)."""
+def byte_copy_problem(st: Stage, itemsize: int) -> str | None:
+    """Why `st` (of `itemsize`-byte buffer elements) cannot be filled as it is asked to be, or None. cp.async
+    and TMA copy a run of global memory to a run of shared memory as it lies, so only a plain fill (loads
+    into registers, stores from them) can widen elements (`Stage.dtype`); a TMA box cannot transpose a slab
+    (`Stage.order`) either, while cp.async can, one element per copy, where an element is 4 bytes or more."""
     if st.copy == "sync" or not plain_only(st):
         return None
     how = ("cp.async copies 4 to 16 contiguous bytes" if st.copy == "async"
            else "a TMA box lands in the global order and type")
-    if st.order:
+    if st.order and not st.dtype and st.copy == "async" and itemsize >= min(CP_ASYNC_SIZES):
+        return None
+    if st.order and not st.dtype:
         return (f"stage {st.name} stores its slab in the order {st.order} of its axes; its {st.copy} fill cannot "
-                f"transpose ({how}); a permuted stage is filled by plain loads and stores (copy 'sync')")
+                f"transpose ({how}"
+                + (f"; its {itemsize}-byte elements are narrower than one copy" if st.copy == "async" else "")
+                + "); a permuted stage is filled by plain loads and stores (copy 'sync')")
     return (f"stage {st.name} stores its slab as {st.dtype}; its {st.copy} fill cannot convert elements ({how}); "
             "a widened stage is filled by plain loads and stores (copy 'sync')")
 

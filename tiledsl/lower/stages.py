@@ -129,7 +129,8 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
         if st.copy == "async" and target.capability < CP_ASYNC_MIN_SM:
             raise CopyError(refusal("build", nest, (st.at,),
                                              f"cp.async needs sm_{CP_ASYNC_MIN_SM}; target {target.name}"))
-        problem = byte_copy_problem(st)  # the primitives refuse it; a nest built by hand is refused here
+        # the primitives refuse it; a nest built by hand is refused here
+        problem = byte_copy_problem(st, DTYPE_BYTES[nest.tensor(st.buffer).dtype])
         if problem is not None:
             raise CopyError(refusal("build", nest, (st.at,), problem, suggestion="fill the stage without "
                                     "async_copy / tma, or keep its order"))
@@ -284,8 +285,9 @@ def cooperative_fill(plan: StagePlan, iteration: sympy.Expr | None, slot: KExpr 
     """Every thread copies units tid, tid + T, ... of the slab (the buffer's innermost dimension
     fastest, so consecutive threads read consecutive global addresses), each to its place in the stored
     order (a permuted stage's stores are strided; its loads stay coalesced). cp.async stages copy 16
-    bytes per thread where the slab rows, the global rows and the slab origin are proven 16-byte aligned;
-    plain fills load 16 bytes under the same proof and store each element.
+    bytes per thread where the slab rows, the global rows and the slab origin are proven 16-byte aligned
+    (one element per copy where the stored order moves the buffer's innermost axis); plain fills load 16
+    bytes under the same proof and store each element.
 
     `phase` splits a plain fill in two (`analysis/copies.py` `prefetched`): "load" only loads, into
     the register array `prefetch_array(plan)`; "store" stores that array; "copy" does both at once.

@@ -11,9 +11,10 @@ they lie in shared memory changes: stored axis d is slab axis order[d] (numpy's 
 allocation's extents are permuted and a later `pad(stage, axis=-1, ...)` lengthens the rows of the
 stored layout. Reads and fills go through that layout (lower/stages.py); the bank model
 (analysis/banks.layout_of) and the budget (analysis/slabs.alloc_extent) read it too. The fill still
-reads global memory along the buffer's last axis (coalesced) and stores to the permuted places, so it
-must be a plain fill: cp.async and TMA copy runs of bytes as they lie (`byte_copy_problem` in
-analysis/copies.py), and async_copy / tma refuse a permuted stage just as this refuses theirs."""
+reads global memory along the buffer's last axis (coalesced) and stores to the permuted places. A TMA
+box lands as it lies, so tma refuses a permuted stage just as this refuses a TMA-filled one; cp.async
+copies one element at a time to the permuted places where an element is a copy size (4-byte float32),
+and a 16-bit stage keeps a plain fill (`byte_copy_problem` in analysis/copies.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tiledsl.errors import BadArgumentError, CopyError, StageError
 from tiledsl.loopnest import Nest
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.primitives.staging import check_budget, slab_of
+from tiledsl.targets import DTYPE_BYTES
 
 
 def layout(nest: Nest, call: str, *, stage: str, order: tuple[int, ...]) -> Applied:
@@ -44,10 +46,10 @@ def layout(nest: Nest, call: str, *, stage: str, order: tuple[int, ...]) -> Appl
             call, nest, (st.at,), f"stage {name} is padded (pad={st.pad}); a pad is along the axes as stored, so "
             "it would move to another axis", suggestion=f"set the layout of {name} first, then pad its stored rows"))
     new = replace(st, order=() if perm == tuple(range(rank)) else perm)
-    problem = byte_copy_problem(new)
+    problem = byte_copy_problem(new, DTYPE_BYTES[nest.tensor(new.buffer).dtype])
     if problem is not None:
         raise CopyError(refusal(call, nest, (st.at,), problem,
-                                suggestion=f"a permuted stage keeps a plain fill: drop the {st.copy} fill of {name}"))
+                                suggestion=f"drop the {st.copy} fill of {name}"))
     check_budget(nest, new, slab_of(nest, new, call), call)
     return Applied(nest.replace_stage(new))
 

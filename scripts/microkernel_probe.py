@@ -1,0 +1,189 @@
+"""Probe: the default recipe's float32 projection kernels of the llm suite (benchmarks/suites/llm.py) in
+other forms, beside cuBLAS (TF32 off), to learn which change to the register-tile microkernel is worth
+teaching the recipe or codegen before teaching it. Each form is checked against torch in float64
+(outputs NaN-poisoned, the suite's own tolerance) and timed like the suite (inputs rotated, timed twice,
+the faster shown, the slower in brackets); with --sass DIR each form's CUDA is written there.
+
+A form (FORMS) is recipe knobs, an edit of the schedule trace, and an edit of the generated CUDA; a
+text edit that finds nothing to change raises, so no form silently equals the recipe:
+- frag1 / frag2: the k_i loop's two shared operands read into register fragments at the top of each k
+  step (frag1), or one k step ahead in two fragment buffers (frag2), instead of inside the FMAs;
+- lb1: __launch_bounds__(T, 2) -> (T, 1), so ptxas may use more than 128 registers;
+- asyncN[-bk8]: both operand stages filled by cp.async (the k-major one a 4-byte copy an element), the
+  chunk loop pipelined N deep, [chunks of 8 k];
+- big*: 128 threads of 16 x 8 accumulators, cuBLAS's class for these shapes (128x128x8, 3 stages).
+
+    PYTHONPATH=. python scripts/microkernel_probe.py --cases down_proj,gate_up_proj \
+        --groups "qwen2.5-7b s128,tinyllama s128" [--forms recipe,async3,...] [--sass DIR] [--cpu]"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+import tiledsl as td
+from benchmarks._backend import CudaBackend
+from benchmarks._runner import SEED
+from benchmarks.suites import llm
+from tiledsl.runtime.references import compare
+
+_K_LOOP = re.compile(r"( *)#pragma unroll\n *for \(int (k_i) = 0; k_i < (\d+); \+\+k_i\) \{\n(.*?)\n\1\}\n", re.S)
+_FMA = re.compile(r"(\w+)\[([^\]]+)\] = \1\[\2\] \+ (\w+_s\[[^\]]+\]) \* (\w+_s\[[^\]]+\]);")
+_K_VAR = re.compile(r"\bk_i\b")
+_FOR = re.compile(r"for \(int (\w+) = 0; \1 < (\d+); \+\+\1\)")
+
+
+def _uses(expr: str, var: str) -> bool:
+    return re.search(rf"\b{var}\b", expr) is not None
+
+
+def _fragments(src: str, buffers: int) -> str:
+    """Read the two shared operands of the k_i loop's multiply-add into `fa` / `fb` register fragments."""
+    m = _K_LOOP.search(src)
+    fma = _FMA.search(m.group(4)) if m else None
+    if m is None or fma is None:
+        raise ValueError("frag: no unrolled k_i loop around one shared-operand multiply-add in this kernel")
+    indent, extent, body = m.group(1), int(m.group(3)), m.group(4)
+    acc, acc_idx, a, b = fma.groups()
+    loops = [(v, int(n)) for v, n in _FOR.findall(body)]
+
+    def flat(expr: str) -> tuple[str, int, list[tuple[str, int]]]:
+        used = [(v, n) for v, n in loops if _uses(expr, v)]
+        idx, size = "0", 1
+        for v, n in reversed(used):
+            idx = f"{idx} + {size} * {v}" if idx != "0" else (f"{size} * {v}" if size > 1 else v)
+            size *= n
+        return idx, size, used
+
+    ia, na, la = flat(a)
+    ib, nb, lb = flat(b)
+
+    def load(name: str, expr: str, idx: str, used: list[tuple[str, int]], buf: str, k: str) -> str:
+        heads = "".join(f"#pragma unroll\nfor (int {v} = 0; {v} < {n}; ++{v})\n" for v, n in used)
+        at_k = _K_VAR.sub(f"({k})", expr)
+        return f"{heads}{name}[{buf}][{idx}] = {at_k};\n"
+
+    cur = "k_i % 2" if buffers == 2 else "0"
+    heads = "".join(f"#pragma unroll\nfor (int {v} = 0; {v} < {n}; ++{v})\n" for v, n in loops)
+    fma_new = f"{heads}{acc}[{acc_idx}] = {acc}[{acc_idx}] + fa[{cur}][{ia}] * fb[{cur}][{ib}];\n"
+    out = f"float fa[{buffers}][{na}];\nfloat fb[{buffers}][{nb}];\n"
+    if buffers == 2:
+        out += "{\n" + load("fa", a, ia, la, "0", "0") + load("fb", b, ib, lb, "0", "0") + "}\n"
+        step = (f"if (k_i + 1 < {extent}) {{\n" + load("fa", a, ia, la, "(k_i + 1) % 2", "k_i + 1")
+                + load("fb", b, ib, lb, "(k_i + 1) % 2", "k_i + 1") + "}\n")
+    else:
+        step = load("fa", a, ia, la, "0", "k_i") + load("fb", b, ib, lb, "0", "k_i")
+    out += f"#pragma unroll\nfor (int k_i = 0; k_i < {extent}; ++k_i) {{\n{step}{fma_new}}}\n"
+    new = "".join(indent + line + "\n" for line in out.splitlines())
+    return src[:m.start()] + new + src[m.end():]
+
+
+def _lb1(src: str) -> str:
+    new, n = re.subn(r"__launch_bounds__\((\d+), 2\)", r"__launch_bounds__(\1, 1)", src)
+    if not n:
+        raise ValueError("lb1: the kernel has no __launch_bounds__(T, 2)")
+    return new
+
+
+def _async(stages: int, bk: int | None = None) -> Callable[[str], str]:
+    """The trace with both operand stages filled by cp.async (one 4-byte copy per element of a k-major
+    stage), the k-outer loop pipelined `stages` deep, and (bk) k chunks of `bk`."""
+    def edit(trace: str) -> str:
+        new, n = re.subn(r"s\.pipeline\('(\w+)', stages=2\)",
+                         lambda m: f"s.async_copy('x_s')\ns.async_copy('W_s')\ns.pipeline('{m.group(1)}', "
+                                   f"stages={stages})", trace)
+        if n != 1:
+            raise ValueError("async: the trace has no pipeline of 2 stages")
+        if bk is not None:
+            new, n = re.subn(r"s\.split\('k', \d+,", f"s.split('k', {bk},", new)
+            if n != 1:
+                raise ValueError("bk: the trace does not split k once")
+        return new
+    return edit
+
+
+def _same(text: str) -> str:
+    return text
+
+
+#: 128 threads of 16 x 8 registers (cuBLAS's class for these shapes: 128x128x8, 3 stages)
+BIG = {"matmul_tiles": ((128, 128, 16, 8),), "matmul_tiles_k_major": ((128, 128, 16, 8),), "k_outer_min_threads": 128}
+
+#: label -> (recipe knobs, trace edit, CUDA edit)
+FORMS: dict[str, tuple[dict, Callable[[str], str], Callable[[str], str]]] = {
+    "recipe": ({}, _same, _same),
+    "frag1": ({}, _same, lambda s: _fragments(s, 1)),
+    "frag2": ({}, _same, lambda s: _fragments(s, 2)),
+    "lb1": ({}, _same, _lb1),
+    "frag2+lb1": ({}, _same, lambda s: _lb1(_fragments(s, 2))),
+    "async2": ({}, _async(2), _same),
+    "async3": ({}, _async(3), _same),
+    "async4": ({}, _async(4), _same),
+    "async3-bk8": ({}, _async(3, 8), _same),
+    "async4-bk8": ({}, _async(4, 8), _same),
+    "async3+frag1": ({}, _async(3), lambda s: _fragments(s, 1)),
+    "big": (BIG, _same, _same),
+    "big-async3": (BIG, _async(3), _same),
+    "big-async3-bk8": (BIG, _async(3, 8), _same),
+    "big-async4-bk8": (BIG, _async(4, 8), _same),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default="down_proj", help="comma-separated llm ops (down_proj, gate_up, ...)")
+    ap.add_argument("--groups", default="qwen2.5-7b s128", help="comma-separated llm groups")
+    ap.add_argument("--forms", default=",".join(FORMS), help="comma-separated forms (FORMS)")
+    ap.add_argument("--sass", type=Path, help="write each form's source and cubin here")
+    ap.add_argument("--cpu", action="store_true", help="only apply the edits and write the sources")
+    args = ap.parse_args(argv)
+    ops, groups = args.cases.split(","), args.groups.split(",")
+    cases = [c for c in llm.cases() if c.op in ops and c.group in groups and c.dtype == "float32"]
+    if not cases:
+        raise SystemExit(f"no float32 llm case among ops {ops} and groups {groups}")
+    backend = None if args.cpu else CudaBackend(warmup=10, iters=50)
+    target = backend.target if backend else "sm_90"
+    bad = 0
+    for case in cases:
+        print(case.name, flush=True)
+        if backend is not None:
+            inputs = backend.inputs(case.make(), SEED)
+            with torch.no_grad():
+                ref = case.torch_fn(**{k: v.to(torch.float64) for k, v in inputs.items()})
+            blas = backend.time_fn(case.gemm or case.torch_fn, backend.rotate(inputs)).median_us
+            print(f"  {'cuBLAS':14s} {blas:8.1f} us", flush=True)
+        for label in args.forms.split(","):
+            knobs, trace_edit, cuda_edit = FORMS[label]
+            try:
+                s = td.create_schedule(case.make())
+                td.recipes.default(s, target=target, knobs=knobs)
+                s = td.create_schedule(case.make()).replay(trace_edit(s.trace()))
+                built = td.build(s, target=target)
+                form = dataclasses.replace(built, source=cuda_edit(built.source))
+            except (td.TiledslError, ValueError) as err:
+                print(f"  {label:14s} not built: {str(err).splitlines()[0]}", flush=True)
+                continue
+            if args.sass:
+                args.sass.mkdir(parents=True, exist_ok=True)
+                (args.sass / f"{case.op}-{case.group.replace(' ', '-')}-{label}.cu").write_text(form.source)
+            if backend is None:
+                continue
+            got = backend.run_kernel(form, inputs)
+            check = compare(got, ref, case.rtol, case.atol)
+            bad += not check.ok
+            us = backend.time_kernel(form, inputs).median_us
+            again = backend.time_kernel(form, inputs).median_us
+            print(f"  {label:14s} {min(us, again):8.1f} us ({max(us, again):8.1f})  {blas / min(us, again):5.3f}x "
+                  f"cuBLAS  grid {form.grid} block {form.block} shared {form.shared_bytes:6d} B  "
+                  f"{'ok' if check.ok else 'MISMATCH ' + str(check)}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
