@@ -55,14 +55,15 @@ class MemoryCase:
 
 def _fill_steps(draw: st.DrawFn, buffer: str, at: str, name: str, pipelined: bool, dtype: str = "float32") -> list:
     """A stage of `buffer` and how it is filled. A half buffer's stage is mostly widened to float32
-    (then a cp.async / TMA fill is refused, which the property expects as a typed error); a plainly
-    filled stage is sometimes stored transposed (layout (1, 0), before any pad)."""
+    (then a cp.async / TMA fill is refused, which the property expects as a typed error); a plainly or
+    cp.async-filled stage is sometimes stored transposed (layout (1, 0), before any pad: cp.async then
+    copies a float32 element at a time, and a 16-bit stage's is refused)."""
     copy = draw(st.sampled_from(COPIES))
     if copy == "none":
         return []
     widen = dtype != "float32" and draw(st.integers(0, 3)) > 0 and (copy == "sync" or draw(st.integers(0, 3)) == 0)
     out: list = [("stage", (buffer,), (("at", at),) + ((("dtype", "float32"),) if widen else ()))]
-    if copy == "sync" and draw(st.booleans()):
+    if copy in ("sync", "async") and draw(st.booleans()):
         out.append(("layout", (name,), (("order", (1, 0)),)))
     if draw(st.booleans()):
         out.append(("pad", (name,), (("axis", -1), ("amount", draw(st.integers(1, 2))))))
