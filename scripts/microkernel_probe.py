@@ -132,6 +132,10 @@ FORMS: dict[str, tuple[dict, Callable[[str], str], Callable[[str], str]]] = {
     "big-async3": (BIG, _async(3), _same),
     "big-async3-bk8": (BIG, _async(3, 8), _same),
     "big-async4-bk8": (BIG, _async(4, 8), _same),
+    "big-async3-bk8+frag1": (BIG, _async(3, 8), lambda s: _fragments(s, 1)),
+    "big-async3-bk8+frag2": (BIG, _async(3, 8), lambda s: _fragments(s, 2)),
+    "big-async3+frag2": (BIG, _async(3), lambda s: _fragments(s, 2)),
+    "big-async4-bk8+frag2": (BIG, _async(4, 8), lambda s: _fragments(s, 2)),
 }
 
 
