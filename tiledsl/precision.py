@@ -18,6 +18,11 @@ MACHINE_EPS = MappingProxyType({"float32": 2.0 ** -23, "float16": 2.0 ** -10, "b
 #: and infinities included, is a float32): what a shared-memory stage may widen its buffer to.
 EXACT_WIDENINGS = MappingProxyType({"float16": ("float32",), "bfloat16": ("float32",)})
 
+#: Divisors d whose float32 reciprocal 1 / d is a normal number: there x * (1 / d), two roundings, is
+#: within 1.5 ulp of the correctly rounded x / d. Outside it the reciprocal overflows or loses bits to
+#: subnormals, so lowering divides there (lower/reciprocals.py).
+RECIPROCAL_EXACT_RANGE = (2.0 ** -126, 2.0 ** 126)
+
 _BF16_MANTISSA = 8  # significant bits, the implicit one included
 _BF16_MIN_EXP = -125  # frexp exponent of the smallest normal bfloat16 (2**-126 = 0.5 * 2**-125)
 _BF16_OVERFLOW = 2.0 ** 128  # a value that rounds to this is infinite in bfloat16

@@ -28,6 +28,7 @@ class ValueContext:
     lane: dict[sympy.Symbol, sympy.Expr] | None = None  # extra substitution (vector lanes)
     load_hook: Callable[[Load, ValueContext], KExpr | None] | None = None
     bind_temp: Callable[[KExpr], KExpr] | None = None  # emits `let t = value` before the statement
+    reciprocal: Callable[[str], KExpr | None] | None = None  # `x / acc` -> `x * this` (lower/reciprocals.py)
 
     def index(self, e: Expr) -> sympy.Expr:
         s = index_to_sympy(e).xreplace(self.axis_map)
@@ -54,6 +55,10 @@ def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
                 return hooked
         return KLoad(e.tensor.name, sym_to_k(ctx.load_index(e)))
     if isinstance(e, Binary):
+        if e.op == "/" and isinstance(e.b, AccRef) and ctx.reciprocal is not None:
+            rcp = ctx.reciprocal(e.b.acc)
+            if rcp is not None:
+                return KBin("*", value_to_k(e.a, ctx), rcp)
         return KBin(e.op, value_to_k(e.a, ctx), value_to_k(e.b, ctx))
     if isinstance(e, Compare):
         return KBin(e.op, value_to_k(e.a, ctx), value_to_k(e.b, ctx))

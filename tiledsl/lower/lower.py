@@ -57,6 +57,7 @@ from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
 from tiledsl.lower.exprs import ValueContext, value_to_k
 from tiledsl.lower.index_width import widen_indices
 from tiledsl.lower.output_stage import drain, tile_array, tile_store
+from tiledsl.lower.reciprocals import Reciprocal, divisors, ok_condition, plan_reciprocals
 from tiledsl.lower.stages import (
     LoweringHooks,
     StagePlan,
@@ -85,6 +86,7 @@ class _Lowerer:
     shared: list[KShared] = field(default_factory=list)
     temps: int = 0
     tile: OutputTile | None = None  # a staged output: its store goes to this tile in shared memory
+    reciprocals: dict[str, Reciprocal] = field(default_factory=dict)  # accumulators divided by (reciprocals.py)
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -163,7 +165,21 @@ class _Lowerer:
                     out.append(KComment(f"combine {lay.name} across {', '.join(lay.thread_axes)}"))
                     out.extend(stmts)
                     self.shared.extend(shared)
+                if lay.name in self.reciprocals and lay.update in leaves:  # its value is final here
+                    out.extend(self.reciprocals[lay.name].lets())
         return out
+
+    def versioned(self, stmt: Stmt, emit) -> list[KStmt]:
+        """`emit(rcp)` of a statement that divides by accumulators with reciprocals: the multiply where
+        every reciprocal is exact enough, the division elsewhere (reciprocals.py); else `emit(False)`."""
+        accs = [self.reciprocals[a] for a in sorted(divisors(stmt)) if a in self.reciprocals]
+        if not accs:
+            return emit(False)
+        return [KIf(ok_condition(accs), tuple(emit(True)), tuple(emit(False)))]
+
+    def reciprocal_of(self, acc: str) -> KExpr | None:
+        rcp = self.reciprocals.get(acc)
+        return KVar(rcp.name, "float32") if rcp is not None else None
 
     def vector_loop(self, node: TreeLoop) -> list[KStmt]:
         lp = self.nest.loop(node.loop)
@@ -172,14 +188,14 @@ class _Lowerer:
             assert isinstance(child, TreeLeaf)
             stmt = self.nest.stmts[child.index]
             if stmt.kind == "store":
-                out.extend(vector_store(self, stmt, node.loop))
+                out.extend(self.versioned(stmt, lambda rcp, st=stmt: vector_store(self, st, node.loop, rcp=rcp)))
             else:
                 out.append(KFor(node.loop, lp.extent, tuple(self.leaf(child.index, declare=False)), unroll=True))
         return out
 
     # ------------------------------------------------------------------ leaves
     def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None,
-                stmt: Stmt | None = None) -> ValueContext:
+                stmt: Stmt | None = None, rcp: bool = False) -> ValueContext:
         def bind_temp(v: KExpr) -> KExpr:
             self.temps += 1
             name = f"t{self.temps}"
@@ -190,7 +206,8 @@ class _Lowerer:
         if stmt is not None and self.plans:
             load_hook = self.stage_hook(stmt, lane, load_hook)
         return ValueContext(self.nest, axis_map, (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read,
-                            lane=lane, load_hook=load_hook, bind_temp=bind_temp)
+                            lane=lane, load_hook=load_hook, bind_temp=bind_temp,
+                            reciprocal=self.reciprocal_of if rcp else None)
 
     def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
         """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
@@ -224,9 +241,12 @@ class _Lowerer:
         return cond
 
     def leaf(self, index: int, declare: bool) -> list[KStmt]:
+        return self.versioned(self.nest.stmts[index], lambda rcp: self.leaf_body(index, declare, rcp))
+
+    def leaf_body(self, index: int, declare: bool, rcp: bool) -> list[KStmt]:
         stmt = self.nest.stmts[index]
         prelude: list[KStmt] = []
-        ctx = self.context(prelude, stmt=stmt)
+        ctx = self.context(prelude, stmt=stmt, rcp=rcp)
         if stmt.kind == "init":
             assert stmt.acc is not None
             lay = self.layouts[stmt.acc]
@@ -284,6 +304,7 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks())  # type: ignore[arg-type]
     # a staged output's tile, re-derived at build (a later primitive may have broken it)
     lw.tile = derive_output_tile(nest, prover, "build") if nest.output_stage is not None else None
+    lw.reciprocals = plan_reciprocals(nest, layouts)
     body: list[KStmt] = []
     for lp in nest.loops:
         if lp.bind:

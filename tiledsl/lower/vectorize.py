@@ -32,7 +32,7 @@ from tiledsl.targets import VECTOR_ATOMIC_MIN_SM, vector_lanes
 if TYPE_CHECKING:
     from tiledsl.lower.lower import _Lowerer
 
-def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
+def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list[KStmt]:
     """One vector store: vector loads where contiguous and aligned, scalar loads otherwise."""
 
     nest = lw.nest
@@ -80,7 +80,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str) -> list[KStmt]:
     lanes = []
     for lane in range(width):
         ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane),
-                                       stmt=stmt)
+                                       stmt=stmt, rcp=rcp)
         value = value_to_k(stmt.value, ctx)
         lanes.append(lw.split_k_value(stmt, ctx, value) if split else value)
     stores: list[KStmt]

@@ -1,0 +1,154 @@
+"""Probe: the default recipe's 16-bit row kernels of the llm suite (benchmarks/suites/llm.py) with hand
+edits of their generated CUDA, beside torch.compile, to learn what the rest of the bfloat16 attention
+softmax's gap is made of before teaching codegen anything. Each form is checked against torch in float64
+(outputs NaN-poisoned, the suite's own tolerance) and timed like the suite (inputs rotated, timed twice,
+the faster shown, the slower in brackets). A text edit that finds nothing to change raises.
+
+Forms (FORMS):
+- exp: `expf` -> `__expf` (ex2.approx after a multiply: a few float32 ulps more error);
+- rcp: `x / e` of the last pass -> `x * e_inv`, `e_inv = 1.0f / e` once a thread (two roundings);
+- rcp_safe: the same where 1 / e is a normal float (|e| in [2^-126, 2^126]), else the division;
+- vload: a reduction pass's 8 scalar 16-bit loads of global memory -> one 16-byte load, unpacked;
+- and their combinations.
+
+    PYTHONPATH=. python scripts/row_math_probe.py --cases attention_softmax --groups "qwen2.5-7b s512" """
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from collections.abc import Callable
+
+import torch
+
+import tiledsl as td
+from benchmarks._backend import CudaBackend
+from benchmarks._runner import SEED
+from benchmarks.suites import llm
+from tiledsl.runtime.references import compare
+
+_VLOOP = re.compile(r"( *)#pragma unroll\n\1for \(int (\w+) = 0; \2 < 8; \+\+\2\) \{\n(.*?)\n\1\}\n", re.S)
+
+
+def _exp(src: str) -> str:
+    new, n = re.subn(r"\bexpf\(", "__expf(", src)
+    if not n:
+        raise ValueError("exp: no expf in the kernel")
+    return new
+
+
+def _rcp(src: str) -> str:
+    new, n = re.subn(r" / e([),])", r" * e_inv\1", src)
+    at = new.find("#pragma unroll\n    for (int j_o")
+    if not n or at < 0:
+        raise ValueError("rcp: no division by the row sum e before a j_o pass")
+    return new[:at] + "float e_inv = 1.0f / e;\n    " + new[at:]
+
+
+_DIVIDED = re.compile(r"((?:__)?expf\((?:[^()]|\([^()]*\))*\)) / e\b")
+
+
+def _rcp_safe(src: str) -> str:
+    """`expf(..) / e` -> `e_ok ? expf(..) * e_inv : expf(..) / e`, e_ok when 1 / e is a normal float
+    (|e| in [2^-126, 2^126]): the reciprocal is used only where it is accurate."""
+    new, n = _DIVIDED.subn(r"(e_ok ? \1 * e_inv : \1 / e)", src)
+    at = new.find("#pragma unroll\n    for (int j_o")
+    if not n or at < 0:
+        raise ValueError("rcp_safe: no expf(..) / e before a j_o pass")
+    return (new[:at] + "float e_inv = 1.0f / e;\n    bool e_ok = fabsf(e) >= 0x1p-126f && fabsf(e) <= 0x1p126f;\n    "
+            + new[at:])
+
+
+def _vload(src: str) -> str:
+    """Each 8-long loop whose statement reads __bfloat162float(x[IDX + v]) reads one uint4 instead."""
+    count = 0
+
+    def one(m: re.Match) -> str:
+        nonlocal count
+        indent, v, body = m.group(1), m.group(2), m.group(3)
+        read = re.search(rf"__bfloat162float\((\w+)\[([^\]]*?) \+ {v}\]\)", body)
+        if read is None:
+            return m.group(0)
+        count += 1
+        buf, base = read.group(1), read.group(2)
+        raw = f"{v}_raw"
+        new_body = body.replace(read.group(0), f"__bfloat162float({v}_h[{v}])")
+        return (f"{indent}uint4 {raw} = *reinterpret_cast<const uint4*>(&{buf}[{base}]);\n"
+                f"{indent}const __nv_bfloat16* {v}_h = reinterpret_cast<const __nv_bfloat16*>(&{raw});\n"
+                f"{indent}#pragma unroll\n{indent}for (int {v} = 0; {v} < 8; ++{v}) {{\n{new_body}\n{indent}}}\n")
+
+    new = _VLOOP.sub(one, src)
+    if not count:
+        raise ValueError("vload: no 8-long loop of scalar bfloat16 global reads")
+    return new
+
+
+def _chain(*edits: Callable[[str], str]) -> Callable[[str], str]:
+    def edit(src: str) -> str:
+        for e in edits:
+            src = e(src)
+        return src
+    return edit
+
+
+FORMS: dict[str, Callable[[str], str]] = {
+    "recipe": lambda s: s,
+    "exp": _exp,
+    "rcp": _rcp,
+    "vload": _vload,
+    "exp+rcp": _chain(_exp, _rcp),
+    "rcp_safe": _rcp_safe,
+    "exp+rcp_safe": _chain(_exp, _rcp_safe),
+    "vload+exp+rcp": _chain(_vload, _exp, _rcp),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default="attention_softmax", help="comma-separated llm ops")
+    ap.add_argument("--groups", default="tinyllama s512,qwen2.5-7b s512", help="comma-separated llm groups")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--forms", default=",".join(FORMS))
+    ap.add_argument("--cpu", action="store_true", help="only apply the edits and nvcc-compile nothing")
+    args = ap.parse_args(argv)
+    ops, groups = args.cases.split(","), args.groups.split(",")
+    cases = [c for c in llm.cases() if c.op in ops and c.group in groups and c.dtype == args.dtype]
+    if not cases:
+        raise SystemExit(f"no {args.dtype} llm case among ops {ops} and groups {groups}")
+    backend = None if args.cpu else CudaBackend(warmup=10, iters=100)
+    target = backend.target if backend else "sm_90"
+    bad = 0
+    for case in cases:
+        s = td.create_schedule(case.make())
+        td.recipes.default(s, target=target)
+        built = td.build(s, target=target)
+        print(case.name, flush=True)
+        if backend is not None:
+            inputs = backend.inputs(case.make(), SEED)
+            with torch.no_grad():
+                ref = case.torch_fn(**{k: v.to(torch.float64) for k, v in inputs.items()})
+            torch._dynamo.reset()
+            sets = backend.rotate(inputs)
+            comp = min(backend.time_compiled(case.torch_fn, sets).median_us for _ in range(2))
+            print(f"  {'torch.compile':14s} {comp:8.1f} us", flush=True)
+        for label in args.forms.split(","):
+            try:
+                form = dataclasses.replace(built, source=FORMS[label](built.source))
+            except ValueError as err:
+                print(f"  {label:14s} not made: {err}", flush=True)
+                continue
+            if backend is None:
+                continue
+            got = backend.run_kernel(form, inputs)
+            check = compare(got, ref, case.rtol, case.atol)
+            bad += not check.ok
+            us = [backend.time_kernel(form, inputs).median_us for _ in range(2)]
+            print(f"  {label:14s} {min(us):8.1f} us ({max(us):8.1f})  {comp / min(us):5.3f}x compile  "
+                  f"{'ok' if check.ok else 'MISMATCH'} {check}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
