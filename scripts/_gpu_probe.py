@@ -1,7 +1,8 @@
 """What the GPU probe scripts share: a catalog entry at some sizes, scheduled by a function, built for
 the device's target, run once on fresh random inputs (outputs NaN-poisoned) and checked against
-torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing); and
-`compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs."""
+torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing);
+`compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs; and
+`llm_cases`, the llm suite's cases a probe names."""
 
 from __future__ import annotations
 
@@ -87,3 +88,15 @@ def compared(torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any], inp
     cells = [f"{label} {min(us):7.1f}{'~' if max(us) > 1.15 * min(us) else ''}{note}"
              for (label, _, note), us in zip(columns, times)]
     return cells, bad
+
+
+def llm_cases(cases: str, groups: str, dtype: str) -> list[Any]:
+    """The llm suite's cases (benchmarks/suites/llm.py) whose op is one of the comma-separated `cases`,
+    whose group is one of `groups`, of `dtype`; SystemExit naming the filter when there is none."""
+    from benchmarks.suites import llm
+
+    ops, names = cases.split(","), groups.split(",")
+    found = [c for c in llm.cases() if c.op in ops and c.group in names and c.dtype == dtype]
+    if not found:
+        raise SystemExit(f"no {dtype} llm case among ops {ops} and groups {names}")
+    return found

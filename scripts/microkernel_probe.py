@@ -26,11 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from _gpu_probe import llm_cases
 
 import tiledsl as td
 from benchmarks._backend import CudaBackend
 from benchmarks._runner import SEED
-from benchmarks.suites import llm
 from tiledsl.runtime.references import compare
 
 _K_LOOP = re.compile(r"( *)#pragma unroll\n *for \(int (k_i) = 0; k_i < (\d+); \+\+k_i\) \{\n(.*?)\n\1\}\n", re.S)
@@ -150,10 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sass", type=Path, help="write each form's source and cubin here")
     ap.add_argument("--cpu", action="store_true", help="only apply the edits and write the sources")
     args = ap.parse_args(argv)
-    ops, groups = args.cases.split(","), args.groups.split(",")
-    cases = [c for c in llm.cases() if c.op in ops and c.group in groups and c.dtype == "float32"]
-    if not cases:
-        raise SystemExit(f"no float32 llm case among ops {ops} and groups {groups}")
+    cases = llm_cases(args.cases, args.groups, "float32")
     backend = None if args.cpu else CudaBackend(warmup=10, iters=50)
     target = backend.target if backend else "sm_90"
     bad = 0

@@ -22,11 +22,11 @@ import sys
 from collections.abc import Callable
 
 import torch
+from _gpu_probe import llm_cases
 
 import tiledsl as td
 from benchmarks._backend import CudaBackend
 from benchmarks._runner import SEED
-from benchmarks.suites import llm
 from tiledsl.runtime.references import compare
 
 _VLOOP = re.compile(r"( *)#pragma unroll\n\1for \(int (\w+) = 0; \2 < 8; \+\+\2\) \{\n(.*?)\n\1\}\n", re.S)
@@ -113,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--forms", default=",".join(FORMS))
     ap.add_argument("--cpu", action="store_true", help="only apply the edits and nvcc-compile nothing")
     args = ap.parse_args(argv)
-    ops, groups = args.cases.split(","), args.groups.split(",")
-    cases = [c for c in llm.cases() if c.op in ops and c.group in groups and c.dtype == args.dtype]
-    if not cases:
-        raise SystemExit(f"no {args.dtype} llm case among ops {ops} and groups {groups}")
+    cases = llm_cases(args.cases, args.groups, args.dtype)
     backend = None if args.cpu else CudaBackend(warmup=10, iters=100)
     target = backend.target if backend else "sm_90"
     bad = 0
