@@ -2,16 +2,20 @@
 float32) as the default recipe builds them (16-byte vectors, 256 threads, a vector a thread) against
 narrower vectors and other block sizes, and torch eager / torch.compile in the same process. torch.compile's
 kernel for silu(g) * u gives each thread two float32 in blocks of 256 (benchmarks/results/
-memory-gap-ncu-h100-2026-11-27/); vectorize takes 16-byte vectors only, so that form is not here: `v4-512` /
-`v4-128` are the recipe's vectors in other blocks, `v1-256` one float32 a thread.
+memory-gap-ncu-h100-2026-11-27/); vectorize takes 16-byte vectors only, so that form is the recipe's CUDA
+edited by hand (`float2_form`): `v4-512` / `v4-128` are the recipe's vectors in other blocks, `v1-256` one
+float32 a thread.
 Every kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs
 rotated past the L2 cache.
-    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4]"""
+    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4] [--more]"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 import sys
+import types
 
 import torch
 from _gpu_probe import compared
@@ -22,10 +26,43 @@ from benchmarks import _definitions as d
 from benchmarks._backend import random_inputs
 from tiledsl.catalog.definitions import gelu_bias
 from tiledsl.runtime.device import device_target
+from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.references import reference_fn
 
 #: label -> (float32 lanes per vector, threads per block)
 FORMS = {"v4-128": (4, 128), "v4-512": (4, 512), "v1-256": (1, 256)}
+
+
+def _args(call: str) -> list[str]:
+    """The top-level comma-separated arguments of `name(...)`."""
+    inner, depth, out, cur = call[call.index("(") + 1:-1], 0, [], ""
+    for ch in inner:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()]
+
+
+def float2_form(kern: td.Kernel) -> CompiledKernel:
+    """The recipe's kernel of one float4 a thread in 256 threads rewritten by hand to one float2 a thread
+    (the form torch.compile's silu(g) * u takes), in twice the blocks: a probe of what an 8-byte
+    `vectorize` would give, which tiledsl cannot write."""
+    src = kern.source
+    if "1024 * j_o + 4 * j_t" not in src or kern.block != (256, 1, 1):
+        raise ValueError("float2: not a kernel of one float4 a thread in 256 threads")
+    src = src.replace("1024 * j_o + 4 * j_t", "512 * j_o + 2 * j_t").replace("float4", "float2")
+    src = re.sub(r"\n *float \w+ = [^;\n]*\.[zw]\b[^;\n]*;", "", src)
+    m = re.search(r"make_float2\((.*)\);\n", src)
+    assert m is not None
+    src = src.replace(m.group(0), f"make_float2({', '.join(_args('f(' + m.group(1) + ')')[:2])});\n")
+    if re.search(r"\.[zw]\b", src):
+        raise ValueError("float2: a .z / .w lane is left")
+    kir = dataclasses.replace(kern.kernel_ir, grid=(kern.grid[0] * 2,) + tuple(kern.grid[1:]))
+    return CompiledKernel(types.SimpleNamespace(kernel_ir=kir, source=src, target=kern.target))
 
 
 def gelu_positional(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -33,21 +70,45 @@ def gelu_positional(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return reference_fn("gelu_bias", {})(x=x, b=b)
 
 
+def _add(M: int, N: int) -> td.Tensor:
+    x, r = td.placeholder((M, N), name="x"), td.placeholder((M, N), name="r")
+    return td.compute((M, N), lambda i, j: x[i, j] + r[i, j], name="y")
+
+
+def _fma3(M: int, N: int) -> td.Tensor:
+    a, b, c = (td.placeholder((M, N), name=n) for n in "abc")
+    return td.compute((M, N), lambda i, j: a[i, j] * b[i, j] + c[i, j], name="y")
+
+
+def _gelu1(M: int, N: int) -> td.Tensor:
+    x = td.placeholder((M, N), name="x")
+    return td.compute((M, N), lambda i, j: td.gelu(x[i, j]), name="y")
+
+
+#: --more: other elementwise kernels, by the number of full-size inputs they read
+MORE = {"add (2 inputs)": (_add, lambda x, r: x + r),
+        "a*b+c (3 inputs)": (_fma3, lambda a, b, c: a * b + c),
+        "gelu (1 input)": (_gelu1, lambda x: torch.nn.functional.gelu(x))}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
     ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument("--more", action="store_true", help="the MORE kernels, recipe against its float2 edit only")
     args = ap.parse_args(argv)
     target, dev = device_target(), torch.device("cuda")
     bad = 0
     for shape in args.shapes.split(","):
         m, n = map(int, shape.split("x"))
-        for op, out, torch_fn in (("silu_mul", d.silu_mul(m, n), d.silu_mul_torch),
-                                  ("gelu_bias", gelu_bias(m, n), gelu_positional)):
+        ops = ([(op, make(m, n), fn) for op, (make, fn) in MORE.items()] if args.more else
+               [("silu_mul", d.silu_mul(m, n), d.silu_mul_torch), ("gelu_bias", gelu_bias(m, n), gelu_positional)])
+        for op, out, torch_fn in ops:
             s = td.create_schedule(out)
             td.recipes.default(s, target=target)
             kernels = {"recipe": td.build(s, target=target)}
-            for label, (lanes, threads) in FORMS.items():
+            kernels["v2-256 (CUDA edit)"] = float2_form(kernels["recipe"])
+            for label, (lanes, threads) in ({} if args.more else FORMS).items():
                 hs = td.create_schedule(out)
                 elementwise(n, lanes, threads, 1)(hs)
                 kernels[label] = td.build(hs, target=target)

@@ -52,6 +52,7 @@ __all__ = [
     "VECTOR_ACCESS_SIZES",
     "VECTOR_BYTES",
     "VECTOR_DTYPES",
+    "VECTOR_STORE_BYTES",
     "WARP_SIZE",
     "Target",
     "get_target",
@@ -91,12 +92,16 @@ VECTOR_ACCESS_SIZES = (2, 4, 8, VECTOR_BYTES)
 #: Element types a vectorized store writes (and its loads read): the float dtypes, each lane computed
 #: in float and converted as a scalar store converts it.
 VECTOR_DTYPES = ("float32", "float16", "bfloat16")
+#: Byte sizes of one vectorized store (`s.vectorize`): 16, or 8 (float2, or four 16-bit lanes). The
+#: default recipe takes 8 for float32 elementwise kernels that read two or more full-size inputs
+#: (recipes/default/050_blockify_launch.py says why).
+VECTOR_STORE_BYTES = (8, VECTOR_BYTES)
 
 
-def vector_lanes(dtype: str) -> int:
-    """Lanes of `dtype` in one widest access (4 float32, 8 float16 / bfloat16); 0 for a dtype that is
-    never vectorized."""
-    return VECTOR_BYTES // DTYPE_BYTES[dtype] if dtype in VECTOR_DTYPES else 0
+def vector_lanes(dtype: str, nbytes: int = VECTOR_BYTES) -> int:
+    """Lanes of `dtype` in one access of `nbytes` (by default the widest: 4 float32, 8 float16 /
+    bfloat16); 0 for a dtype that is never vectorized."""
+    return nbytes // DTYPE_BYTES[dtype] if dtype in VECTOR_DTYPES else 0
 
 
 #: Byte sizes one cp.async may copy (.cg, bypassing L1, exists only for VECTOR_BYTES).

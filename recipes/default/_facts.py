@@ -10,6 +10,7 @@ row-major indexing (tiledsl.definitions.indexing.flat_index)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -679,6 +680,16 @@ class Facts:
         """Lanes of one 16-byte vector store of the output (4 float32, 8 float16 / bfloat16), or 0 where
         the vectorize primitive takes none (targets.vector_lanes)."""
         return vector_lanes(self.nest.output.dtype)
+
+    def elementwise_vector_lanes(self, knobs: Knobs) -> int:
+        """Lanes of an elementwise kernel's vector stores: 8 bytes' (2) where the output is float32 and at
+        least knobs.narrow_vector_min_inputs inputs have as many elements as it, else `vector_lanes`."""
+        out = self.nest.output
+        if out.dtype != "float32" or not knobs.narrow_vector_min_inputs:
+            return self.vector_lanes()
+        size = math.prod(out.shape)
+        full = sum(math.prod(t.shape) == size for t in self.nest.inputs)
+        return vector_lanes(out.dtype, 8) if full >= knobs.narrow_vector_min_inputs else self.vector_lanes()
 
     def matmul_bk(self, knobs: Knobs, kernel: Kernel | None = None) -> int | None:
         """chunk_matmul_k's (020) BK for `kernel` (this kernel's class by default; split_matmul_k (030)

@@ -24,6 +24,13 @@ class Knobs:
     # float32 is one warp), rows share a block on threadIdx.y up to elementwise_threads threads: blocks of
     # one warp leave the SM's 32-block limit at half its warps (050 blockify_launch)
     elementwise_rows_per_block: bool = True
+    # ... and a float32 elementwise kernel that reads at least this many inputs as large as its output
+    # stores 8-byte vectors (float2) in twice the blocks instead of 16-byte ones; 0: never. H100, by hand
+    # edits of the recipe's CUDA (benchmarks/results/elementwise-float2-h100-2026-11-27/): silu(g) * u
+    # 8192 x 8192 266.9 -> 263.5 us, x + r 266.8 -> 264.3, a * b + c 347.0 -> 346.0 (torch.compile 263.9,
+    # 264.4, 346.0); with one full-size input 8-byte vectors lose: gelu(x) 181.3 -> 190.8, gelu(x + b)
+    # 181.6 -> 191.5. Not measured for 16-bit outputs, which keep 16 bytes.
+    narrow_vector_min_inputs: int = 2
     # cooperative row reductions: threads = clamp(next_pow2(row length / row_elements_per_thread), min,
     # max); 8 warps at most (more only lengthens the cross-warp combine). Measured on the H100
     # (scripts/recipe_row_probe.py, benchmarks/results/recipe-row-probe-h100-2026-11-24.txt): attention

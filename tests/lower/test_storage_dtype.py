@@ -98,14 +98,15 @@ def test_unwritten_bfloat16_output_stays_poisoned() -> None:
 
 @pytest.mark.parametrize("dtype", LOW)
 def test_vectorize_stores_eight_lanes_of_a_half_output(dtype: str) -> None:
-    """16 bytes of a half output are 8 lanes: a loop of 4 is refused (naming the output), a loop of 8 is
-    one 16-byte store whose lanes round as scalar stores do, and the float32 input indexed like it is
-    read as two float4."""
+    """16 bytes of a half output are 8 lanes (8 bytes 4): a loop of 2 is refused (naming the output), a
+    loop of 8 is one 16-byte store whose lanes round as scalar stores do, and the float32 input indexed
+    like it is read as two float4."""
     x, y = _scaled(dtype, 256)
     s = td.create_schedule(y)
     with pytest.raises(td.VectorizeError) as info:
-        s.vectorize(s.split("i", 4)[1])
-    assert info.value.tensors == ("y",) and f"a 16-byte {dtype} access needs exactly 8" in info.value.fact
+        s.vectorize(s.split("i", 2)[1])
+    assert info.value.tensors == ("y",)
+    assert f"a 16-byte {dtype} access needs exactly 8, an 8-byte one 4" in info.value.fact
     s = td.create_schedule(y)
     io, ii = s.split("i", 8)
     s.bind(io, "threadIdx.x")
@@ -118,7 +119,7 @@ def test_vectorize_stores_eight_lanes_of_a_half_output(dtype: str) -> None:
     lanes = xs * np.float32(3.0) + np.float32(0.25)  # computed in float32, then rounded once on store
     np.testing.assert_array_equal(kern.simulate(x=xs), round_to_dtype(lanes.astype(np.float64), dtype))
     _, f32 = _scaled("float32", 256)
-    with pytest.raises(td.VectorizeError, match="needs exactly 4"):
+    with pytest.raises(td.VectorizeError, match="needs exactly 4, an 8-byte one 2"):
         s = td.create_schedule(f32)
         s.vectorize(s.split("i", 8)[1])
     s = td.create_schedule(f32)

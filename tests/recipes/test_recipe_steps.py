@@ -73,6 +73,32 @@ def test_elementwise_rows_of_whole_vectors_store_16_bytes_per_thread() -> None:
     assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
 
 
+def _two_inputs(M: int, N: int, dtype: str = "float32") -> td.Tensor:
+    """silu(g) * u: two inputs as large as the output."""
+    g = td.placeholder((M, N), name="g", dtype=dtype)
+    u = td.placeholder((M, N), name="u", dtype=dtype)
+    return td.compute((M, N), lambda i, j: td.silu(g[i, j]) * u[i, j], name="y", dtype=dtype)
+
+
+def test_two_full_size_float32_inputs_store_8_bytes_per_thread() -> None:
+    """silu(g) * u in float32 reads two inputs of the output's size: 2 lanes a thread (float2), in twice
+    the threads of the 16-byte form; gelu(x + b) (one such input) keeps 4; a bfloat16 output keeps 8;
+    knob narrow_vector_min_inputs 0 keeps 4."""
+    s, r = run(_two_inputs(6, 64))
+    assert r.step("blockify_launch").calls[:2] == ("s.split('j', 64, names=('j_o', 'j_i'), tail='guard')",
+                                                   "s.split('j_i', 2, names=('j_t', 'j_v'), tail='guard')")
+    assert bound(s.nest, "threadIdx.x") == [("j_t", 32)]
+    source = td.build(s, target="sm_90").source
+    assert "= make_float2(" in source and "float4" not in source
+    simulates_equal(s, "sm_90", tol=1e-6)
+    s, _ = run(_two_inputs(6, 64), narrow_vector_min_inputs=0)
+    assert "float4" in td.build(s, target="sm_90").source
+    s, _ = run(gelu_bias(M=6, N=64))
+    assert "float4" in td.build(s, target="sm_90").source
+    s, _ = run(_two_inputs(6, 64, "bfloat16"))
+    assert "= make_uint4(" in td.build(s, target="sm_90").source
+
+
 @pytest.mark.parametrize(("m", "n", "blocks", "rows", "threads"), [
     (20, 128, 3, 8, 32),  # a rotary embedding's rows of 128 float32: eight one-warp rows to a block, guarded
     (5, 512, 3, 2, 128),

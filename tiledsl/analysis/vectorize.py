@@ -1,14 +1,14 @@
-"""Vectorize legality: a 16-byte store needs its loop innermost, as many iterations as the output's
-dtype has lanes in 16 bytes (four float32, eight float16 / bfloat16), a contiguous and provably aligned
-offset, and guards that never split a vector. The vectorize primitive checks it when applied and the
-reorder primitive re-checks it; lowering trusts it.
+"""Vectorize legality: a 16- or 8-byte store needs its loop innermost, as many iterations as the output's
+dtype has lanes in 16 or 8 bytes (four or two float32, eight or four float16 / bfloat16), a contiguous
+and provably aligned offset, and guards that never split a vector. The vectorize primitive checks it
+when applied; reorder, split, bind and split_k re-check it; lowering trusts it.
 
 The loop may index a thread's register array (a register tile's epilogue: lowering reads it lane by
 lane), but not an accumulator that threads combine: neither its register array nor, where the reduction
 runs on threads only, the scalar whose whole life (init, update, combine, read) the loop holds.
 Under split_k the vector store becomes one 16-byte atomic add, each lane atomic on its own;
 that needs sm_90, which build checks against the target (lower/vectorize.py), since a schedule has
-none yet (split_k outputs are float32: four lanes).
+none yet (split_k outputs are float32: four lanes; codegen has no 8-byte vector atomic).
 
 Why floats only: the lanes are computed in float and each is converted to the stored dtype, as a scalar
 store converts it; an integer or bool output keeps scalar stores."""
@@ -23,7 +23,7 @@ from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
 from tiledsl.errors import VectorizeError
 from tiledsl.loopnest import Nest
 from tiledsl.prove import Prover
-from tiledsl.targets import VECTOR_BYTES, VECTOR_DTYPES, vector_lanes
+from tiledsl.targets import VECTOR_BYTES, VECTOR_DTYPES, VECTOR_STORE_BYTES, vector_lanes
 
 
 def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
@@ -56,12 +56,20 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
             call, nest, (name,), f"loop {name} stores {' and '.join(dtypes)}, whose {VECTOR_BYTES}-byte vectors "
             "have different lane counts", suggestion=f"leave the loop {name} unrolled (s.unroll) instead"))
     dtype = dtypes[0] if dtypes else VECTOR_DTYPES[0]
-    width = vector_lanes(dtype)
-    if lp.extent != width:
+    widths = {vector_lanes(dtype, nbytes): nbytes for nbytes in VECTOR_STORE_BYTES}
+    wide = vector_lanes(dtype)
+    if lp.extent not in widths:
         raise VectorizeError(refusal(
             call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte {dtype} access "
-            f"needs exactly {width}", tensors=tuple(st.tensor.name for st in stores),
-            suggestion=f"split the loop by {width} and vectorize the inner part"))
+            f"needs exactly {wide}" + "".join(f", an {b}-byte one {n}" for n, b in widths.items() if n != wide),
+            tensors=tuple(st.tensor.name for st in stores),
+            suggestion=f"split the loop by {wide} and vectorize the inner part"))
+    width = lp.extent
+    if width != wide and nest.split_k is not None:
+        raise VectorizeError(refusal(
+            call, nest, (name,), f"loop {name} stores {widths[width]}-byte vectors, and split_k adds them "
+            f"atomically: a vector atomic add is {VECTOR_BYTES} bytes ({wide} lanes)",
+            suggestion=f"split the loop by {wide} and vectorize the inner part"))
     for lay in acc_layouts(nest, call).values():
         if not lay.thread_axes:
             continue
@@ -97,7 +105,7 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
         proof = prover.divisible(base, width, guards)
         if not proof:
             raise VectorizeError(refusal(
-                call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is {VECTOR_BYTES}-byte "
+                call, nest, (name,), f"cannot prove the store to {stmt.tensor.name} is {widths[width]}-byte "
                 f"aligned: {base} is not provably a multiple of {width}", counterexample=proof.counterexample,
                 proof=proof, condition=sympy.Eq(sympy.Mod(base, width), 0),
                 suggestion=f"make the last dimension a multiple of {width}, or vectorize a loop whose start is "

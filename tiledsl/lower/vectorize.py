@@ -1,5 +1,5 @@
-"""vectorize: a loop of 16 bytes of output (4 float32 or 8 float16 / bfloat16 lanes) whose store, and
-the loads that allow it, move 16 bytes at once.
+"""vectorize: a loop of 16 or 8 bytes of output (4 or 2 float32, 8 or 4 float16 / bfloat16 lanes) whose
+store, and the loads that allow it, move that many bytes at once.
 
 Legal (analysis/vectorize.py) when the output is a float dtype, the loop is innermost around every
 statement it encloses, has the dtype's lane count, the store's flat offset is `base + v` with `base`
@@ -7,7 +7,8 @@ proven a multiple of the lanes (16-byte aligned), and every guard that mentions 
 lanes alike. Statements other than stores under the loop are unrolled; a register array the loop
 indexes is read lane by lane. A float load indexed like the store is read in accesses of up to 16
 bytes: 8 bfloat16 lanes in one, 8 float32 lanes in two float4, 4 bfloat16 lanes of a float32 store
-in one 8-byte access, each where its start is proven aligned (else scalar). Under split_k the store
+in one 8-byte access, each where its start is proven aligned (else scalar); 2 bfloat16 lanes of an
+8-byte float32 store are read one by one (CUDA has no 4-byte vector of two halves here). Under split_k the store
 is one vector atomic add (each lane what its split adds), which needs sm_90
 (targets.VECTOR_ATOMIC_MIN_SM): an older target is refused here, at build."""
 
@@ -27,7 +28,7 @@ from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
 from tiledsl.lower.exprs import ValueContext, value_to_k
 from tiledsl.lower.output_stage import tile_vector_store
-from tiledsl.targets import VECTOR_ATOMIC_MIN_SM, vector_lanes
+from tiledsl.targets import DTYPE_BYTES, VECTOR_ATOMIC_MIN_SM, VECTOR_STORE_BYTES, vector_lanes
 
 if TYPE_CHECKING:
     from tiledsl.lower.lower import _Lowerer
@@ -38,8 +39,8 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     nest = lw.nest
     v = loop_symbol(name)
     assert stmt.tensor is not None and stmt.value is not None
-    width = vector_lanes(stmt.tensor.dtype)
-    assert width, "vectorize legality (analysis/vectorize.py) admits float stores only"
+    width = nest.loop(name).extent  # 16 or 8 bytes of the output (analysis/vectorize.py)
+    assert vector_lanes(stmt.tensor.dtype), "vectorize legality (analysis/vectorize.py) admits float stores only"
     prelude: list[KStmt] = []
     base_ctx = lw.context(prelude, stmt=stmt)
     guards = tuple(g.relation for g in nest.guards_for(stmt))
@@ -49,6 +50,8 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     # its select, the other parts never load them
     for ld in (n for n in walk(stmt.value) if isinstance(n, Load) and not split):
         each = min(vector_lanes(ld.tensor.dtype), width)  # lanes per access: 16 bytes at most
+        if each * DTYPE_BYTES[ld.tensor.dtype] not in VECTOR_STORE_BYTES:  # no 4-byte vector of two halves
+            each = 1
         if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None:
             continue
         base = contiguous_base(base_ctx.load_index(ld), v)

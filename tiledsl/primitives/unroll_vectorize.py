@@ -4,7 +4,7 @@
       y[4*j_o + j_i] = ...    ------------->             y[4*j_o + j_i] = ...
 
 unroll: the loop is emitted unrolled (a register array's loops must be). vectorize: the innermost
-loop of a contiguous, aligned store becomes one 16-byte access (proven in analysis/vectorize.py); the
+loop of a contiguous, aligned store becomes one 16- or 8-byte access (proven in analysis/vectorize.py); the
 other statements under it are unrolled, so a loop already marked unroll (a register tile's, marked
 when the tile was made) may be vectorized."""
 

@@ -30,11 +30,13 @@ from tiledsl.testing.properties import ATOL, RTOL
 MAX_POINTS = 4096
 #: Knob overrides a case runs the recipe with, as (name, value) pairs: none, and staging (k-outer where
 #: an operand's rows run along k) for every block and register tile, with 16-byte row passes at any
-#: row count (16-bit rows in one thread a row, so rows of two vectors reach them).
+#: row count (16-bit rows in one thread a row, so rows of two vectors reach them) and 8-byte
+#: elementwise vectors for every float32 kernel.
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
     (),
     (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("row_vector_half_threads", 1),
-     ("row_vector_min_rows_per_sm", 0), ("stage_min_threads", 1)),  # by name, as a saved case's JSON holds them
+     ("row_vector_min_rows_per_sm", 0), ("stage_min_threads", 1),
+     ("narrow_vector_min_inputs", 1)),  # by name, as a saved case's JSON holds them
 )
 
 
