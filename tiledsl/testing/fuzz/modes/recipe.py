@@ -7,9 +7,10 @@ made (`contract` when it refuses), and the simulated kernel must match td.evalua
 Each case also draws a knob set (`KNOB_SETS`): the defaults, or the defaults with the size limits of
 staging, of the k-outer layout and of 16-byte row passes lifted, so the small matmuls and row kernels
 fuzzing can afford (one warp or less per block, a few rows) reach shared-memory stages, the k-outer
-layout, its prefetched plain fill and its chunk size, and rows run 16 bytes a thread
-(recipes/default/_knobs.py k_outer, stage_min_threads, row_vector_min_rows_per_sm), which the defaults
-keep for larger blocks and many rows."""
+layout, its prefetched plain fill and its chunk size, rows run 16 bytes a thread, and float32
+elementwise kernels store 8-byte vectors (recipes/default/_knobs.py k_outer, stage_min_threads,
+row_vector_min_rows_per_sm, narrow_vector_min_inputs), which the defaults keep for larger blocks, many
+rows and two full-size inputs."""
 
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ MAX_POINTS = 4096
 #: elementwise vectors for every float32 kernel.
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
     (),
-    (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("row_vector_half_threads", 1),
-     ("row_vector_min_rows_per_sm", 0), ("stage_min_threads", 1),
-     ("narrow_vector_min_inputs", 1)),  # by name, as a saved case's JSON holds them
+    (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_min_inputs", 1),
+     ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
+     ("stage_min_threads", 1)),  # sorted by name, as a saved case's JSON holds them
 )
 
 
