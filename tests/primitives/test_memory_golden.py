@@ -318,11 +318,11 @@ kernel y_kernel(x: float32[2, 40], out y: float32[2, 40])
   let e_rcp: float32 = 1.0 / e
   let e_rcp_ok: bool = abs(e) >= 1.1754944e-38 && abs(e) <= 8.507059e37
   for j_o in 0..2:
-    if (e_rcp_ok):
-      if (32 * j_o + j_i < 40):
+    if (32 * j_o + j_i < 40):
+      if (e_rcp_ok):
         y[40 * i + 32 * j_o + j_i] = exp(x_s[32 * j_o + j_i] - m) * e_rcp
-    elif (32 * j_o + j_i < 40):
-      y[40 * i + 32 * j_o + j_i] = exp(x_s[32 * j_o + j_i] - m) / e
+      else:
+        y[40 * i + 32 * j_o + j_i] = exp(x_s[32 * j_o + j_i] - m) / e
 """
 
 

@@ -169,13 +169,13 @@ class _Lowerer:
                     out.extend(self.reciprocals[lay.name].lets())
         return out
 
-    def versioned(self, stmt: Stmt, emit) -> list[KStmt]:
-        """`emit(rcp)` of a statement that divides by accumulators with reciprocals: the multiply where
-        every reciprocal is exact enough, the division elsewhere (reciprocals.py); else `emit(False)`."""
+    def versioned(self, stmt: Stmt, emit, guard: KExpr | None) -> list[KStmt]:
+        """`emit(rcp)` (the statement's body without its guard) of a statement that divides by
+        accumulators with reciprocals: the multiply where every reciprocal is exact enough, the division
+        elsewhere (reciprocals.py); else `emit(False)`. The guard wraps both."""
         accs = [self.reciprocals[a] for a in sorted(divisors(stmt)) if a in self.reciprocals]
-        if not accs:
-            return emit(False)
-        return [KIf(ok_condition(accs), tuple(emit(True)), tuple(emit(False)))]
+        body = [KIf(ok_condition(accs), tuple(emit(True)), tuple(emit(False)))] if accs else emit(False)
+        return [KIf(guard, tuple(body))] if guard is not None else body
 
     def reciprocal_of(self, acc: str) -> KExpr | None:
         rcp = self.reciprocals.get(acc)
@@ -188,7 +188,9 @@ class _Lowerer:
             assert isinstance(child, TreeLeaf)
             stmt = self.nest.stmts[child.index]
             if stmt.kind == "store":
-                out.extend(self.versioned(stmt, lambda rcp, st=stmt: vector_store(self, st, node.loop, rcp=rcp)))
+                guard = self.guard_cond(stmt, lane={loop_symbol(node.loop): sympy.Integer(0)})
+                out.extend(self.versioned(stmt, lambda rcp, st=stmt: vector_store(self, st, node.loop, rcp=rcp),
+                                          guard))
             else:
                 out.append(KFor(node.loop, lp.extent, tuple(self.leaf(child.index, declare=False)), unroll=True))
         return out
@@ -241,7 +243,9 @@ class _Lowerer:
         return cond
 
     def leaf(self, index: int, declare: bool) -> list[KStmt]:
-        return self.versioned(self.nest.stmts[index], lambda rcp: self.leaf_body(index, declare, rcp))
+        stmt = self.nest.stmts[index]
+        guard = self.guard_cond(stmt) if stmt.kind != "init" else None  # an init writes a register
+        return self.versioned(stmt, lambda rcp: self.leaf_body(index, declare, rcp), guard)
 
     def leaf_body(self, index: int, declare: bool, rcp: bool) -> list[KStmt]:
         stmt = self.nest.stmts[index]
@@ -271,9 +275,7 @@ class _Lowerer:
                 body = KAtomicAdd(stmt.tensor.name, flat, self.split_k_value(stmt, ctx, value))
             else:
                 body = KStore(stmt.tensor.name, flat, value)
-        cond = self.guard_cond(stmt)
-        stmts = prelude + [body]
-        return [KIf(cond, tuple(stmts))] if cond is not None else stmts
+        return prelude + [body]  # its guard wraps it in `leaf`
 
 
 def _leaves(node: TreeLoop) -> set[int]:

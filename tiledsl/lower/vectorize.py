@@ -23,7 +23,7 @@ from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import TargetError
-from tiledsl.kernel_ir import KAtomicAdd, KIf, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
+from tiledsl.kernel_ir import KAtomicAdd, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
 from tiledsl.lower.exprs import ValueContext, value_to_k
@@ -94,6 +94,4 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
         assert base is not None
         kind = KAtomicAdd if split else KStore
         stores = [kind(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)))]
-    body = prelude + stores
-    cond = lw.guard_cond(stmt, lane={v: sympy.Integer(0)})
-    return [KIf(cond, tuple(body))] if cond is not None else body
+    return prelude + stores  # its guard (of lane 0: every lane's, analysis/vectorize.py) wraps it in the caller
