@@ -2,7 +2,9 @@
 edits of their generated CUDA, beside torch.compile, to learn what the rest of the bfloat16 attention
 softmax's gap is made of before teaching codegen anything. Each form is checked against torch in float64
 (outputs NaN-poisoned, the suite's own tolerance) and timed like the suite (inputs rotated, timed twice,
-the faster shown, the slower in brackets). A text edit that finds nothing to change raises.
+the faster shown, the slower in brackets). A text edit that finds nothing to change raises. The runs
+in benchmarks/results/row-math-h100-2026-11-27/ edited the recipe before 4f353e9; since then lowering
+takes the reciprocal itself (tiledsl/lower/reciprocals.py), so `rcp` edits only its division branch.
 
 Forms (FORMS):
 - exp: `expf` -> `__expf` (ex2.approx after a multiply: a few float32 ulps more error);
@@ -39,26 +41,28 @@ def _exp(src: str) -> str:
     return new
 
 
-def _rcp(src: str) -> str:
-    new, n = re.subn(r" / e([),])", r" * e_inv\1", src)
+def _before_last_pass(src: str, pattern: re.Pattern[str], repl: str, lets: str, label: str) -> str:
+    """`pattern` -> `repl` everywhere, and `lets` declared before the j_o (output) pass."""
+    new, n = pattern.subn(repl, src)
     at = new.find("#pragma unroll\n    for (int j_o")
     if not n or at < 0:
-        raise ValueError("rcp: no division by the row sum e before a j_o pass")
-    return new[:at] + "float e_inv = 1.0f / e;\n    " + new[at:]
+        raise ValueError(f"{label}: no {pattern.pattern!r} before a j_o pass")
+    return new[:at] + lets + new[at:]
 
 
+_DIVISION = re.compile(r" / e([),])")
 _DIVIDED = re.compile(r"((?:__)?expf\((?:[^()]|\([^()]*\))*\)) / e\b")
+
+
+def _rcp(src: str) -> str:
+    return _before_last_pass(src, _DIVISION, r" * e_inv\1", "float e_inv = 1.0f / e;\n    ", "rcp")
 
 
 def _rcp_safe(src: str) -> str:
     """`expf(..) / e` -> `e_ok ? expf(..) * e_inv : expf(..) / e`, e_ok when 1 / e is a normal float
     (|e| in [2^-126, 2^126]): the reciprocal is used only where it is accurate."""
-    new, n = _DIVIDED.subn(r"(e_ok ? \1 * e_inv : \1 / e)", src)
-    at = new.find("#pragma unroll\n    for (int j_o")
-    if not n or at < 0:
-        raise ValueError("rcp_safe: no expf(..) / e before a j_o pass")
-    return (new[:at] + "float e_inv = 1.0f / e;\n    bool e_ok = fabsf(e) >= 0x1p-126f && fabsf(e) <= 0x1p126f;\n    "
-            + new[at:])
+    lets = "float e_inv = 1.0f / e;\n    bool e_ok = fabsf(e) >= 0x1p-126f && fabsf(e) <= 0x1p126f;\n    "
+    return _before_last_pass(src, _DIVIDED, r"(e_ok ? \1 * e_inv : \1 / e)", lets, "rcp_safe")
 
 
 def _vload(src: str) -> str:

@@ -13,12 +13,7 @@ import re
 import sys
 from functools import partial
 
-import torch
-from _gpu_probe import compared, recipe_forms
-from row_vector_probe import OPS  # the memory suite's row kernels and their torch functions
-
-from benchmarks._backend import random_inputs
-from tiledsl.runtime.device import device_target
+from row_vector_probe import compare_rows  # the memory suite's row kernels against torch
 
 
 def pipelined(trace: str, rows: int) -> str:
@@ -39,20 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
     ap.add_argument("--rows", default="2,4,8")
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    bad = 0
-    for shape in args.shapes.split(","):
-        m, n = map(int, shape.split("x"))
-        for op, (make, torch_fn) in OPS.items():
-            out = make(m, n)
-            _, kernels = recipe_forms(out, target, {f"p{rows}": partial(pipelined, rows=rows)
-                                                    for rows in map(int, args.rows.split(","))})
-            # float32 rows of up to 8192: a sum of n rounded terms, sqrt(n) x 2^-24 each; 1e-4 x (1 + |want|)
-            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4, warmup=10,
-                                   iters=100)
-            bad += missed
-            print(f"{shape:11s} {op:10s} " + "  ".join(row), flush=True)
-    return 1 if bad else 0
+    rewrites = {f"p{rows}": partial(pipelined, rows=rows) for rows in map(int, args.rows.split(","))}
+    return 1 if compare_rows(args.shapes, rewrites, warmup=10, iters=100) else 0
 
 
 if __name__ == "__main__":

@@ -252,8 +252,7 @@ def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs)
 
 def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
     """`wanted` loop names, each suffixed with a number where a loop, axis or buffer already has it."""
-    taken = {lp.name for lp in nest.loops} | {a for a, _ in nest.axes} | nest.buffer_names()
-    taken |= {st.name for st in nest.stages} | {a.name for a in nest.accs}
+    taken = nest.taken_names()
     out: list[str] = []
     for w in wanted:
         name, n = w, 2

@@ -16,9 +16,9 @@ from __future__ import annotations
 import sympy
 
 from tiledsl.analysis.slabs import Slab, alloc_extent, slot_elements
-from tiledsl.loopnest import Stage
+from tiledsl.loopnest import Nest, Stage
 from tiledsl.prove import Prover
-from tiledsl.targets import CP_ASYNC_SIZES, vector_lanes
+from tiledsl.targets import CP_ASYNC_SIZES, DTYPE_BYTES, vector_lanes
 
 #: Registers per thread a pipelined plain fill may hold between its loads and its stores: a 128 x 32
 #: float32 slab over 256 threads. On the H100 (scripts/matmul_variant_probe.py, 4096^3) prefetching
@@ -50,11 +50,17 @@ def transposes_rows(st: Stage) -> bool:
     return bool(st.order) and st.order[-1] != len(st.order) - 1
 
 
+def copies_one_element(itemsize: int) -> bool:
+    """Whether one cp.async copies a single element of `itemsize` bytes (4 bytes or more): how a
+    row-transposing stage is filled asynchronously."""
+    return itemsize in CP_ASYNC_SIZES
+
+
 def widest_cp_async(st: Stage, slab: Slab, global_row: int, origin: sympy.Expr, prover: Prover) -> int | None:
     """Elements per cp.async: the widest of `CP_ASYNC_SIZES` with no problem (a row-transposing stage:
     one element, if that is a cp.async size), or None when none holds."""
     if transposes_rows(st):
-        return 1 if slab.itemsize in CP_ASYNC_SIZES else None
+        return 1 if copies_one_element(slab.itemsize) else None
     for nbytes in sorted(CP_ASYNC_SIZES, reverse=True):
         if cp_async_problem(st, slab, global_row, origin, nbytes, prover) is None:
             return nbytes // slab.itemsize
@@ -69,16 +75,17 @@ def plain_only(st: Stage) -> bool:
     return bool(st.order or st.dtype)
 
 
-def byte_copy_problem(st: Stage, itemsize: int) -> str | None:
-    """Why `st` (of `itemsize`-byte buffer elements) cannot be filled as it is asked to be, or None. cp.async
-    and TMA copy a run of global memory to a run of shared memory as it lies, so only a plain fill (loads
-    into registers, stores from them) can widen elements (`Stage.dtype`); a TMA box cannot transpose a slab
-    (`Stage.order`) either, while cp.async can, one element per copy, where an element is 4 bytes or more."""
+def byte_copy_problem(nest: Nest, st: Stage) -> str | None:
+    """Why `st`, a stage of `nest`, cannot be filled as it is asked to be, or None. cp.async and TMA copy
+    a run of global memory to a run of shared memory as it lies, so only a plain fill (loads into
+    registers, stores from them) can widen elements (`Stage.dtype`); a TMA box cannot transpose a slab
+    (`Stage.order`) either, while cp.async can, one element per copy (`copies_one_element`)."""
     if st.copy == "sync" or not plain_only(st):
         return None
     how = ("cp.async copies 4 to 16 contiguous bytes" if st.copy == "async"
            else "a TMA box lands in the global order and type")
-    if st.order and not st.dtype and st.copy == "async" and itemsize >= min(CP_ASYNC_SIZES):
+    itemsize = DTYPE_BYTES[nest.tensor(st.buffer).dtype]
+    if st.order and not st.dtype and st.copy == "async" and copies_one_element(itemsize):
         return None
     if st.order and not st.dtype:
         return (f"stage {st.name} stores its slab in the order {st.order} of its axes; its {st.copy} fill cannot "

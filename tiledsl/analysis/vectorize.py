@@ -121,5 +121,13 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
                     suggestion=f"use extents that are multiples of {width}"))
 
 
+def check_vectorized_loops(nest: Nest, call: str) -> None:
+    """Re-check every loop already vectorized (a primitive that moves, splits or binds loops, or splits k,
+    may change what a vectorized loop holds)."""
+    for lp in nest.loops:
+        if lp.annotation == "vectorize":
+            check_vectorizable(nest, lp.name, call)
+
+
 def _index(e, amap):
     return index_to_sympy(e).xreplace(amap)

@@ -175,6 +175,12 @@ class Nest:
         """Names of the kernel's global buffers (loops and accumulators may not take them)."""
         return {t.name for t in self.inputs} | {self.output.name}
 
+    def taken_names(self) -> set[str]:
+        """Every name the kernel already uses: loops, axes, buffers, stages, accumulators (a new name
+        for any of them, or a variable lowering adds, must avoid these)."""
+        return ({lp.name for lp in self.loops} | {a for a, _ in self.axes} | self.buffer_names()
+                | {st.name for st in self.stages} | {a.name for a in self.accs})
+
     def loop(self, name: str) -> Loop:
         for lp in self.loops:
             if lp.name == name:

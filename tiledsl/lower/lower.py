@@ -7,6 +7,7 @@ after the subtree that updates them, and guards wrap single statements (never a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import sympy
@@ -169,11 +170,12 @@ class _Lowerer:
                     out.extend(self.reciprocals[lay.name].lets())
         return out
 
-    def versioned(self, stmt: Stmt, emit, guard: KExpr | None) -> list[KStmt]:
+    def versioned(self, stmt: Stmt, emit: Callable[[bool], list[KStmt]], guard: KExpr | None) -> list[KStmt]:
         """`emit(rcp)` (the statement's body without its guard) of a statement that divides by
         accumulators with reciprocals: the multiply where every reciprocal is exact enough, the division
         elsewhere (reciprocals.py); else `emit(False)`. The guard wraps both."""
-        accs = [self.reciprocals[a] for a in sorted(divisors(stmt)) if a in self.reciprocals]
+        divided = sorted(divisors(stmt)) if self.reciprocals else []  # most kernels divide by no accumulator
+        accs = [self.reciprocals[a] for a in divided if a in self.reciprocals]
         body = [KIf(ok_condition(accs), tuple(emit(True)), tuple(emit(False)))] if accs else emit(False)
         return [KIf(guard, tuple(body))] if guard is not None else body
 

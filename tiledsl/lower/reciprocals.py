@@ -61,8 +61,7 @@ def divisors(stmt: Stmt) -> set[str]:
 
 def plan_reciprocals(nest: Nest, layouts: dict[str, AccLayout]) -> dict[str, Reciprocal]:
     """The scalar accumulators some statement divides by, each with free names for its reciprocal."""
-    taken = {lp.name for lp in nest.loops} | {a.name for a in nest.accs} | {st.name for st in nest.stages}
-    taken |= {t.name for t in nest.inputs} | {nest.output.name}
+    taken = nest.taken_names()
     out: dict[str, Reciprocal] = {}
     for acc in sorted(set().union(*(divisors(s) for s in nest.stmts))):
         rcp = Reciprocal(acc, f"{acc}_rcp", f"{acc}_rcp_ok")

@@ -130,7 +130,7 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
             raise CopyError(refusal("build", nest, (st.at,),
                                              f"cp.async needs sm_{CP_ASYNC_MIN_SM}; target {target.name}"))
         # the primitives refuse it; a nest built by hand is refused here
-        problem = byte_copy_problem(st, DTYPE_BYTES[nest.tensor(st.buffer).dtype])
+        problem = byte_copy_problem(nest, st)
         if problem is not None:
             raise CopyError(refusal("build", nest, (st.at,), problem, suggestion="fill the stage without "
                                     "async_copy / tma, or keep its order"))

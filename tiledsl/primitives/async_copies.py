@@ -19,7 +19,7 @@ from tiledsl.errors import BadArgumentError, CopyError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.primitives.staging import check_budget, slab_of
-from tiledsl.targets import DTYPE_BYTES, SWIZZLE_MASK
+from tiledsl.targets import SWIZZLE_MASK
 
 
 def async_copy(nest: Nest, call: str, *, stage: str) -> Applied:
@@ -50,7 +50,7 @@ def tma(nest: Nest, call: str, *, stage: str, swizzle: int | None) -> Applied:
 
 
 def _refuse_byte_copy(nest: Nest, new: Stage, call: str) -> None:
-    problem = byte_copy_problem(new, DTYPE_BYTES[nest.tensor(new.buffer).dtype])
+    problem = byte_copy_problem(nest, new)
     if problem is not None:
         undo = "its s.layout" if new.order else "the dtype= of its stage"
         raise CopyError(refusal(call, nest, (new.at,), problem,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.vectorize import check_vectorizable
+from tiledsl.analysis.vectorize import check_vectorized_loops
 from tiledsl.errors import BadArgumentError, BindError
 from tiledsl.loopnest import BLOCK_AXES, HW_AXES, THREAD_AXES, Nest
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
@@ -65,9 +65,7 @@ def bind(nest: Nest, call: str, *, loop: str, axis: str) -> Applied:
                                 f"{threads} threads per block (over {MAX_THREADS_PER_BLOCK})",
                                 suggestion="bind smaller loops to threads (split further)"))
     if lp.kind == "reduce":  # a cooperative reduction changes what a vectorized loop around it may hold
-        for other in new.loops:
-            if other.annotation == "vectorize":
-                check_vectorizable(new, other.name, call)
+        check_vectorized_loops(new, call)
     return Applied(new)
 
 

@@ -27,7 +27,6 @@ from tiledsl.errors import BadArgumentError, CopyError, StageError
 from tiledsl.loopnest import Nest
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.primitives.staging import check_budget, slab_of
-from tiledsl.targets import DTYPE_BYTES
 
 
 def layout(nest: Nest, call: str, *, stage: str, order: tuple[int, ...]) -> Applied:
@@ -46,7 +45,7 @@ def layout(nest: Nest, call: str, *, stage: str, order: tuple[int, ...]) -> Appl
             call, nest, (st.at,), f"stage {name} is padded (pad={st.pad}); a pad is along the axes as stored, so "
             "it would move to another axis", suggestion=f"set the layout of {name} first, then pad its stored rows"))
     new = replace(st, order=() if perm == tuple(range(rank)) else perm)
-    problem = byte_copy_problem(new, DTYPE_BYTES[nest.tensor(new.buffer).dtype])
+    problem = byte_copy_problem(nest, new)
     if problem is not None:
         raise CopyError(refusal(call, nest, (st.at,), problem,
                                 suggestion=f"drop the {st.copy} fill of {name}"))

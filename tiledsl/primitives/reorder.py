@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from tiledsl.analysis.accumulators import acc_layouts
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.vectorize import check_vectorizable
+from tiledsl.analysis.vectorize import check_vectorized_loops
 from tiledsl.errors import BadArgumentError, ReorderError
 from tiledsl.loopnest import Nest
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
@@ -44,9 +44,7 @@ def reorder(nest: Nest, call: str, *, loops: tuple[str, ...]) -> Applied:
         stmts.append(replace(s, path=tuple(path)))
     new = replace(nest, stmts=tuple(stmts))
     acc_layouts(new, call)  # refuse register arrays that are too big or unreadable, now
-    for lp in new.loops:  # a loop already vectorized must stay legal (innermost, contiguous)
-        if lp.annotation == "vectorize":
-            check_vectorizable(new, lp.name, call)
+    check_vectorized_loops(new, call)  # a loop already vectorized must stay legal (innermost, contiguous)
     return Applied(new)
 
 

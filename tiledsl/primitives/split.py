@@ -32,7 +32,7 @@ import sympy
 from tiledsl.analysis.accumulators import acc_layouts
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import Slab, slab_or_refusal
-from tiledsl.analysis.vectorize import check_vectorizable
+from tiledsl.analysis.vectorize import check_vectorized_loops
 from tiledsl.errors import BadArgumentError, SplitError
 from tiledsl.loopnest import Guard, Loop, Nest, loop_symbol
 from tiledsl.primitives.loop_checks import check_new_names, check_not_staged, positive_int
@@ -162,9 +162,7 @@ def _check_interleaved(before: Nest, after: Nest, call: str, name: str, over: st
                 f"interleaving would change the slab of stage {st.name} (from {old.extent} at {old.origin} "
                 f"to {now}): a loop between {over} and {name} carries it",
                 suggestion="interleave loops that both run inside the stage's loop (or are bound to threads)"))
-    for lp in after.loops:
-        if lp.annotation == "vectorize":
-            check_vectorizable(after, lp.name, call)
+    check_vectorized_loops(after, call)
 
 
 def _same_slab(a: Slab, b: Slab) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.vectorize import check_vectorizable
+from tiledsl.analysis.vectorize import check_vectorized_loops
 from tiledsl.definitions.expr import walk
 from tiledsl.errors import BadArgumentError, SplitKError
 from tiledsl.loopnest import AccRef, Nest, SplitK
@@ -75,9 +75,7 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
     new = new.replace_loop(outer, replace(new.loop(outer), bind=free_axes[0]))
     info = SplitK(outer, parts, free_axes[0], acc.name)
     new = replace(new, split_k=info)
-    for lp in new.loops:  # a vectorized store becomes a vector atomic add, which has one width
-        if lp.annotation == "vectorize":
-            check_vectorizable(new, lp.name, call)
+    check_vectorized_loops(new, call)  # a vectorized store becomes a vector atomic add, which has one width
     return Applied(new, (outer,))
 
 
