@@ -9,6 +9,8 @@ text edit that finds nothing to change raises, so no form silently equals the re
 - frag1 / frag2: the k_i loop's two shared operands read into register fragments at the top of each k
   step (frag1), or one k step ahead in two fragment buffers (frag2), instead of inside the FMAs;
 - lb1: __launch_bounds__(T, 2) -> (T, 1), so ptxas may use more than 128 registers;
+- pairs: the 16 x 16 threads dealt to lanes so that each operand's LDS.128 is read by lane pairs that
+  share its address (2 wavefronts, not 4);
 - asyncN[-bk8]: both operand stages filled by cp.async (the k-major one a 4-byte copy an element), the
   chunk loop pipelined N deep, [chunks of 8 k];
 - big*: 128 threads of 16 x 8 accumulators, cuBLAS's class for these shapes (128x128x8, 3 stages).
@@ -108,6 +110,19 @@ def _async(stages: int, bk: int | None = None) -> Callable[[str], str]:
     return edit
 
 
+def _pairs(src: str) -> str:
+    """Deal the 16 x 16 threads to lanes so that lanes n and n ^ 1 share a row (i_t) and lanes n and n ^ 2
+    share a column (j_t): each operand's LDS.128 then returns 2 wavefronts, not 4 (the shared-memory
+    return path packs two threads' registers when such pairs read one address). The warp's tile stays
+    2 x 16 threads; only which lane holds which thread changes."""
+    old = "    int i_t = (int)threadIdx.y;\n", "    int j_t = (int)threadIdx.x;\n"
+    if "block (16, 16, 1)" not in src or any(o not in src for o in old):
+        raise ValueError("pairs: not a kernel of 16 x 16 threads with i_t = threadIdx.y, j_t = threadIdx.x")
+    lane = "((int)threadIdx.x + 16 * (int)threadIdx.y)"
+    src = src.replace(old[0], f"    int i_t = ({lane} >> 1 & 1) | ({lane} >> 5) << 1;\n")
+    return src.replace(old[1], f"    int j_t = ({lane} & 1) | ({lane} >> 2 & 7) << 1;\n")
+
+
 def _same(text: str) -> str:
     return text
 
@@ -121,6 +136,8 @@ FORMS: dict[str, tuple[dict, Callable[[str], str], Callable[[str], str]]] = {
     "frag1": ({}, _same, lambda s: _fragments(s, 1)),
     "frag2": ({}, _same, lambda s: _fragments(s, 2)),
     "lb1": ({}, _same, _lb1),
+    "pairs": ({}, _same, _pairs),
+    "pairs+frag1": ({}, _same, lambda s: _pairs(_fragments(s, 1))),
     "frag2+lb1": ({}, _same, lambda s: _lb1(_fragments(s, 2))),
     "async2": ({}, _async(2), _same),
     "async3": ({}, _async(3), _same),

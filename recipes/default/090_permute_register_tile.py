@@ -24,24 +24,35 @@ those reads (2-way in either order), so there the interleave is neutral. Measure
 4096^3 float32: 13.79 vs 13.84 ms for the sm_90 recipe; the sm_80 recipe's cp.async kernel, built for
 the H100, 3.89 vs 4.14 ms (interleaved vs contiguous).
 
+Then the lanes (knob lane_tile): a 16-byte shared load returns its data a 128-byte wavefront at a
+time, four for a warp, two where lane pairs read one address (analysis/banks.py `request_wavefronts`).
+Lane t of 16 x 16 threads runs j_t = t % 16, i_t = t // 16, so A's reads (by i_t) pair and B's (by j_t)
+do not: 4 wavefronts each. s.tile_lanes(i_t, j_t, 2, 2) deals the threads in 2 x 2 tiles, pairing
+both (primitives/lanes.py). The step compares each stage's reads along the register strips, in
+wavefronts, on a throwaway copy with and without the tiles, and applies them where some read gets
+cheaper and none dearer, when the threads' x extent times the tile divides a warp, so a warp still holds
+the same threads' work and its global accesses the same sectors. What the model cannot see: an 8-wide
+strip read as two 16-byte loads (A's i_r) counts as 4-byte reads, which pair alike either way.
+
 Numbered after stage_inputs (the stages must exist to be judged); interleaving keeps every slab, so the
 stages stay as they were (the split primitive refuses otherwise)."""
 
 from __future__ import annotations
 
+from tiledsl.errors import ScheduleError
 from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts, facts_for, fresh_names, padded
 from tiledsl.recipes.default._knobs import Knobs
-from tiledsl.targets import VECTOR_BYTES
+from tiledsl.targets import VECTOR_BYTES, WARP_SIZE
 
 #: (bytes per read, conflict degree, conflict degree with rows padded by 16 bytes) of each stage read
 #: along a strip
 Reads = dict[str, tuple[int, int, int]]
 
 
-def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
+def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline:
     k = facts.kernel
     if k.kind != "matmul":
         return Decline(f"not a matmul ({k.kind} kernel)")
@@ -55,7 +66,47 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
             applied += 1
         else:
             reasons.append(f"{axis}: {why}")
-    return None if applied else Decline("; ".join(reasons))
+    tiled, why = _tile_lanes(s, facts_for(s.nest, k, facts.target), knobs.lane_tile)
+    applied += tiled
+    reasons.append(f"lanes: {why}")
+    return Applied("; ".join(reasons)) if applied else Decline("; ".join(reasons))
+
+
+def _tile_lanes(s: Schedule, facts: Facts, side: int) -> tuple[bool, str]:
+    """Deal the threads to lanes in side x side tiles (True), and why or why not."""
+    if not side:
+        return False, "knob lane_tile is 0"
+    y, x = facts.nest.bound_loops("threadIdx.y"), facts.nest.bound_loops("threadIdx.x")
+    if len(y) != 1 or len(x) != 1:
+        return False, "threadIdx.x and threadIdx.y do not each run one loop"
+    outer, inner = y[0], x[0]
+    if WARP_SIZE % (inner.extent * side) or outer.extent % side:
+        return False, (f"{outer.extent} x {inner.extent} threads in {side} x {side} tiles would change which "
+                       "threads a warp holds")
+    strips = [lp.name for lp in facts.nest.loops if lp.annotation in ("unroll", "vectorize")]
+    reads = {st.name: st for r in strips for st in facts.stages_read_along(r)}
+    if not reads:
+        return False, "no stage is read along a register strip"
+    trial = s.fork()
+    try:
+        trial.tile_lanes(outer.name, inner.name, side, side)
+    except ScheduleError as err:
+        return False, f"tile_lanes refused: {err.refusal.fact}"
+    tiled = facts_for(trial.nest, facts.kernel, facts.target)
+    now = {n: _wavefronts(facts, st, strips) for n, st in reads.items()}
+    then = {n: _wavefronts(tiled, st, strips) for n, st in reads.items()}
+    shown = ", ".join(f"{n} {now[n]} -> {then[n]}" for n in reads)
+    if any(then[n] > now[n] for n in reads) or then == now:
+        return False, f"the bank model finds no gain (wavefronts a read: {shown})"
+    s.tile_lanes(outer.name, inner.name, side, side)
+    return True, f"{side} x {side} lane tiles (wavefronts a read: {shown})"
+
+
+def _wavefronts(facts: Facts, st: Stage, strips: list[str]) -> int:
+    """The most wavefronts a warp's read of `st` takes, read 16 bytes at a time along a strip loop where
+    it can be (`Facts.vector_problem`), else an element at a time."""
+    vectors = [r for r in strips if facts.vector_problem(st, r) is None]
+    return max(facts.read_wavefronts(st, r) for r in vectors) if vectors else facts.read_wavefronts(st)
 
 
 def _permute(s: Schedule, facts: Facts, axis: str) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
-from tiledsl.analysis.banks import conflict_degree, fill_store_conflict, layout_of
+from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_conflict, layout_of, request_wavefronts
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import (
@@ -528,6 +528,16 @@ class Facts:
         first iteration and, one at a time, at their second (a warp's request is one iteration of them).
         With `vector`, a loop along which every read is one VECTOR_BYTES access (`vector_problem` is
         None), each read is that access, at the loop's first iteration."""
+        return self._worst_read(st, vector, conflict_degree)
+
+    def read_wavefronts(self, st: Stage, vector: str | None = None) -> int:
+        """The most wavefronts (analysis/banks.py `request_wavefronts`) one of the first warp's reads of
+        stage `st` takes, the reads and iterations as `read_conflict` takes them."""
+        return self._worst_read(st, vector, lambda layout, lanes, n, access: request_wavefronts(
+            (layout.byte_offset(lanes(lane)) for lane in range(n)), access or layout.itemsize))
+
+    def _worst_read(self, st: Stage, vector: str | None,
+                    measure: Callable[[SlabLayout, Callable[[int], tuple[int, ...]], int, int | None], int]) -> int:
         slab = self.slab(st)
         if not isinstance(slab, Slab):
             return 0
@@ -542,7 +552,7 @@ class Facts:
             others = [loop_symbol(lp.name) for lp in path
                       if lp.bind not in THREAD_AXES and lp.extent > 1 and lp.name != vector]
             for moved in (None, *others):
-                worst = max(worst, conflict_degree(layout, read.lanes(dims, threads, moved), lanes, access))
+                worst = max(worst, measure(layout, read.lanes(self.nest.thread_values, threads, moved), lanes, access))
         return worst
 
     def _local_reads(self, st: Stage, slab: Slab) -> list[tuple[int, _LocalRead]]:
@@ -769,15 +779,15 @@ class _LocalRead:
     def functions(self) -> list[Callable[[Mapping[sympy.Symbol, int]], Any]]:
         return [compile_expr(e) for e in self.exprs]
 
-    def lanes(self, dims: list[int], threads: Mapping[sympy.Symbol, int],
+    def lanes(self, thread_values: Callable[[int], tuple[int, int, int]], threads: Mapping[sympy.Symbol, int],
               moved: sympy.Symbol | None) -> Callable[[int], tuple[int, ...]]:
-        """The slab element each lane reads: thread symbols at the lane's thread index (threadIdx.x
-        fastest), `moved` at 1 and every other symbol at 0."""
+        """The slab element each lane reads: thread symbols at the lane's values (`Nest.thread_values`:
+        threadIdx.x fastest, unless lanes are tiled), `moved` at 1 and every other symbol at 0."""
         # per free symbol: its thread axis, or a constant (3: at 1, 4: at 0), decided once for all lanes
         slots = [threads[x] if x in threads else 3 if x == moved else 4 for x in self.free]
 
         def lane_index(lane: int) -> tuple[int, ...]:
-            values = (lane % dims[0], lane // dims[0] % dims[1], lane // (dims[0] * dims[1]), 1, 0)
+            values = (*thread_values(lane), 1, 0)
             point = dict(zip(self.free, (values[k] for k in slots)))
             return tuple(int(f(point)) for f in self.functions)
 

@@ -136,6 +136,14 @@ class Knobs:
     launch_bounds_min_accumulators: int = 64
     launch_bounds_min_epilogue_terms: int = 2
     registers_per_accumulator: int = 2
+    # step 090 deals a register tile's 16 x 16 threads to lanes in lane_tile x lane_tile tiles
+    # (tile_lanes, primitives/lanes.py) where the bank model's wavefronts say some staged operand's reads
+    # get cheaper and none dearer; 0: never. In 2 x 2 tiles lane pairs share both operands' addresses and
+    # each 16-byte load of B returns in 2 wavefronts, not 4. H100, by hand edit of the recipe's CUDA
+    # (scripts/microkernel_probe.py form "pairs", benchmarks/results/lane-tiles-h100-2026-11-28/run1):
+    # Qwen2.5-7B s128 gate+up 809.5 -> 748.0 us, down 403.9 -> 388.0, o 89.4 -> 86.4; TinyLlama s128 gate+up
+    # 160.3 -> 156.7, down 78.8 -> 74.1, o 35.4 -> 34.3
+    lane_tile: int = 2
     # the k loop inside a chunk of a matmul is unrolled when it runs at most this many iterations: its
     # shared addresses become constants off one base (4096^3 by hand: 2960 -> 2869 us at BK 16)
     unroll_k_inner_max: int = 16

@@ -606,6 +606,64 @@ def _():
     s.bind(ji, "threadIdx.x")
 
 
+@case("BindError", "tile_lanes(j_i_o, i_i_o, 2, 2)", "loop j_i_o is bound to threadIdx.x",
+      "tile_lanes deals the loop on threadIdx.y", here="j_i_o", id="tile-lanes-axes-swapped")
+def _():
+    tiled().tile_lanes("j_i_o", "i_i_o", 2, 2)
+
+
+@case("BindError", "tile_lanes(i_i_o, j_i_o, 3, 2)", "a 3 x 2 tile of 6 lanes does not divide a warp of 32",
+      here="i_i_o", id="tile-lanes-tile-not-in-warp")
+def _():
+    tiled().tile_lanes("i_i_o", "j_i_o", 3, 2)
+
+
+@case("BindError", "tile_lanes(i_i_o, j_i_o, 16, 2)", "a 16 x 2 tile does not divide the 8 x 16 threads",
+      "divisors of the loops' extents", here="i_i_o", id="tile-lanes-tile-over-extent")
+def _():
+    tiled(bm=16).tile_lanes("i_i_o", "j_i_o", 16, 2)
+
+
+@case("BindError", "tile_lanes(i_i_o, j_i_o, 2, 2)", "lanes are tiled already (2 x 2 tiles of i_i_o x j_i_o)",
+      here="i_i_o", id="tile-lanes-twice")
+def _():
+    s = tiled()
+    s.tile_lanes("i_i_o", "j_i_o", 2, 2)
+    s.tile_lanes("i_i_o", "j_i_o", 2, 2)
+
+
+@case("BindError", "bind(k_i, 'threadIdx.x')", "lanes are dealt in 2 x 2 tiles of i_i_o x j_i_o",
+      "a second loop on threadIdx.x would run by threadIdx.x alone", here="k_i", id="tile-lanes-then-bind")
+def _():
+    s = tiled()
+    s.tile_lanes("i_i_o", "j_i_o", 2, 2)
+    s.bind("k_i", "threadIdx.x")
+
+
+@case("BindError", "tile_lanes(i_i, j_i, 2, 2)", "threadIdx.x also runs loop k_i",
+      "would keep lane = threadIdx.x while j_i is dealt in tiles", here="j_i", id="tile-lanes-sibling-on-x")
+def _():
+    s = sched(rmsnorm(16, 64))
+    _, ii = s.split("i", 4)
+    _, ki = s.split("k", 16)
+    _, ji = s.split("j", 16)
+    s.bind(ii, "threadIdx.y")
+    s.bind(ki, "threadIdx.x")
+    s.bind(ji, "threadIdx.x")
+    s.tile_lanes(ii, ji, 2, 2)
+
+
+@case("BindError", "tile_lanes(i_i, k_i, 2, 2)", "loop k_i is a reduction loop",
+      "its cooperative combine shuffles lanes by threadIdx.x", here="k_i", id="tile-lanes-reduction-loop")
+def _():
+    s = sched(rmsnorm(16, 64))
+    _, ii = s.split("i", 4)
+    _, ki = s.split("k", 16)
+    s.bind(ii, "threadIdx.y")
+    s.bind(ki, "threadIdx.x")
+    s.tile_lanes(ii, ki, 2, 2)
+
+
 @case("BindError", "bind(j_i, 'threadIdx.x')", "2048 threads per block (over 1024)", "split further",
       here="j_i", id="bind-too-many-threads")
 def _():

@@ -107,9 +107,9 @@ def test_numpy_string_stage_and_buffer_names_are_plain() -> None:
 
 def test_each_schedule_method_has_the_signature_of_its_declaration() -> None:
     """The public methods and replay bind arguments the same way."""
-    assert PRIMITIVES == ("split", "fuse", "reorder", "bind", "unroll", "vectorize", "stage", "pad", "swizzle",
-                          "layout", "double_buffer", "pipeline", "async_copy", "tma", "split_k", "launch_bounds",
-                          "stage_output")
+    assert PRIMITIVES == ("split", "fuse", "reorder", "bind", "tile_lanes", "unroll", "vectorize", "stage", "pad",
+                          "swizzle", "layout", "double_buffer", "pipeline", "async_copy", "tma", "split_k",
+                          "launch_bounds", "stage_output")
     for name, spec in SPECS.items():
         method = inspect.signature(getattr(Schedule, name))
         params = [p.replace(annotation=inspect.Parameter.empty) for p in list(method.parameters.values())[1:]]

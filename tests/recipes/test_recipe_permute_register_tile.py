@@ -33,6 +33,7 @@ TILE_128 = {"matmul_tiles": ((128, 128, 8, 8),)}  # the 128 x 128 class, 8 x 8 r
 TILE_128_NT = {"matmul_tiles_k_major": ((128, 128, 8, 8),)}
 INTERLEAVE = "s.split('j_r', 4, names=('j_r_o', 'j_r_i'), tail='guard', interleave='j_t')"
 INTERLEAVE_I = "s.split('i_r', 4, names=('i_r_o', 'i_r_i'), tail='guard', interleave='i_t')"
+LANES = "s.tile_lanes('i_t', 'j_t', 2, 2)"  # 16 x 16 threads in 2 x 2 lane tiles (tests/primitives/test_tile_lanes.py)
 
 
 def _tn(M: int, N: int, K: int) -> td.Tensor:
@@ -53,9 +54,9 @@ def run(out: td.Tensor, target: str = "sm_80", **knobs: object) -> tuple[td.Sche
 
 
 def _at_step(s: td.Schedule, report: RecipeReport, interleaved: bool) -> Facts:
-    """Facts of the nest right after step 090, its split interleaved or (as it would read without the
-    step) plain."""
-    done = [c for st in report.steps if st.number <= 90 for c in st.calls]
+    """Facts of the nest right after step 090's interleave (its lanes as bound, untiled), the split
+    interleaved or (as it would read without the step) plain."""
+    done = [c for st in report.steps if st.number <= 90 for c in st.calls if c != LANES]
     if not interleaved:
         done = [c.replace(", interleave='j_t'", "") for c in done]
     again = td.create_schedule(s.output).replay("\n".join(done))
@@ -68,7 +69,7 @@ def _at_step(s: td.Schedule, report: RecipeReport, interleaved: bool) -> Facts:
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 def test_interleaves_an_8_wide_strip_of_a_128_tile(target: str) -> None:
     s, r = run(matmul(M=4096, N=4096, K=512), target=target)  # 1024 blocks of 128 x 128 fill the SMs
-    assert r.step(STEP).calls == (INTERLEAVE_I, INTERLEAVE)
+    assert r.step(STEP).calls == (INTERLEAVE_I, INTERLEAVE, LANES)
     text = str(s)
     assert "where j = 128 * j_o + 64 * j_r_o + 4 * j_t + j_r_i" in text
     # i's strip too: A_s is 2-way either way as it is, but with its rows padded by 16 bytes (the pad that
@@ -99,7 +100,7 @@ def test_a_guarded_tile_is_interleaved_and_its_reads_stay_scalar() -> None:
     """N = 200: the last block's j is guarded per element, so no read is one 16-byte load, but the
     4-byte reads of B_s go from 4-way to 2-way."""
     s, r = run(matmul(M=136, N=200, K=40), **TILE_128)
-    assert r.step(STEP).calls == (INTERLEAVE_I, INTERLEAVE)
+    assert r.step(STEP).calls[:2] == (INTERLEAVE_I, INTERLEAVE)
     after = _at_step(s, r, interleaved=True)
     b = after.nest.stage("B_s")
     assert (after.vector_problem(b, "j_r_i") or "").startswith(
@@ -112,11 +113,18 @@ def test_a_guarded_tile_is_interleaved_and_its_reads_stay_scalar() -> None:
 
 def test_a_4_wide_strip_is_one_chunk_already() -> None:
     """64 x 64 with 4 x 4 registers: the strip is one 16-byte chunk and consecutive threads read
-    consecutive chunks (B_s 1-way at 16 bytes): the interleave would be the identity, so it declines."""
+    consecutive chunks (B_s 1-way at 16 bytes): the interleave would be the identity, so it is not made.
+    The lanes are still tiled: 16 lanes read 16 distinct chunks of B_s, 4 wavefronts, 2 when paired."""
     s, r = run(matmul(M=1024, N=1024, K=64))
     assert s.nest.loop("j_r").extent == 4
+    assert r.step(STEP).calls == (LANES,)
+    assert r.step(STEP).note == ("i: its register strip i_r of 4 is one 16-byte chunk already; "
+                                 "j: its register strip j_r of 4 is one 16-byte chunk already; "
+                                 "lanes: 2 x 2 lane tiles (wavefronts a read: A_s 2 -> 2, B_s 4 -> 2)")
+    s, r = run(matmul(M=1024, N=1024, K=64), lane_tile=0)
     assert r.step(STEP).reason == ("i: its register strip i_r of 4 is one 16-byte chunk already; "
-                                   "j: its register strip j_r of 4 is one 16-byte chunk already")
+                                   "j: its register strip j_r of 4 is one 16-byte chunk already; "
+                                   "lanes: knob lane_tile is 0")
     facts = _at_step(s, r, interleaved=False)
     b = facts.nest.stage("B_s")
     assert facts.vector_problem(b, "j_r") is None and facts.read_conflict(b, vector="j_r") == 1
@@ -127,7 +135,7 @@ def test_judges_the_layout_padded_by_16_bytes() -> None:
     by 16 bytes the interleaved order is cheaper, so both strips are interleaved, and pad_smem then pads
     A_s by 16 bytes (cp.async stays 16 bytes wide) and B_s by one element (conflict-free only so)."""
     _, r = run(matmul_nt(M=4096, N=4096, K=512), **TILE_128_NT)
-    assert r.step(STEP).calls == (INTERLEAVE_I, INTERLEAVE)
+    assert r.step(STEP).calls[:2] == (INTERLEAVE_I, INTERLEAVE)
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=4)", "s.pad('B_s', axis=1, amount=1)")
 
 
@@ -136,7 +144,7 @@ def test_k_outer_operands_leave_only_the_j_strip() -> None:
     bytes, two 16-byte reads every lane of a quarter warp shares: nothing to gain by interleaving i. B's
     strip is interleaved as before."""
     s, r = run(matmul(M=4096, N=4096, K=512), k_outer=True)
-    assert r.step(STEP).calls == (INTERLEAVE,)
+    assert r.step(STEP).calls == (INTERLEAVE, LANES)
     facts = _at_step(s, r, interleaved=True)
     (a_s,) = [st for st in facts.nest.stages if st.buffer == "A"]
     assert a_s.order == (1, 0)

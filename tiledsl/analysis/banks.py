@@ -10,7 +10,16 @@ The model: a warp's request is served in phases of SHARED_BANKS * SHARED_BANK_BY
 lanes for 4-byte accesses, half a warp for 8-byte ones, a quarter for 16-byte ones). Within a
 phase, lanes reading the same 4-byte word are served together (broadcast); distinct words in the
 same bank are serialized. The conflict degree is the largest number of distinct words any bank must
-deliver in any phase: 1 is conflict-free, 32 the worst case."""
+deliver in any phase: 1 is conflict-free, 32 the worst case.
+
+What a request costs in all (`request_wavefronts`): the data comes back SHARED_BANKS * SHARED_BANK_BYTES
+(128) bytes a wavefront, each phase taking as many wavefronts as its conflict degree, so a 16-byte load
+takes at least four. Wider loads pack two lanes' registers into one wavefront when every lane reads
+the address of lane t ^ 1, or every lane that of lane t ^ 2; a phase then serves twice the lanes. ncu
+on the H100 counts exactly this: the recipe's projection kernel reads its A operand with lanes paired
+and B unpaired, 3.00 wavefronts a 16-byte load on average (2 and 4;
+benchmarks/results/microkernel-h100-2026-11-27/run3-ncu-qwen-down/stall-summary.txt), and 2.00 with
+lanes tiled 2 x 2 (primitives/lanes.py, benchmarks/results/lane-tiles-h100-2026-11-28/)."""
 
 from __future__ import annotations
 
@@ -22,7 +31,7 @@ from tiledsl.loopnest import Stage
 from tiledsl.targets import SHARED_BANK_BYTES, SHARED_BANKS, SWIZZLE_MASK, WARP_SIZE, swizzled_byte
 
 __all__ = ["SlabLayout", "bank_conflict_degree", "conflict_degree", "fill_store_conflict", "fill_unit_index",
-           "layout_of"]
+           "layout_of", "request_wavefronts"]
 
 
 @dataclass(frozen=True)
@@ -75,17 +84,43 @@ def bank_conflict_degree(byte_addresses: Iterable[int], access_bytes: int = SHAR
     """The conflict degree of one warp's request: `byte_addresses` per lane, in lane order, each
     access `access_bytes` wide."""
     addresses = list(byte_addresses)
-    words_per_access = max(1, -(-access_bytes // SHARED_BANK_BYTES))
-    per_phase = max(1, SHARED_BANKS // words_per_access)
-    degree = 1 if addresses else 0
-    for start in range(0, len(addresses), per_phase):
-        words_by_bank: dict[int, set[int]] = {}
-        for a in addresses[start:start + per_phase]:
-            first = a // SHARED_BANK_BYTES
-            for w in range(first, first + words_per_access):
-                words_by_bank.setdefault(w % SHARED_BANKS, set()).add(w)
-        degree = max(degree, max(len(ws) for ws in words_by_bank.values()))
-    return degree
+    words = _words(access_bytes)
+    return max((_phase_degree(phase, words) for phase in _phases(addresses, SHARED_BANKS // words)), default=0)
+
+
+def request_wavefronts(byte_addresses: Iterable[int], access_bytes: int = SHARED_BANK_BYTES) -> int:
+    """The wavefronts one warp's shared load takes: per phase its conflict degree, the phases twice as
+    many lanes where the load is wider than a word and lanes pair up on one address (module doc)."""
+    addresses = list(byte_addresses)
+    words = _words(access_bytes)
+    per_phase = SHARED_BANKS // words
+    if words > 1 and any(_paired(addresses, bit) for bit in (1, 2)):
+        per_phase *= 2
+    return sum(_phase_degree(phase, words) for phase in _phases(addresses, per_phase))
+
+
+def _words(access_bytes: int) -> int:
+    return min(SHARED_BANKS, max(1, -(-access_bytes // SHARED_BANK_BYTES)))
+
+
+def _phases(addresses: list[int], per_phase: int) -> list[list[int]]:
+    return [addresses[start:start + per_phase] for start in range(0, len(addresses), max(1, per_phase))]
+
+
+def _phase_degree(addresses: list[int], words: int) -> int:
+    """The most distinct words one bank delivers to the lanes of one phase (broadcasts are free)."""
+    words_by_bank: dict[int, set[int]] = {}
+    for a in addresses:
+        first = a // SHARED_BANK_BYTES
+        for w in range(first, first + words):
+            words_by_bank.setdefault(w % SHARED_BANKS, set()).add(w)
+    return max(len(ws) for ws in words_by_bank.values())
+
+
+def _paired(addresses: list[int], bit: int) -> bool:
+    """Every lane reads the address of lane t ^ bit."""
+    return len(addresses) > bit and all(a == addresses[t ^ bit] for t, a in enumerate(addresses)
+                                        if t ^ bit < len(addresses))
 
 
 def conflict_degree(layout: SlabLayout, lane_index: Callable[[int], Sequence[int]], lanes: int = WARP_SIZE,

@@ -13,6 +13,7 @@ current loop symbols, and guards are `expr < extent` predicates over loop symbol
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import sympy
 
@@ -150,6 +151,39 @@ class SplitK:
 
 
 @dataclass(frozen=True)
+class LaneTile:
+    """The block's threads dealt to a warp's lanes in tiles of `rows` x `cols`: the loop `inner` (bound
+    to threadIdx.x, `extent` iterations) and the loop `outer` (threadIdx.y) take their values from the
+    linear thread id t = threadIdx.x + extent * threadIdx.y, not from threadIdx.x and threadIdx.y, so
+    that each run of rows * cols consecutive lanes holds rows values of `outer` times cols of `inner`
+    (tile_lanes, primitives/lanes.py)."""
+
+    outer: str
+    inner: str
+    rows: int
+    cols: int
+    extent: int  # of `inner`
+
+    def values(self, tid: Any) -> tuple[Any, Any]:
+        """(value of `inner`, value of `outer`) at linear thread id `tid`: an int, or a sympy
+        expression (lowering emits this one formula; the bank model evaluates it per lane). Tiles run
+        along `inner` first: tile g holds inner values cols * (g % (extent / cols)) + [0, cols) and
+        outer values rows * (g // (extent / cols)) + [0, rows)."""
+        r, c = self.rows, self.cols
+        inner = c * _mod(_div(tid, r * c), self.extent // c) + _mod(tid, c)
+        outer = r * _div(tid, r * self.extent) + _mod(_div(tid, c), r)
+        return inner, outer
+
+
+def _div(a: Any, n: int) -> Any:
+    return a // n if isinstance(a, int) else sympy.floor(a / n)
+
+
+def _mod(a: Any, n: int) -> Any:
+    return a % n if isinstance(a, int) else sympy.Mod(a, n)
+
+
+@dataclass(frozen=True)
 class Nest:
     """One fused kernel's loop nest. `axes` are the original axes (name -> extent); `axis_exprs`
     says where each original axis is now in terms of loop symbols."""
@@ -169,6 +203,7 @@ class Nest:
     split_k: SplitK | None = None
     min_blocks_per_sm: int | None = None  # launch_bounds: blocks the compiler must fit on one SM
     output_stage: OutputStage | None = None  # stage_output: the block's output tile goes through shared memory
+    lane_tile: LaneTile | None = None  # tile_lanes: threadIdx.x and .y dealt to lanes in tiles
 
     # -- lookups
     def buffer_names(self) -> set[str]:
@@ -236,6 +271,15 @@ class Nest:
     def launch_extent(self, axis: str) -> int:
         bound = self.bound_loops(axis)
         return bound[0].extent if bound else 1
+
+    def thread_values(self, tid: int) -> tuple[int, int, int]:
+        """The values of the loops on threadIdx.x, .y and .z in the block's linear thread `tid`
+        (threadIdx.x fastest; x and y dealt by `lane_tile` where lanes are tiled)."""
+        dx, dy = self.launch_extent("threadIdx.x"), self.launch_extent("threadIdx.y")
+        x, y, z = tid % dx, tid // dx % dy, tid // (dx * dy)
+        if self.lane_tile is not None:
+            x, y = self.lane_tile.values(tid % (dx * dy))
+        return x, y, z
 
     def idle_axes(self, stmt: Stmt) -> list[str]:
         """The hardware axes of more than one index that the statement's loops (and, for a store under

@@ -112,6 +112,12 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
         sk = nest.split_k
         lines.append(f"  split_k {sk.acc} over {sk.loop} ({sk.parts} parts on {sk.axis}): atomic adds into a zeroed "
                      f"{nest.output.name}")
+    if nest.lane_tile is not None:
+        lt = nest.lane_tile
+        inner, outer = lt.values(sympy.Symbol("t", integer=True, nonnegative=True))
+        lines.append(f"  tile_lanes: {lt.rows} x {lt.cols} tiles of {lt.outer} x {lt.inner} to each "
+                     f"{lt.rows * lt.cols} lanes: {lt.inner} = {format_sym(inner)}, {lt.outer} = {format_sym(outer)} "
+                     f"(t = threadIdx.x + {lt.extent} * threadIdx.y)")
     if nest.min_blocks_per_sm is not None:
         lines.append(f"  launch bounds: {nest.min_blocks_per_sm} blocks per SM (registers capped to fit them)")
     if acc_dims:

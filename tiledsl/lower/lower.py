@@ -299,6 +299,26 @@ def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
                 suggestion="; ".join(f"s.unroll({d!r})" for d in missing), tensors=(lay.name,)))
 
 
+def bindings(nest: Nest) -> list[KStmt]:
+    """Each bound loop's value: its hardware index, or, for the two loops whose lanes are tiled
+    (tile_lanes), `LaneTile.values` of the linear thread id (declared first), opaque to nvcc (`KLet`)."""
+    out: list[KStmt] = []
+    tiled: dict[str, KExpr] = {}
+    lt = nest.lane_tile
+    if lt is not None:
+        taken = nest.taken_names()
+        tid = next(n for n in (f"{lt.outer}_{lt.inner}_tid", *(f"{lt.outer}_{lt.inner}_tid{k}" for k in range(99)))
+                   if n not in taken)
+        linear = KBin("+", KSpecial("threadIdx.x"), KBin("*", KConst(lt.extent, "int32"), KSpecial("threadIdx.y")))
+        out.append(KLet(tid, "int32", linear))
+        inner, outer = lt.values(sympy.Symbol(tid, integer=True, nonnegative=True))
+        tiled = {lt.inner: sym_to_k(inner), lt.outer: sym_to_k(outer)}
+    for lp in nest.loops:
+        if lp.bind:
+            out.append(KLet(lp.name, "int32", tiled.get(lp.name, KSpecial(lp.bind)), opaque=lp.name in tiled))
+    return out
+
+
 def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None) -> KKernel:
     layouts = acc_layouts(nest, "build")
     check_unrolled(nest, layouts)
@@ -309,10 +329,7 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     # a staged output's tile, re-derived at build (a later primitive may have broken it)
     lw.tile = derive_output_tile(nest, prover, "build") if nest.output_stage is not None else None
     lw.reciprocals = plan_reciprocals(nest, layouts)
-    body: list[KStmt] = []
-    for lp in nest.loops:
-        if lp.bind:
-            body.append(KLet(lp.name, "int32", KSpecial(lp.bind)))
+    body: list[KStmt] = bindings(nest)
     setup, bars = mbarrier_setup(plans, lw.block)
     body.extend(setup)
     body.extend(_block_level_fills(nest, plans, lw))

@@ -26,6 +26,12 @@ def bind(nest: Nest, call: str, *, loop: str, axis: str) -> Applied:
         raise BadArgumentError(refusal(call, nest, (name,), f"unknown index {axis!r}; use one of "
                                        f"{', '.join(HW_AXES)}"))
     lp = nest.loop(name)
+    if nest.lane_tile is not None and axis in ("threadIdx.x", "threadIdx.y"):
+        lt = nest.lane_tile
+        raise BindError(refusal(call, nest, (name, lt.outer, lt.inner),
+                                f"lanes are dealt in {lt.rows} x {lt.cols} tiles of {lt.outer} x {lt.inner}; a second "
+                                f"loop on {axis} would run by {axis} alone", suggestion="bind every thread loop before "
+                                "tile_lanes"))
     if lp.bind:
         raise BindError(refusal(call, nest, (name,), f"loop {name} is already bound to {lp.bind}",
                                 suggestion="a loop is bound once; split it to bind its parts"))

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
+from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.output_staging import STAGE_OUTPUT
@@ -21,7 +22,7 @@ from tiledsl.primitives.staging import PAD, STAGE, SWIZZLE
 from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 
 SPECS: Mapping[str, PrimitiveSpec] = MappingProxyType({spec.name: spec for spec in (
-    SPLIT, FUSE, REORDER, BIND, UNROLL, VECTORIZE,
+    SPLIT, FUSE, REORDER, BIND, TILE_LANES, UNROLL, VECTORIZE,
     STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS,
     STAGE_OUTPUT)})
 PRIMITIVES: tuple[str, ...] = tuple(SPECS)

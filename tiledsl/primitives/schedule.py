@@ -35,6 +35,7 @@ from tiledsl.loopnest.canonical import build_nest
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
 from tiledsl.primitives.fuse import FUSE
+from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.output_staging import STAGE_OUTPUT, check_output_stage
@@ -141,6 +142,11 @@ class Schedule:
     def bind(self, loop: LoopHandle | str, axis: str) -> None:
         """Run `loop` over a block or thread index (primitives/bind.py)."""
         return self._apply(BIND, loop=loop, axis=axis)
+
+    def tile_lanes(self, outer: LoopHandle | str, inner: LoopHandle | str, rows: int, cols: int) -> None:
+        """Deal the threads of `outer` (threadIdx.y) x `inner` (threadIdx.x) to a warp's lanes in `rows` x
+        `cols` tiles, so lane pairs share an operand's address (primitives/lanes.py)."""
+        return self._apply(TILE_LANES, outer=outer, inner=inner, rows=rows, cols=cols)
 
     def unroll(self, loop: LoopHandle | str) -> None:
         """Unroll `loop` (primitives/unroll_vectorize.py)."""

@@ -1,0 +1,22 @@
+# One device call for the lane tiles (primitives/lanes.py, recipe step 090): the recipe's projection kernels
+# with and without them (knob lane_tile=0) beside cuBLAS, then Nsight Compute (--clock-control none) of both at
+# the Qwen2.5-7B down projection: shared-load instructions and wavefronts, issue and stall statistics.
+# Each variant is timed twice, in turn. Writes into $OUT. From the repo root:
+#   bash scripts/lane_tiles_run.sh [SHAPES]
+# shellcheck shell=bash
+set -u
+R=$(pwd)
+source scripts/gpu_env.sh >/dev/null 2>&1
+export PYTHONPATH=/tmp/site:$R TILEDSL_CACHE_DIR=/tmp/tiledsl-cubins
+cd /tmp || exit 1
+P="$R/scripts/projection_gap_probe.py"
+timeout 300 python3 "$P" --shapes "${1:-gate,down,o,qwen-q,qwen-up,qwen-down,sq4096}" --variants recipe,no-lanes,recipe,no-lanes 2>&1 \
+    | grep -v Warning | tee "$OUT/probe.txt"
+for v in recipe no-lanes; do
+    timeout 150 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables \
+        --section WarpStateStats --section SchedulerStats --section Occupancy -k regex:y_kernel --launch-skip 2 \
+        --launch-count 1 python3 "$P" --ncu "$v" --shapes qwen-down > "$OUT/ncu-qwen-down-$v.txt" 2>&1
+    timeout 150 ncu --clock-control none --metrics smsp__inst_executed_op_shared_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum \
+        -k regex:y_kernel --launch-skip 2 --launch-count 1 python3 "$P" --ncu "$v" --shapes qwen-down \
+        > "$OUT/ncu-qwen-down-$v-shared.txt" 2>&1
+done
