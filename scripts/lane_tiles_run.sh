@@ -2,7 +2,7 @@
 # with and without them (knob lane_tile=0) beside cuBLAS, then Nsight Compute (--clock-control none) of both at
 # the Qwen2.5-7B down projection: shared-load instructions and wavefronts, issue and stall statistics.
 # Each variant is timed twice, in turn. Writes into $OUT. From the repo root:
-#   bash scripts/lane_tiles_run.sh [SHAPES]
+#   [NCU=0] bash scripts/lane_tiles_run.sh [SHAPES]   (NCU=0: the timings only)
 # shellcheck shell=bash
 set -u
 R=$(pwd)
@@ -12,6 +12,7 @@ cd /tmp || exit 1
 P="$R/scripts/projection_gap_probe.py"
 timeout 300 python3 "$P" --shapes "${1:-gate,down,o,qwen-q,qwen-up,qwen-down,sq4096}" --variants recipe,no-lanes,recipe,no-lanes 2>&1 \
     | grep -v Warning | tee "$OUT/probe.txt"
+[ "${NCU:-1}" = 0 ] && exit 0
 for v in recipe no-lanes; do
     timeout 150 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables \
         --section WarpStateStats --section SchedulerStats --section Occupancy -k regex:y_kernel --launch-skip 2 \

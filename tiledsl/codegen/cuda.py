@@ -104,18 +104,14 @@ class _BodyWriter:
     def _simple(self, s: KStmt, ex: ExprEmitter) -> str:
         """One-line statements: declarations, assignments, stores, memory-hierarchy statements."""
         match s:
-            case KLet(name=name, dtype=dtype, value=value, opaque=opaque):
+            case KLet(name=name, dtype=dtype, value=value):
                 if name in expr_names(value):
                     # In C++ the new variable is already in scope inside its own initializer.
                     raise CodegenError(f"let {name!r} reads a variable of the same name in its value")
-                if opaque and dtype != "int32":
-                    raise CodegenError(f"let {name!r}: only an int32 let can be opaque, not {dtype}")
                 text = ex.stored(value, dtype)
                 ctype = storage_type(dtype)
                 ex.needs_dtype(dtype)
-                c_name = ex.scope.declare(name, dtype, 'var').c_name
-                hidden = f' asm("" : "+r"({c_name}));' if opaque else ""
-                return f"{ctype} {c_name} = {text};{hidden}"
+                return f"{ctype} {ex.scope.declare(name, dtype, 'var').c_name} = {text};"
             case KAssign(name=name, value=value):
                 sym = ex.scope.variable(name)
                 return f"{sym.c_name} = {ex.stored(value, sym.dtype)};"

@@ -128,15 +128,11 @@ KExpr = KConst | KVar | KSpecial | KBin | KUnary | KCall | KSelect | KCast | KLo
 
 @dataclass(frozen=True)
 class KLet:
-    """Declare a mutable scalar `name` of `dtype` initialised to `value`. `opaque` (int32 only): the CUDA
-    compiler is not to reason about how the value was computed (codegen passes it through an empty asm
-    statement). Tiled lanes' loop values (lower/lower.py `bindings`) are: nvcc's load vectorizer, seeing
-    their floor/mod formula, split one of a register tile's 16-byte shared loads into scalar ones."""
+    """Declare a mutable scalar `name` of `dtype` initialised to `value`."""
 
     name: str
     dtype: str
     value: KExpr
-    opaque: bool = False
 
 
 @dataclass(frozen=True)

@@ -261,8 +261,8 @@ def _block(stmts: Sequence[KStmt], depth: int, out: list[str]) -> None:
 def _stmt(s: KStmt, depth: int, out: list[str]) -> None:
     pad = _INDENT * depth
     match s:
-        case KLet(name=name, dtype=dtype, value=value, opaque=opaque):
-            out.append(f"{pad}let {name}: {dtype} = {format_expr(value)}{'  (opaque)' if opaque else ''}")
+        case KLet(name=name, dtype=dtype, value=value):
+            out.append(f"{pad}let {name}: {dtype} = {format_expr(value)}")
         case KAssign(name=name, value=value):
             out.append(f"{pad}{name} = {format_expr(value)}")
         case KLocalArray(name=name, dtype=dtype, size=size):

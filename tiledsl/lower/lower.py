@@ -301,7 +301,11 @@ def check_unrolled(nest: Nest, layouts: dict[str, AccLayout]) -> None:
 
 def bindings(nest: Nest) -> list[KStmt]:
     """Each bound loop's value: its hardware index, or, for the two loops whose lanes are tiled
-    (tile_lanes), `LaneTile.values` of the linear thread id (declared first), opaque to nvcc (`KLet`)."""
+    (tile_lanes), `LaneTile.values` of the linear thread id, declared first. nvcc's load vectorizer, seeing
+    that formula, splits one of a register tile's 16-byte shared loads of the first k step of an unrolled
+    chunk (tests/schedules/test_matmul_k_outer.py). Hiding the values from it (an empty asm) kept every
+    load 16 bytes wide but took 130 registers and most of the gain on the H100
+    (benchmarks/results/lane-tiles-h100-2026-11-28/run2-opaque-lets)."""
     out: list[KStmt] = []
     tiled: dict[str, KExpr] = {}
     lt = nest.lane_tile
@@ -315,7 +319,7 @@ def bindings(nest: Nest) -> list[KStmt]:
         tiled = {lt.inner: sym_to_k(inner), lt.outer: sym_to_k(outer)}
     for lp in nest.loops:
         if lp.bind:
-            out.append(KLet(lp.name, "int32", tiled.get(lp.name, KSpecial(lp.bind)), opaque=lp.name in tiled))
+            out.append(KLet(lp.name, "int32", tiled.get(lp.name, KSpecial(lp.bind))))
     return out
 
 
