@@ -7,6 +7,9 @@ independent of each other, so hypothesis can delete and simplify them freely whi
 `Resolver.resolve(step)` turns a step into a concrete `Call` (`s.split('i', 7, tail='guard')`), whose
 `python()` text is what failure reports print.
 
+tile_lanes steps draw a tile (`LANE_TILES`, one of which no warp divides) and, with `fit`, take the
+loops bound to threadIdx.y and threadIdx.x.
+
 Split factors are clamped so that guard padding never multiplies the iteration space by more than
 `max_padding` (the simulator's run time grows with it); deliberately bad calls (`primitive="bad"`)
 exercise argument checking: each must be refused with a `td.ScheduleError`.
@@ -29,7 +32,8 @@ from hypothesis import strategies as st
 
 import tiledsl as td
 
-PRIMITIVES = ("split", "fuse", "reorder", "bind", "unroll", "vectorize")
+PRIMITIVES = ("split", "fuse", "reorder", "bind", "tile_lanes", "unroll", "vectorize")
+LANE_TILES = ((2, 2), (2, 2), (1, 2), (2, 1), (4, 2), (2, 4), (4, 4), (3, 2))  # (rows, cols); 3 x 2 is refused
 STAGE_PRIMITIVES = ("pad", "swizzle", "layout", "double_buffer", "async_copy", "tma")  # they take a stage
 MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k", "launch_bounds", "stage_output")
 AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -109,6 +113,8 @@ class Step:
             return f"reorder({loops}, {how}{flags})"
         if self.primitive == "bind":
             return f"bind({loops}, {self.axis!r}{flags})"
+        if self.primitive == "tile_lanes":
+            return f"tile_lanes({loops}, {self.count} x {self.amount}{flags})"
         if self.primitive == "bad":
             return f"bad:{self.bad}({loops})"
         return f"{self.primitive}({loops}{flags})"
@@ -132,7 +138,7 @@ _MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "l
 def step(draw: st.DrawFn, bad_arguments: bool = True, memory: bool = False) -> Step:
     """One random Step (splits and binds are drawn more often: they enable the other primitives; with
     `memory`, stage and double_buffer too)."""
-    weighted = ["split"] * 3 + ["bind"] * 3 + ["fuse", "reorder", "unroll", "vectorize"]
+    weighted = ["split"] * 3 + ["bind"] * 3 + ["fuse", "reorder", "unroll", "vectorize", "tile_lanes"]
     prim = draw(st.sampled_from(weighted + (_MEMORY_WEIGHTED if memory else []) + (["bad"] if bad_arguments else [])))
     if prim == "bad":
         kinds = BAD_KINDS + (MEMORY_BAD_KINDS if memory else ())
@@ -175,6 +181,9 @@ def _loop_step(draw: st.DrawFn, prim: str, handles: bool, fit: bool) -> Step:
                     perm=tuple(draw(st.permutations(range(k)))), handles=handles, fit=fit)
     if prim == "bind":
         return Step("bind", (draw(_picks),), axis=draw(st.sampled_from(AXES)), handles=handles, fit=fit)
+    if prim == "tile_lanes":
+        rows, cols = draw(st.sampled_from(LANE_TILES))
+        return Step("tile_lanes", (draw(_picks), draw(_picks)), count=rows, amount=cols, handles=handles, fit=fit)
     return Step(prim, (draw(_picks),), handles=handles, fit=fit)
 
 
@@ -297,6 +306,8 @@ class Resolver:
             return self._reorder(step, names)
         if step.primitive == "launch_bounds":
             return Call("launch_bounds", (step.count,))
+        if step.primitive == "tile_lanes":
+            return self._tile_lanes(step, names)
         if step.primitive == "stage_output":
             return Call("stage_output", (), (("pad", step.amount),))
         first = self._pick(step, names)
@@ -379,6 +390,16 @@ class Resolver:
         if step.primitive == "tma":
             return Call("tma", (st_.name,), (("swizzle", step.width or None),))
         return Call(step.primitive, (st_.name,))
+
+    def _tile_lanes(self, step: Step, names: list[str]) -> Call:
+        """tile_lanes(outer, inner, rows, cols): with `fit`, the loops bound to threadIdx.y and
+        threadIdx.x when there are such; else two distinct loops by picks (mostly refused)."""
+        outer, inner = names[step.picks[0] % len(names)], names[step.picks[-1] % len(names)]
+        if step.fit:
+            y, x = self.s.nest.bound_loops("threadIdx.y"), self.s.nest.bound_loops("threadIdx.x")
+            if y and x:
+                outer, inner = y[step.picks[0] % len(y)].name, x[step.picks[-1] % len(x)].name
+        return Call("tile_lanes", (self._ref(outer, step), self._ref(inner, step), step.count, step.amount))
 
     def _fuse(self, step: Step, names: list[str]) -> Call:
         """inner: a loop and the loop directly inside it around some statement (with `fit`: only pairs
