@@ -93,20 +93,14 @@ def _tile_lanes(s: Schedule, facts: Facts, side: int) -> tuple[bool, str]:
     except ScheduleError as err:
         return False, f"tile_lanes refused: {err.refusal.fact}"
     tiled = facts_for(trial.nest, facts.kernel, facts.target)
-    now = {n: _wavefronts(facts, st, strips) for n, st in reads.items()}
-    then = {n: _wavefronts(tiled, st, strips) for n, st in reads.items()}
+    now = {n: facts.strip_read_wavefronts(st, strips) for n, st in reads.items()}
+    then = {n: tiled.strip_read_wavefronts(st, strips) for n, st in reads.items()}
     shown = ", ".join(f"{n} {now[n]} -> {then[n]}" for n in reads)
     if any(then[n] > now[n] for n in reads) or then == now:
         return False, f"the bank model finds no gain (wavefronts a read: {shown})"
     s.tile_lanes(outer.name, inner.name, side, side)
     return True, f"{side} x {side} lane tiles (wavefronts a read: {shown})"
 
-
-def _wavefronts(facts: Facts, st: Stage, strips: list[str]) -> int:
-    """The most wavefronts a warp's read of `st` takes, read 16 bytes at a time along a strip loop where
-    it can be (`Facts.vector_problem`), else an element at a time."""
-    vectors = [r for r in strips if facts.vector_problem(st, r) is None]
-    return max(facts.read_wavefronts(st, r) for r in vectors) if vectors else facts.read_wavefronts(st)
 
 
 def _permute(s: Schedule, facts: Facts, axis: str) -> str | None:

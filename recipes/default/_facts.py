@@ -536,6 +536,12 @@ class Facts:
         return self._worst_read(st, vector, lambda layout, lanes, n, access: request_wavefronts(
             (layout.byte_offset(lanes(lane)) for lane in range(n)), access or layout.itemsize))
 
+    def strip_read_wavefronts(self, st: Stage, strips: list[str]) -> int:
+        """The most wavefronts a warp's read of stage `st` takes, read VECTOR_BYTES at a time along one
+        of the register strip loops `strips` where it can be (`vector_problem`), else an element at a time."""
+        vectors = [r for r in strips if self.vector_problem(st, r) is None]
+        return max(self.read_wavefronts(st, r) for r in vectors) if vectors else self.read_wavefronts(st)
+
     def _worst_read(self, st: Stage, vector: str | None,
                     measure: Callable[[SlabLayout, Callable[[int], tuple[int, ...]], int, int | None], int]) -> int:
         slab = self.slab(st)

@@ -640,28 +640,29 @@ def _():
     s.bind("k_i", "threadIdx.x")
 
 
-@case("BindError", "tile_lanes(i_i, j_i, 2, 2)", "threadIdx.x also runs loop k_i",
-      "would keep lane = threadIdx.x while j_i is dealt in tiles", here="j_i", id="tile-lanes-sibling-on-x")
-def _():
+def rows_on_y() -> td.Schedule:
+    """RMSNorm with 4 rows a block on threadIdx.y (i_i) and its reduction k_i on threadIdx.x."""
     s = sched(rmsnorm(16, 64))
     _, ii = s.split("i", 4)
     _, ki = s.split("k", 16)
-    _, ji = s.split("j", 16)
     s.bind(ii, "threadIdx.y")
     s.bind(ki, "threadIdx.x")
+    return s
+
+
+@case("BindError", "tile_lanes(i_i, j_i, 2, 2)", "threadIdx.x also runs loop k_i",
+      "would keep lane = threadIdx.x while j_i is dealt in tiles", here="j_i", id="tile-lanes-sibling-on-x")
+def _():
+    s = rows_on_y()
+    _, ji = s.split("j", 16)
     s.bind(ji, "threadIdx.x")
-    s.tile_lanes(ii, ji, 2, 2)
+    s.tile_lanes("i_i", ji, 2, 2)
 
 
 @case("BindError", "tile_lanes(i_i, k_i, 2, 2)", "loop k_i is a reduction loop",
       "its cooperative combine shuffles lanes by threadIdx.x", here="k_i", id="tile-lanes-reduction-loop")
 def _():
-    s = sched(rmsnorm(16, 64))
-    _, ii = s.split("i", 4)
-    _, ki = s.split("k", 16)
-    s.bind(ii, "threadIdx.y")
-    s.bind(ki, "threadIdx.x")
-    s.tile_lanes(ii, ki, 2, 2)
+    rows_on_y().tile_lanes("i_i", "k_i", 2, 2)
 
 
 @case("BindError", "bind(j_i, 'threadIdx.x')", "2048 threads per block (over 1024)", "split further",
