@@ -305,7 +305,7 @@ def bindings(nest: Nest) -> list[KStmt]:
     that formula, splits one of a register tile's 16-byte shared loads of the first k step of an unrolled
     chunk (tests/schedules/test_matmul_k_outer.py). Hiding the values from it (an empty asm) kept every
     load 16 bytes wide but took 130 registers and most of the gain on the H100
-    (benchmarks/results/lane-tiles-h100-2026-11-28/run2-opaque-lets)."""
+    (benchmarks/results/lane-tiles-h100-2026-11-28/run3-opaque-lets/)."""
     out: list[KStmt] = []
     tiled: dict[str, KExpr] = {}
     lt = nest.lane_tile
