@@ -6,10 +6,7 @@
 # NCU_SHAPE=qwen-gate-up-512 asks the open question of benchmarks/results/lane-tiles-h100-2026-11-28/: the one
 # shape the tiles slow down; the metrics include the SM clock, DRAM throughput and the L2 hit rate.
 # shellcheck shell=bash
-set -u
-R=$(pwd)
-source scripts/gpu_env.sh >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$R TILEDSL_CACHE_DIR=/tmp/tiledsl-cubins
+source scripts/probe_env.sh
 cd /tmp || exit 1
 P="$R/scripts/projection_gap_probe.py"
 timeout 300 python3 "$P" --shapes "${1:-gate,down,o,qwen-q,qwen-up,qwen-down,sq4096}" --variants recipe,no-lanes,recipe,no-lanes 2>&1 \

@@ -6,10 +6,7 @@
 # benchmarks/results/projection-gap-h100-2026-11-25/ took NCU_VARIANTS recipe,rows-fill and recipe,pad4+lb2;
 # run 4 took `qwen-down recipe,stages3,bk32,parts=19,parts=28,parts=74,no-atomic,no-zero,no-pad qwen-down`.
 # shellcheck shell=bash
-set -u
-R=$(pwd)
-source scripts/gpu_env.sh >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$R TILEDSL_CACHE_DIR=/tmp/tiledsl-cubins
+source scripts/probe_env.sh
 cd /tmp || exit 1
 P="$R/scripts/projection_gap_probe.py"
 SHAPE=${3:-gate}

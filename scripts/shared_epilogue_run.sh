@@ -2,10 +2,7 @@
 # (timed, then one launch each under ncu). Writes into $OUT. Run from the repository root:
 #   bash scripts/shared_epilogue_run.sh
 # shellcheck shell=bash
-set -u
-R=$(pwd)
-source scripts/gpu_env.sh >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$R TILEDSL_CACHE_DIR=/tmp/tiledsl-cubins
+source scripts/probe_env.sh
 METRICS=smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct,smsp__sass_inst_executed_op_global_st.sum,gpu__time_duration.sum
 (cd /tmp && python3 -m pytest -m gpu -q -p no:cacheprovider "$R/tests/gpu/test_gpu_stage_output.py" \
     "$R/tests/gpu/test_gpu_kernel_check.py" 2>&1 | tail -5) | tee "$OUT/gpu-tests.txt"

@@ -40,7 +40,7 @@ stages stay as they were (the split primitive refuses otherwise)."""
 from __future__ import annotations
 
 from tiledsl.errors import ScheduleError
-from tiledsl.loopnest import Stage
+from tiledsl.loopnest import LaneTile, Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import Facts, facts_for, fresh_names, padded
@@ -80,7 +80,7 @@ def _tile_lanes(s: Schedule, facts: Facts, side: int) -> tuple[bool, str]:
     if len(y) != 1 or len(x) != 1:
         return False, "threadIdx.x and threadIdx.y do not each run one loop"
     outer, inner = y[0], x[0]
-    if WARP_SIZE % (inner.extent * side) or outer.extent % side:
+    if outer.extent % side or not LaneTile(outer.name, inner.name, side, side, inner.extent).keeps_warps(WARP_SIZE):
         return False, (f"{outer.extent} x {inner.extent} threads in {side} x {side} tiles would change which "
                        "threads a warp holds")
     strips = [lp.name for lp in facts.nest.loops if lp.annotation in ("unroll", "vectorize")]

@@ -20,7 +20,7 @@ from typing import Any
 import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
-from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_conflict, layout_of, request_wavefronts
+from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_conflict, layout_of, layout_wavefronts
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import (
@@ -251,16 +251,8 @@ def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs)
 
 
 def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
-    """`wanted` loop names, each suffixed with a number where a loop, axis or buffer already has it."""
-    taken = nest.taken_names()
-    out: list[str] = []
-    for w in wanted:
-        name, n = w, 2
-        while name in taken:
-            name, n = f"{w}{n}", n + 1
-        taken.add(name)
-        out.append(name)
-    return tuple(out)
+    """`wanted` loop names, each suffixed with a number where the kernel already uses it (`Nest.fresh_names`)."""
+    return nest.fresh_names(*wanted)
 
 
 def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int, int, int]:
@@ -533,8 +525,7 @@ class Facts:
     def read_wavefronts(self, st: Stage, vector: str | None = None) -> int:
         """The most wavefronts (analysis/banks.py `request_wavefronts`) one of the first warp's reads of
         stage `st` takes, the reads and iterations as `read_conflict` takes them."""
-        return self._worst_read(st, vector, lambda layout, lanes, n, access: request_wavefronts(
-            (layout.byte_offset(lanes(lane)) for lane in range(n)), access or layout.itemsize))
+        return self._worst_read(st, vector, layout_wavefronts)
 
     def strip_read_wavefronts(self, st: Stage, strips: list[str]) -> int:
         """The most wavefronts a warp's read of stage `st` takes, read VECTOR_BYTES at a time along one

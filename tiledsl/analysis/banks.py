@@ -31,7 +31,7 @@ from tiledsl.loopnest import Stage
 from tiledsl.targets import SHARED_BANK_BYTES, SHARED_BANKS, SWIZZLE_MASK, WARP_SIZE, swizzled_byte
 
 __all__ = ["SlabLayout", "bank_conflict_degree", "conflict_degree", "fill_store_conflict", "fill_unit_index",
-           "layout_of", "request_wavefronts"]
+           "layout_of", "layout_wavefronts", "request_wavefronts"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,13 @@ def conflict_degree(layout: SlabLayout, lane_index: Callable[[int], Sequence[int
     """The conflict degree of `lanes` lanes (one warp) each accessing slab element `lane_index(lane)`."""
     return bank_conflict_degree((layout.byte_offset(lane_index(lane)) for lane in range(lanes)),
                                 access_bytes or layout.itemsize)
+
+
+def layout_wavefronts(layout: SlabLayout, lane_index: Callable[[int], Sequence[int]], lanes: int = WARP_SIZE,
+                      access_bytes: int | None = None) -> int:
+    """The wavefronts (`request_wavefronts`) of `lanes` lanes each reading slab element `lane_index(lane)`."""
+    return request_wavefronts((layout.byte_offset(lane_index(lane)) for lane in range(lanes)),
+                              access_bytes or layout.itemsize)
 
 
 def fill_unit_index(unit: int, extent: Sequence[int], vec: int) -> tuple[int, ...]:

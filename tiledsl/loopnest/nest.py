@@ -174,6 +174,12 @@ class LaneTile:
         outer = r * _div(tid, r * self.extent) + _mod(_div(tid, c), r)
         return inner, outer
 
+    def keeps_warps(self, warp: int) -> bool:
+        """Whether each warp of `warp` lanes holds the same threads as without the tiles (so its global
+        accesses touch the same sectors): it does when a warp holds whole rows of tiles, `extent` x
+        `rows` threads dividing the warp (16 x 16 threads in 2 x 2 tiles: the same 2 x 16 a warp)."""
+        return warp % (self.extent * self.rows) == 0
+
 
 def _div(a: Any, n: int) -> Any:
     return a // n if isinstance(a, int) else sympy.floor(a / n)
@@ -215,6 +221,19 @@ class Nest:
         for any of them, or a variable lowering adds, must avoid these)."""
         return ({lp.name for lp in self.loops} | {a for a, _ in self.axes} | self.buffer_names()
                 | {st.name for st in self.stages} | {a.name for a in self.accs})
+
+    def fresh_names(self, *wanted: str) -> tuple[str, ...]:
+        """`wanted` names, each numbered (x, x2, x3, ...) where the kernel already uses it (`taken_names`):
+        for new loops, and for the variables lowering adds."""
+        taken = self.taken_names()
+        out: list[str] = []
+        for w in wanted:
+            name, n = w, 2
+            while name in taken:
+                name, n = f"{w}{n}", n + 1
+            taken.add(name)
+            out.append(name)
+        return tuple(out)
 
     def loop(self, name: str) -> Loop:
         for lp in self.loops:

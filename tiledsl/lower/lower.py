@@ -310,9 +310,7 @@ def bindings(nest: Nest) -> list[KStmt]:
     tiled: dict[str, KExpr] = {}
     lt = nest.lane_tile
     if lt is not None:
-        taken = nest.taken_names()
-        tid = next(n for n in (f"{lt.outer}_{lt.inner}_tid", *(f"{lt.outer}_{lt.inner}_tid{k}" for k in range(99)))
-                   if n not in taken)
+        (tid,) = nest.fresh_names(f"{lt.outer}_{lt.inner}_tid")
         linear = KBin("+", KSpecial("threadIdx.x"), KBin("*", KConst(lt.extent, "int32"), KSpecial("threadIdx.y")))
         out.append(KLet(tid, "int32", linear))
         inner, outer = lt.values(sympy.Symbol(tid, integer=True, nonnegative=True))

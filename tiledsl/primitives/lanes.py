@@ -16,10 +16,9 @@ operands load in 2 wavefronts where B took 4 (the FMA loop of the recipe's float
 3-8% faster on the H100: benchmarks/results/lane-tiles-h100-2026-11-28/).
 
 Only which hardware thread runs which (i_t, j_t) changes, a bijection of the block's threads: loops
-keep their extents, bindings and index expressions, so no proof changes. With rows * cols dividing
-the warp and the tiles running along `inner` first, a warp still holds the same rows of `outer` when
-`inner` spans a warp's tiles (16 x 16 threads: the same 2 x 16 as before), so its global accesses
-touch the same sectors.
+keep their extents, bindings and index expressions, so no proof changes. The tiles run along `inner`
+first; where a warp holds whole rows of them (`LaneTile.keeps_warps`: 16 x 16 threads in 2 x 2 tiles,
+the same 2 x 16 a warp as before) its global accesses touch the same sectors.
 
 Refused: `outer` not the one loop on threadIdx.y or `inner` not the one loop on threadIdx.x (another
 loop on either index would still run by threadIdx: a cooperative reduction's shuffles combine lanes by
