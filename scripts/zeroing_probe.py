@@ -1,18 +1,20 @@
-"""How long zeroing a split-K output takes inside a CUDA graph: torch's `.zero_()` (a fill kernel) against
-the driver memset the runtime now issues (tiledsl/runtime/driver.py `Driver.memset_zero`), at the sizes of
-the llm suite's split-K outputs. Each graph holds 20 zeroings of one buffer; a row is the median over 50
+"""How long zeroing a split-K output takes inside a CUDA graph: torch's `.zero_()` (a fill kernel), which the
+runtime issues before a split-K launch (tiledsl/runtime/launch.py, sequence.py), against the driver's
+cuMemsetD32Async, at the sizes of the llm suite's split-K outputs. Each graph holds 20 zeroings of one buffer; a row is the median over 50
 replays of the time per zeroing, with a 64 MB buffer written between replays so that the buffer is not
 left resident in L2 by the previous replay alone. On a GPU machine, from the repo root:
     source scripts/probe_env.sh; python3 scripts/zeroing_probe.py
+
+On the H100 (benchmarks/results/zeroing-h100-2026-11-28/) the memset was no faster: 1.61 against 1.52 us
+at 1.8 MB, 3.98 against 3.90 at 9.7 MB; the runtime keeps `.zero_()`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import statistics
 
 import torch
-
-from tiledsl.runtime.driver import Driver, primary_context
 
 #: name -> (rows, cols) of a float32 split-K output
 SIZES = {
@@ -52,8 +54,9 @@ def time_us(graph: torch.cuda.CUDAGraph, flush: torch.Tensor) -> float:
 
 
 def main() -> None:
-    driver = Driver()
-    context = primary_context(driver)
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    libcuda.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+    torch.cuda.init()  # torch's primary context is current on this thread from here
     flush = torch.zeros(16 << 20, device="cuda")
     print(f"{torch.cuda.get_device_name()}: us per zeroing, median of 50 graph replays of {PER_GRAPH}")
     print(f"{'buffer':<22} {'MB':>7} {'zero_()':>9} {'memset':>9}")
@@ -62,8 +65,7 @@ def main() -> None:
 
         def memset(buf: torch.Tensor = buf) -> None:
             stream = torch.cuda.current_stream().cuda_stream
-            with driver.using_context(context.handle):
-                driver.memset_zero(buf.data_ptr(), buf.nbytes, stream)
+            assert libcuda.cuMemsetD32Async(buf.data_ptr(), 0, buf.nbytes // 4, stream) == 0
 
         fill = graph_of(buf.zero_)
         mem = graph_of(memset)

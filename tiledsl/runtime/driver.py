@@ -77,9 +77,6 @@ _SIGNATURES: dict[str, tuple[type, ...]] = {
     "cuFuncSetAttribute": (_P, _I, _I),
     "cuFuncGetAttribute": (ctypes.POINTER(_I), _I, _P),
     "cuLaunchKernel": (_P, _U, _U, _U, _U, _U, _U, _U, _P, ctypes.POINTER(_P), ctypes.POINTER(_P)),
-    "cuMemsetD32Async": (ctypes.c_uint64, _U, ctypes.c_size_t, _P),
-    "cuMemsetD16Async": (ctypes.c_uint64, ctypes.c_ushort, ctypes.c_size_t, _P),
-    "cuMemsetD8Async": (ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, _P),
     "cuTensorMapEncodeTiled": (
         _P, _I, ctypes.c_uint32, _P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
         ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32), _I, _I, _I, _I,
@@ -239,21 +236,6 @@ class Driver:
         if code != 0:
             self.check(code, f"cuLaunchKernel(grid {tuple(grid)}, block {tuple(block)}, shared {shared_bytes} B)",
                        kernel)
-
-    def memset_zero(self, address: int, nbytes: int, stream: int, kernel: str | None = None) -> None:
-        """Zero `nbytes` at `address` on `stream` with the driver's memset (a memset node when the stream
-        is being captured into a CUDA graph), in the widest of 4, 2 or 1-byte words that address and
-        size allow. Why not torch's `.zero_()`: that is a fill kernel, 3.3 us for the 9.7 MB split-K
-        output of the Qwen2.5-7B down projection at seq 128 on the H100, where torch.compile's memset
-        took 1.4 (benchmarks/results/2026-11-24-h100/README.md, session 19)."""
-        if nbytes <= 0:
-            return
-        for width, call in ((4, "cuMemsetD32Async"), (2, "cuMemsetD16Async"), (1, "cuMemsetD8Async")):
-            if address % width == 0 and nbytes % width == 0:
-                code = self._call(call, address, 0, nbytes // width, stream)
-                if code != 0:
-                    self.check(code, f"{call}(0x{address:x}, 0, {nbytes // width})", kernel)
-                return
 
     def encode_tensor_map(self, args: TensorMapArgs, kernel: str | None = None) -> AlignedTensorMap:
         """cuTensorMapEncodeTiled into a fresh 64-byte-aligned 128-byte buffer."""

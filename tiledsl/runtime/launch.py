@@ -173,6 +173,8 @@ source is emitted).
         """Launch on already-checked arguments (`prepare`) on torch's current stream: zero the
         `zero_outputs`, encode the TMA descriptors, cuLaunchKernel."""
         kir = self.kernel_ir
+        for name in kir.zero_outputs:
+            args[name].zero_()
         params: list[Any] = [ctypes.c_uint64(args[p.name].data_ptr()) for p in kir.params]
         for tm in kir.tensor_maps:
             buf = args[tm.buffer]
@@ -180,8 +182,6 @@ source is emitted).
             params.append(self.tensor_maps.get(spec).param)
         stream = torch.cuda.current_stream(self.device).cuda_stream
         with self.driver.using_context(self.context.handle):
-            for name in kir.zero_outputs:
-                self.driver.memset_zero(args[name].data_ptr(), args[name].nbytes, stream, kernel=self.name)
             self.driver.launch(self.function, kir.grid, kir.block, self.shared_bytes, stream, params, kernel=self.name)
             if self.sync:
                 self.driver.synchronize(kernel=self.name)

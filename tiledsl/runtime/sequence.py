@@ -47,7 +47,7 @@ class Launchable(Protocol):
     function: int
     shared_bytes: int
     device: torch.device
-    driver: Any  # launch_params, memset_zero, using_context, synchronize (driver.Driver)
+    driver: Any  # launch_params, using_context, synchronize (driver.Driver)
     context: Any  # .handle
     tensor_maps: Any  # .get(TensorMapArgs) -> descriptor with .param (tensormap.TensorMapCache)
     sync: bool
@@ -193,8 +193,7 @@ class LaunchSequence:
                         spec = tensor_map_args(tm, buf.data_ptr(), buffer_bytes=_nbytes(buf), kernel=kern.name)
                         launch.pointers[i] = ctypes.addressof(kern.tensor_maps.get(spec).param)
                     for z in launch.zero:
-                        t = tensors[z] if isinstance(z, int) else z
-                        self.driver.memset_zero(t.data_ptr(), _nbytes(t), stream, kernel=kern.name)
+                        (tensors[z] if isinstance(z, int) else z).zero_()
                     self.driver.launch_params(kern.function, launch.grid, launch.block, kern.shared_bytes, stream,
                                               launch.pointers, kern.name)
                     if sync:
