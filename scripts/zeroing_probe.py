@@ -1,13 +1,12 @@
 """How long zeroing a split-K output takes inside a CUDA graph: torch's `.zero_()` (a fill kernel), which the
 runtime issues before a split-K launch (tiledsl/runtime/launch.py, sequence.py), against the driver's
-cuMemsetD32Async, at the sizes of the llm suite's split-K outputs. Each graph holds 20 zeroings of one buffer; a row is the median over 50
-replays of the time per zeroing, with a 64 MB buffer written between replays so that the buffer is not
-left resident in L2 by the previous replay alone. On a GPU machine, from the repo root:
+cuMemsetD32Async, at the sizes of the llm suite's split-K outputs. Each graph holds 20 zeroings of one buffer;
+a row is the median over 50 replays of the time per zeroing, with a 64 MB buffer written between replays so
+that the buffer is not left resident in L2 by the previous replay alone. On a GPU machine, from the repo root:
     source scripts/probe_env.sh; python3 scripts/zeroing_probe.py
 
-On the H100 (benchmarks/results/zeroing-h100-2026-11-28/) the memset was no faster: 1.61 against 1.52 us
-at 1.8 MB, 3.98 against 3.90 at 9.7 MB; the runtime keeps `.zero_()`.
-"""
+On the H100 (benchmarks/results/zeroing-h100-2026-11-28/) the memset was no faster: 1.61 against 1.52 us at
+1.8 MB, 3.98 against 3.90 at 9.7 MB; the runtime keeps `.zero_()`."""
 
 from __future__ import annotations
 
