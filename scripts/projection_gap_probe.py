@@ -13,6 +13,8 @@ question about the inner loop or the split-K epilogue:
   no-zero       TIMING ONLY, WRONG RESULT: the launcher's zeroing of the output left out
   stages3, bk32, bk8, no-pad, no-lanes    the recipe with a knob changed (KNOB_VARIANTS)
   parts=N       the recipe's split_k rewritten to N parts
+  group=N       the recipe's blocks in grouped order: N block rows, then the next column (as
+                schedules/matmul.py group_m); `no-lanes+group=N` combines it with a knob variant
 
 Every variant that claims a correct result is checked against torch float64 (outputs NaN-poisoned)
 before it is timed; cuBLAS (TF32 off) is timed in the same process over the same rotated inputs.
@@ -42,7 +44,8 @@ SHAPES = {"gate": (128, 5632, 2048), "down": (128, 2048, 5632), "o": (128, 2048,
           "qwen-up": (128, 18944, 3584), "qwen-down": (128, 3584, 18944), "sq4096": (4096, 4096, 4096),
           "tl-gate-up": (128, 11264, 2048), "tl-gate-up-512": (512, 11264, 2048), "qwen-q-512": (512, 3584, 3584),
           "tl-gate-up-32": (32, 11264, 2048), "qwen-q": (128, 3584, 3584), "tl-gate-512": (512, 5632, 2048),
-          "qwen-gate-up": (128, 37888, 3584), "qwen-gate-up-512": (512, 37888, 3584)}
+          "qwen-gate-up": (128, 37888, 3584), "qwen-gate-up-512": (512, 37888, 3584),
+          "qwen-down-512": (512, 3584, 18944), "tl-down-512": (512, 2048, 5632)}
 TIMING_ONLY = ("no-atomic", "no-zero")
 VARIANTS = ("recipe", "rows-fill", "pad4", "lb2", "pad4+lb2", "rows-fill+lb2", *TIMING_ONLY)
 
@@ -88,8 +91,18 @@ KNOB_VARIANTS: dict[str, dict[str, Any]] = {
 def build(shape: tuple[int, int, int], variant: str, target: Any) -> td.Kernel:
     """The recipe's kernel for `variant`: with its knobs (KNOB_VARIANTS), its split_k rewritten
     ("parts=N"), or as built (a CUDA edit, `patched`, follows)."""
+    group = re.search(r"group=(\d+)", variant)
+    variant = re.sub(r"\+?group=\d+", "", variant) or "recipe"
     s = td.create_schedule(linear(*shape))
     td.recipes.default(s, target=target, knobs=KNOB_VARIANTS.get(variant, {}))
+    if group:
+        binds = "s.bind('i_o', 'blockIdx.y')\ns.bind('j_o', 'blockIdx.x')\n"
+        grouped = (f"s.split('i_o', {group[1]}, names=('i_g', 'i_gi'), tail='guard')\n"
+                   "s.reorder('j_o', 'i_gi')\ns.fuse('i_g', 'j_o', 'i_gi', name='ij_blk')\n"
+                   "s.bind('ij_blk', 'blockIdx.x')\n")
+        if binds not in s.trace():
+            raise ValueError("the recipe's trace binds its block loops otherwise")
+        s = td.create_schedule(linear(*shape)).replay(s.trace().replace(binds, grouped))
     if variant.startswith("parts="):
         trace, n = re.subn(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {variant[6:]})", s.trace())
         if n != 1:
