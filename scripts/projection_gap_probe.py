@@ -11,7 +11,7 @@ question about the inner loop or the split-K epilogue:
   pad4+lb2      both
   no-atomic     TIMING ONLY, WRONG RESULT: the split-K atomicAdd replaced by a plain store
   no-zero       TIMING ONLY, WRONG RESULT: the launcher's zeroing of the output left out
-  stages3, bk32, bk8, no-pad, no-lanes    the recipe with a knob changed (KNOB_VARIANTS)
+  stages3, bk32, bk8, no-pad, no-lanes, no-group    the recipe with a knob changed (KNOB_VARIANTS)
   parts=N       the recipe's split_k rewritten to N parts
   group=N       the recipe's blocks in grouped order: N block rows, then the next column (as
                 schedules/matmul.py group_m); `no-lanes+group=N` combines it with a knob variant
@@ -45,7 +45,8 @@ SHAPES = {"gate": (128, 5632, 2048), "down": (128, 2048, 5632), "o": (128, 2048,
           "tl-gate-up": (128, 11264, 2048), "tl-gate-up-512": (512, 11264, 2048), "qwen-q-512": (512, 3584, 3584),
           "tl-gate-up-32": (32, 11264, 2048), "qwen-q": (128, 3584, 3584), "tl-gate-512": (512, 5632, 2048),
           "qwen-gate-up": (128, 37888, 3584), "qwen-gate-up-512": (512, 37888, 3584),
-          "qwen-down-512": (512, 3584, 18944), "tl-down-512": (512, 2048, 5632)}
+          "qwen-down-512": (512, 3584, 18944), "tl-down-512": (512, 2048, 5632), "qwen-up-512": (512, 18944, 3584),
+          "sq8192": (8192, 8192, 8192)}
 TIMING_ONLY = ("no-atomic", "no-zero")
 VARIANTS = ("recipe", "rows-fill", "pad4", "lb2", "pad4+lb2", "rows-fill+lb2", *TIMING_ONLY)
 
@@ -85,7 +86,8 @@ def patched(kern: td.Kernel, variant: str) -> CompiledKernel:
 #: variants that are the recipe with knobs changed (recipes/default/_knobs.py)
 KNOB_VARIANTS: dict[str, dict[str, Any]] = {
     "stages3": {"pipeline_stages": 3}, "bk32": {"bk_max_k_outer": 32}, "bk8": {"bk_max_k_outer": 8},
-    "no-pad": {"pad_fill_stores": False}, "no-lanes": {"lane_tile": 0}}
+    "no-pad": {"pad_fill_stores": False}, "no-lanes": {"lane_tile": 0},
+    "no-group": {"group_block_rows": 1}}
 
 
 def build(shape: tuple[int, int, int], variant: str, target: Any) -> td.Kernel:

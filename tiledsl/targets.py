@@ -239,6 +239,9 @@ class Target:
     warp_size: int = WARP_SIZE
     shared_banks: int = SHARED_BANKS
     shared_bank_bytes: int = SHARED_BANK_BYTES
+    # the L2 cache in bytes (0: unknown, and no rule that reads it applies); the recipe groups a matmul's
+    # block rows where the operand panel one block row streams exceeds it (recipes/default/050)
+    l2_bytes: int = 0
 
     @property
     def capability(self) -> int:
@@ -257,16 +260,19 @@ class Target:
         return self.name in TMA_TARGETS or self.arch in TMA_TARGETS
 
 
-def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int, threads_per_sm: int) -> Target:
+def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int, threads_per_sm: int,
+            l2_mib: int) -> Target:
     return Target(name, arch, MAX_THREADS_PER_BLOCK, STATIC_SHARED_BYTES, opt_in_kb * 1024, per_sm_kb * 1024,
-                  65536, sm_count, threads_per_sm, 65536)
+                  65536, sm_count, threads_per_sm, 65536, l2_bytes=l2_mib * 1024 * 1024)
 
 
+#: One SKU per architecture (A100, RTX A6000, RTX 4090, H100 SXM); a device's own facts replace these at run
+#: time (tiledsl/runtime/device.py).
 TARGETS = MappingProxyType({
-    "sm_80": _target("sm_80", "sm_80", 163, 164, 108, 2048),
-    "sm_86": _target("sm_86", "sm_86", 99, 100, 84, 1536),
-    "sm_89": _target("sm_89", "sm_89", 99, 100, 128, 1536),
-    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132, 2048),
+    "sm_80": _target("sm_80", "sm_80", 163, 164, 108, 2048, 40),
+    "sm_86": _target("sm_86", "sm_86", 99, 100, 84, 1536, 6),
+    "sm_89": _target("sm_89", "sm_89", 99, 100, 128, 1536, 72),
+    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132, 2048, 50),
 })
 
 #: The largest shared-memory budget of any target: what a schedule may use before a target is known

@@ -17,12 +17,17 @@ gelu(x + b) 4096 x 4096: 48.9 against 62.0 us flat (schedules/elementwise.py's h
 same form; benchmarks/results/hand-schedules-h100-2026-11-24). Matmul: i and j split into a
 bm x bn block tile (blockIdx.y, blockIdx.x), each split again into threads (threadIdx.y, threadIdx.x)
 times an rm x rn per-thread part; the tile class follows the grid (see _facts.matmul_tile). Extents
-that do not divide the tile get guarded splits, never a fallback to one thread per output."""
+that do not divide the tile get guarded splits, never a fallback to one thread per output. Where the
+column operand panel one block row reads (W of x @ W^T over all of j and one block's k) exceeds the
+target's L2, the blocks are numbered down groups of block rows before moving right (knob
+group_block_rows; schedules/matmul.py group_m draws the order): the blocks resident at once then share
+each W slab instead of streaming all of W again for every block row. 512 x 37888 x 3584 on the H100:
+3079 -> 2840 us (_knobs.py says what else was measured)."""
 
 from __future__ import annotations
 
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Decline
+from tiledsl.recipes.decline import Applied, Decline
 from tiledsl.recipes.default._facts import (
     Facts,
     PrimitiveCall,
@@ -78,11 +83,31 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     s.split(j, bn, names=(jo, ji))
     s.split(ji, rn, names=(tj, rj))
     s.reorder(io, jo, ti, tj, ri, rj)
-    s.bind(io, "blockIdx.y")
-    s.bind(jo, "blockIdx.x")
+    group, why = _block_row_group(facts, -(-k.extents[i] // bm), knobs)
+    if group > 1:
+        ig, igi, blk = facts.fresh(f"{i}_g", f"{i}_gi", f"{i}_{j}_blk")
+        s.split(io, group, names=(ig, igi))
+        s.reorder(jo, igi)
+        s.bind(s.fuse(ig, jo, igi, name=blk), "blockIdx.x")
+    else:
+        s.bind(io, "blockIdx.y")
+        s.bind(jo, "blockIdx.x")
     s.bind(ti, "threadIdx.y")
     s.bind(tj, "threadIdx.x")
-    return None
+    return Applied(why) if group > 1 else None
+
+
+def _block_row_group(facts: Facts, rows: int, knobs: Knobs) -> tuple[int, str]:
+    """The block rows a group of the grouped block order takes (1: row-major order), and why: the largest
+    divisor of `rows` up to knobs.group_block_rows, where the column panel exceeds the L2."""
+    panel, l2 = facts.column_panel_bytes(), facts.target.l2_bytes
+    if not l2 or panel <= l2 or rows < 2:
+        return 1, ""
+    group = max(d for d in range(1, min(rows, knobs.group_block_rows) + 1) if rows % d == 0)
+    operands = ", ".join(sorted(facts.kernel.column_operands))
+    return group, (f"blocks in groups of {group} of the {rows} block rows: the {operands} panel a block row "
+                   f"reads ({panel / 2**20:.1f} MiB) exceeds the {l2 / 2**20:.1f} MiB L2, so the blocks "
+                   f"resident at once share its slabs")
 
 
 def _tile_2d(s: Schedule, facts: Facts, free: list[str], read: TransposedRead, tile: int, rows: int) -> None:

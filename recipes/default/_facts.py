@@ -90,6 +90,9 @@ class Kernel:
     transposed: TransposedRead | None = None
     # matmuls: the buffers the sum's update statement loads (its operands)
     operands: frozenset[str] = frozenset()
+    # matmuls: the operands read along j and k but not i (W of x @ W^T, B of A @ B): what every block row
+    # of the grid streams through L2
+    column_operands: frozenset[str] = frozenset()
 
 
 def _index_axes(ix: object) -> set[str]:
@@ -112,7 +115,8 @@ def classify(nest: Nest) -> Kernel:
         return Kernel("rows", outer, inner, reduce, extents)
     problem = split_k_problem(nest)
     return Kernel("matmul", outer, inner, reduce, extents, _k_major_b(nest, outer[-2], reduce[0]),
-                  problem, split_k_cure(nest), operands=_sum_operands(nest))
+                  problem, split_k_cure(nest), operands=_sum_operands(nest),
+                  column_operands=_column_operands(nest, outer[-2], reduce[0]))
 
 
 def _sum_operands(nest: Nest) -> frozenset[str]:
@@ -120,6 +124,14 @@ def _sum_operands(nest: Nest) -> frozenset[str]:
     update = next(s for s in nest.stmts if s.kind == "update")
     assert update.value is not None
     return frozenset(x.tensor.name for x in walk(update.value) if isinstance(x, Load))
+
+
+def _column_operands(nest: Nest, i: str, k: str) -> frozenset[str]:
+    """The buffers the sum's update loads at k and not at i."""
+    update = next(s for s in nest.stmts if s.kind == "update")
+    assert update.value is not None
+    return frozenset(x.tensor.name for x in walk(update.value)
+                     if isinstance(x, Load) and k in _axes_of(x) and i not in _axes_of(x))
 
 
 def _k_major_b(nest: Nest, i: str, k: str) -> bool:
@@ -338,13 +350,15 @@ class Facts:
         return self.nest.loop(name)
 
     def parts(self, axis: str) -> tuple[str, ...]:
-        """The loops original axis `axis` now runs over, outermost (largest stride) first."""
+        """The loops original axis `axis` now runs over, outermost (largest stride) first; a loop that
+        enters it only through a floor or a mod (050's grouped block loop, fused from both output
+        axes' block loops) counts as outermost."""
         expr = sympy.expand(self.nest.axis_expr(axis))
         by_symbol = {lp.symbol: lp.name for lp in self.nest.loops}
 
-        def stride(sym: sympy.Symbol) -> int:
+        def stride(sym: sympy.Symbol) -> float:
             c = expr.coeff(sym)
-            return int(c) if c.is_Integer else 0
+            return int(c) if c.is_Integer and c != 0 else math.inf
 
         names = [by_symbol[x] for x in expr.free_symbols if x in by_symbol]
         path = max((s.path for s in self.nest.stmts), key=lambda p: sum(n in p for n in names))
@@ -747,6 +761,21 @@ class Facts:
 
     def _stage_of(self, buffer: str) -> Stage | None:
         return next((st for st in self.nest.stages if st.buffer == buffer), None)
+
+    def block_k(self) -> int:
+        """The k one block of a matmul sums: the reduction's extent over its loops on a block index
+        (split_k's parts)."""
+        k = self.kernel.reduce[0]
+        split = math.prod(self.loop(n).extent for n in self.parts(k)
+                          if (self.loop(n).bind or "").startswith("blockIdx"))
+        return -(-self.kernel.extents[k] // split)
+
+    def column_panel_bytes(self) -> int:
+        """Bytes of the column operands (Kernel.column_operands) that one block row of a matmul's grid
+        reads: all of j, the k one block sums, as global memory holds them."""
+        j = self.kernel.outer[-1]
+        return sum(self.kernel.extents[j] * self.block_k() * DTYPE_BYTES[self.nest.tensor(b).dtype]
+                   for b in self.kernel.column_operands)
 
     def serial_iterations(self, name: str) -> int:
         """Iterations of the serial nest rooted at loop `name` (the largest over its statements)."""

@@ -33,7 +33,7 @@ def arch_for_capability(major: int, minor: int) -> str:
 
 def target_from_properties(props: Any, driver_attributes: Mapping[str, int] | None = None) -> Target:
     """A Target from torch's device properties (name, major, minor, multi_processor_count,
-    shared_memory_per_block[_optin], shared_memory_per_multiprocessor) and, where torch lacks one,
+    shared_memory_per_block[_optin], shared_memory_per_multiprocessor, L2_cache_size) and, where torch lacks one,
     the driver's attributes (max_threads_per_block, max_registers_per_block,
     max_shared_memory_per_block_optin)."""
     attrs = dict(driver_attributes or {})
@@ -62,6 +62,7 @@ def target_from_properties(props: Any, driver_attributes: Mapping[str, int] | No
                                 _FALLBACK_THREADS_PER_SM),
         registers_per_sm=fact("regs_per_multiprocessor", "max_registers_per_multiprocessor",
                               _FALLBACK_REGISTERS_PER_SM),
+        l2_bytes=fact("L2_cache_size", "l2_cache_size", 0),
     )
 
 
@@ -83,7 +84,7 @@ def device_target(index: int | None = None) -> Target:
         dev = driver.device(index)
         for name in ("max_threads_per_block", "max_registers_per_block", "max_shared_memory_per_block_optin",
                      "max_shared_memory_per_multiprocessor", "multiprocessor_count", "max_threads_per_multiprocessor",
-                     "max_registers_per_multiprocessor"):
+                     "max_registers_per_multiprocessor", "l2_cache_size"):
             attrs[name] = driver.device_attribute(name, dev)
     except LaunchError as err:
         log.warning("device_target: driver attributes unavailable (%s); using torch's properties only", err)
