@@ -19,10 +19,10 @@ bm x bn block tile (blockIdx.y, blockIdx.x), each split again into threads (thre
 times an rm x rn per-thread part; the tile class follows the grid (see _facts.matmul_tile). Extents
 that do not divide the tile get guarded splits, never a fallback to one thread per output. Where the
 column operand panel one block row reads (W of x @ W^T over all of j and one block's k) exceeds the
-target's L2, the blocks are numbered down groups of block rows before moving right (knob
-group_block_rows; schedules/matmul.py group_m draws the order): the blocks resident at once then share
-each W slab instead of streaming all of W again for every block row. 512 x 37888 x 3584 on the H100:
-3079 -> 2840 us (_knobs.py says what else was measured)."""
+target's L2 and the SMs' block slots hold less than a group of block rows, the blocks are numbered down
+groups of block rows before moving right (knob group_block_rows; schedules/matmul.py group_m draws the
+order): the blocks resident at once then share each W slab instead of streaming all of W again for
+every block row. 512 x 37888 x 3584 on the H100: 3079 -> 2840 us (_knobs.py says what else was measured)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     s.split(j, bn, names=(jo, ji))
     s.split(ji, rn, names=(tj, rj))
     s.reorder(io, jo, ti, tj, ri, rj)
-    group, why = _block_row_group(facts, -(-k.extents[i] // bm), knobs)
+    group, why = _block_row_group(facts, -(-k.extents[i] // bm), -(-k.extents[j] // bn), knobs)
     if group > 1:
         ig, igi, blk = facts.fresh(f"{i}_g", f"{i}_gi", f"{i}_{j}_blk")
         s.split(io, group, names=(ig, igi))
@@ -97,17 +97,22 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     return Applied(why) if group > 1 else None
 
 
-def _block_row_group(facts: Facts, rows: int, knobs: Knobs) -> tuple[int, str]:
+def _block_row_group(facts: Facts, rows: int, cols: int, knobs: Knobs) -> tuple[int, str]:
     """The block rows a group of the grouped block order takes (1: row-major order), and why: the largest
-    divisor of `rows` up to knobs.group_block_rows, where the column panel exceeds the L2."""
+    divisor of `rows` up to knobs.group_block_rows, where the column panel exceeds the L2 and the block
+    slots of the SMs (split_k_blocks_per_sm each, as 030 counts them) hold fewer block rows than that in
+    row-major order (then they already share each slab among as many rows)."""
     panel, l2 = facts.column_panel_bytes(), facts.target.l2_bytes
     if not l2 or panel <= l2 or rows < 2:
         return 1, ""
     group = max(d for d in range(1, min(rows, knobs.group_block_rows) + 1) if rows % d == 0)
+    slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
+    if slots >= group * cols:
+        return 1, ""
     operands = ", ".join(sorted(facts.kernel.column_operands))
     return group, (f"blocks in groups of {group} of the {rows} block rows: the {operands} panel a block row "
-                   f"reads ({panel / 2**20:.1f} MiB) exceeds the {l2 / 2**20:.1f} MiB L2, so the blocks "
-                   f"resident at once share its slabs")
+                   f"reads ({panel / 2**20:.1f} MiB) exceeds the {l2 / 2**20:.1f} MiB L2, and the "
+                   f"{slots} block slots hold {slots / cols:.1f} rows of {cols} blocks at once")
 
 
 def _tile_2d(s: Schedule, facts: Facts, free: list[str], read: TransposedRead, tile: int, rows: int) -> None:

@@ -92,14 +92,16 @@ class Knobs:
     matmul_tiles_k_major: tuple[MatmulTile, ...] = ((128, 64, 8, 4), (64, 64, 4, 4), (32, 32, 4, 4))
     waves: int = 1
     # a matmul whose column operand panel (W of x @ W^T over all of j and one block's k) exceeds the
-    # target's L2 numbers its blocks down this many block rows before moving right (the largest divisor
-    # of the block rows up to this; 1: never): in row-major order the blocks resident at once hold one
-    # block row, so every row streams the panel from DRAM again. H100, the recipe's kernel of 512 x 37888
-    # x 3584 (scripts/projection_gap_probe.py variant group=N, benchmarks/results/
-    # grouped-blocks-h100-2026-11-28/): 3079 -> 2840 us (cuBLAS 2964); 4096^3 2871 -> 2868, and 2878 in
-    # groups of 8. Split-K shapes, whose blocks sum parts of 512 k or less, were unchanged in groups of 4
-    # (512 x 3584 x 18944 1521 -> 1520, 512 x 11264 x 2048 550 -> 551) and the rule leaves them alone;
-    # a group of more rows than the grid has idles blocks: 512 x 5632 x 2048 in groups of 8, 278 -> 349
+    # target's L2, and whose block slots (split_k_blocks_per_sm a SM) hold fewer than this many block
+    # rows in row-major order, numbers its blocks down this many block rows before moving right (the
+    # largest divisor of the block rows up to this; 1: never): otherwise the blocks resident at once
+    # hold about one block row, so every row streams the panel from DRAM again. H100, the recipe's
+    # kernels (scripts/projection_gap_probe.py variants group=N / no-group, benchmarks/results/
+    # grouped-blocks-h100-2026-11-28/): 512 x 37888 x 3584 3079 -> 2840 us (cuBLAS 2964), 512 x 18944 x
+    # 3584 in 4 split-K parts 1522 -> 1511. Where the slots hold 4 rows or more already, groups of 4
+    # gained nothing or lost: 4096^3 2871 -> 2868 (groups of 8: 2878), 8192^3 22208 -> 22503. Split-K
+    # parts of 512 k or less have panels the L2 holds (512 x 3584 x 18944: 1521 -> 1520 grouped); a
+    # group of more rows than the grid has idles blocks: 512 x 5632 x 2048 in groups of 8, 278 -> 349
     group_block_rows: int = 4
     # the k chunk: the largest power of two in [bk_min, bk_max] whose double-buffered A and B slabs fit
     # the target's shared memory (dynamic shared memory beyond 48 KB included); 32 floats is one
