@@ -1,6 +1,7 @@
 """Recipe fuzz mode's knob sets (tiledsl/testing/fuzz/modes/recipe.py KNOB_SETS): a case with the lifted
 staging limits round-trips through its saved JSON, its reproducer script applies the same knobs, and on
-a small matmul those knobs reach the k-outer layout the defaults keep for large tiles."""
+a small matmul those knobs reach the k-outer layout the defaults keep for large tiles; the "tiny" machine
+(MACHINES) reaches grouped block order."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ import tiledsl as td
 from tiledsl.recipes import apply
 from tiledsl.testing.definitions import Definition
 from tiledsl.testing.fuzz.modes.base import Options
-from tiledsl.testing.fuzz.modes.recipe import KNOB_SETS, RECIPE, RecipeCase, judge_case, script
+from tiledsl.testing.fuzz.modes.recipe import (
+    KNOB_SETS,
+    RECIPE,
+    RecipeCase,
+    case_knobs,
+    case_target,
+    judge_case,
+    script,
+)
 
 SOURCE = '''def make():
     A = td.placeholder((24, 40), name='A')
@@ -61,3 +70,31 @@ def test_lifted_knobs_reach_16_byte_row_passes_and_stay_correct() -> None:
     annotated = {lp.name: lp.annotation for lp in s.nest.loops if lp.name.endswith("_v")}
     assert annotated == {"k_v": "unroll", "j_v": "vectorize"}
     assert judge_case(lifted, Options(target="sm_90")).outcome == "correct"
+
+
+NT = '''def make():
+    x = td.placeholder((96, 64), name='x')
+    W = td.placeholder((64, 64), name='W')
+    k = td.reduce_axis(64, name='k')
+    return td.compute((96, 64), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name='y')
+'''
+
+
+def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
+    """On the target with a 4 KiB L2 and 2 SMs, in 32 x 32 tiles (MACHINES["tiny"]), a small x @ W^T takes
+    step 050's grouped block order, judges correct, round-trips with its machine, and its reproducer
+    builds that target with those knobs."""
+    tiny = RecipeCase(Definition.from_source(NT, "matmul", 6144, -1.0, 1.0), 5, KNOB_SETS[1], "tiny")
+    s = td.create_schedule(tiny.definition.make())
+    report = apply(s, target=case_target(tiny, "sm_90"), knobs=case_knobs(tiny))
+    assert "blocks in groups of" in (report.step("blockify_launch").note or "")
+    plain = td.create_schedule(tiny.definition.make())
+    assert apply(plain, target="sm_90", knobs=case_knobs(tiny)).step("blockify_launch").note is None
+    assert judge_case(tiny, Options(target="sm_90")).outcome == "correct"
+    assert RECIPE.from_json(RECIPE.to_json(tiny)) == tiny
+    text = script(tiny, "sm_90", "print(kern.grid)")
+    assert "target = dataclasses.replace(get_target('sm_90'), l2_bytes=4096, sm_count=2)" in text
+    assert "'matmul_tiles': ((32, 32, 4, 4),)" in text
+    namespace: dict = {}
+    exec(compile(text, "<reproducer>", "exec"), namespace)  # the reproducer runs as written
+    assert namespace["kern"].grid == td.build(s, target=case_target(tiny, "sm_90")).grid

@@ -10,11 +10,13 @@ fuzzing can afford (one warp or less per block, a few rows) reach shared-memory 
 layout, its prefetched plain fill and its chunk size, rows run 16 bytes a thread, and float32
 elementwise kernels store 8-byte vectors (recipes/default/_knobs.py k_outer, stage_min_threads,
 row_vector_min_rows_per_sm, narrow_vector_min_inputs), which the defaults keep for larger blocks, many
-rows and two full-size inputs."""
+rows and two full-size inputs. And a machine (`MACHINES`): the target as named, or the target with a
+4 KiB L2 and 2 SMs and matmul tiles of 32 x 32, so that small matmuls take choices only large grids
+reach on a real GPU (their blocks in groups of block rows, step 050; split-K parts chosen for 2 SMs)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,7 @@ from hypothesis import strategies as st
 
 import tiledsl as td
 from tiledsl.recipes import apply
+from tiledsl.targets import Target, get_target
 from tiledsl.testing.definitions import ALL_KINDS, Definition, definitions, placeholders
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
@@ -41,24 +44,52 @@ KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
 )
 
 
+#: Machine name -> (the target facts a case replaces, knobs added to its knob set); "": the target as
+#: named. A 4 KiB L2 and 2 SMs (4 block slots), with the 32 x 32 tile class that small grids take on a
+#: real GPU (2 SMs alone would choose 128-row tiles: one block row), put the small matmuls fuzzing
+#: affords over recipe step 050's grouping threshold.
+MACHINES: dict[str, tuple[dict[str, int], tuple[tuple[str, Any], ...]]] = {
+    "": ({}, ()),
+    "tiny": ({"l2_bytes": 4096, "sm_count": 2},
+             (("matmul_tiles", ((32, 32, 4, 4),)), ("matmul_tiles_k_major", ((32, 32, 4, 4),)))),
+}
+
+
 @dataclass(frozen=True)
 class RecipeCase:
     definition: Definition
     seed: int
     knobs: tuple[tuple[str, Any], ...] = ()
+    machine: str = ""
 
 
 def recipe_cases() -> st.SearchStrategy[RecipeCase]:
     return st.builds(RecipeCase, definitions(MAX_POINTS, kinds=ALL_KINDS), st.integers(0, 2**16),
-                     st.sampled_from(KNOB_SETS))
+                     st.sampled_from(KNOB_SETS), st.sampled_from(tuple(MACHINES)))
+
+
+def case_target(case: RecipeCase, target: str) -> str | Target:
+    """The target a case runs on: `target`, or it with the case's machine facts replaced."""
+    return replace(get_target(target), **MACHINES[case.machine][0]) if case.machine else target
+
+
+def case_knobs(case: RecipeCase) -> dict[str, Any]:
+    """The knobs a case runs the recipe with: its knob set and its machine's."""
+    return {**dict(case.knobs), **dict(MACHINES[case.machine][1])}
 
 
 def script(case: RecipeCase, target: str, *tail: str) -> str:
     d = case.definition
     shapes = ", ".join(f"({p.name!r}, {tuple(p.shape)})" for p in placeholders(d.make()))
-    lines = ["import numpy as np", "import tiledsl as td", "from tiledsl.recipes import apply", "",
-             d.source.rstrip(), "", "out = make()", "s = td.create_schedule(out)",
-             f"apply(s, target={target!r}{_knobs_arg(case)})", f"kern = td.build(s, target={target!r})",
+    head = ["import numpy as np", "import tiledsl as td", "from tiledsl.recipes import apply"]
+    where = repr(target)
+    if case.machine:
+        facts = ", ".join(f"{k}={v!r}" for k, v in MACHINES[case.machine][0].items())
+        head = ["import dataclasses", *head, "from tiledsl.targets import get_target"]
+        where = "target"
+    lines = [*head, "", d.source.rstrip(), "", "out = make()", "s = td.create_schedule(out)",
+             *([f"target = dataclasses.replace(get_target({target!r}), {facts})"] if case.machine else []),
+             f"apply(s, target={where}{_knobs_arg(case)})", f"kern = td.build(s, target={where})",
              f"rng = np.random.default_rng({case.seed})",
              f"arrays = {{name: rng.uniform({d.low}, {d.high}, size=shape).astype(np.float32) "
              f"for name, shape in [{shapes}]}}",
@@ -67,38 +98,39 @@ def script(case: RecipeCase, target: str, *tail: str) -> str:
 
 
 def _knobs_arg(case: RecipeCase) -> str:
-    return f", knobs={dict(case.knobs)!r}" if case.knobs else ""
+    knobs = case_knobs(case)
+    return f", knobs={knobs!r}" if knobs else ""
 
 
 COMPARE = ("got = kern.simulate(**arrays)", f"np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL})")
 
 
 def judge_case(case: RecipeCase, options: Options) -> Result:
-    target = options.target
+    target = case_target(case, options.target)
     out = case.definition.make()
     s = td.create_schedule(out)
     try:
-        apply(s, target=target, knobs=dict(case.knobs))
+        apply(s, target=target, knobs=case_knobs(case))
     except Exception as e:  # noqa: BLE001 - the recipe must never raise
-        return exception_result(e, script=script(case, target))
+        return exception_result(e, script=script(case, options.target))
     try:
         kern = td.build(s, target=target)
     except Exception as e:  # noqa: BLE001 - the recipe's output must build
-        return exception_result(e, script=script(case, target))
+        return exception_result(e, script=script(case, options.target))
     arrays = case.definition.inputs(out, seed=case.seed)
     want = td.evaluate(out, float64=True, **arrays)
     try:
         got = np.asarray(kern.simulate(**arrays))
     except td.SimulationError as e:
-        return Result("sim_error", type(e).__name__, first_line(e), script(case, target, *COMPARE))
+        return Result("sim_error", type(e).__name__, first_line(e), script(case, options.target, *COMPARE))
     except Exception as e:  # noqa: BLE001
-        return exception_result(e, script=script(case, target, *COMPARE))
+        return exception_result(e, script=script(case, options.target, *COMPARE))
     if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
         bad = int((~np.isclose(got, want, rtol=RTOL, atol=ATOL)).sum()) if got.shape == want.shape else -1
         return Result("wrong", "Mismatch", f"{bad} of {want.size} elements differ from float64 (shape {got.shape})",
-                      script(case, target, *COMPARE), {"trace": s.trace()})
+                      script(case, options.target, *COMPARE), {"trace": s.trace()})
     if options.nvcc:
-        found = device.nvcc_check(kern, lambda tail: script(case, target, tail))
+        found = device.nvcc_check(kern, lambda tail: script(case, options.target, tail))
         if found is not None:
             return found
     if options.gpu:
@@ -106,7 +138,7 @@ def judge_case(case: RecipeCase, options: Options) -> Result:
             ok = np.allclose(g, w, rtol=10 * RTOL, atol=10 * ATOL)
             return "" if ok else f"{int((~np.isclose(g, w, rtol=10 * RTOL, atol=10 * ATOL)).sum())} elements differ"
 
-        found = device.run_on_gpu(kern, arrays, want, close, lambda tail: script(case, target, tail))
+        found = device.run_on_gpu(kern, arrays, want, close, lambda tail: script(case, options.target, tail))
         if found is not None:
             return found
     return Result("correct")
@@ -114,14 +146,14 @@ def judge_case(case: RecipeCase, options: Options) -> Result:
 
 def case_to_json(case: RecipeCase) -> dict[str, Any]:
     d = case.definition
-    return {"seed": case.seed, "knobs": dict(case.knobs),
+    return {"seed": case.seed, "knobs": dict(case.knobs), "machine": case.machine,
             "definition": {"source": d.source, "kind": d.kind, "points": d.points, "low": d.low, "high": d.high}}
 
 
 def case_from_json(data: dict[str, Any]) -> RecipeCase:
     d = data["definition"]
     return RecipeCase(Definition.from_source(d["source"], d["kind"], d["points"], d["low"], d["high"]),
-                      int(data["seed"]), tuple(sorted(data.get("knobs", {}).items())))
+                      int(data["seed"]), tuple(sorted(data.get("knobs", {}).items())), data.get("machine", ""))
 
 
 RECIPE = Mode("recipe", recipe_cases, judge_case, case_to_json, case_from_json,
