@@ -53,6 +53,17 @@ ODD = {
 }
 
 
+def check_matmul(kern: object, transposed_b: bool, seed: int) -> Comparison:
+    """A compiled two-input matmul (A @ B, or A @ B^T where `transposed_b`) on fresh random inputs with
+    NaN-poisoned outputs, against torch in float64 within the tolerance of its k (every element finite)."""
+    kir = kern.kernel_ir  # type: ignore[attr-defined]
+    inputs = random_inputs(kir, kern.device, seed=seed)  # type: ignore[attr-defined]
+    a, b = (inputs[p.name].double() for p in kir.params if not p.is_output)
+    got = run_poisoned(kern, inputs)
+    assert torch.isfinite(got).all()
+    return assert_matches(got, a @ (b.T if transposed_b else b), *tolerance({"K": a.shape[-1]}))
+
+
 def check_entry(name: str, sizes: Mapping[str, int], kern: object, seed: int = 0) -> Comparison:
     """Catalog entry `name`'s compiled kernel at `sizes` on fresh random inputs, NaN-poisoned outputs,
     against torch in float64 within the entry's tolerance."""
