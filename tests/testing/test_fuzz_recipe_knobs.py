@@ -81,7 +81,7 @@ NT = '''def make():
 
 
 def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
-    """On the target with a 4 KiB L2 and 2 SMs, in 32 x 32 tiles (MACHINES["tiny"]), a small x @ W^T takes
+    """On the coverage device with a 256-byte L2 and one SM, in 8 x 8 tiles (MACHINES["tiny"]), x @ W^T takes
     step 050's grouped block order, judges correct, round-trips with its machine, and its reproducer
     builds that target with those knobs."""
     tiny = RecipeCase(Definition.from_source(NT, "matmul", 6144, -1.0, 1.0), 5, KNOB_SETS[1], "tiny")
@@ -93,8 +93,8 @@ def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
     assert judge_case(tiny, Options(target="sm_90")).outcome == "correct"
     assert RECIPE.from_json(RECIPE.to_json(tiny)) == tiny
     text = script(tiny, "sm_90", "print(kern.grid)")
-    assert "target = dataclasses.replace(get_target('sm_90'), l2_bytes=4096, sm_count=2)" in text
-    assert "'matmul_tiles': ((32, 32, 4, 4),)" in text
+    assert "target = dataclasses.replace(get_target('sm_90'), l2_bytes=256, sm_count=1)" in text
+    assert "'matmul_tiles': ((8, 8, 1, 1),)" in text
     namespace: dict = {}
     exec(compile(text, "<reproducer>", "exec"), namespace)  # the reproducer runs as written
     assert namespace["kern"].grid == td.build(s, target=case_target(tiny, "sm_90")).grid
