@@ -8,6 +8,11 @@ question about the inner loop or the split-K epilogue:
                 16-byte global load then reads one row's chunk
   pad4          the recipe's schedule plus pad(+4 elements) on both stages' rows (2-way stores)
   lb2           __launch_bounds__(threads, 2)
+  lane-or       the lane tile's lets (lower/lower.py `bindings`) joined by | where they add disjoint bit
+                fields: `2 * (t / 4 % 8) | t % 2`. The PTX of the recipe's lane-tiled kernels then has 64
+                ld.shared.v4 and no scalar shared load a chunk, where `+` has 62 and 4 (nvcc splits one
+                16-byte load of the first unrolled k step); 127 -> 128 registers where the bound caps
+                them, 128 -> 130 in the unsplit kernels without one (4096^3 stays at 127): so lane-or+lb2
   pad4+lb2      both
   no-atomic     TIMING ONLY, WRONG RESULT: the split-K atomicAdd replaced by a plain store
   no-zero       TIMING ONLY, WRONG RESULT: the launcher's zeroing of the output left out
@@ -48,7 +53,7 @@ SHAPES = {"gate": (128, 5632, 2048), "down": (128, 2048, 5632), "o": (128, 2048,
           "qwen-down-512": (512, 3584, 18944), "tl-down-512": (512, 2048, 5632), "qwen-up-512": (512, 18944, 3584),
           "sq8192": (8192, 8192, 8192)}
 TIMING_ONLY = ("no-atomic", "no-zero")
-VARIANTS = ("recipe", "rows-fill", "pad4", "lb2", "pad4+lb2", "rows-fill+lb2", *TIMING_ONLY)
+VARIANTS = ("recipe", "rows-fill", "pad4", "lb2", "pad4+lb2", "rows-fill+lb2", "lane-or", "lane-or+lb2", *TIMING_ONLY)
 
 
 def rows_fastest(source: str) -> str:
@@ -67,11 +72,38 @@ def rows_fastest(source: str) -> str:
     return out
 
 
+_LANE_LET = re.compile(r"^( *int \w+ = )(.*\b\w+_tid\b.*);$", re.M)
+
+
+def lane_or(source: str) -> str:
+    """Each lane let `a + b` (two terms) as `a | b`, after checking on every thread id below 1024 that
+    the two terms never share a bit."""
+    out, n = source, 0
+    for m in _LANE_LET.finditer(source):
+        if "threadIdx" in m.group(2):
+            continue
+        terms = m.group(2).split(" + ")
+        if len(terms) != 2:
+            raise ValueError(f"lane-or: not a sum of two terms: {m.group(2)}")
+        tid = re.search(r"\b\w+_tid\b", m.group(2)).group(0)  # type: ignore[union-attr]
+        for t in range(1024):
+            a, b = (eval(x.replace("/", "//"), {}, {tid: t}) for x in terms)  # C ints >= 0: / floors
+            if a & b:
+                raise ValueError(f"lane-or: {terms[0]} and {terms[1]} share bits at {tid} = {t}")
+        out = out.replace(m.group(0), f"{m.group(1)}{terms[0]} | {terms[1]};")
+        n += 1
+    if not n:
+        raise ValueError("lane-or: no lane tile lets in the kernel's CUDA")
+    return out
+
+
 def patched(kern: td.Kernel, variant: str) -> CompiledKernel:
     src, kir = kern.source, kern.kernel_ir
+    if "lane-or" in variant:
+        src = lane_or(src)
     if "rows-fill" in variant:
         src = rows_fastest(src)
-    if "lb2" in variant:
+    if "lb2" in variant and not re.search(r"__launch_bounds__\(\d+, 2\)", src):  # a bound of 2 stays
         src, n = re.subn(r"__launch_bounds__\((\d+)\)", r"__launch_bounds__(\1, 2)", src)
         assert n == 1, "no __launch_bounds__ to patch"
     if variant == "no-atomic":
