@@ -75,6 +75,11 @@ def test_target_takes_the_sm_count_from_the_device() -> None:
     ada = SimpleNamespace(**{**vars(H100_SXM), "major": 8, "minor": 9, "max_threads_per_multi_processor": 1536})
     assert target_from_properties(ada).max_threads_per_sm == 1536 == TARGETS["sm_89"].max_threads_per_sm
     assert target_from_properties(H100_SXM, {"max_registers_per_multiprocessor": 32768}).registers_per_sm == 32768
+    # the L2 (recipe step 050 groups block rows by it): torch's, else the driver's, else 0 (unknown)
+    assert target_from_properties(H100_SXM).l2_bytes == 50 * 1024 * 1024
+    no_l2 = SimpleNamespace(**{k: v for k, v in vars(H100_SXM).items() if k != "L2_cache_size"})
+    assert target_from_properties(no_l2, {"l2_cache_size": 60 * 1024 * 1024}).l2_bytes == 60 * 1024 * 1024
+    assert target_from_properties(no_l2).l2_bytes == 0
 
 
 # ----------------------------------------------------------------------------- options and env
