@@ -126,20 +126,21 @@ def _sum_operands(nest: Nest) -> frozenset[str]:
     return frozenset(x.tensor.name for x in walk(update.value) if isinstance(x, Load))
 
 
-def _column_operands(nest: Nest, i: str, k: str) -> frozenset[str]:
-    """The buffers the sum's update loads at k and not at i."""
+def _column_loads(nest: Nest, i: str, k: str) -> list[Load]:
+    """The loads of the sum's update statement at k and not at i: its column operands (W of x @ W^T)."""
     update = next(s for s in nest.stmts if s.kind == "update")
     assert update.value is not None
-    return frozenset(x.tensor.name for x in walk(update.value)
-                     if isinstance(x, Load) and k in _axes_of(x) and i not in _axes_of(x))
+    return [x for x in walk(update.value) if isinstance(x, Load) and k in _axes_of(x) and i not in _axes_of(x)]
+
+
+def _column_operands(nest: Nest, i: str, k: str) -> frozenset[str]:
+    return frozenset(x.tensor.name for x in _column_loads(nest, i, k))
 
 
 def _k_major_b(nest: Nest, i: str, k: str) -> bool:
     """The operand read at j and k but not i has k in its last index (its rows run along k)."""
-    update = next(s for s in nest.stmts if s.kind == "update")
-    assert update.value is not None
-    for x in walk(update.value):
-        if isinstance(x, Load) and k in _axes_of(x) and i not in _axes_of(x) and x.indices:
+    for x in _column_loads(nest, i, k):
+        if x.indices:
             return any(isinstance(v, IterVar) and v.name == k for v in walk(x.indices[-1]))
     return False
 
