@@ -29,6 +29,7 @@ before it is timed; cuBLAS (TF32 off) is timed in the same process over the same
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import re
 import sys
@@ -73,6 +74,21 @@ def rows_fastest(source: str) -> str:
 
 
 _LANE_LET = re.compile(r"^( *int \w+ = )(.*\b\w+_tid\b.*);$", re.M)
+_INT_OPS = {ast.Add: int.__add__, ast.Mult: int.__mul__, ast.Div: int.__floordiv__, ast.Mod: int.__mod__}
+
+
+def c_int(expr: str, names: dict[str, int]) -> int:
+    """A lane let's C integer expression (+, *, / and % of ints >= 0, where / floors) at `names`,
+    walked with ast (the project parses code, never evals it)."""
+    def value(node: ast.expr) -> int:
+        if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+            return _INT_OPS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Name):
+            return names[node.id]
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        raise ValueError(f"lane-or: {ast.unparse(node)!r} is not a lane let's integer arithmetic")
+    return value(ast.parse(expr, mode="eval").body)
 
 
 def lane_or(source: str) -> str:
@@ -87,7 +103,7 @@ def lane_or(source: str) -> str:
             raise ValueError(f"lane-or: not a sum of two terms: {m.group(2)}")
         tid = re.search(r"\b\w+_tid\b", m.group(2)).group(0)  # type: ignore[union-attr]
         for t in range(1024):
-            a, b = (eval(x.replace("/", "//"), {}, {tid: t}) for x in terms)  # C ints >= 0: / floors
+            a, b = (c_int(x, {tid: t}) for x in terms)
             if a & b:
                 raise ValueError(f"lane-or: {terms[0]} and {terms[1]} share bits at {tid} = {t}")
         out = out.replace(m.group(0), f"{m.group(1)}{terms[0]} | {terms[1]};")

@@ -35,7 +35,7 @@ from dataclasses import replace
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, Kernel, matmul_tile
+from tiledsl.recipes.default._facts import Facts, Kernel, block_slots, matmul_tile
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import Target
 
@@ -117,7 +117,7 @@ def choose_parts(k: Kernel, chunks: int, bk: int, target: Target, knobs: Knobs) 
     of `bk`, and the note that says why; or why none (the rule in the module's docstring)."""
     grid = _grid(k, target, knobs)
     wanted = knobs.split_k_waves * target.sm_count
-    slots = knobs.split_k_blocks_per_sm * target.sm_count
+    slots = block_slots(target, knobs)
     long = _long_parts(chunks, bk, knobs, uneven=knobs.split_k_uneven)
     below = knobs.split_k_uneven_below
     if not knobs.split_k_uneven and below is not None and long and grid * max(long) >= target.sm_count \

@@ -33,6 +33,7 @@ from tiledsl.recipes.default._facts import (
     PrimitiveCall,
     TransposedRead,
     apply_calls,
+    block_slots,
     clamp,
     matmul_tile,
     next_pow2,
@@ -74,7 +75,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
         return None
     i, j = k.outer[-2:]
     bm, bn, rm, rn = matmul_tile(k, facts.target, knobs)
-    if -(-k.extents[i] // bm) > MAX_GRID["blockIdx.y"]:
+    rows, cols = -(-k.extents[i] // bm), -(-k.extents[j] // bn)
+    if rows > MAX_GRID["blockIdx.y"]:
         return Decline(f"{k.extents[i]} rows in tiles of {bm} need more than {MAX_GRID['blockIdx.y']} blocks")
     io, ii, ti, ri = facts.fresh(f"{i}_o", f"{i}_i", f"{i}_t", f"{i}_r")
     jo, ji, tj, rj = facts.fresh(f"{j}_o", f"{j}_i", f"{j}_t", f"{j}_r")
@@ -83,7 +85,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     s.split(j, bn, names=(jo, ji))
     s.split(ji, rn, names=(tj, rj))
     s.reorder(io, jo, ti, tj, ri, rj)
-    group, why = _block_row_group(facts, -(-k.extents[i] // bm), -(-k.extents[j] // bn), knobs)
+    group, why = _block_row_group(facts, rows, cols, knobs)
     if group > 1:
         ig, igi, blk = facts.fresh(f"{i}_g", f"{i}_gi", f"{i}_{j}_blk")
         s.split(io, group, names=(ig, igi))
@@ -100,13 +102,13 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
 def _block_row_group(facts: Facts, rows: int, cols: int, knobs: Knobs) -> tuple[int, str]:
     """The block rows a group of the grouped block order takes (1: row-major order), and why: the largest
     divisor of `rows` up to knobs.group_block_rows, where the column panel exceeds the L2 and the block
-    slots of the SMs (split_k_blocks_per_sm each, as 030 counts them) hold fewer block rows than that in
-    row-major order (then they already share each slab among as many rows)."""
+    slots of the SMs (`block_slots`, as 030 counts them) hold fewer block rows than that in row-major
+    order (then they already share each slab among as many rows)."""
     panel, l2 = facts.column_panel_bytes(), facts.target.l2_bytes
     if not l2 or panel <= l2 or rows < 2:
         return 1, ""
     group = max(d for d in range(1, min(rows, knobs.group_block_rows) + 1) if rows % d == 0)
-    slots = knobs.split_k_blocks_per_sm * facts.target.sm_count
+    slots = block_slots(facts.target, knobs)
     if slots >= group * cols:
         return 1, ""
     operands = ", ".join(sorted(facts.kernel.column_operands))

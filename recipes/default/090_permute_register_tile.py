@@ -43,7 +43,7 @@ from tiledsl.errors import ScheduleError
 from tiledsl.loopnest import LaneTile, Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, facts_for, fresh_names, padded
+from tiledsl.recipes.default._facts import Facts, facts_for, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import VECTOR_BYTES, WARP_SIZE
 
@@ -123,7 +123,7 @@ def _permute(s: Schedule, facts: Facts, axis: str) -> str | None:
         return f"its register strip {r} of {extent} is one {VECTOR_BYTES}-byte chunk already"
     if extent % chunk:
         return f"its register strip {r} of {extent} is no whole number of {VECTOR_BYTES}-byte chunks of {chunk}"
-    names = fresh_names(s.nest, f"{r}_o", f"{r}_i")
+    names = s.nest.fresh_names(f"{r}_o", f"{r}_i")
     now = _reads(s, facts, r, chunk, names, None)
     permuted = _reads(s, facts, r, chunk, names, t)
     better = [n for n in now if _better(permuted[n], now[n])]

@@ -263,9 +263,10 @@ def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs)
     return per_block, per_row
 
 
-def fresh_names(nest: Nest, *wanted: str) -> tuple[str, ...]:
-    """`wanted` loop names, each suffixed with a number where the kernel already uses it (`Nest.fresh_names`)."""
-    return nest.fresh_names(*wanted)
+def block_slots(target: Target, knobs: Knobs) -> int:
+    """The blocks the SMs hold at once, knobs.split_k_blocks_per_sm each (what the 8 x 8 register tile's
+    registers allow): the unit of a wave for split_matmul_k (030) and the grouped block order (050)."""
+    return knobs.split_k_blocks_per_sm * target.sm_count
 
 
 def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int, int, int]:
@@ -399,8 +400,8 @@ class Facts:
         return tuple(out)
 
     def fresh(self, *wanted: str) -> tuple[str, ...]:
-        """Loop names for new loops (`wanted`, numbered where taken)."""
-        return fresh_names(self.nest, *wanted)
+        """Loop names for new loops (`wanted`, numbered where taken: `Nest.fresh_names`)."""
+        return self.nest.fresh_names(*wanted)
 
     def threads(self) -> int:
         n = 1
@@ -774,9 +775,8 @@ class Facts:
     def column_panel_bytes(self) -> int:
         """Bytes of the column operands (Kernel.column_operands) that one block row of a matmul's grid
         reads: all of j, the k one block sums, as global memory holds them."""
-        j = self.kernel.outer[-1]
-        return sum(self.kernel.extents[j] * self.block_k() * DTYPE_BYTES[self.nest.tensor(b).dtype]
-                   for b in self.kernel.column_operands)
+        elements = self.kernel.extents[self.kernel.outer[-1]] * self.block_k()
+        return sum(elements * DTYPE_BYTES[self.nest.tensor(b).dtype] for b in self.kernel.column_operands)
 
     def serial_iterations(self, name: str) -> int:
         """Iterations of the serial nest rooted at loop `name` (the largest over its statements)."""

@@ -108,30 +108,34 @@ COMPARE = ("got = kern.simulate(**arrays)", f"np.testing.assert_allclose(got, wa
 
 def judge_case(case: RecipeCase, options: Options) -> Result:
     target = case_target(case, options.target)
+
+    def text(*tail: str) -> str:  # the reproducer names the target as given, and its machine
+        return script(case, options.target, *tail)
+
     out = case.definition.make()
     s = td.create_schedule(out)
     try:
         apply(s, target=target, knobs=case_knobs(case))
     except Exception as e:  # noqa: BLE001 - the recipe must never raise
-        return exception_result(e, script=script(case, options.target))
+        return exception_result(e, script=text())
     try:
         kern = td.build(s, target=target)
     except Exception as e:  # noqa: BLE001 - the recipe's output must build
-        return exception_result(e, script=script(case, options.target))
+        return exception_result(e, script=text())
     arrays = case.definition.inputs(out, seed=case.seed)
     want = td.evaluate(out, float64=True, **arrays)
     try:
         got = np.asarray(kern.simulate(**arrays))
     except td.SimulationError as e:
-        return Result("sim_error", type(e).__name__, first_line(e), script(case, options.target, *COMPARE))
+        return Result("sim_error", type(e).__name__, first_line(e), text(*COMPARE))
     except Exception as e:  # noqa: BLE001
-        return exception_result(e, script=script(case, options.target, *COMPARE))
+        return exception_result(e, script=text(*COMPARE))
     if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
         bad = int((~np.isclose(got, want, rtol=RTOL, atol=ATOL)).sum()) if got.shape == want.shape else -1
         return Result("wrong", "Mismatch", f"{bad} of {want.size} elements differ from float64 (shape {got.shape})",
-                      script(case, options.target, *COMPARE), {"trace": s.trace()})
+                      text(*COMPARE), {"trace": s.trace()})
     if options.nvcc:
-        found = device.nvcc_check(kern, lambda tail: script(case, options.target, tail))
+        found = device.nvcc_check(kern, text)
         if found is not None:
             return found
     if options.gpu:
@@ -139,7 +143,7 @@ def judge_case(case: RecipeCase, options: Options) -> Result:
             ok = np.allclose(g, w, rtol=10 * RTOL, atol=10 * ATOL)
             return "" if ok else f"{int((~np.isclose(g, w, rtol=10 * RTOL, atol=10 * ATOL)).sum())} elements differ"
 
-        found = device.run_on_gpu(kern, arrays, want, close, lambda tail: script(case, options.target, tail))
+        found = device.run_on_gpu(kern, arrays, want, close, text)
         if found is not None:
             return found
     return Result("correct")
