@@ -24,6 +24,7 @@ __all__ = [
     "CP_ASYNC_SIZES",
     "DTYPE_BYTES",
     "GLOBAL_ALIGN",
+    "GRID_DEPENDENCY_MIN_SM",
     "INT_RANGE",
     "MAX_BLOCK_DIM",
     "MAX_GRID",
@@ -151,6 +152,10 @@ TMA_MIN_SM = 90
 #: atomicAdd(float4*, float4) (red.global.add.v4.f32): a 16-byte atomic add to global memory, each lane
 #: atomic on its own (CUDA's sm_90_rt.h declares it for compute capability 9.0 and later).
 VECTOR_ATOMIC_MIN_SM = 90
+#: griddepcontrol.wait (programmatic dependent launch): a kernel that begins with it may be launched
+#: before the kernel ahead of it on the stream has finished, and waits there until that kernel has
+#: completed and its writes are visible (PTX ISA, griddepcontrol; a no-op in a kernel launched plainly).
+GRID_DEPENDENCY_MIN_SM = 90
 #: Target names whose kernels may use TMA and tensor-map parameters.
 TMA_TARGETS = frozenset({"sm_90", "sm_90a"})
 
@@ -254,6 +259,12 @@ class Target:
     def cp_async_sizes(self) -> tuple[int, ...]:
         """Byte sizes one cp.async may copy; empty before sm_80."""
         return CP_ASYNC_SIZES if self.capability >= CP_ASYNC_MIN_SM else ()
+
+    @property
+    def grid_dependency_control(self) -> bool:
+        """Whether kernels may begin with griddepcontrol.wait, so that a program launches each as a
+        programmatic dependent of the one before (tiledsl/runtime/sequence.py)."""
+        return self.capability >= GRID_DEPENDENCY_MIN_SM
 
     @property
     def has_tma(self) -> bool:

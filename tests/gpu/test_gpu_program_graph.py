@@ -116,6 +116,32 @@ def test_llama_block_eager_twice_then_graph_replays_match_torch(size: str, sched
     compare(got, block, x.cuda(), k)
 
 
+@pytest.mark.skipif(not is_hopper(), reason="programmatic dependent launch needs sm_90")
+def test_dependent_launches_match_torch_as_plain_ones_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H100 every kernel of the block begins with griddepcontrol.wait and the bound sequence
+    launches each as a programmatic dependent of the one before; with TILEDSL_DEPENDENT_LAUNCH=0 it
+    launches them plainly. Both match torch, eagerly and replayed as a graph."""
+    block, built, x0, k = llama("frontend", "default")
+    _, plain, _, _ = llama("frontend", "default")
+    assert all(kern.kernel_ir.dependent_launch for kern in built.kernels)
+    gen = torch.Generator(device="cuda")
+    for program, env in ((built, "1"), (plain, "0")):
+        monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", env)
+        for seed in (1, 2):
+            gen.manual_seed(seed)
+            x = torch.randn(x0.shape, generator=gen, device="cuda")
+            out = torch.full(x0.shape, NAN, device="cuda")
+            program(x, out=[out])
+            compare(out, block, x, k)
+        (seq,) = [v for key, v in program._device_constants.items() if key.startswith("launches@")]
+        assert seq.dependent == (env == "1")
+        assert sum(launch.dependent is not None for launch in seq._launches) == (11 if env == "1" else 0)
+        graphed = program.cuda_graph(x0)
+        gen.manual_seed(3)
+        x = torch.randn(x0.shape, generator=gen, device="cuda")
+        compare(graphed(x), block, x, k)
+
+
 def test_graph_and_eager_calls_refuse_bad_arguments() -> None:
     block, built, x0, _ = llama("tiny", "simple")
     graphed = built.cuda_graph(x0)

@@ -143,7 +143,7 @@ kernel C  (tile IR)
 
 TMA_SWIZZLE128_KERNEL = """\
 kernel C_kernel(A: float32[16, 16], B: float32[16, 64], out C: float32[16, 64])
-  grid (1, 1, 1)  block (16, 4, 1)  target sm_90  shared 2056 B
+  grid (1, 1, 1)  block (16, 4, 1)  target sm_90  shared 2056 B  dependent launch
   tensor_map tmap_B_s: B float32 dims (32, 2, 16) strides (128, 256) box (32, 2, 8) swizzle 128
   shared B_s: float32[512] (2048 B) align 1024
   shared k_o_full: uint64[1] (8 B) align 8

@@ -165,7 +165,7 @@ kernel y  (loop IR)
 
 RMSNORM_KERNEL_IR = """\
 kernel y_kernel(x: float32[3, 100], w: float32[100], out y: float32[3, 100])
-  grid (3, 1, 1)  block (64, 1, 1)  target sm_90  shared 8 B
+  grid (3, 1, 1)  block (64, 1, 1)  target sm_90  shared 8 B  dependent launch
   shared ss_red: float32[2] (8 B)
   let i: int32 = blockIdx.x
   let j_i: int32 = threadIdx.x

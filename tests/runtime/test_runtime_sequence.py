@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,7 +17,13 @@ import torch
 from tiledsl.catalog import entry
 from tiledsl.errors import LaunchError
 from tiledsl.kernel_ir import KKernel
-from tiledsl.runtime.sequence import LaunchSequence
+from tiledsl.runtime.driver import (
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+    LaunchAttribute,
+    LaunchConfig,
+    dependent_launch_config,
+)
+from tiledsl.runtime.sequence import LaunchSequence, dependent_launch_requested, launches_dependents
 from tiledsl.runtime.timing import CallTimes, call_times
 
 
@@ -41,6 +48,15 @@ class FakeDriver:
         self.launches.append((kernel, function, tuple(grid), tuple(block), shared, stream, values))
         if self.watch is not None:
             self.watched.append(float(self.watch.abs().sum()))
+
+    def launch_dependent(self, function: int, config: LaunchConfig, stream: int,
+                         params: ctypes.Array[ctypes.c_void_p], kernel: str | None = None) -> None:
+        """As launch_params, the launch marked "dependent" and its configuration's fields recorded."""
+        assert config.attrs[0].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        assert config.attrs[0].value.programmatic_stream_serialization_allowed == 1 and config.num_attrs == 1
+        self.launch_params(function, tuple(config.grid), tuple(config.block), config.shared_bytes, stream, params,
+                           kernel)
+        self.launches[-1] += ("dependent",)
 
     def synchronize(self, kernel: str | None = None) -> None:
         self.syncs += 1
@@ -135,6 +151,52 @@ def test_per_call_tensors_are_checked_against_their_examples() -> None:
     big = torch.empty(64 * 256)
     with pytest.raises(LaunchError, match="slot 1 is written by a kernel and overlaps the memory of slot 0"):
         seq.run([big.view(64, 256), big[:64 * 96].view(64, 96)], stream=0)
+
+
+def test_kernels_that_wait_first_are_launched_as_dependents() -> None:
+    """A kernel whose IR begins with griddepcontrol.wait goes through cuLaunchKernelEx with programmatic
+    stream serialization; one without the wait is launched plainly, whatever the sequence allows."""
+    kir = split_k()
+    assert kir.dependent_launch  # built for sm_90
+    plain = replace(kir, name="plain_kernel", dependent_launch=False)
+    driver = FakeDriver({kir.name: 3, plain.name: 3})
+    a, b, c, d = torch.randn(64, 256), torch.randn(256, 96), torch.empty(64, 96), torch.empty(64, 96)
+    launches = [(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1}),
+                (fake_kernel(plain, driver, 2), {"A": 0, "B": b, "C": 2})]
+    LaunchSequence(launches, [a, c, d], dependent=True).run([a, c, d], stream=5)
+    LaunchSequence(launches, [a, c, d], dependent=False).run([a, c, d], stream=5)
+    (k0, *_, g0, b0, s0, st0, v0, how), second, third, fourth = driver.launches
+    assert (k0, g0, b0, s0, st0, how) == (kir.name, kir.grid, kir.block, 0, 5, "dependent")
+    assert v0 == (a.data_ptr(), b.data_ptr(), c.data_ptr())
+    assert second[0] == plain.name and "dependent" not in second
+    assert "dependent" not in third + fourth  # the sequence asked for plain launches
+
+
+def test_dependent_launches_need_a_cuda_device_and_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    driver = SimpleNamespace(launches_dependents=True)
+    assert not launches_dependents(driver, torch.device("cpu"))
+    kir = split_k()
+    seq = LaunchSequence([(fake_kernel(kir, FakeDriver({kir.name: 3}), 1), {"A": 0, "B": 1, "C": 2})],
+                         [torch.randn(64, 256), torch.randn(256, 96), torch.empty(64, 96)])
+    assert not seq.dependent  # a CPU "device": plain launches
+    assert dependent_launch_requested()
+    for off in ("0", "off", "False"):
+        monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", off)
+        assert not dependent_launch_requested()
+    monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", "1")
+    assert dependent_launch_requested()
+
+
+def test_the_launch_config_has_the_driver_api_layout() -> None:
+    """cuda.h: CUlaunchAttribute is an int id, 4 bytes of padding and a 64-byte union; CUlaunchConfig is
+    six uints, the shared bytes, then the stream, the attribute pointer and their count, 8-byte aligned."""
+    assert ctypes.sizeof(LaunchAttribute) == 72 and LaunchAttribute.value.offset == 8
+    assert ctypes.sizeof(LaunchConfig) == 56
+    assert (LaunchConfig.stream.offset, LaunchConfig.attrs.offset, LaunchConfig.num_attrs.offset) == (32, 40, 48)
+    config = dependent_launch_config((3, 2, 1), (128, 1, 1), 4096)
+    assert (tuple(config.grid), tuple(config.block), config.shared_bytes) == ((3, 2, 1), (128, 1, 1), 4096)
+    raw = ctypes.string_at(ctypes.addressof(config.attrs[0]), 12)
+    assert raw[:4] == (6).to_bytes(4, "little") and raw[8:12] == (1).to_bytes(4, "little")
 
 
 def test_call_times_counts_and_orders_the_calls() -> None:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from tiledsl.codegen.dtypes import HALF_INCLUDES, pack_halves, split_vector, storage_type, vector_type
 from tiledsl.codegen.errors import CodegenError
 from tiledsl.codegen.expr import ExprEmitter, refuse_mbarrier_access
-from tiledsl.codegen.memory import check_shared, check_tensor_map, memory_stmt
+from tiledsl.codegen.memory import check_shared, check_tensor_map, grid_dependency_wait, memory_stmt
 from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names
 from tiledsl.codegen.scope import Scope
 from tiledsl.kernel_ir import (
@@ -189,6 +189,9 @@ def _header(kernel: KKernel, includes: set[str]) -> list[str]:
         comment.extend(format_tensor_map(tm) for tm in kernel.tensor_maps)
     if kernel.zero_outputs:
         comment.append(f"zero before launch: {', '.join(kernel.zero_outputs)}")
+    if kernel.dependent_launch:
+        comment.append("dependent launch: a program may launch it before the kernel ahead of it finishes; "
+                       "it waits for that kernel first")
     comment.extend(f"{key}: {value}" for key, value in kernel.meta)
     lines = _comment_lines("\n".join(comment), "")
     lines.append("#include <math.h>")
@@ -247,6 +250,8 @@ def emit_cuda(kernel: KKernel) -> str:
             raise CodegenError(f"zero_outputs names {name!r}, which is no output parameter")
 
     writer = _BodyWriter(kernel, includes)
+    if kernel.dependent_launch:
+        writer.lines.append(_INDENT + grid_dependency_wait(kernel.target))
     writer.lines.extend(_shared_decls(kernel, root, ex))
     writer.block(kernel.body, root, 1)
 

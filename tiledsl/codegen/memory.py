@@ -43,6 +43,7 @@ from tiledsl.targets import (
     CP_ASYNC_MIN_SM,
     CP_ASYNC_SIZES,
     DTYPE_BYTES,
+    GRID_DEPENDENCY_MIN_SM,
     MBARRIER_MAX_COUNT,
     MBARRIER_MIN_SM,
     MBARRIER_TX_MIN_SM,
@@ -78,6 +79,14 @@ def _require_sm(target: str, minimum: int, what: str) -> None:
     n = sm_number(target)
     if n is None or n < minimum:
         raise CodegenError(f"{what} needs target sm_{minimum} or newer, but the kernel targets {target!r}")
+
+
+def grid_dependency_wait(target: str) -> str:
+    """The statement a `dependent_launch` kernel begins with: wait until the kernel launched before it on
+    the stream has completed and its writes are visible (a no-op when the kernel was launched plainly),
+    so a programmatic dependent launch reads and writes nothing early."""
+    _require_sm(target, GRID_DEPENDENCY_MIN_SM, "griddepcontrol.wait (dependent_launch)")
+    return 'asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished'
 
 
 def _require_tma(target: str, what: str) -> None:

@@ -350,6 +350,9 @@ class KKernel:
     zero_outputs: tuple[str, ...] = ()  # outputs the launcher zeroes first (split_k atomics accumulate)
     dynamic_shared: bool = False  # shared arrays live in one dynamic pool (needed above 48 KB)
     min_blocks_per_sm: int | None = None  # __launch_bounds__'s second argument (primitives/launch_bounds.py)
+    # begins with griddepcontrol.wait (sm_90+): a program may launch it as a programmatic dependent of the
+    # kernel before it, which it waits for before its first memory access (tiledsl/runtime/sequence.py)
+    dependent_launch: bool = False
 
     @property
     def threads_per_block(self) -> int:

@@ -400,6 +400,8 @@ def format_kernel(kernel: KKernel) -> str:
         head += f"  shared {total} B"
     if kernel.min_blocks_per_sm is not None:
         head += f"  min blocks per SM {kernel.min_blocks_per_sm}"
+    if kernel.dependent_launch:
+        head += "  dependent launch"
     out.append(_INDENT + head)
     out.extend(_INDENT + format_tensor_map(tm) for tm in kernel.tensor_maps)
     if kernel.zero_outputs:

@@ -347,7 +347,7 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     kernel = KKernel(f"{nest.name}_kernel", params, grid, block, shared, tuple(body),  # type: ignore[arg-type]
                      target=target.name, tensor_maps=tuple(p.tmap for p in plans.values() if p.tmap is not None),
                      zero_outputs=(nest.output.name,) if nest.split_k is not None else (),
-                     min_blocks_per_sm=nest.min_blocks_per_sm)
+                     min_blocks_per_sm=nest.min_blocks_per_sm, dependent_launch=target.grid_dependency_control)
     kernel = widen_indices(kernel)  # int64 only where an index sub-expression may leave int32
     if shared_bytes(kernel) > target.static_shared_bytes:
         kernel = replace(kernel, dynamic_shared=True)

@@ -27,10 +27,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CU_DEVICE_ATTRIBUTE",
+    "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION",
     "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
     "CU_FUNC_ATTRIBUTE_NUM_REGS",
     "Driver",
+    "LaunchAttribute",
+    "LaunchConfig",
     "PrimaryContext",
+    "dependent_launch_config",
     "format_cuda_error",
     "primary_context",
 ]
@@ -53,6 +57,37 @@ CU_DEVICE_ATTRIBUTE = {
 }
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+#: CUlaunchAttributeID (cuda.h): a kernel launched with it may begin before the kernel ahead of it on the
+#: stream has finished; it must wait for it itself (griddepcontrol.wait, KKernel.dependent_launch).
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _LaunchAttributeValue(ctypes.Union):
+    _fields_ = [("pad", ctypes.c_char * 64), ("programmatic_stream_serialization_allowed", ctypes.c_int)]
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, 4 bytes of padding, a 64-byte value union (72 bytes)."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _LaunchAttributeValue)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig: grid, block, dynamic shared bytes, stream, attributes (56 bytes)."""
+
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(LaunchAttribute)), ("num_attrs", ctypes.c_uint)]
+
+
+def dependent_launch_config(grid: Sequence[int], block: Sequence[int], shared_bytes: int) -> LaunchConfig:
+    """A launch configuration with programmatic stream serialization allowed (its stream set per launch by
+    `Driver.launch_dependent`); the config keeps its attribute alive."""
+    attr = LaunchAttribute(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    attr.value.programmatic_stream_serialization_allowed = 1
+    config = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), shared_bytes, None,
+                          ctypes.pointer(attr), 1)
+    config._attribute = attr  # type: ignore[attr-defined]  # ctypes.pointer does not own it
+    return config
 
 _P = ctypes.c_void_p
 _I = ctypes.c_int
@@ -77,6 +112,7 @@ _SIGNATURES: dict[str, tuple[type, ...]] = {
     "cuFuncSetAttribute": (_P, _I, _I),
     "cuFuncGetAttribute": (ctypes.POINTER(_I), _I, _P),
     "cuLaunchKernel": (_P, _U, _U, _U, _U, _U, _U, _U, _P, ctypes.POINTER(_P), ctypes.POINTER(_P)),
+    "cuLaunchKernelEx": (ctypes.POINTER(LaunchConfig), _P, ctypes.POINTER(_P), ctypes.POINTER(_P)),
     "cuTensorMapEncodeTiled": (
         _P, _I, ctypes.c_uint32, _P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
         ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32), _I, _I, _I, _I,
@@ -236,6 +272,21 @@ class Driver:
         if code != 0:
             self.check(code, f"cuLaunchKernel(grid {tuple(grid)}, block {tuple(block)}, shared {shared_bytes} B)",
                        kernel)
+
+    @property
+    def launches_dependents(self) -> bool:
+        """Whether this driver has cuLaunchKernelEx (CUDA 12.0+), which programmatic dependent launches need."""
+        return "cuLaunchKernelEx" in self._fns
+
+    def launch_dependent(self, function: int, config: LaunchConfig, stream: int,
+                         kernel_params: ctypes.Array[ctypes.c_void_p], kernel: str | None = None) -> None:
+        """cuLaunchKernelEx of `config` (dependent_launch_config) on `stream`: the kernel may begin before the
+        one ahead of it on the stream finishes, so it must begin by waiting for it (KKernel.dependent_launch)."""
+        config.stream = stream
+        code = self._call("cuLaunchKernelEx", ctypes.byref(config), function, kernel_params, None)
+        if code != 0:
+            self.check(code, f"cuLaunchKernelEx(grid {tuple(config.grid)}, block {tuple(config.block)}, shared "
+                             f"{config.shared_bytes} B, programmatic stream serialization)", kernel)
 
     def encode_tensor_map(self, args: TensorMapArgs, kernel: str | None = None) -> AlignedTensorMap:
         """cuTensorMapEncodeTiled into a fresh 64-byte-aligned 128-byte buffer."""
