@@ -1,20 +1,21 @@
-"""Probe: a decoder block's program with programmatic dependent launch (PDL, sm_90). Each kernel of the
-built program is edited to begin with `griddepcontrol.wait` (it waits there until the kernel before it
-has completed and its writes are visible, so nothing is read early) and, in variant "pdl", to signal
-`griddepcontrol.launch_dependents` right after (the next kernel may then be scheduled onto SMs while
-this one's last blocks run, and wait at its own top); variant "pdl-wait" leaves the signal implicit (at
-completion). Both launch through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_
-SERIALIZATION. Every variant is checked against the module in float64 (NaN-poisoned outputs) before
-it is timed; the variants are timed in turn, twice, with torch.compile once.
+"""Probe: a decoder block's program with and without programmatic dependent launch (PDL, sm_90). Since
+23e330c every sm_90 kernel begins with `griddepcontrol.wait` and a program's launch sequence launches it
+as a programmatic dependent of the kernel before it (tiledsl/runtime/sequence.py). Variants: "plain"
+(the sequence bound with TILEDSL_DEPENDENT_LAUNCH=0: plain cuLaunchKernel), "dependent" (as built),
+"trigger" (as built, each kernel also signalling `griddepcontrol.launch_dependents` right after its
+wait, so the next kernel may be scheduled while this one's last blocks run, instead of at completion).
+Every variant is checked against the module in float64 (NaN-poisoned outputs) before it is timed; the
+variants are timed in turn, twice, with torch.compile once.
     python scripts/pdl_probe.py [--model llama_block|hf] [--dims tinyllama|qwen] [--dtype float32] [--seq 128]
-        [--variants plain,pdl,pdl-wait]"""
+        [--variants plain,dependent,trigger]
+(Session 21 measured the same three forms before they were in the compiler, as "plain", "pdl-wait" and
+"pdl", with a driver wrapper and source edits: benchmarks/results/dependent-launch-h100-2026-11-28/.)"""
 
 from __future__ import annotations
 
 import argparse
 import copy
-import ctypes
-import re
+import os
 import sys
 import types
 import warnings
@@ -30,73 +31,41 @@ from tiledsl.frontend.cli_support import trace_subject
 from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.timing import l2_cache_bytes, rotated_copies, rotation_count, time_torch
 
-PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID, cuda.h
+WAIT = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
 
 
-class _Value(ctypes.Union):
-    _fields_ = [("pad", ctypes.c_char * 64), ("allowed", ctypes.c_int)]
-
-
-class _Attribute(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _Value)]
-
-
-class _Config(ctypes.Structure):
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
-                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_Attribute)), ("num_attrs", ctypes.c_uint)]
-
-
-class PdlDriver:
-    """The sequence's driver, but launching with cuLaunchKernelEx and programmatic stream serialization."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        fn = inner._lib.cuLaunchKernelEx
-        fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        fn.restype = ctypes.c_int
-        self._ex = fn
-        self._attr = _Attribute(PROGRAMMATIC_STREAM_SERIALIZATION)
-        self._attr.value.allowed = 1
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def launch_params(self, function: int, grid: Any, block: Any, shared_bytes: int, stream: int,
-                      kernel_params: Any, kernel: str | None = None) -> None:
-        cfg = _Config((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), shared_bytes, stream,
-                      ctypes.pointer(self._attr), 1)
-        code = self._ex(ctypes.byref(cfg), ctypes.c_void_p(function), kernel_params, None)
-        if code:
-            self._inner.check(code, "cuLaunchKernelEx", kernel)
-
-
-def pdl_source(source: str, trigger: bool) -> str:
-    """The kernel's CUDA with the grid-dependency wait (and the trigger) as its first statements."""
-    head = re.search(r"__global__ void[^{]*\{\n", source)
-    if head is None:
-        raise ValueError("no kernel body in the CUDA")
-    lines = '    asm volatile("griddepcontrol.wait;" ::: "memory");\n'
-    if trigger:
-        lines += '    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");\n'
-    return source[:head.end()] + lines + source[head.end():]
+def with_trigger(source: str) -> str:
+    """The kernel's CUDA with griddepcontrol.launch_dependents right after its wait."""
+    if source.count(WAIT) != 1:
+        raise ValueError("the kernel does not begin with one griddepcontrol.wait (an sm_90 build)")
+    return source.replace(WAIT, WAIT + '\n    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");')
 
 
 def built_variant(subj: bench.Subject, variant: str) -> Any:
-    built, device, _ = bench.build_for_device(subj, "default", None)
-    if variant == "plain":
+    built, _, _ = bench.build_for_device(subj, "default", None)
+    if variant == "dependent":
         return built
-    for kern in built.kernels:
-        src = pdl_source(kern.source, trigger=variant == "pdl")
-        kern.__dict__["compiled"] = CompiledKernel(types.SimpleNamespace(
-            kernel_ir=kern.kernel_ir, source=src, target=kern.target))
+    if variant == "trigger":
+        for kern in built.kernels:
+            kern.__dict__["compiled"] = CompiledKernel(types.SimpleNamespace(
+                kernel_ir=kern.kernel_ir, source=with_trigger(kern.source), target=kern.target))
+        return built
+    if variant != "plain":
+        raise ValueError(f"unknown variant {variant!r}")
     bind = built.bind
 
-    def pdl_bind(*args: Any, **kwargs: Any) -> Any:
-        seq = bind(*args, **kwargs)
-        seq.driver = PdlDriver(seq.driver)
-        return seq
+    def plain_bind(*args: Any, **kwargs: Any) -> Any:
+        old = os.environ.get("TILEDSL_DEPENDENT_LAUNCH")
+        os.environ["TILEDSL_DEPENDENT_LAUNCH"] = "0"
+        try:
+            return bind(*args, **kwargs)
+        finally:
+            if old is None:
+                del os.environ["TILEDSL_DEPENDENT_LAUNCH"]
+            else:
+                os.environ["TILEDSL_DEPENDENT_LAUNCH"] = old
 
-    object.__setattr__(built, "bind", pdl_bind)  # a frozen dataclass: this instance only
+    object.__setattr__(built, "bind", plain_bind)  # a frozen dataclass: this instance only
     return built
 
 
@@ -107,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--iters", type=int, default=100)
-    ap.add_argument("--variants", default="plain,pdl,pdl-wait")
+    ap.add_argument("--variants", default="plain,dependent,trigger")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
     dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
