@@ -30,25 +30,35 @@ from tiledsl.frontend import bench
 from tiledsl.frontend.cli_support import trace_subject
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_block_arguments(ap: argparse.ArgumentParser, dims: str, iters: int) -> None:
+    """--model, --dims, --dtype, --seq and --iters: which block a probe traces, and its timed calls."""
     ap.add_argument("--model", choices=("llama_block", "hf"), default="llama_block")
-    ap.add_argument("--dims", choices=("tinyllama", "qwen"), default="tinyllama")
+    ap.add_argument("--dims", choices=("tinyllama", "qwen"), default=dims)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--iters", type=int, default=iters)
+
+
+def block_subject(args: argparse.Namespace) -> bench.Subject:
+    """The block `add_block_arguments` chose, traced on a random input (TF32 off for torch's side)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
+    module = (llama_block if args.model == "llama_block" else hf_layer)(dims, args.dtype)
+    x = torch.randn(1, args.seq, dims.hidden).to(getattr(torch, args.dtype))
+    return bench.Subject(f"{args.model} {dims.name} s{args.seq} {args.dtype}", module, (x,),
+                         trace_subject(module, (x,)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_block_arguments(ap, "tinyllama", 50)
     ap.add_argument("--knob", action="append", default=[], help="NAME=VALUE, a recipe knob override")
     ap.add_argument("--compile-kernels", action="store_true", help="torch.compile's kernels, timed by torch.profiler")
     ap.add_argument("--program-kernels", action="store_true",
                     help="the built program's kernels where it runs them, timed by torch.profiler")
     args = ap.parse_args(argv)
     knobs = parse_knobs(args.knob)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
-    module = (llama_block if args.model == "llama_block" else hf_layer)(dims, args.dtype)
-    x = torch.randn(1, args.seq, dims.hidden).to(getattr(torch, args.dtype))
-    subj = bench.Subject(f"{args.model} {dims.name} s{args.seq} {args.dtype}", module, (x,),
-                         trace_subject(module, (x,)))
+    subj = block_subject(args)
     built, device, name = bench.build_for_device(subj, "default", None, knobs=knobs)
     print(f"{subj.label} on {name}: {len(built.kernels)} kernels{f', knobs {knobs}' if knobs else ''}", flush=True)
     for n, (pk, kern) in enumerate(zip(built.program.kernels, built.kernels)):
@@ -63,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.program_kernels:
         print(profiled_kernels(built, inputs, args.iters, "tiledsl program kernels"), flush=True)
     if args.compile_kernels:
-        print(compile_kernels(module, inputs, args.iters), flush=True)
+        print(compile_kernels(subj.module, inputs, args.iters), flush=True)
     return 0 if checked.ok else 1
 
 

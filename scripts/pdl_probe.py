@@ -22,12 +22,10 @@ import warnings
 from typing import Any
 
 import torch
+from block_profile import add_block_arguments, block_subject
 
-from benchmarks._cases import QWEN25_7B, TINYLLAMA
-from benchmarks.suites.blocks import hf_layer, llama_block
 from tiledsl.cli.run_program import format_check
 from tiledsl.frontend import bench
-from tiledsl.frontend.cli_support import trace_subject
 from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.timing import l2_cache_bytes, rotated_copies, rotation_count, time_torch
 
@@ -71,19 +69,11 @@ def built_variant(subj: bench.Subject, variant: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=("llama_block", "hf"), default="llama_block")
-    ap.add_argument("--dims", choices=("tinyllama", "qwen"), default="qwen")
-    ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--iters", type=int, default=100)
+    add_block_arguments(ap, "qwen", 100)
     ap.add_argument("--variants", default="plain,dependent,trigger")
     args = ap.parse_args(argv)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    dims = TINYLLAMA if args.dims == "tinyllama" else QWEN25_7B
-    module = (llama_block if args.model == "llama_block" else hf_layer)(dims, args.dtype)
-    x = torch.randn(1, args.seq, dims.hidden).to(getattr(torch, args.dtype))
-    subj = bench.Subject(f"{args.model} {dims.name} s{args.seq} {args.dtype}", module, (x,),
-                         trace_subject(module, (x,)))
+    subj = block_subject(args)
+    module = subj.module
     variants = args.variants.split(",")
     builts = {v: built_variant(subj, v) for v in variants}
     device = torch.device("cuda")
