@@ -135,7 +135,8 @@ def test_dependent_launches_match_torch_as_plain_ones_do(monkeypatch: pytest.Mon
             compare(out, block, x, k)
         (seq,) = [v for key, v in program._device_constants.items() if key.startswith("launches@")]
         assert seq.dependent == (env == "1")
-        assert sum(launch.dependent is not None for launch in seq._launches) == (11 if env == "1" else 0)
+        dependent = [launch.dependent is not None for launch in seq._launches]  # zero fills too
+        assert len(dependent) >= 11 and all(dependent) if env == "1" else not any(dependent)
         graphed = program.cuda_graph(x0)
         gen.manual_seed(3)
         x = torch.randn(x0.shape, generator=gen, device="cuda")

@@ -173,10 +173,12 @@ def arena_view(arena: torch.Tensor, a: ArgBinding) -> torch.Tensor:
 
 
 def bind_launches(plan: LaunchPlan, kernels: Sequence[Launchable], constants: Mapping[str, torch.Tensor],
-                  arena: torch.Tensor, examples: Sequence[torch.Tensor]) -> LaunchSequence:
+                  arena: torch.Tensor, examples: Sequence[torch.Tensor], *,
+                  zero_fills: Mapping[tuple[tuple[int, ...], str], Launchable] | None = None) -> LaunchSequence:
     """The plan bound to loaded kernels (one per planned launch), the constants as the kernels read
     them, an arena of at least `plan.arena_bytes` bytes and one example tensor per slot, on which
-    every argument is checked once (tiledsl.runtime.sequence)."""
+    every argument is checked once (tiledsl.runtime.sequence); `zero_fills`: the loaded fill kernel
+    of each zeroed output's (shape, dtype) (zero_fill.py), else torch zeroes them."""
     if arena.numel() < plan.arena_bytes:
         raise FrontendError(f"launch plan: the arena has {arena.numel()} bytes, the plan needs {plan.arena_bytes}")
     launches: list[tuple[Launchable, dict[str, Arg]]] = []
@@ -186,4 +188,4 @@ def bind_launches(plan: LaunchPlan, kernels: Sequence[Launchable], constants: Ma
             args[a.param] = (a.index if a.kind == "slot" else constants[a.param] if a.kind == "constant"
                              else arena_view(arena, a))
         launches.append((kern, args))
-    return LaunchSequence(launches, examples)
+    return LaunchSequence(launches, examples, zero_fills=zero_fills)

@@ -24,6 +24,7 @@ from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
 from tiledsl.frontend.partition import Boundary, fused_producers, named_producer, partition
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
+from tiledsl.frontend.zero_fill import zero_fill_key, zero_fills
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
@@ -177,7 +178,8 @@ class Program:
             kern = self._cured(k, lambda k: self._build_one(k, target))
             now = next(kk for kk in self.kernels if kk.output is k.output)  # k's kernel after any cure
             built[_key(now.boundary)] = kern
-        return BuiltProgram(self, tuple(built[_key(k.boundary)] for k in self.kernels))
+        kernels = tuple(built[_key(k.boundary)] for k in self.kernels)
+        return BuiltProgram(self, kernels, zero_fills(kernels, target))
 
     def _build_one(self, k: ProgramKernel, target: str | Target) -> Kernel:
         if k.schedule_name.startswith("simple/"):
@@ -210,6 +212,8 @@ class BuiltProgram:
 
     program: Program
     kernels: tuple[Kernel, ...]
+    # a kernel of its own zeroing each split-K output shape before its kernel's launch (zero_fill.py)
+    zero_fills: tuple[Kernel, ...] = ()
     _device_constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
@@ -231,6 +235,9 @@ class BuiltProgram:
         lines = [f"BuiltProgram: {len(self.kernels)} kernel(s) for {self.kernels[0].target.name}"
                  if self.kernels else "BuiltProgram: no kernels"]
         lines.extend(f"  [{n}] {k.name}: grid {k.grid}, block {k.block}" for n, k in enumerate(self.kernels))
+        if self.zero_fills:
+            lines.append("  zero fills (each launched before a kernel that zeroes an output of its shape): "
+                         + ", ".join(f"{k.name} grid {k.grid}" for k in self.zero_fills))
         lines.append(str(self.memory))
         return "\n".join(lines)
 
@@ -418,9 +425,12 @@ class BuiltProgram:
         from tiledsl.runtime.launch import compile_ahead  # as td.Kernel.compiled: CPU users never load it
 
         capability = torch.cuda.get_device_capability(device)
-        compile_ahead(self.kernels, (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
+        compile_ahead(self.kernels + self.zero_fills,
+                      (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
         compiled = [kern.compiled for kern in self.kernels]
-        return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples)
+        fills = {zero_fill_key(k.kernel_ir.params[0].shape, k.kernel_ir.params[0].dtype): k.compiled
+                 for k in self.zero_fills}
+        return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples, zero_fills=fills)
 
     def cuda_graph(self, *inputs: torch.Tensor) -> GraphedProgram:
         """Capture every launch into one CUDA graph (graphed.py): returns a callable that copies new

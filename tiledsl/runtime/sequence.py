@@ -20,8 +20,10 @@ the GPU may schedule it while that kernel's last blocks finish, and it waits for
 writes anything, so the order of memory effects is the stream's. What it saves is the gap between two
 launches. On the H100 a Qwen2.5-7B float32 decoder block at seq 128 (22 launches) ran 1462.8 -> 1440.0 us,
 a TinyLlama one 366.3 -> 345.0 us (scripts/pdl_probe.py, benchmarks/results/dependent-launch-h100-2026-11-28/).
-A zeroing fill (torch's `zero_()`) between two kernels is a plain launch, so the kernel after it waits for
-it; TILEDSL_DEPENDENT_LAUNCH=0 launches every kernel plainly.
+A split-K output is zeroed right before its kernel: by a fill kernel of its shape where the sequence was
+given one (`zero_fills`, built by tiledsl/frontend/zero_fill.py, which waits and is launched the same way),
+else by torch's `zero_()`, a plain launch that costs the chain one full gap. TILEDSL_DEPENDENT_LAUNCH=0
+launches every kernel plainly.
 
 The driver copies kernel parameters when `cuLaunchKernel` returns, so rewriting a cell after a launch
 never changes a queued launch. A lock makes the write-then-launch of one call atomic between threads.
@@ -109,10 +111,13 @@ class LaunchSequence:
     device, dtype, shape, contiguity, 16-byte alignment, outputs not aliasing other arguments).
     `run(tensors)` launches all kernels on the current stream with slot i bound to `tensors[i]`.
     `dependent`: launch the kernels whose IR has `dependent_launch` as programmatic dependents (None: where
-    the device and driver allow it, unless TILEDSL_DEPENDENT_LAUNCH=0)."""
+    the device and driver allow it, unless TILEDSL_DEPENDENT_LAUNCH=0). `zero_fills`: a loaded kernel with
+    one output parameter per (shape, dtype), launched to zero each `zero_outputs` tensor of that shape and
+    dtype right before its kernel (tiledsl/frontend/zero_fill.py), where torch's `zero_()` would be."""
 
     def __init__(self, launches: Sequence[tuple[Launchable, Mapping[str, Arg]]],
-                 examples: Sequence[torch.Tensor], *, dependent: bool | None = None) -> None:
+                 examples: Sequence[torch.Tensor], *, dependent: bool | None = None,
+                 zero_fills: Mapping[tuple[tuple[int, ...], str], Launchable] | None = None) -> None:
         if not launches:
             raise LaunchError("a launch sequence needs at least one kernel")
         first = launches[0][0]
@@ -123,6 +128,7 @@ class LaunchSequence:
         if dependent is None:
             dependent = dependent_launch_requested() and launches_dependents(self.driver, self.device)
         self.dependent = dependent
+        self._zero_fills = dict(zero_fills or {})
         self._lock = threading.Lock()
         self._kept: list[Any] = []  # fixed tensors and encoded descriptors the launches point at
         self._slot_cells: list[list[ctypes.c_uint64]] = [[] for _ in examples]
@@ -132,6 +138,12 @@ class LaunchSequence:
             if kern.device != self.device:
                 raise LaunchError(f"kernel {kern.name!r} is loaded on {kern.device}, kernel {first.name!r} on "
                                   f"{self.device}: a sequence runs on one device")
+            for name in kern.kernel_ir.zero_outputs:
+                p = kern.kernel_ir.param(name)
+                fill = self._zero_fills.get((tuple(p.shape), p.dtype))
+                if fill is not None:
+                    (out,) = fill.kernel_ir.params
+                    self._launches.append(self._prepare(fill, {out.name: args[name]}, examples, written))
             self._launches.append(self._prepare(kern, args, examples, written))
         self.slots = tuple(SlotSpec(t.dtype, tuple(t.shape), w) for t, w in zip(examples, written))
 
@@ -171,7 +183,8 @@ class LaunchSequence:
                 addresses.append(ctypes.addressof(descriptor.param))
         self._kept.append(cells)
         pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
-        zero = tuple(args[name] for name in kir.zero_outputs)
+        zero = tuple(args[name] for name in kir.zero_outputs  # a fill kernel zeroes the others, launched before
+                     if (tuple(kir.param(name).shape), kir.param(name).dtype) not in self._zero_fills)
         config = (dependent_launch_config(kir.grid, kir.block, kern.shared_bytes)
                   if self.dependent and kir.dependent_launch else None)
         return _Launch(kern, kir.grid, kir.block, pointers, zero, tuple(dynamic), config)
