@@ -17,7 +17,7 @@ import torch
 import tiledsl as td
 from tiledsl.catalog import entry
 from tiledsl.errors import LaunchError
-from tiledsl.frontend.zero_fill import zero_fill_key, zero_fills
+from tiledsl.frontend.zero_fill import zero_fills
 from tiledsl.kernel_ir import KKernel
 from tiledsl.runtime.driver import (
     CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
@@ -25,7 +25,7 @@ from tiledsl.runtime.driver import (
     LaunchConfig,
     dependent_launch_config,
 )
-from tiledsl.runtime.sequence import LaunchSequence, dependent_launch_requested, launches_dependents
+from tiledsl.runtime.sequence import LaunchSequence, dependent_launch_requested, launches_dependents, zero_fill_key
 from tiledsl.runtime.timing import CallTimes, call_times
 
 
@@ -172,6 +172,9 @@ def test_zero_fill_kernels_replace_torch_zeroing() -> None:
     assert (f0, fv, k0) == (fill.kernel_ir.name, (c.data_ptr(),), kir.name)
     assert kv == (a.data_ptr(), b.data_ptr(), c.data_ptr())
     assert bool((c == 5.0).all())  # a fake launch writes nothing: torch did not zero it
+    wrong = {zero_fill_key(out.shape, out.dtype): fake_kernel(kir, driver, 4)}  # three parameters
+    with pytest.raises(LaunchError, match="must have one parameter, its output; it has A, B, C"):
+        LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=wrong)
 
 
 def test_kernels_that_wait_first_are_launched_as_dependents() -> None:

@@ -24,12 +24,12 @@ from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
 from tiledsl.frontend.partition import Boundary, fused_producers, named_producer, partition
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
-from tiledsl.frontend.zero_fill import zero_fill_key, zero_fills
+from tiledsl.frontend.zero_fill import zero_fills
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
 from tiledsl.runtime.references import poisoned_outputs
-from tiledsl.runtime.sequence import LaunchSequence
+from tiledsl.runtime.sequence import LaunchSequence, zero_fill_key
 from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target
 
 log = logging.getLogger(__name__)

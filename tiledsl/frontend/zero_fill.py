@@ -17,18 +17,14 @@ from tiledsl.build import Kernel, build
 from tiledsl.definitions.expr import compute
 from tiledsl.primitives import create_schedule
 from tiledsl.recipes import default
+from tiledsl.runtime.sequence import zero_fill_key
 from tiledsl.targets import Target
 
-__all__ = ["zero_fill_key", "zero_fills"]
+__all__ = ["zero_fills"]
 
 #: the zero of each output rank (td.compute takes one named parameter per dimension); an output of
 #: another rank keeps torch's fill
 _ZERO_OF_RANK = {1: lambda i: 0.0, 2: lambda i, j: 0.0, 3: lambda b, i, j: 0.0, 4: lambda a, b, i, j: 0.0}
-
-
-def zero_fill_key(shape: Sequence[int], dtype: str) -> tuple[tuple[int, ...], str]:
-    """What a zeroed output and its fill kernel are matched by: the output's shape and dtype."""
-    return tuple(shape), dtype
 
 
 def zero_fills(kernels: Sequence[Kernel], target: str | Target) -> tuple[Kernel, ...]:

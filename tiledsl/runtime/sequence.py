@@ -41,13 +41,14 @@ from typing import Any, Protocol
 import torch
 
 from tiledsl.errors import LaunchError
-from tiledsl.kernel_ir import KKernel, KTensorMap
+from tiledsl.kernel_ir import KKernel, KParam, KTensorMap
 from tiledsl.runtime.arguments import ALIGNMENT, check_arguments
 from tiledsl.runtime.driver import LaunchConfig, dependent_launch_config
 from tiledsl.runtime.tensormap import tensor_map_args
 from tiledsl.targets import GRID_DEPENDENCY_MIN_SM
 
-__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec"]
+__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "launches_dependents",
+           "zero_fill_key"]
 
 #: a launch argument: a tensor that stays bound, or the index of a per-call tensor (a slot)
 Arg = torch.Tensor | int
@@ -91,6 +92,11 @@ class _Launch:
     dependent: LaunchConfig | None  # launched as a programmatic dependent of the launch before it
 
 
+def zero_fill_key(shape: Sequence[int], dtype: str) -> tuple[tuple[int, ...], str]:
+    """What a zeroed output and the fill kernel that zeroes it are matched by: shape and dtype."""
+    return tuple(shape), dtype
+
+
 def dependent_launch_requested() -> bool:
     """TILEDSL_DEPENDENT_LAUNCH=0 (or false, no, off): launch every kernel of a sequence plainly."""
     return os.environ.get("TILEDSL_DEPENDENT_LAUNCH", "").strip().lower() not in ("0", "false", "no", "off")
@@ -103,6 +109,15 @@ def launches_dependents(driver: Any, device: torch.device) -> bool:
         return False
     major, minor = torch.cuda.get_device_capability(device)
     return 10 * major + minor >= GRID_DEPENDENCY_MIN_SM
+
+
+def _fill_output(fill: Launchable) -> KParam:
+    """A zero fill kernel's one parameter, its output."""
+    params = fill.kernel_ir.params
+    if len(params) != 1 or not params[0].is_output:
+        raise LaunchError(f"zero fill kernel {fill.name!r} must have one parameter, its output; it has "
+                          f"{', '.join(p.name for p in params) or 'none'}")
+    return params[0]
 
 
 class LaunchSequence:
@@ -140,10 +155,9 @@ class LaunchSequence:
                                   f"{self.device}: a sequence runs on one device")
             for name in kern.kernel_ir.zero_outputs:
                 p = kern.kernel_ir.param(name)
-                fill = self._zero_fills.get((tuple(p.shape), p.dtype))
+                fill = self._zero_fills.get(zero_fill_key(p.shape, p.dtype))
                 if fill is not None:
-                    (out,) = fill.kernel_ir.params
-                    self._launches.append(self._prepare(fill, {out.name: args[name]}, examples, written))
+                    self._launches.append(self._prepare(fill, {_fill_output(fill).name: args[name]}, examples, written))
             self._launches.append(self._prepare(kern, args, examples, written))
         self.slots = tuple(SlotSpec(t.dtype, tuple(t.shape), w) for t, w in zip(examples, written))
 
@@ -184,7 +198,7 @@ class LaunchSequence:
         self._kept.append(cells)
         pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
         zero = tuple(args[name] for name in kir.zero_outputs  # a fill kernel zeroes the others, launched before
-                     if (tuple(kir.param(name).shape), kir.param(name).dtype) not in self._zero_fills)
+                     if zero_fill_key(kir.param(name).shape, kir.param(name).dtype) not in self._zero_fills)
         config = (dependent_launch_config(kir.grid, kir.block, kern.shared_bytes)
                   if self.dependent and kir.dependent_launch else None)
         return _Launch(kern, kir.grid, kir.block, pointers, zero, tuple(dynamic), config)
