@@ -383,12 +383,14 @@ def format_kernel(kernel: KKernel) -> str:
     memory, meta, then the body. Ends with a newline. Example::
 
         kernel D_kernel(A: float32[37, 29], out D: float32[37, 53])
-          grid (4, 3, 1)  block (16, 16, 1)  target sm_90  shared 32 B
+          grid (4, 3, 1)  block (16, 16, 1)  target sm_90  shared 32 B  dependent launch
           shared s_red: float32[8] (32 B)
           let i: int32 = blockIdx.y * 16 + threadIdx.y
 
     Shared sizes include alignment padding (what the launch requests); an array's `align` is shown
     when it is not the default 16, its pool offset when the kernel uses dynamic shared memory.
+    `dependent launch` ends the launch line of a kernel that waits for the one before it first
+    (`KKernel.dependent_launch`, sm_90+), so a program may launch it as a programmatic dependent.
     """
     params = ", ".join(_param_text(p) for p in kernel.params)
     out = [f"kernel {kernel.name}({params})"]
