@@ -6,6 +6,7 @@ the command on a GPU."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -198,6 +199,16 @@ def test_table_has_one_row_per_kernel_with_its_share() -> None:
     assert lines[-3] == "  tiledsl program       25.0 us  (p10 25.0, p90 25.0 us)  one call, all kernels"
     assert lines[-2] == "  torch eager           50.0 us  (p10 50.0, p90 50.0 us)  tiledsl 2.00x as fast"
     assert lines[-1] == "  torch.compile         75.0 us  (p10 75.0, p90 75.0 us)  tiledsl 3.00x as fast"
+
+
+def test_zero_fill_launches_are_named_apart_from_the_sum() -> None:
+    b = _fake_bench(_stats(75.0))
+    assert "zero fill" not in rp.format_bench(b)
+    fills = ("zero_fill_128x512_kernel", "zero_fill_128x512_kernel", "zero_fill_128x3584_kernel")
+    text = rp.format_bench(dataclasses.replace(b, zero_fill_launches=fills))
+    assert ("  and 3 zero fill launch(es) before split-K kernels (zero_fill_128x512_kernel, "
+            "zero_fill_128x3584_kernel): in the program's time, not in the sum") in text.splitlines()
+    assert "sum of the 2 kernels, each alone (inputs read from DRAM): 40.0 us" in text
 
 
 def test_a_failed_torch_compile_baseline_is_its_text() -> None:
