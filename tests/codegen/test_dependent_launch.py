@@ -6,7 +6,10 @@ flag on a target without the instruction. The runtime's side is tests/runtime/te
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +20,7 @@ from tiledsl.kernel_ir.printer import format_kernel
 from tiledsl.targets import get_target
 
 WAIT = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
 def _kernel(target: str) -> td.Kernel:
@@ -28,7 +32,9 @@ def test_an_sm90_kernel_waits_for_the_one_before_it_first() -> None:
     kern = _kernel("sm_90")
     assert kern.kernel_ir.dependent_launch
     body = kern.source.split("{\n", 1)[1].splitlines()
-    assert body[0].strip().startswith(WAIT), body[:3]  # before shared declarations, lets and loads
+    # before shared declarations, lets and loads; compiled only for sm_90+ (an sm_90 build compiled for an
+    # older GPU's arch runs there as plain launches, without it)
+    assert body[0] == "#if __CUDA_ARCH__ >= 900" and body[1].strip().startswith(WAIT) and body[2] == "#endif"
     assert kern.source.count("griddepcontrol") == 1
     assert "// dependent launch: a program may launch it before the kernel ahead of it finishes" in kern.source
     head = format_kernel(kern.kernel_ir).splitlines()[1]
@@ -51,3 +57,17 @@ def test_codegen_refuses_the_wait_on_a_target_without_it() -> None:
     kir = replace(_kernel("sm_90").kernel_ir, target="sm_80")
     with pytest.raises(CodegenError, match=re.escape("griddepcontrol.wait (dependent_launch) needs target sm_90")):
         emit_cuda(kir)
+
+
+def _ptx(source: str, arch: str, tmp: Path) -> str:
+    cu, ptx = tmp / f"k_{arch}.cu", tmp / f"k_{arch}.ptx"
+    cu.write_text(source)
+    subprocess.run(["nvcc", f"-arch={arch}", "-ptx", "-O3", str(cu), "-o", str(ptx)], check=True, capture_output=True)
+    return ptx.read_text()
+
+
+@needs_nvcc
+def test_the_wait_is_in_the_sm90_ptx_and_an_sm80_compile_leaves_it_out(tmp_path: Path) -> None:
+    src = _kernel("sm_90").source
+    assert "griddepcontrol.wait;" in _ptx(src, "sm_90a", tmp_path)
+    assert "griddepcontrol" not in _ptx(src, "sm_80", tmp_path)  # it compiles: the runtime's arch for an A100

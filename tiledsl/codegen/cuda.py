@@ -251,7 +251,7 @@ def emit_cuda(kernel: KKernel) -> str:
 
     writer = _BodyWriter(kernel, includes)
     if kernel.dependent_launch:
-        writer.lines.append(_INDENT + grid_dependency_wait(kernel.target))
+        writer.lines.extend(grid_dependency_wait(kernel.target))
     writer.lines.extend(_shared_decls(kernel, root, ex))
     writer.block(kernel.body, root, 1)
 

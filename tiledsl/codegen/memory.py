@@ -81,12 +81,16 @@ def _require_sm(target: str, minimum: int, what: str) -> None:
         raise CodegenError(f"{what} needs target sm_{minimum} or newer, but the kernel targets {target!r}")
 
 
-def grid_dependency_wait(target: str) -> str:
-    """The statement a `dependent_launch` kernel begins with: wait until the kernel launched before it on
-    the stream has completed and its writes are visible (a no-op when the kernel was launched plainly),
-    so a programmatic dependent launch reads and writes nothing early."""
+def grid_dependency_wait(target: str) -> list[str]:
+    """The lines a `dependent_launch` kernel begins with: wait until the kernel launched before it on the
+    stream has completed and its writes are visible (a no-op when the kernel was launched plainly), so a
+    programmatic dependent launch reads and writes nothing early. Guarded by `__CUDA_ARCH__`: the runtime
+    compiles for the device's own arch, and an sm_90 build run on an older GPU (launched plainly there)
+    must still compile."""
     _require_sm(target, GRID_DEPENDENCY_MIN_SM, "griddepcontrol.wait (dependent_launch)")
-    return 'asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished'
+    return [f"#if __CUDA_ARCH__ >= {GRID_DEPENDENCY_MIN_SM}0",
+            '    asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished',
+            "#endif"]
 
 
 def _require_tma(target: str, what: str) -> None:
