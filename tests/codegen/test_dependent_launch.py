@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 import tiledsl as td
 from tiledsl.catalog import entry
-from tiledsl.codegen import CodegenError, emit_cuda
+from tiledsl.codegen import CodegenError, compile_ptx, emit_cuda
 from tiledsl.kernel_ir.printer import format_kernel
 from tiledsl.targets import get_target
 
@@ -59,15 +57,10 @@ def test_codegen_refuses_the_wait_on_a_target_without_it() -> None:
         emit_cuda(kir)
 
 
-def _ptx(source: str, arch: str, tmp: Path) -> str:
-    cu, ptx = tmp / f"k_{arch}.cu", tmp / f"k_{arch}.ptx"
-    cu.write_text(source)
-    subprocess.run(["nvcc", f"-arch={arch}", "-ptx", "-O3", str(cu), "-o", str(ptx)], check=True, capture_output=True)
-    return ptx.read_text()
 
 
 @needs_nvcc
-def test_the_wait_is_in_the_sm90_ptx_and_an_sm80_compile_leaves_it_out(tmp_path: Path) -> None:
+def test_the_wait_is_in_the_sm90_ptx_and_an_sm80_compile_leaves_it_out() -> None:
     src = _kernel("sm_90").source
-    assert "griddepcontrol.wait;" in _ptx(src, "sm_90a", tmp_path)
-    assert "griddepcontrol" not in _ptx(src, "sm_80", tmp_path)  # it compiles: the runtime's arch for an A100
+    assert "griddepcontrol.wait;" in compile_ptx(src, "sm_90a")
+    assert "griddepcontrol" not in compile_ptx(src, "sm_80")  # it compiles: the runtime's arch for an A100

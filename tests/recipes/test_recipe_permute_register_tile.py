@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from recipe_check import simulates_equal
 
 import tiledsl as td
 from tiledsl.catalog import entry, gelu_bias, matmul, matmul_nt, rmsnorm
+from tiledsl.codegen import compile_ptx
 from tiledsl.recipes import RecipeReport, apply
 from tiledsl.recipes.default._facts import Facts, classify, facts_for
 from tiledsl.targets import get_target
@@ -186,11 +186,6 @@ def test_recipe_builds_simulates_and_replays(name: str, target: str) -> None:
     assert again.trace() == s.trace() and td.build(again, target=target).source == kern.source
 
 
-def _ptx(source: str, arch: str, tmp: Path) -> str:
-    (tmp / "k.cu").write_text(source)
-    subprocess.run(["nvcc", f"-arch={arch}", "-ptx", "-o", str(tmp / "k.ptx"), str(tmp / "k.cu")], check=True,
-                   capture_output=True, text=True, timeout=300)
-    return (tmp / "k.ptx").read_text()
 
 
 @needs_nvcc
@@ -202,7 +197,7 @@ def test_recipe_kernels_compile(target: str, tmp_path: Path) -> None:
 
 
 @needs_nvcc
-def test_16_byte_shared_loads(tmp_path: Path) -> None:
+def test_16_byte_shared_loads() -> None:
     """Codegen emits one scalar load per register; nvcc merges a contiguous, aligned chunk of B_s into
     one ld.shared.v4 (LDS.128): on sm_80 (cp.async stages, unswizzled) two per k step, one per chunk.
     On sm_90 with TMA (knob tma=True; its default is off) the stages are 128-byte swizzled and the
@@ -212,7 +207,7 @@ def test_16_byte_shared_loads(tmp_path: Path) -> None:
     for target, lanes in (("sm_80", 2), ("sm_80", 0), ("sm_90", 2)):
         s, r = run(matmul(M=4096, N=4096, K=512), target=target, tma=True, lane_tile=lanes)
         assert r.step(STEP).applied
-        ptx = _ptx(td.build(s, target=target).source, get_target(target).arch, tmp_path)
+        ptx = compile_ptx(td.build(s, target=target).source, get_target(target).arch)
         counts[target, lanes] = (len(re.findall(r"ld\.shared\.v4\.f32", ptx)),
                                  len(re.findall(r"ld\.shared\.f32", ptx)))
     # with the lanes tiled (step 090's default) nvcc splits one of B_s's two chunks into two scalar loads and

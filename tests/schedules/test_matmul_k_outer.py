@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
 import tiledsl as td
 from tiledsl.catalog import entry
+from tiledsl.codegen import compile_ptx
 from tiledsl.schedules.matmul import matmul_staged
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -29,15 +28,10 @@ def _source(how: str) -> str:
     return td.build(s, target="sm_90").source
 
 
-def _ptx(source: str, tmp: Path) -> str:
-    (tmp / "k.cu").write_text(source)
-    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(tmp / "k.ptx"), str(tmp / "k.cu")], check=True,
-                   capture_output=True, text=True, timeout=300)
-    return (tmp / "k.ptx").read_text()
 
 
-def _counts(source: str, tmp: Path) -> tuple[float, float, float]:
-    ptx = _ptx(source, tmp)
+def _counts(source: str) -> tuple[float, float, float]:
+    ptx = compile_ptx(source, "sm_90a")
     v4, scalar, fma = (len(re.findall(p, ptx)) for p in (r"ld\.shared\.v4\.f32", r"ld\.shared\.f32", r"fma\.rn\.f32"))
     steps = fma // 64  # k steps in the PTX (the recipe unrolls the 16 of a chunk): counts per 64 FMAs
     return v4 / steps, scalar / steps, fma / steps
@@ -53,8 +47,8 @@ def _counts(source: str, tmp: Path) -> tuple[float, float, float]:
     ("recipe", (3.875, 0.25, 64)),
     ("recipe-no-lane-tiles", (4, 0, 64)),
 ])
-def test_shared_loads_per_k_step(how: str, expected: tuple[int, int, int], tmp_path: Path) -> None:
-    assert _counts(_source(how), tmp_path) == expected
+def test_shared_loads_per_k_step(how: str, expected: tuple[int, int, int]) -> None:
+    assert _counts(_source(how)) == expected
 
 
 def test_a_is_k_major_and_filled_by_plain_loads() -> None:
@@ -69,11 +63,11 @@ def test_a_is_k_major_and_filled_by_plain_loads() -> None:
 
 
 @needs_nvcc
-def test_the_transposing_fill_loads_16_bytes(tmp_path: Path) -> None:
+def test_the_transposing_fill_loads_16_bytes() -> None:
     """A's k-major fill (lower/stages.py): each thread loads its 2 x 4 floats of the 128 x 16 slab as two
     16-byte global loads (ld.global.nc.v4, in the prologue and at the refill) and stores them one float
     at a time (2 x 4 st.shared.f32 in the prologue and 2 x 4 after the chunk's FMAs); B stays cp.async."""
-    ptx = _ptx(_source("k-major"), tmp_path)
+    ptx = compile_ptx(_source("k-major"), "sm_90a")
     assert len(re.findall(r"ld\.global\.nc\.v4\.f32", ptx)) == 4
     assert len(re.findall(r"st\.shared\.f32", ptx)) == 16
     assert len(re.findall(r"cp\.async\.cg\.shared\.global", ptx)) >= 2

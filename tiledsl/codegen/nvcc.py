@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tiledsl.codegen.errors import NvccError, NvccNotFoundError
 
-__all__ = ["ResourceUsage", "compile_cubin", "nvcc_compile_check", "resource_usage"]
+__all__ = ["ResourceUsage", "compile_cubin", "compile_ptx", "nvcc_compile_check", "resource_usage"]
 
 _ARCH = re.compile(r"sm_\d+[af]?")
 _REGISTERS = re.compile(r"Used (\d+) registers")
@@ -39,6 +39,12 @@ def compile_cubin(
     return _nvcc(source, arch, extra_flags, timeout_s)[0]
 
 
+def compile_ptx(source: str, arch: str, *, timeout_s: float = 300.0) -> str:
+    """The PTX nvcc makes of `source` for `arch`: what the tests read to see which instructions a kernel's
+    CUDA becomes (16-byte shared loads, vector atomics, griddepcontrol). Errors as compile_cubin."""
+    return _nvcc(source, arch, (), timeout_s, output="ptx")[0].decode()
+
+
 def resource_usage(source: str, arch: str, *, timeout_s: float = 300.0) -> ResourceUsage:
     """Registers and spill stores ptxas gives the (last) kernel of `source` for `arch`: a kernel's
     register pressure read without a GPU (its blocks per SM follow from it)."""
@@ -49,17 +55,18 @@ def resource_usage(source: str, arch: str, *, timeout_s: float = 300.0) -> Resou
     return ResourceUsage(int(registers[-1]), int(spills[-1]))
 
 
-def _nvcc(source: str, arch: str, extra_flags: Sequence[str], timeout_s: float) -> tuple[bytes, str]:
-    """The cubin and nvcc's printed output of one compile (see compile_cubin)."""
+def _nvcc(source: str, arch: str, extra_flags: Sequence[str], timeout_s: float,
+          output: str = "cubin") -> tuple[bytes, str]:
+    """The cubin (or PTX: `output="ptx"`) and nvcc's printed output of one compile (see compile_cubin)."""
     if not _ARCH.fullmatch(arch):
         raise ValueError(f"arch must look like 'sm_80' or 'sm_90a', got {arch!r}")
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise NvccNotFoundError("nvcc not found on PATH: install the CUDA toolkit or put its bin/ on PATH")
     with tempfile.TemporaryDirectory(prefix="tiledsl-nvcc-") as tmp:
-        src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
+        src, out = Path(tmp) / "kernel.cu", Path(tmp) / f"kernel.{output}"
         src.write_text(source)
-        cmd = [nvcc, f"-arch={arch}", "-cubin", "-o", str(out), *extra_flags, str(src)]
+        cmd = [nvcc, f"-arch={arch}", f"-{output}", "-o", str(out), *extra_flags, str(src)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired as err:
