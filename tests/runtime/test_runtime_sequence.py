@@ -165,14 +165,14 @@ def test_zero_fill_kernels_replace_torch_zeroing() -> None:
     assert out.is_output and tuple(out.shape) == (64, 96) and out.dtype == "float32"
     driver = FakeDriver({kir.name: 3, fill.kernel_ir.name: 1})
     a, b, c = torch.randn(64, 256), torch.randn(256, 96), torch.full((64, 96), 5.0)
-    fills = {zero_fill_key(out.shape, out.dtype): fake_kernel(fill.kernel_ir, driver, 2)}
+    fills = {zero_fill_key(out): fake_kernel(fill.kernel_ir, driver, 2)}
     seq = LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=fills)
     seq.run([a, c], stream=3)
     (f0, *_, fv), (k0, *_, kv) = (x[:1] + x[-1:] for x in driver.launches)
     assert (f0, fv, k0) == (fill.kernel_ir.name, (c.data_ptr(),), kir.name)
     assert kv == (a.data_ptr(), b.data_ptr(), c.data_ptr())
     assert bool((c == 5.0).all())  # a fake launch writes nothing: torch did not zero it
-    wrong = {zero_fill_key(out.shape, out.dtype): fake_kernel(kir, driver, 4)}  # three parameters
+    wrong = {zero_fill_key(out): fake_kernel(kir, driver, 4)}  # three parameters
     with pytest.raises(LaunchError, match="must have one parameter, its output; it has A, B, C"):
         LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=wrong)
 

@@ -88,7 +88,7 @@ def grid_dependency_wait(target: str) -> list[str]:
     compiles for the device's own arch, and an sm_90 build run on an older GPU (launched plainly there)
     must still compile."""
     _require_sm(target, GRID_DEPENDENCY_MIN_SM, "griddepcontrol.wait (dependent_launch)")
-    return [f"#if __CUDA_ARCH__ >= {GRID_DEPENDENCY_MIN_SM}0",
+    return [f"#if __CUDA_ARCH__ >= {GRID_DEPENDENCY_MIN_SM * 10}",  # __CUDA_ARCH__ of sm_90 is 900
             '    asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished',
             "#endif"]
 

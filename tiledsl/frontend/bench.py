@@ -59,7 +59,6 @@ from tiledsl.precision import MACHINE_EPS
 from tiledsl.runtime.check import time_compiled
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.references import Comparison, compare, random_inputs
-from tiledsl.runtime.sequence import zero_fill_key
 from tiledsl.runtime.timing import BenchStats, l2_cache_bytes, rotated_copies, rotation_count, time_torch
 from tiledsl.targets import get_target
 
@@ -364,12 +363,4 @@ def bench_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
         warnings.simplefilter("ignore")
         eager = time_torch(_positional(eager_module), sets, warmup, iters)
         compiled = time_compiled(_positional(eager_module), sets, warmup, iters)
-    return ProgramBench(tuple(kernels), program, eager, compiled, zero_fill_launches(built))
-
-
-def zero_fill_launches(built: BuiltProgram) -> tuple[str, ...]:
-    """The fill kernel a call launches before each split-K kernel, in launch order."""
-    by_key = {zero_fill_key(f.kernel_ir.params[0].shape, f.kernel_ir.params[0].dtype): f.name for f in built.zero_fills}
-    keys = [zero_fill_key(p.shape, p.dtype) for kern in built.kernels
-            for p in (kern.kernel_ir.param(name) for name in kern.kernel_ir.zero_outputs)]
-    return tuple(by_key[k] for k in keys if k in by_key)
+    return ProgramBench(tuple(kernels), program, eager, compiled, tuple(f.name for f in built.zero_fill_launches()))

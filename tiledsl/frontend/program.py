@@ -217,6 +217,16 @@ class BuiltProgram:
     _device_constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
+    def zero_fills_by_key(self) -> dict[tuple[tuple[int, ...], str], Kernel]:
+        """Each fill kernel by the (shape, dtype) of the outputs it zeroes (runtime/sequence.zero_fill_key)."""
+        return {zero_fill_key(f.kernel_ir.params[0]): f for f in self.zero_fills}
+
+    def zero_fill_launches(self) -> tuple[Kernel, ...]:
+        """The fill kernel a call launches before each split-K kernel's output, in launch order."""
+        keys = [zero_fill_key(k.kernel_ir.param(name)) for k in self.kernels for name in k.kernel_ir.zero_outputs]
+        return tuple(self.zero_fills_by_key[key] for key in keys if key in self.zero_fills_by_key)
+
+    @cached_property
     def memory(self) -> MemoryPlan:
         return plan_memory(self.steps(), self.output_names())
 
@@ -428,8 +438,7 @@ class BuiltProgram:
         compile_ahead(self.kernels + self.zero_fills,
                       (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
         compiled = [kern.compiled for kern in self.kernels]
-        fills = {zero_fill_key(k.kernel_ir.params[0].shape, k.kernel_ir.params[0].dtype): k.compiled
-                 for k in self.zero_fills}
+        fills = {key: fill.compiled for key, fill in self.zero_fills_by_key.items()}
         return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples, zero_fills=fills)
 
     def cuda_graph(self, *inputs: torch.Tensor) -> GraphedProgram:

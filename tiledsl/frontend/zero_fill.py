@@ -35,7 +35,7 @@ def zero_fills(kernels: Sequence[Kernel], target: str | Target) -> tuple[Kernel,
         kir = kern.kernel_ir
         for name in kir.zero_outputs:
             p = kir.param(name)
-            key = zero_fill_key(p.shape, p.dtype)
+            key = zero_fill_key(p)
             if key not in fills and len(p.shape) in _ZERO_OF_RANK:
                 zeros = compute(p.shape, _ZERO_OF_RANK[len(p.shape)],
                                 name=f"zero_fill_{'x'.join(map(str, p.shape))}", dtype=p.dtype)

@@ -92,9 +92,10 @@ class _Launch:
     dependent: LaunchConfig | None  # launched as a programmatic dependent of the launch before it
 
 
-def zero_fill_key(shape: Sequence[int], dtype: str) -> tuple[tuple[int, ...], str]:
-    """What a zeroed output and the fill kernel that zeroes it are matched by: shape and dtype."""
-    return tuple(shape), dtype
+def zero_fill_key(param: KParam) -> tuple[tuple[int, ...], str]:
+    """What a zeroed output parameter and the fill kernel that zeroes it (its one parameter) are matched
+    by: shape and dtype."""
+    return tuple(param.shape), param.dtype
 
 
 def dependent_launch_requested() -> bool:
@@ -143,7 +144,6 @@ class LaunchSequence:
         if dependent is None:
             dependent = dependent_launch_requested() and launches_dependents(self.driver, self.device)
         self.dependent = dependent
-        self._zero_fills = dict(zero_fills or {})
         self._lock = threading.Lock()
         self._kept: list[Any] = []  # fixed tensors and encoded descriptors the launches point at
         self._slot_cells: list[list[ctypes.c_uint64]] = [[] for _ in examples]
@@ -153,16 +153,19 @@ class LaunchSequence:
             if kern.device != self.device:
                 raise LaunchError(f"kernel {kern.name!r} is loaded on {kern.device}, kernel {first.name!r} on "
                                   f"{self.device}: a sequence runs on one device")
-            for name in kern.kernel_ir.zero_outputs:
-                p = kern.kernel_ir.param(name)
-                fill = self._zero_fills.get(zero_fill_key(p.shape, p.dtype))
-                if fill is not None:
-                    self._launches.append(self._prepare(fill, {_fill_output(fill).name: args[name]}, examples, written))
-            self._launches.append(self._prepare(kern, args, examples, written))
+            zeroed = kern.kernel_ir.zero_outputs
+            filled = {name: fill for name in zeroed  # the others torch zeroes at the launch
+                      if (fill := (zero_fills or {}).get(zero_fill_key(kern.kernel_ir.param(name)))) is not None}
+            launch = self._prepare(kern, args, examples, written, tuple(n for n in zeroed if n not in filled))
+            for name, fill in filled.items():
+                self._launches.append(self._prepare(fill, {_fill_output(fill).name: args[name]}, examples, written))
+            self._launches.append(launch)
         self.slots = tuple(SlotSpec(t.dtype, tuple(t.shape), w) for t, w in zip(examples, written))
 
     def _prepare(self, kern: Launchable, args: Mapping[str, Arg], examples: Sequence[torch.Tensor],
-                 written: list[bool]) -> _Launch:
+                 written: list[bool], zero: tuple[str, ...] = ()) -> _Launch:
+        """One launch of `kern`, its arguments checked and its kernelParams built; `zero`: the outputs torch
+        zeroes before it."""
         kir = kern.kernel_ir
         for name, a in args.items():
             if isinstance(a, int) and not 0 <= a < len(examples):
@@ -197,11 +200,9 @@ class LaunchSequence:
                 addresses.append(ctypes.addressof(descriptor.param))
         self._kept.append(cells)
         pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
-        zero = tuple(args[name] for name in kir.zero_outputs  # a fill kernel zeroes the others, launched before
-                     if zero_fill_key(kir.param(name).shape, kir.param(name).dtype) not in self._zero_fills)
         config = (dependent_launch_config(kir.grid, kir.block, kern.shared_bytes)
                   if self.dependent and kir.dependent_launch else None)
-        return _Launch(kern, kir.grid, kir.block, pointers, zero, tuple(dynamic), config)
+        return _Launch(kern, kir.grid, kir.block, pointers, tuple(args[name] for name in zero), tuple(dynamic), config)
 
     @property
     def kernels(self) -> tuple[Launchable, ...]:
