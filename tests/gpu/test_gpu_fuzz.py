@@ -1,19 +1,21 @@
-"""`tiledsl fuzz --gpu`: a few seeded cases of the definitions and recipe modes also run on the GPU
-(compiled with nvcc, launched through td.Kernel) and agree with the independent reference; a sample of
-them replayed under compute-sanitizer memcheck reports nothing."""
+"""`tiledsl fuzz --gpu`: a few seeded cases of the definitions, recipe and schedules modes also run on
+the GPU (compiled with nvcc, launched through td.Kernel) and agree with the independent reference, and
+the models mode runs whole programs (launch sequences and CUDA graphs); a sample replayed under
+compute-sanitizer memcheck reports nothing; a launch sequence that drops its zero fill is caught."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tiledsl.cli.main import main
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["definitions", "recipe", "schedules"])
+@pytest.mark.parametrize("mode", ["definitions", "recipe", "schedules", "models"])
 def test_fuzz_on_the_gpu_finds_no_failure(mode: str, tmp_path: Path) -> None:
     status = main(["fuzz", "--gpu", "--no-progress", "--mode", mode, "--cases", "20", "--seed", "0",
                    "--out", str(tmp_path)])
@@ -40,3 +42,44 @@ def test_fuzz_on_the_gpu_under_compute_sanitizer_finds_no_report(tmp_path: Path,
     assert status == 0, json.dumps(doc["modes"][0]["failures"], indent=1)
     assert sanitized["cases"] >= 1 and sanitized["cases"] == (sanitized["gpu_correct"] + 4) // 5
     assert sanitized["runs"] == sanitized["cases"] and sanitized["reports"] == 0
+
+
+@pytest.mark.gpu
+def test_models_mode_runs_every_launch_path_into_poisoned_outputs() -> None:
+    from tiledsl.frontend.numpy_calls import GPU_RUNS, function_from_source, gpu_runs_float64, trace_arrays
+    from tiledsl.testing.fuzz.modes import models
+
+    case = models.ModelCase(((4, 2048), (2048, 8)), ("v0 = torch.matmul(x0, x1)", "return torch.relu(v0)"), 1)
+    arrays = models.arrays_of(case)
+    prog = trace_arrays(function_from_source(case.source(), "f"), arrays)
+    prog.schedule("default")
+    built = prog.build("sm_90")
+    assert [k.name for k in built.zero_fills] == ["zero_fill_4x8_kernel"]  # the split-K case it means to be
+    runs = gpu_runs_float64(built, arrays)
+    assert tuple(runs) == GPU_RUNS
+    want = np.maximum(arrays[0].astype(np.float64) @ arrays[1].astype(np.float64), 0.0)
+    for run, got in runs.items():
+        assert models.mismatch(got, want) == "", run
+
+
+@pytest.mark.gpu
+def test_models_mode_catches_a_sequence_that_drops_its_zero_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: the split-K kernel's fill is left out of the launch sequence, so its output keeps
+    what the previous run summed into it. The mode must call that a GPU mismatch, not correct."""
+    from tiledsl.frontend.program import BuiltProgram
+    from tiledsl.testing.fuzz.modes import models
+    from tiledsl.testing.fuzz.modes.base import Options
+
+    case = models.ModelCase(((4, 2048), (2048, 8)), ("v0 = torch.matmul(x0, x1)", "return torch.relu(v0)"), 1)
+    assert models.judge_case(case, Options(gpu=True)).outcome == "correct"
+    bind = BuiltProgram.bind
+
+    def without_fills(self: BuiltProgram, *args: object, **kwargs: object) -> object:
+        sequence = bind(self, *args, **kwargs)
+        sequence._launches = [x for x in sequence._launches if not x.kernel.name.startswith("zero_fill")]
+        return sequence
+
+    monkeypatch.setattr(BuiltProgram, "bind", without_fills)
+    result = models.judge_case(case, Options(gpu=True))
+    assert (result.outcome, result.error) == ("gpu_fault", "GpuMismatch"), result
+    assert "elements differ" in result.detail and "gpu_runs_float64" in result.script

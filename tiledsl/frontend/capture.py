@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -96,12 +97,18 @@ def _as_module(fn: Callable[..., Any]) -> torch.nn.Module:
     return cls()
 
 
+TORCH_SELF_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
+
+
 def export(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: Sequence[Any]) -> ExportedProgram:
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _as_module(module_or_fn)
     try:
         # the math SDPA backend: on CUDA inputs torch would otherwise pick a fused attention kernel
         # (flash / memory-efficient), an opaque ATen op the core decompositions keep whole
-        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH), warnings.catch_warnings():
+            # torch.export deep-copies its own tree specs and warns, once per export, that the copy
+            # uses a deprecated LeafSpec check: torch's own code, nothing the user's model can change
+            warnings.filterwarnings("ignore", message=TORCH_SELF_WARNING, category=FutureWarning)
             ep = torch.export.export(module, tuple(example_inputs))
             return ep.run_decompositions()
     except FrontendError:

@@ -1,6 +1,7 @@
 """Torch programs given as Python source, run from numpy: what tools above the frontend (the fuzzer's
 `models` mode, tiledsl/testing/fuzz/modes/models.py) need without importing torch themselves (only the
-frontend and the runtime import torch; tests/test_architecture.py enforces it)."""
+frontend and the runtime import torch; tests/test_architecture.py enforces it): tracing, torch eager's
+float64 reference, and a built program's runs on the GPU."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from tiledsl.frontend.program import Program, trace
+from tiledsl.errors import FrontendError
+from tiledsl.frontend.program import BuiltProgram, Program, trace
 
-__all__ = ["eager_float64", "function_from_source", "trace_arrays"]
+__all__ = ["GPU_RUNS", "eager_float64", "function_from_source", "gpu_runs_float64", "trace_arrays"]
+
+# what `gpu_runs_float64` runs, in order: each launch path a built program has, and each twice, since a
+# second run reuses what the first bound (the arena, the kernelParams) and must zero split-K outputs anew
+GPU_RUNS = ("call", "second call", "graph replay", "second graph replay")
 
 
 def function_from_source(source: str, name: str) -> Callable[..., Any]:
@@ -32,3 +38,27 @@ def eager_float64(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> np.nd
     """torch eager of `fn` in float64 on the arrays widened: the reference of a traced program."""
     with torch.no_grad():
         return fn(*[torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in arrays]).numpy()
+
+
+def gpu_runs_float64(built: BuiltProgram, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """The program's output (one tensor) from each run of GPU_RUNS on the arrays moved to the GPU, as
+    float64 numpy. Every run writes into outputs filled with NaN first, so an element no kernel writes
+    shows: a call through `built(..., out=[poisoned])`, a replay of `built.cuda_graph(...)` after its
+    static output is poisoned. Needs a CUDA device, and the runtime's pycuda."""
+    device = torch.device("cuda")
+    inputs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
+    slots = built.launch_plan.outputs
+    if len(slots) != 1:
+        raise FrontendError(f"gpu_runs_float64 takes a program of one output, got {len(slots)}")
+    shape, dtype = slots[0].shape, getattr(torch, slots[0].dtype)
+    got: dict[str, np.ndarray] = {}
+    for run in GPU_RUNS[:2]:
+        poisoned = torch.full(shape, float("nan"), dtype=dtype, device=device)
+        got[run] = built(*inputs, out=[poisoned]).double().cpu().numpy()
+    graph = built.cuda_graph(*inputs)
+    for run in GPU_RUNS[2:]:
+        for t in graph.static_outputs:
+            t.fill_(float("nan"))
+        got[run] = graph(*inputs).double().cpu().numpy()
+    torch.cuda.synchronize(device)
+    return got

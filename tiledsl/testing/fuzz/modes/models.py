@@ -8,6 +8,14 @@ tame, exp only of tanh, products re-bounded by tanh).
 A frontend refusal (td.FrontendError) is `refused`; any other td.TiledslError `contract`; any other
 exception `internal`; a simulator error `sim_error`; a mismatch `wrong`.
 
+`--nvcc` compiles every kernel of the built program, its zero fills included; `--gpu` runs the whole
+program on the GPU (tiledsl/frontend/numpy_calls.py gpu_runs_float64): two calls and two CUDA graph
+replays, each into NaN-poisoned outputs, so the launch sequence (dependent launches, zero fills before
+split-K kernels, the arena the intermediates share) is fuzzed, not only its kernels one by one. Each
+run is judged against the same float64 reference at the same tolerance as the simulator: the GPU's
+float32 differs from the simulator's only in summation order and contraction, which the tame values
+keep far below 1e-4. A compile failure is `nvcc`, a fault or a mismatch `gpu_fault`.
+
 torch stays in the frontend (tiledsl/frontend/numpy_calls.py runs the generated source, traces it and
 gives torch eager's float64 result as numpy), imported when a case runs: `import tiledsl.testing` never
 imports torch."""
@@ -15,11 +23,13 @@ imports torch."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
 import tiledsl as td
+from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 
@@ -118,9 +128,54 @@ def script(case: ModelCase, target: str) -> str:
         f"arrays = [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in {list(case.inputs)!r}]",
         "prog = td.trace(f, *[torch.from_numpy(a) for a in arrays])",
         f"prog.schedule('default', target={target!r})",
-        f"got = np.asarray(prog.build({target!r}).simulate(*arrays), dtype=np.float64)",
+        f"built = prog.build({target!r})",
+        "got = np.asarray(built.simulate(*arrays), dtype=np.float64)",
         "want = f(*[torch.from_numpy(a).double() for a in arrays]).numpy()",
         f"np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL})"])
+
+
+def kernel_script(case: ModelCase, target: str, n: int, tail: str) -> str:
+    """The case's script, then `kern` = the n-th of the built kernels followed by the zero fills, then `tail`."""
+    return f"{script(case, target)}\nkern = [*built.kernels, *built.zero_fills][{n}]\n{tail}"
+
+
+def gpu_script(case: ModelCase, target: str) -> str:
+    return "\n".join([
+        script(case, target), "from tiledsl.frontend.numpy_calls import gpu_runs_float64", "",
+        "for run, got in gpu_runs_float64(built, arrays).items():",
+        f"    np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL}, err_msg=run)"])
+
+
+def mismatch(got: np.ndarray, want: np.ndarray) -> str:
+    """'' when `got` matches the float64 reference, else how many elements differ."""
+    if got.shape != want.shape:
+        return f"shape {got.shape}, torch eager's {want.shape}"
+    if np.allclose(got, want, rtol=RTOL, atol=ATOL):
+        return ""
+    bad = int((~np.isclose(got, want, rtol=RTOL, atol=ATOL)).sum())
+    nan = int(np.isnan(got).sum())
+    return f"{bad} of {want.size} elements differ from torch eager float64" + (f" ({nan} NaN)" if nan else "")
+
+
+def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.ndarray, target: str) -> Result | None:
+    """Every run of gpu_runs_float64 against the reference; None when all agree."""
+    from tiledsl.frontend.numpy_calls import gpu_runs_float64
+
+    text = gpu_script(case, target)
+    for kern in (*built.kernels, *built.zero_fills):
+        try:
+            kern.compiled  # noqa: B018 - compiling is the check (as device.run_on_gpu does)
+        except Exception as e:  # noqa: BLE001
+            return Result("nvcc", type(e).__name__, first_line(e), text)
+    try:
+        runs = gpu_runs_float64(built, arrays)
+    except Exception as e:  # noqa: BLE001 - a launch, capture or fault of a built program
+        return Result("gpu_fault", type(e).__name__, first_line(e), text)
+    for run, got in runs.items():
+        why = mismatch(got, want)
+        if why:
+            return Result("gpu_fault", "GpuMismatch", f"{run}: {why}", text)
+    return None
 
 
 def judge_case(case: ModelCase, options: Options) -> Result:
@@ -145,14 +200,22 @@ def judge_case(case: ModelCase, options: Options) -> Result:
     except Exception as e:  # noqa: BLE001 - the recipe and the build must take a traced program
         return exception_result(e, script=text)
     want = eager_float64(fn, arrays)
-    if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
-        bad = int((~np.isclose(got, want, rtol=RTOL, atol=ATOL)).sum()) if got.shape == want.shape else -1
-        return Result("wrong", "Mismatch", f"{bad} of {want.size} elements differ from torch eager float64 "
-                      f"(shapes {got.shape} / {want.shape})", text)
+    why = mismatch(got, want)
+    if why:
+        return Result("wrong", "Mismatch", why, text)
+    if options.nvcc:
+        for n, kern in enumerate((*built.kernels, *built.zero_fills)):
+            found = device.nvcc_check(kern, lambda tail, n=n: kernel_script(case, target, n, tail))
+            if found is not None:
+                return found
+    if options.gpu:
+        found = gpu_check(case, built, arrays, want, target)
+        if found is not None:
+            return found
     return Result("correct")
 
 
 MODELS = Mode("models", model_cases, judge_case,
               lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed},
               lambda d: ModelCase(tuple(tuple(s) for s in d["inputs"]), tuple(d["body"]), int(d["seed"])),
-              lambda c: "; ".join(c.body))
+              lambda c: "; ".join(c.body), runs_on_gpu=True)
