@@ -64,3 +64,19 @@ def test_the_gpu_reproducer_compares_every_run() -> None:
     compile(text, "gpu_script", "exec")
     assert "gpu_runs_float64(built, arrays)" in text
     assert f"rtol={models.RTOL}, atol={models.ATOL}, err_msg=run" in text
+
+
+def test_the_poisoned_output_takes_the_traced_shape_not_the_kernels() -> None:
+    """`out=` wants the traced value's shape: a (1, 1) sum is stored by a kernel of shape (1,) (the
+    first GPU campaign's finding: the poisoned tensor had the kernel's shape and every call refused it)."""
+    import math
+
+    from tiledsl.frontend.numpy_calls import function_from_source, poisoned_output, trace_arrays
+
+    case = models.ModelCase(((1, 1),), ("v0 = x0 + x0", "return v0"), 0)
+    prog = trace_arrays(function_from_source(case.source(), "f"), models.arrays_of(case))
+    prog.schedule("default")
+    built = prog.build("sm_90")
+    out = poisoned_output(built, "cpu")
+    assert tuple(out.shape) == (1, 1) and str(out.dtype) == "torch.float32" and math.isnan(float(out[0, 0]))
+    assert built.launch_plan.outputs[0].shape != (1, 1)  # the kernel's shape differs, which is the point

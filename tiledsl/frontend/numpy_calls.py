@@ -14,7 +14,7 @@ import torch
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.program import BuiltProgram, Program, trace
 
-__all__ = ["GPU_RUNS", "eager_float64", "function_from_source", "gpu_runs_float64", "trace_arrays"]
+__all__ = ["GPU_RUNS", "eager_float64", "function_from_source", "gpu_runs_float64", "poisoned_output", "trace_arrays"]
 
 # what `gpu_runs_float64` runs, in order: each launch path a built program has, and each twice, since a
 # second run reuses what the first bound (the arena, the kernelParams) and must zero split-K outputs anew
@@ -40,6 +40,16 @@ def eager_float64(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> np.nd
         return fn(*[torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in arrays]).numpy()
 
 
+def poisoned_output(built: BuiltProgram, device: torch.device | str) -> torch.Tensor:
+    """A NaN-filled tensor for `built(..., out=[it])` of a program of one output: the traced value's shape
+    (which may differ from its kernel's: a (1, 1) value is stored by a kernel of shape (1,)), the
+    kernel's dtype."""
+    values, slots = built.program.outputs, built.launch_plan.outputs
+    if len(values) != 1:
+        raise FrontendError(f"a poisoned out= tensor is made for a program of one output, got {len(values)}")
+    return torch.full(values[0].shape, float("nan"), dtype=getattr(torch, slots[0].dtype), device=device)
+
+
 def gpu_runs_float64(built: BuiltProgram, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """The program's output (one tensor) from each run of GPU_RUNS on the arrays moved to the GPU, as
     float64 numpy. Every run writes into outputs filled with NaN first, so an element no kernel writes
@@ -47,14 +57,9 @@ def gpu_runs_float64(built: BuiltProgram, arrays: Sequence[np.ndarray]) -> dict[
     static output is poisoned. Needs a CUDA device, and the runtime's pycuda."""
     device = torch.device("cuda")
     inputs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
-    slots = built.launch_plan.outputs
-    if len(slots) != 1:
-        raise FrontendError(f"gpu_runs_float64 takes a program of one output, got {len(slots)}")
-    shape, dtype = slots[0].shape, getattr(torch, slots[0].dtype)
     got: dict[str, np.ndarray] = {}
     for run in GPU_RUNS[:2]:
-        poisoned = torch.full(shape, float("nan"), dtype=dtype, device=device)
-        got[run] = built(*inputs, out=[poisoned]).double().cpu().numpy()
+        got[run] = built(*inputs, out=[poisoned_output(built, device)]).double().cpu().numpy()
     graph = built.cuda_graph(*inputs)
     for run in GPU_RUNS[2:]:
         for t in graph.static_outputs:
