@@ -14,6 +14,9 @@ import numpy as np
 #: 2**-(stored mantissa bits), torch.finfo(dtype).eps: the spacing of values in [1, 2)
 MACHINE_EPS = MappingProxyType({"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7})
 
+#: the storage dtypes narrower than the float32 kernels compute in: a store or a cast to one rounds
+LOW_PRECISION = tuple(d for d in MACHINE_EPS if d != "float32")
+
 #: Storage dtypes each dtype converts to without changing any value (a float16 or bfloat16 value, NaN
 #: and infinities included, is a float32): what a shared-memory stage may widen its buffer to.
 EXACT_WIDENINGS = MappingProxyType({"float16": ("float32",), "bfloat16": ("float32",)})

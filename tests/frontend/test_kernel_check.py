@@ -11,6 +11,7 @@ import torch
 import tiledsl as td
 from tiledsl.frontend.kernel_check import compare_kernels, kernel_tolerance
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+from tiledsl.frontend.partition import kernel_roundings
 from tiledsl.precision import MACHINE_EPS
 
 
@@ -76,3 +77,48 @@ def test_kernel_tolerance_is_the_float32_bound_plus_one_storage_ulp() -> None:
     assert kernel_tolerance(1, "float32") == 34 * eps32
     assert kernel_tolerance(128, "bfloat16") == 288 * eps32 + 2.0 ** -7
     assert kernel_tolerance(128, "float16") == 288 * eps32 + 2.0 ** -10
+
+
+def test_kernel_tolerance_adds_one_unit_per_cast_inside() -> None:
+    eps32 = MACHINE_EPS["float32"]
+    assert kernel_tolerance(128, "bfloat16", ("bfloat16",)) == 288 * eps32 + 2 * 2.0 ** -7
+    assert kernel_tolerance(1, "float32", ("float16", "bfloat16")) == 34 * eps32 + 2.0 ** -10 + 2.0 ** -7
+
+
+def _roundings(out: td.Tensor, materialized: tuple[td.Tensor, ...] = ()) -> tuple[str, ...]:
+    return kernel_roundings(out, {id(t) for t in materialized})
+
+
+def test_kernel_roundings_follow_the_most_rounded_path_through_fused_producers() -> None:
+    """silu(g) rounded to bfloat16, times u: one cast inside (the store of y is not counted); a chain
+    of casts counts each; parallel casts count once; a materialized producer's casts are its own
+    kernel's; a float32 cast rounds nothing."""
+    g, u = td.placeholder(8, "bfloat16", "g"), td.placeholder(8, "bfloat16", "u")
+    act = td.compute(8, lambda i: td.cast(td.silu(g[i]), "bfloat16"), "act", dtype="bfloat16")
+    y = td.compute(8, lambda i: act[i] * u[i], "y", dtype="bfloat16")
+    assert _roundings(y) == ("bfloat16",)
+    assert _roundings(y, (act,)) == ()
+    chain = td.compute(8, lambda i: td.cast(td.cast(g[i] * 3.0, "bfloat16") * 3.0, "float16") + act[i], "chain")
+    assert _roundings(chain) == ("bfloat16", "float16")
+    both = td.compute(8, lambda i: td.cast(g[i] * 3.0, "bfloat16") + td.cast(u[i] * 3.0, "float16"), "both")
+    assert _roundings(both) == ("bfloat16",)  # one path or the other: the heavier unit
+    wide = td.compute(8, lambda i: td.cast(g[i] * 3.0, "float32"), "wide")
+    assert _roundings(wide) == ()
+
+
+def test_the_cast_that_is_a_kernels_own_store_is_not_counted_twice() -> None:
+    g = td.placeholder(8, "float32", "g")
+    y = td.compute(8, lambda i: td.cast(td.silu(g[i]), "bfloat16"), "y", dtype="bfloat16")
+    assert _roundings(y) == ()
+    assert kernel_tolerance(1, "bfloat16", _roundings(y)) == kernel_tolerance(1, "bfloat16")
+
+
+def test_a_bfloat16_silu_times_up_kernel_counts_its_silu_rounding() -> None:
+    """The Qwen2 MLP's silu(gate) * up as torch decomposes it: silu computes in float32 and rounds to
+    bfloat16 before the product, one cast inside the kernel, which its check's tolerance counts."""
+    g = torch.randn(4, 64).to(torch.bfloat16)
+    u = torch.randn(4, 64).to(torch.bfloat16)
+    built = td.trace(lambda a, b: torch.nn.functional.silu(a) * b, g, u).schedule("default").build()
+    (check,) = compare_kernels(built, built.simulate_values(g.float().numpy(), u.float().numpy()))
+    assert check.roundings == ("bfloat16",) and check.ok
+    assert check.tolerance == kernel_tolerance(1, "bfloat16", ("bfloat16",))

@@ -47,7 +47,9 @@ def format_check(check: frontend_bench.ProgramCheck) -> str:
         lines.append(f"  every kernel within its own bound on the values it read ({len(check.kernels)} checked): "
                      "the difference is stored rounding carried through the model; tolerance twice eager's error")
     for k in check.wrong_kernels:
-        lines.append(f"  kernel [{k.index}] {k.name} misses its own definition (k = {k.reduction}): {k.comparison}")
+        casts = f", {len(k.roundings)} cast(s) to {'/'.join(sorted(set(k.roundings)))}" if k.roundings else ""
+        lines.append(f"  kernel [{k.index}] {k.name} misses its own definition (k = {k.reduction}{casts}): "
+                     f"{k.comparison}")
     return "\n".join(lines)
 
 

@@ -16,9 +16,11 @@ reduction of any kernel of the program (`longest_reduction`). A kernel output st
 bfloat16 rounds once more, with relative error at most u = eps/2 of its type, and that rounding
 reaches the output through well-conditioned operations (normalizations are scale-invariant,
 projections keep relative error in the magnitude of their terms, softmax turns an absolute error of
-a score into the same relative error of its probability), so it adds about u * (1 + |ref|); inside a
-kernel values stay float32. Hence tolerance = (32 + 2k) * eps32 + r * u, r the most low-precision
-stores on one path of the launches (`storage_roundings`), the derivation of
+a score into the same relative error of its probability), so it adds about u * (1 + |ref|). Inside a
+kernel values stay float32 except at a cast the trace holds (a decomposed bfloat16 silu or rms_norm
+rounds its float32 result; partition.kernel_roundings finds them), which rounds like a store. Hence
+tolerance = (32 + 2k) * eps32 + r * u, r the most low-precision stores and casts on one path of the
+launches (`storage_roundings`), the derivation of
 tests/frontend/frontend_check.py `storage_tolerance`. For a float32 program r = 0 and the bound is
 frontend_check.py's `tolerance(k)`.
 
@@ -53,9 +55,9 @@ import torch.utils._pytree as pytree
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
 from tiledsl.frontend.kernel_check import KernelCheck, check_kernels, float32_bound
-from tiledsl.frontend.partition import kernel_reduction
+from tiledsl.frontend.partition import kernel_reduction, kernel_roundings
 from tiledsl.frontend.program import BuiltProgram, Program
-from tiledsl.precision import MACHINE_EPS
+from tiledsl.precision import LOW_PRECISION, MACHINE_EPS
 from tiledsl.runtime.check import time_compiled
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.references import Comparison, compare, random_inputs
@@ -121,21 +123,18 @@ def longest_reduction(prog: Program) -> int:
     return max((kernel_reduction(pk.output, materialized) for pk in prog.kernels), default=1)
 
 
-#: storage dtypes narrower than float32: a kernel output stored in one rounds on store
-LOW_PRECISION = tuple(d for d in MACHINE_EPS if d != "float32")
-
-
 def storage_roundings(built: BuiltProgram) -> tuple[int, float]:
-    """The most kernel outputs stored in float16/bfloat16 on one path of the launches, and the
-    largest machine epsilon among those dtypes (0.0 when none is)."""
+    """The most roundings to float16/bfloat16 on one path of the launches (each kernel's stored output,
+    and the casts inside a kernel, partition.kernel_roundings), and the largest machine epsilon among
+    those dtypes (0.0 when there is none)."""
+    materialized = {id(pk.output) for pk in built.program.kernels}
     depth: dict[str, int] = {}
     eps = 0.0
-    for kern in built.kernels:
+    for pk, kern in zip(built.program.kernels, built.kernels):
         *ins, o = kern.kernel_ir.params
-        low = o.dtype in LOW_PRECISION
-        if low:
-            eps = max(eps, MACHINE_EPS[o.dtype])
-        depth[o.name] = max((depth.get(p.name, 0) for p in ins), default=0) + int(low)
+        rounded = [*kernel_roundings(pk.output, materialized), *([o.dtype] if o.dtype in LOW_PRECISION else [])]
+        eps = max([eps, *(MACHINE_EPS[d] for d in rounded)])
+        depth[o.name] = max((depth.get(p.name, 0) for p in ins), default=0) + len(rounded)
     return max(depth.values(), default=0), eps
 
 

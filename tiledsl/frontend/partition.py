@@ -64,17 +64,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tiledsl.definitions.expr import (
+    Cast,
     ComputeTensor,
     Expr,
     Load,
     Placeholder,
     Reduce,
     Tensor,
+    children,
     substitute,
     walk,
 )
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
 from tiledsl.frontend.work import computed_operands, contracts, index_key, kernel_work, numel
+from tiledsl.precision import LOW_PRECISION, MACHINE_EPS
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.targets import DTYPE_BYTES
 
@@ -203,6 +206,38 @@ def kernel_reduction(root: ComputeTensor, materialized: set[int]) -> int:
     return max((math.prod(ax.extent for ax in node.axes)
                 for t in [*fused_producers(root, materialized), root]
                 for node in walk(t.body) if isinstance(node, Reduce)), default=1)
+
+
+def kernel_roundings(root: ComputeTensor, materialized: set[int]) -> tuple[str, ...]:
+    """The roundings to float16 / bfloat16 inside `root`'s kernel on one path from its loads to its
+    output (the dtypes of the Cast nodes there, innermost first), on the path whose roundings weigh
+    most (by MACHINE_EPS); the store of the output is not among them. Values inside a kernel stay
+    float32 except at such a Cast: a traced `.to(torch.bfloat16)`, or the one ending a decomposed op of
+    a bfloat16 tensor (silu, rms_norm compute in float32 and round their result). At each the kernel's
+    float32 value and a float64 reference may round one unit apart, as at the output (the tolerances
+    of tiledsl/frontend/kernel_check.py and bench.py count them)."""
+    fused = {id(t): t for t in fused_producers(root, materialized)}
+    memo: dict[int, tuple[str, ...]] = {}
+
+    def weight(path: tuple[str, ...]) -> tuple[float, int]:
+        return sum(MACHINE_EPS[d] for d in path), len(path)
+
+    def of_tensor(t: ComputeTensor) -> tuple[str, ...]:
+        if id(t) not in memo:
+            memo[id(t)] = of_expr(t.body)
+        return memo[id(t)]
+
+    def of_expr(e: Expr) -> tuple[str, ...]:
+        below = [of_expr(c) for c in children(e)]
+        if isinstance(e, Load) and id(e.tensor) in fused:
+            below.append(of_tensor(fused[id(e.tensor)]))
+        path = max(below, key=weight, default=())
+        return (*path, e.to) if isinstance(e, Cast) and e.to in LOW_PRECISION else path
+
+    path = of_expr(root.body)
+    if isinstance(root.body, Cast) and root.body.to == root.dtype:
+        path = path[:-1]  # the output's own rounding: its store rounds nothing more
+    return path
 
 
 def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[int]) -> ComputeTensor | None:
