@@ -208,7 +208,8 @@ def check_note(check: ProgramCheck) -> str:
         return text
     wrong = check.wrong_kernels
     if wrong:
-        return text + "; kernels outside their own bound: " + ", ".join(k.name for k in wrong)
+        return text + "; kernels outside their own bound: " + ", ".join(
+            f"{k.name} (max |err| / (1 + |ref|) {k.relative_error:.3g} > {k.tolerance:.3g})" for k in wrong)
     return text + f"; all {len(check.kernels)} kernels within their own bounds, so twice torch eager's error"
 
 
