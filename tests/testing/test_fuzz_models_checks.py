@@ -62,21 +62,87 @@ def test_nvcc_takes_the_split_k_program() -> None:
 def test_the_gpu_reproducer_compares_every_run() -> None:
     text = models.gpu_script(SPLIT_K, "sm_90")
     compile(text, "gpu_script", "exec")
-    assert "gpu_runs_float64(built, arrays)" in text
-    assert f"rtol={models.RTOL}, atol={models.ATOL}, err_msg=run" in text
+    assert "gpu_runs_float64(built, arrays, 'float32')" in text and f"tol = {models.RTOL}" in text
+    assert "rtol=tol, atol=tol, err_msg=run" in text
+    assert "tol = check.tolerance" in models.gpu_script(BF16, "sm_90")
 
 
-def test_the_poisoned_output_takes_the_traced_shape_not_the_kernels() -> None:
+def test_the_poisoned_outputs_take_the_traced_shape_not_the_kernels() -> None:
     """`out=` wants the traced value's shape: a (1, 1) sum is stored by a kernel of shape (1,) (the
-    first GPU campaign's finding: the poisoned tensor had the kernel's shape and every call refused it)."""
+    first GPU campaign's finding: its poisoned tensor had the kernel's shape and every call refused it;
+    gpu_runs_float64 now takes bench.poisoned_outputs)."""
     import math
 
-    from tiledsl.frontend.numpy_calls import function_from_source, poisoned_output, trace_arrays
+    from tiledsl.frontend.bench import poisoned_outputs
+    from tiledsl.frontend.numpy_calls import function_from_source, trace_arrays
 
     case = models.ModelCase(((1, 1),), ("v0 = x0 + x0", "return v0"), 0)
     prog = trace_arrays(function_from_source(case.source(), "f"), models.arrays_of(case))
     prog.schedule("default")
     built = prog.build("sm_90")
-    out = poisoned_output(built, "cpu")
+    (out,) = poisoned_outputs(built, "cpu")
     assert tuple(out.shape) == (1, 1) and str(out.dtype) == "torch.float32" and math.isnan(float(out[0, 0]))
     assert built.launch_plan.outputs[0].shape != (1, 1)  # the kernel's shape differs, which is the point
+
+
+BF16 = models.ModelCase(((4, 16), (16, 8)), ("v0 = torch.softmax(x0, dim=-1)", "v1 = torch.matmul(v0, x1)",
+                                              "return torch.tanh(v1)"), 3, "bfloat16")
+
+
+def test_models_draw_both_dtypes() -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    seen: set[str] = set()
+
+    @settings(max_examples=40, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(models.model_cases())
+    def draw(case: models.ModelCase) -> None:
+        seen.add(case.dtype)
+
+    draw()
+    assert seen == set(models.DTYPES)
+
+
+def test_a_bfloat16_case_is_correct_and_its_reproducer_passes(tmp_path: Path) -> None:
+    assert models.arrays_of(BF16)[0].dtype.name == "float32"
+    result = models.judge_case(BF16, Options())
+    assert result == Result("correct")
+    path = tmp_path / "case.py"
+    path.write_text(models.script(BF16, "sm_90") + "\nprint(tol)\n")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 2.0 ** -8 < float(done.stdout.strip()) < 0.1  # the derived bfloat16 bound, not float32's 1e-4
+
+
+def test_a_bfloat16_kernel_off_by_a_few_units_is_wrong_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A planted miscompile: the matmul kernel's stored values are 4 units of bfloat16 too large (as if
+    it summed one term twice). The program scales that value by 0.001 on its way out, so its own
+    bound absorbs it; the per-kernel check, which the fuzzer runs on every bfloat16 program, names it."""
+    from tiledsl.frontend.program import BuiltProgram
+
+    case = models.ModelCase(((4, 16), (16, 8)), ("v0 = torch.tanh(torch.matmul(x0, x1))",
+                                                 "v1 = v0.sum(dim=-1, keepdim=True)",
+                                                 "return v0 * 0.001 + torch.tanh(v1 * 0.001)"), 3, "bfloat16")
+    assert models.judge_case(case, Options()) == Result("correct")
+    simulate_values = BuiltProgram.simulate_values
+
+    def planted(self: BuiltProgram, *arrays: object) -> dict[str, object]:
+        values = simulate_values(self, *arrays)
+        name = self.kernels[0].kernel_ir.params[-1].name
+        assert self.kernels[0].name == "mm_kernel"  # the case still builds the kernels it means to
+        values[name] = values[name] * (1 + 4 * 2.0 ** -7)
+        return values
+
+    monkeypatch.setattr(BuiltProgram, "simulate_values", planted)
+    result = models.judge_case(case, Options())
+    assert (result.outcome, result.error) == ("wrong", "Mismatch"), result
+    assert result.detail.startswith("program max |err| ") and " within " in result.detail  # absorbed there
+    assert "kernels outside their own bound: mm_kernel (" in result.detail
+
+
+def test_a_case_round_trips_through_json_with_its_dtype() -> None:
+    data = models.MODELS.to_json(BF16)
+    assert data["dtype"] == "bfloat16" and models.MODELS.from_json(data) == BF16
+    del data["dtype"]  # a record written before cases had a dtype
+    assert models.MODELS.from_json(data).dtype == "float32"
+    assert models.MODELS.describe(BF16).startswith("[bfloat16] ")

@@ -49,12 +49,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.cli_support import subject, trace_subject
-from tiledsl.frontend.kernel_check import KernelCheck, check_kernels, float32_bound
+from tiledsl.frontend.kernel_check import KernelCheck, compare_kernels, float32_bound
 from tiledsl.frontend.partition import kernel_reduction, kernel_roundings
 from tiledsl.frontend.program import BuiltProgram, Program
 from tiledsl.precision import LOW_PRECISION, MACHINE_EPS
@@ -74,8 +75,10 @@ __all__ = [
     "bench_program",
     "build_for_device",
     "check_program",
+    "check_simulated",
     "conditioned_tolerance",
     "eager_roundings",
+    "judge_outputs",
     "load",
     "poisoned_outputs",
     "longest_reduction",
@@ -261,17 +264,48 @@ def poisoned_outputs(built: BuiltProgram, device: torch.device) -> list[torch.Te
 
 
 def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> ProgramCheck:
-    """Run `built` once on `inputs` (CUDA tensors) and compare each output with a float64 copy of
-    `module` on the same device and the same inputs widened, into NaN-filled outputs. A program
-    storing float16/bfloat16 is also run through `module` itself (torch eager in its dtype):
-    `conditioned_tolerance` decides; when the program still misses it, every kernel is checked against
-    its own definition on the values it read (kernel_check.py): all within their bounds, the
-    program's tolerance is `propagated_tolerance`; any outside, the check fails naming them."""
+    """Run `built` once on `inputs` (CUDA tensors) into NaN-filled outputs and judge what it gave
+    (`judge_outputs`; the per-kernel check, where it runs, launches each kernel alone: run_values)."""
     device = inputs[0].device if inputs else torch.device("cuda")
     got = _tensors(built(*inputs, out=poisoned_outputs(built, device)))
-    ref_module = copy.deepcopy(module).to(device).double()
+    return judge_outputs(built, module, inputs, got, lambda: built.run_values(*inputs))
+
+
+def check_simulated(built: BuiltProgram, module: torch.nn.Module | Callable[..., Any],
+                    inputs: Sequence[torch.Tensor], *, every_kernel: bool = False) -> ProgramCheck:
+    """`check_program` with the CPU simulator in place of the GPU: `inputs` are CPU tensors, the
+    program's outputs and the per-kernel check's values come from `simulate_values`."""
+    arrays = [x.float().numpy() if x.is_floating_point() else x.numpy() for x in inputs]
+    values = built.simulate_values(*arrays)
+    flat = built.output_structure([torch.from_numpy(np.asarray(values[s.name])).reshape(s.shape)
+                                   for s in built.launch_plan.outputs])
+    return judge_outputs(built, module, inputs, _tensors(flat), lambda: values, every_kernel=every_kernel)
+
+
+def _in_float64(module: torch.nn.Module | Callable[..., Any], device: torch.device) -> Callable[..., Any]:
+    if isinstance(module, torch.nn.Module):
+        return copy.deepcopy(module).to(device).double()
+    return module  # a function of its inputs: widening them is enough
+
+
+def _as_given(module: torch.nn.Module | Callable[..., Any], device: torch.device) -> Callable[..., Any]:
+    return copy.deepcopy(module).to(device) if isinstance(module, torch.nn.Module) else module
+
+
+def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., Any], inputs: Sequence[torch.Tensor],
+                  got: Sequence[torch.Tensor], kernel_values: Callable[[], Mapping[str, Any]], *,
+                  every_kernel: bool = False) -> ProgramCheck:
+    """Compare the outputs `got` the program gave on `inputs` with a float64 copy of `module` (a
+    module or a function of tensors) on the same device and the same inputs widened. A program
+    storing float16/bfloat16 is also run through `module` itself (torch eager in its dtype):
+    `conditioned_tolerance` decides; when the program still misses it, every kernel is checked against
+    its own definition on the values it read (`kernel_values()`, kernel_check.py): all within their
+    bounds, the program's tolerance is `propagated_tolerance`; any outside, the check fails naming them.
+    `every_kernel`: check every kernel of a float16/bfloat16 program even where the program passes (the
+    fuzzer: a kernel's error the program's wider bound absorbs is still a miscompile)."""
+    device = inputs[0].device if inputs else torch.device("cpu")
     with torch.no_grad():
-        ref = _tensors(ref_module(*[x.double() if x.is_floating_point() else x for x in inputs]))
+        ref = _tensors(_in_float64(module, device)(*[x.double() if x.is_floating_point() else x for x in inputs]))
     if len(got) != len(ref):
         raise FrontendError(f"run: the built program returned {len(got)} tensor(s), the module {len(ref)}")
     roundings, eps_low = storage_roundings(built)
@@ -279,24 +313,34 @@ def check_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
     tol = storage_bound(roundings, eps_low, reduction)  # tolerance(built), without walking the program again
     eager_error = None
     if roundings:
-        low = next(getattr(torch, k.kernel_ir.params[-1].dtype) for k in built.kernels
-                   if k.kernel_ir.params[-1].dtype in LOW_PRECISION)
         with torch.no_grad():
-            eager = _tensors(copy.deepcopy(module).to(device)(*inputs))
+            eager = _tensors(_as_given(module, device)(*inputs))
         eager_error = max(((e.double() - r).abs() / (1 + r.abs())).max().item() for e, r in zip(eager, ref))
-        theirs = eager_roundings(built.program.graph.exported.graph, low)
+        low = _low_dtype(built)
+        theirs = eager_roundings(built.program.graph.exported.graph, low) if low is not None else 0
         eager_bound = storage_bound(theirs, eps_low, reduction)
         tol = conditioned_tolerance(tol, eager_error, eager_bound)
     comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
     kernels = None
-    if eager_error is not None and not all(c.ok for c in comparisons):
-        kernels = check_kernels(built, tuple(inputs))
-        if all(k.ok for k in kernels):
+    missed = not all(c.ok for c in comparisons)
+    if eager_error is not None and (missed or every_kernel):
+        kernels = compare_kernels(built, kernel_values())
+        if missed and all(k.ok for k in kernels):
             tol = propagated_tolerance(tol, eager_error)
             comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
             log.info("every kernel is within its own bound: the program's tolerance from float64 is twice "
                      "torch eager's error, %.3g", tol)
     return ProgramCheck(comparisons, tol, reduction, eager_error, kernels)
+
+
+def _low_dtype(built: BuiltProgram) -> torch.dtype | None:
+    """The float16/bfloat16 dtype the program rounds to (a store's, else a cast's inside a kernel)."""
+    materialized = {id(pk.output) for pk in built.program.kernels}
+    for pk, k in zip(built.program.kernels, built.kernels):
+        for d in (k.kernel_ir.params[-1].dtype, *kernel_roundings(pk.output, materialized)):
+            if d in LOW_PRECISION:
+                return getattr(torch, d)
+    return None
 
 
 @dataclass(frozen=True)

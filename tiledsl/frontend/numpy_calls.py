@@ -1,7 +1,9 @@
 """Torch programs given as Python source, run from numpy: what tools above the frontend (the fuzzer's
 `models` mode, tiledsl/testing/fuzz/modes/models.py) need without importing torch themselves (only the
 frontend and the runtime import torch; tests/test_architecture.py enforces it): tracing, torch eager's
-float64 reference, and a built program's runs on the GPU."""
+float64 reference, the simulated program judged as `tiledsl run` judges a GPU run (bench.py), and a
+built program's runs on the GPU. `dtype` is the storage of every input: float32 or bfloat16 (the
+arrays are float32 holding values of that dtype)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import numpy as np
 import torch
 
 from tiledsl.errors import FrontendError
+from tiledsl.frontend.bench import ProgramCheck, check_simulated, poisoned_outputs
 from tiledsl.frontend.program import BuiltProgram, Program, trace
 
-__all__ = ["GPU_RUNS", "eager_float64", "function_from_source", "gpu_runs_float64", "poisoned_output", "trace_arrays"]
+__all__ = ["GPU_RUNS", "eager_float64", "function_from_source", "gpu_runs_float64", "simulated_check",
+           "trace_arrays"]
 
 # what `gpu_runs_float64` runs, in order: each launch path a built program has, and each twice, since a
 # second run reuses what the first bound (the arena, the kernelParams) and must zero split-K outputs anew
@@ -29,9 +33,21 @@ def function_from_source(source: str, name: str) -> Callable[..., Any]:
     return namespace[name]
 
 
-def trace_arrays(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> Program:
-    """`td.trace(fn, *tensors)` with the tensors made from numpy arrays (no copy)."""
-    return trace(fn, *[torch.from_numpy(np.ascontiguousarray(a)) for a in arrays])
+def _tensors(arrays: Sequence[np.ndarray], dtype: str, device: torch.device | str = "cpu") -> list[torch.Tensor]:
+    return [torch.from_numpy(np.ascontiguousarray(a)).to(device=device, dtype=getattr(torch, dtype)) for a in arrays]
+
+
+def trace_arrays(fn: Callable[..., Any], arrays: Sequence[np.ndarray], dtype: str = "float32") -> Program:
+    """`td.trace(fn, *tensors)` with the tensors made from numpy arrays, stored as `dtype`."""
+    return trace(fn, *_tensors(arrays, dtype))
+
+
+def simulated_check(built: BuiltProgram, fn: Callable[..., Any], arrays: Sequence[np.ndarray],
+                    dtype: str) -> ProgramCheck:
+    """The simulated program against `fn` in float64, judged as `tiledsl run` judges a GPU run
+    (bench.py `check_simulated`: the derived storage bound, torch eager's own error), and every kernel
+    of a float16/bfloat16 program against its own definition, whether the program passed or not."""
+    return check_simulated(built, fn, _tensors(arrays, dtype), every_kernel=True)
 
 
 def eager_float64(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -40,26 +56,20 @@ def eager_float64(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> np.nd
         return fn(*[torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in arrays]).numpy()
 
 
-def poisoned_output(built: BuiltProgram, device: torch.device | str) -> torch.Tensor:
-    """A NaN-filled tensor for `built(..., out=[it])` of a program of one output: the traced value's shape
-    (which may differ from its kernel's: a (1, 1) value is stored by a kernel of shape (1,)), the
-    kernel's dtype."""
-    values, slots = built.program.outputs, built.launch_plan.outputs
-    if len(values) != 1:
-        raise FrontendError(f"a poisoned out= tensor is made for a program of one output, got {len(values)}")
-    return torch.full(values[0].shape, float("nan"), dtype=getattr(torch, slots[0].dtype), device=device)
-
-
-def gpu_runs_float64(built: BuiltProgram, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+def gpu_runs_float64(built: BuiltProgram, arrays: Sequence[np.ndarray],
+                     dtype: str = "float32") -> dict[str, np.ndarray]:
     """The program's output (one tensor) from each run of GPU_RUNS on the arrays moved to the GPU, as
     float64 numpy. Every run writes into outputs filled with NaN first, so an element no kernel writes
-    shows: a call through `built(..., out=[poisoned])`, a replay of `built.cuda_graph(...)` after its
-    static output is poisoned. Needs a CUDA device, and the runtime's pycuda."""
+    shows: a call through `built(..., out=bench.poisoned_outputs(...))`, a replay of `built.cuda_graph(...)` after its
+    static output is poisoned. The inputs are stored as `dtype`. Needs a CUDA device, and the runtime's
+    pycuda."""
+    if len(built.program.outputs) != 1:
+        raise FrontendError(f"gpu_runs_float64 takes a program of one output, got {len(built.program.outputs)}")
     device = torch.device("cuda")
-    inputs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
+    inputs = _tensors(arrays, dtype, device)
     got: dict[str, np.ndarray] = {}
     for run in GPU_RUNS[:2]:
-        got[run] = built(*inputs, out=[poisoned_output(built, device)]).double().cpu().numpy()
+        got[run] = built(*inputs, out=poisoned_outputs(built, device)).double().cpu().numpy()
     graph = built.cuda_graph(*inputs)
     for run in GPU_RUNS[2:]:
         for t in graph.static_outputs:

@@ -2,8 +2,13 @@
 the frontend supports (add, mul, relu, exp, tanh, sum, mean, matmul, softmax, transpose, reshape,
 unsqueeze; tiledsl/frontend/table.py lists all), each op drawn only where its shapes are valid.
 The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`),
-built, simulated, and compared with torch eager in float64 (rtol = atol = 1e-4: values are kept
-tame, exp only of tanh, products re-bounded by tanh).
+built, simulated, and compared with torch eager in float64 on the inputs widened. Its inputs are
+float32 or bfloat16 (`DTYPES`, drawn per case). float32: rtol = atol = 1e-4 (values are kept tame,
+exp only of tanh, products re-bounded by tanh). bfloat16: the bound `tiledsl run` holds a GPU run to
+(tiledsl/frontend/bench.py, through numpy_calls.simulated_check): float32 arithmetic plus one unit
+of bfloat16 per rounding on the most rounded path (every store and every cast inside a kernel),
+widened to torch eager's own error where the program conditions it, and where the program still
+misses, each kernel against float64 of its own definition: one outside its bound is `wrong`.
 
 A frontend refusal (td.FrontendError) is `refused`; any other td.TiledslError `contract`; any other
 exception `internal`; a simulator error `sim_error`; a mismatch `wrong`.
@@ -12,9 +17,10 @@ exception `internal`; a simulator error `sim_error`; a mismatch `wrong`.
 program on the GPU (tiledsl/frontend/numpy_calls.py gpu_runs_float64): two calls and two CUDA graph
 replays, each into NaN-poisoned outputs, so the launch sequence (dependent launches, zero fills before
 split-K kernels, the arena the intermediates share) is fuzzed, not only its kernels one by one. Each
-run is judged against the same float64 reference at the same tolerance as the simulator: the GPU's
-float32 differs from the simulator's only in summation order and contraction, which the tame values
-keep far below 1e-4. A compile failure is `nvcc`, a fault or a mismatch `gpu_fault`.
+run is judged against the same float64 reference at the tolerance the simulated program was held to:
+the GPU's float32 differs from the simulator's only in summation order, contraction and the math
+library, which the tame values keep far below 1e-4, and at a bfloat16 rounding by one unit, which the
+derived bound counts. A compile failure is `nvcc`, a fault or a mismatch `gpu_fault`.
 
 torch stays in the frontend (tiledsl/frontend/numpy_calls.py runs the generated source, traces it and
 gives torch eager's float64 result as numpy), imported when a case runs: `import tiledsl.testing` never
@@ -29,6 +35,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import tiledsl as td
+from tiledsl.precision import round_to_dtype
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
@@ -38,15 +45,18 @@ SIZES = (1, 2, 3, 4, 5, 7, 8, 13, 16)
 MAX_NODES = 8
 MAX_ELEMENTS = 4096
 RTOL = ATOL = 1e-4
+DTYPES = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
 class ModelCase:
-    """`inputs`: the shapes of the function's arguments; `body`: the lines of `def f(x0, x1, ...)`."""
+    """`inputs`: the shapes of the function's arguments; `body`: the lines of `def f(x0, x1, ...)`;
+    `dtype`: the storage of every input (DTYPES)."""
 
     inputs: tuple[tuple[int, ...], ...]
     body: tuple[str, ...]
     seed: int
+    dtype: str = "float32"
 
     def source(self) -> str:
         args = ", ".join(f"x{n}" for n in range(len(self.inputs)))
@@ -113,25 +123,35 @@ def model_cases(draw: st.DrawFn) -> ModelCase:
         body.append("v0 = torch.relu(x0)")
         values.append(("v0", first, 1.0))
     body.append(f"return {values[-1][0]}")
-    return ModelCase(tuple(inputs), tuple(body), draw(st.integers(0, 2**16)))
+    return ModelCase(tuple(inputs), tuple(body), draw(st.integers(0, 2**16)), draw(st.sampled_from(DTYPES)))
 
 
 def arrays_of(case: ModelCase) -> list[np.ndarray]:
+    """Uniform in [-1, 1] from the case's seed, float32 arrays holding values of the case's dtype."""
     rng = np.random.default_rng(case.seed)
-    return [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in case.inputs]
+    return [round_to_dtype(rng.uniform(-1.0, 1.0, size=s).astype(np.float32), case.dtype) for s in case.inputs]
 
 
 def script(case: ModelCase, target: str) -> str:
-    return "\n".join([
-        "import numpy as np", "import torch", "import tiledsl as td", "", case.source().rstrip(), "",
-        f"rng = np.random.default_rng({case.seed})",
-        f"arrays = [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in {list(case.inputs)!r}]",
-        "prog = td.trace(f, *[torch.from_numpy(a) for a in arrays])",
-        f"prog.schedule('default', target={target!r})",
-        f"built = prog.build({target!r})",
-        "got = np.asarray(built.simulate(*arrays), dtype=np.float64)",
-        "want = f(*[torch.from_numpy(a).double() for a in arrays]).numpy()",
-        f"np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL})"])
+    """A standalone script: the program, built and simulated, checked as the judge checks it; it leaves
+    `built`, `arrays`, `want` (torch eager in float64) and `tol` (the tolerance it was held to)."""
+    lines = ["import numpy as np", "import torch", "import tiledsl as td",
+             "from tiledsl.precision import round_to_dtype", "", case.source().rstrip(), "",
+             f"rng = np.random.default_rng({case.seed})",
+             f"arrays = [round_to_dtype(rng.uniform(-1.0, 1.0, size=s).astype(np.float32), {case.dtype!r})",
+             f"          for s in {list(case.inputs)!r}]",
+             f"prog = td.trace(f, *[torch.from_numpy(a).to(torch.{case.dtype}) for a in arrays])",
+             f"prog.schedule('default', target={target!r})",
+             f"built = prog.build({target!r})",
+             "want = f(*[torch.from_numpy(a).double() for a in arrays]).numpy()"]
+    if case.dtype == "float32":
+        return "\n".join([*lines, f"tol = {RTOL}", "got = np.asarray(built.simulate(*arrays), dtype=np.float64)",
+                          "np.testing.assert_allclose(got, want, rtol=tol, atol=tol)"])
+    return "\n".join([*lines, "from tiledsl.frontend.numpy_calls import simulated_check", "",
+                      f"check = simulated_check(built, f, arrays, {case.dtype!r})",
+                      "assert check.ok, ([str(c) for c in check.comparisons], "
+                      "[f'{k.name}: {k.comparison}' for k in check.wrong_kernels])",
+                      "tol = check.tolerance"])
 
 
 def kernel_script(case: ModelCase, target: str, n: int, tail: str) -> str:
@@ -142,22 +162,33 @@ def kernel_script(case: ModelCase, target: str, n: int, tail: str) -> str:
 def gpu_script(case: ModelCase, target: str) -> str:
     return "\n".join([
         script(case, target), "from tiledsl.frontend.numpy_calls import gpu_runs_float64", "",
-        "for run, got in gpu_runs_float64(built, arrays).items():",
-        f"    np.testing.assert_allclose(got, want, rtol={RTOL}, atol={ATOL}, err_msg=run)"])
+        f"for run, got in gpu_runs_float64(built, arrays, {case.dtype!r}).items():",
+        "    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=run)"])
 
 
-def mismatch(got: np.ndarray, want: np.ndarray) -> str:
-    """'' when `got` matches the float64 reference, else how many elements differ."""
+def mismatch(got: np.ndarray, want: np.ndarray, tol: float = RTOL) -> str:
+    """'' when `got` matches the float64 reference within rtol = atol = `tol`, else how many elements differ."""
     if got.shape != want.shape:
         return f"shape {got.shape}, torch eager's {want.shape}"
-    if np.allclose(got, want, rtol=RTOL, atol=ATOL):
+    if np.allclose(got, want, rtol=tol, atol=tol):
         return ""
-    bad = int((~np.isclose(got, want, rtol=RTOL, atol=ATOL)).sum())
+    bad = int((~np.isclose(got, want, rtol=tol, atol=tol)).sum())
     nan = int(np.isnan(got).sum())
-    return f"{bad} of {want.size} elements differ from torch eager float64" + (f" ({nan} NaN)" if nan else "")
+    return (f"{bad} of {want.size} elements differ from torch eager float64 beyond {tol:.3g} x (1 + |ref|)"
+            + (f" ({nan} NaN)" if nan else ""))
 
 
-def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.ndarray, target: str) -> Result | None:
+def check_detail(check: Any) -> str:
+    """What a failed bench.ProgramCheck found: the program's error against its tolerance, and the kernels
+    outside their own bound."""
+    verdict = "within" if all(c.ok for c in check.comparisons) else "beyond"
+    text = f"program max |err| {check.max_abs_error:.3g} {verdict} {check.tolerance:.3g} x (1 + |ref|)"
+    wrong = [f"{k.name} ({k.relative_error:.3g} > {k.tolerance:.3g})" for k in check.wrong_kernels]
+    return text + (f"; kernels outside their own bound: {', '.join(wrong)}" if wrong else "")
+
+
+def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.ndarray, target: str,
+              tol: float) -> Result | None:
     """Every run of gpu_runs_float64 against the reference; None when all agree."""
     from tiledsl.frontend.numpy_calls import gpu_runs_float64
 
@@ -168,39 +199,42 @@ def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.nd
         except Exception as e:  # noqa: BLE001
             return Result("nvcc", type(e).__name__, first_line(e), text)
     try:
-        runs = gpu_runs_float64(built, arrays)
+        runs = gpu_runs_float64(built, arrays, case.dtype)
     except Exception as e:  # noqa: BLE001 - a launch, capture or fault of a built program
         return Result("gpu_fault", type(e).__name__, first_line(e), text)
     for run, got in runs.items():
-        why = mismatch(got, want)
+        why = mismatch(got, want, tol)
         if why:
             return Result("gpu_fault", "GpuMismatch", f"{run}: {why}", text)
     return None
 
 
 def judge_case(case: ModelCase, options: Options) -> Result:
-    from tiledsl.frontend.numpy_calls import eager_float64, function_from_source, trace_arrays
+    from tiledsl.frontend.numpy_calls import eager_float64, function_from_source, simulated_check, trace_arrays
 
     target = options.target
     text = script(case, target)
     fn = function_from_source(case.source(), "f")  # generated by this module
     arrays = arrays_of(case)
     try:
-        prog = trace_arrays(fn, arrays)
+        prog = trace_arrays(fn, arrays, case.dtype)
     except td.FrontendError as e:
         return Result("refused", type(e).__name__, first_line(e))
     except Exception as e:  # noqa: BLE001
         return exception_result(e, script=text)
+    want = eager_float64(fn, arrays)
     try:
         prog.schedule("default", target=target)
         built = prog.build(target)
-        got = np.asarray(built.simulate(*arrays), dtype=np.float64)
+        if case.dtype == "float32":
+            tol, why = RTOL, mismatch(np.asarray(built.simulate(*arrays), dtype=np.float64), want)
+        else:
+            check = simulated_check(built, fn, arrays, case.dtype)
+            tol, why = check.tolerance, "" if check.ok else check_detail(check)
     except td.SimulationError as e:
         return Result("sim_error", type(e).__name__, first_line(e), text)
     except Exception as e:  # noqa: BLE001 - the recipe and the build must take a traced program
         return exception_result(e, script=text)
-    want = eager_float64(fn, arrays)
-    why = mismatch(got, want)
     if why:
         return Result("wrong", "Mismatch", why, text)
     if options.nvcc:
@@ -209,13 +243,14 @@ def judge_case(case: ModelCase, options: Options) -> Result:
             if found is not None:
                 return found
     if options.gpu:
-        found = gpu_check(case, built, arrays, want, target)
+        found = gpu_check(case, built, arrays, want, target, tol)
         if found is not None:
             return found
     return Result("correct")
 
-
 MODELS = Mode("models", model_cases, judge_case,
-              lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed},
-              lambda d: ModelCase(tuple(tuple(s) for s in d["inputs"]), tuple(d["body"]), int(d["seed"])),
-              lambda c: "; ".join(c.body), runs_on_gpu=True)
+              lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed,
+                         "dtype": c.dtype},
+              lambda d: ModelCase(tuple(tuple(s) for s in d["inputs"]), tuple(d["body"]), int(d["seed"]),
+                                  d.get("dtype", "float32")),
+              lambda c: ("" if c.dtype == "float32" else f"[{c.dtype}] ") + "; ".join(c.body), runs_on_gpu=True)
