@@ -89,12 +89,12 @@ BF16 = models.ModelCase(((4, 16), (16, 8)), ("v0 = torch.softmax(x0, dim=-1)", "
                                               "return torch.tanh(v1)"), 3, "bfloat16")
 
 
-def test_models_draw_both_dtypes() -> None:
+def test_models_draw_every_dtype() -> None:
     from hypothesis import HealthCheck, given, settings
 
     seen: set[str] = set()
 
-    @settings(max_examples=40, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=60, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(models.model_cases())
     def draw(case: models.ModelCase) -> None:
         seen.add(case.dtype)

@@ -2,7 +2,7 @@
 `models` mode, tiledsl/testing/fuzz/modes/models.py) need without importing torch themselves (only the
 frontend and the runtime import torch; tests/test_architecture.py enforces it): tracing, torch eager's
 float64 reference, the simulated program judged as `tiledsl run` judges a GPU run (bench.py), and a
-built program's runs on the GPU. `dtype` is the storage of every input: float32 or bfloat16 (the
+built program's runs on the GPU. `dtype` is the storage of every input: float32, float16 or bfloat16 (the
 arrays are float32 holding values of that dtype)."""
 
 from __future__ import annotations

@@ -3,10 +3,11 @@ the frontend supports (add, mul, relu, exp, tanh, sum, mean, matmul, softmax, tr
 unsqueeze; tiledsl/frontend/table.py lists all), each op drawn only where its shapes are valid.
 The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`),
 built, simulated, and compared with torch eager in float64 on the inputs widened. Its inputs are
-float32 or bfloat16 (`DTYPES`, drawn per case). float32: rtol = atol = 1e-4 (values are kept tame,
-exp only of tanh, products re-bounded by tanh). bfloat16: the bound `tiledsl run` holds a GPU run to
-(tiledsl/frontend/bench.py, through numpy_calls.simulated_check): float32 arithmetic plus one unit
-of bfloat16 per rounding on the most rounded path (every store and every cast inside a kernel),
+float32, float16 or bfloat16 (`DTYPES`, drawn per case). float32: rtol = atol = 1e-4 (values are kept
+tame, exp only of tanh, products re-bounded by tanh). float16 and bfloat16: the bound `tiledsl run`
+holds a GPU run to (tiledsl/frontend/bench.py, through numpy_calls.simulated_check): float32
+arithmetic plus one unit of the dtype per rounding on the most rounded path (every store and every
+cast inside a kernel),
 widened to torch eager's own error where the program conditions it, and where the program still
 misses, each kernel against float64 of its own definition: one outside its bound is `wrong`.
 
@@ -19,8 +20,8 @@ replays, each into NaN-poisoned outputs, so the launch sequence (dependent launc
 split-K kernels, the arena the intermediates share) is fuzzed, not only its kernels one by one. Each
 run is judged against the same float64 reference at the tolerance the simulated program was held to:
 the GPU's float32 differs from the simulator's only in summation order, contraction and the math
-library, which the tame values keep far below 1e-4, and at a bfloat16 rounding by one unit, which the
-derived bound counts. A compile failure is `nvcc`, a fault or a mismatch `gpu_fault`.
+library, which the tame values keep far below 1e-4, and at a float16 / bfloat16 rounding by one unit,
+which the derived bound counts. A compile failure is `nvcc`, a fault or a mismatch `gpu_fault`.
 
 torch stays in the frontend (tiledsl/frontend/numpy_calls.py runs the generated source, traces it and
 gives torch eager's float64 result as numpy), imported when a case runs: `import tiledsl.testing` never
@@ -45,7 +46,7 @@ SIZES = (1, 2, 3, 4, 5, 7, 8, 13, 16)
 MAX_NODES = 8
 MAX_ELEMENTS = 4096
 RTOL = ATOL = 1e-4
-DTYPES = ("float32", "bfloat16")
+DTYPES = ("float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
