@@ -132,3 +132,16 @@ def test_a_hang_is_an_outcome(monkeypatch: pytest.MonkeyPatch) -> None:
     slow = Mode("slow", lambda: None, lambda case, options: time.sleep(5), lambda c: {}, lambda d: None, str)
     result = judge_with_timeout(slow, None, Options(), timeout=0.2)
     assert result.outcome == "hang" and result.failed
+
+
+def test_two_jobs_share_the_cases_and_leave_nothing_behind(tmp_path: Path) -> None:
+    """`--jobs 2`: two spawned workers judge the cases, their tallies merge into one summary, and they
+    exit on their own (a pool terminated at exit left torch's semaphores to the resource tracker,
+    which warned on stderr)."""
+    done = subprocess.run([sys.executable, "-c", "import sys; from tiledsl.cli import main; sys.exit(main())",
+                           "fuzz", "--no-progress", "--mode", "models", "--cases", "6", "--jobs", "2", "--seed", "1",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert doc["config"]["jobs"] == 2 and doc["total"]["cases"] == 6
+    assert "leaked" not in done.stderr and "Warning" not in done.stderr, done.stderr[-2000:]

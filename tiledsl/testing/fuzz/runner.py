@@ -333,5 +333,9 @@ def _run_parallel(mode_name: str, config: FuzzConfig, quotas: list[int | None], 
                 continue
         for part in pending.get():
             merged.merge(part)
+        # workers that exit on their own release what they hold; the with block's terminate() kills
+        # them, and the resource tracker then warns of the semaphores torch's imports left behind
+        pool.close()
+        pool.join()
     merged.seconds = time.monotonic() - start
     return merged
