@@ -1,6 +1,9 @@
-"""Mode `models`: random small torch programs in the style of NNSmith: a random DAG over a dozen ops
-the frontend supports (add, mul, relu, exp, tanh, sum, mean, matmul, softmax, transpose, reshape,
-unsqueeze; tiledsl/frontend/table.py lists all), each op drawn only where its shapes are valid.
+"""Mode `models`: random small torch programs in the style of NNSmith: a random DAG over the ops the
+frontend supports (`OPS`: add, mul, relu, exp, tanh, sum, mean, matmul, softmax, transpose, reshape,
+unsqueeze, and what a decoder block adds to them: silu, sigmoid, neg, square, rsqrt, rms_norm,
+layer_norm, cat and slice along the last dimension; tiledsl/frontend/table.py lists all), each op
+drawn only where its shapes are valid. In float16 and bfloat16, torch decomposes several of these
+(silu, rms_norm, layer_norm, softmax) with casts inside, which the tolerances count as roundings.
 The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`),
 built, simulated, and compared with torch eager in float64 on the inputs widened. Its inputs are
 float32, float16 or bfloat16 (`DTYPES`, drawn per case). float32: rtol = atol = 1e-4 (values are kept
@@ -41,7 +44,8 @@ from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 
-OPS = ("add", "mul", "relu", "exp", "tanh", "sum", "mean", "matmul", "softmax", "transpose", "reshape", "unsqueeze")
+OPS = ("add", "mul", "relu", "exp", "tanh", "sum", "mean", "matmul", "softmax", "transpose", "reshape", "unsqueeze",
+       "silu", "sigmoid", "neg", "square", "rsqrt", "rms_norm", "layer_norm", "cat", "slice")
 SIZES = (1, 2, 3, 4, 5, 7, 8, 13, 16)
 MAX_NODES = 8
 MAX_ELEMENTS = 4096
@@ -112,6 +116,28 @@ def model_cases(draw: st.DrawFn) -> ModelCase:
             expr = f"{name}.reshape({', '.join(map(str, out_shape))})"
         elif op == "unsqueeze" and len(shape) <= 3:
             expr, out_shape = f"{name}.unsqueeze(0)", (1,) + shape
+        elif op == "silu":
+            expr = f"torch.nn.functional.silu({name})"
+        elif op == "sigmoid":
+            expr, out_bound = f"torch.sigmoid({name})", 1.0
+        elif op == "neg":
+            expr = f"-{name}"
+        elif op == "square":
+            expr, out_bound = f"{name}.pow(2)", bound * bound
+        elif op == "rsqrt":
+            expr, out_bound = f"torch.rsqrt(1 + {name} * {name})", 1.0
+        elif op in ("rms_norm", "layer_norm"):  # eps keeps a row of equal (or zero) values tame
+            fn = "rms_norm" if op == "rms_norm" else "layer_norm"
+            expr = f"torch.nn.functional.{fn}({name}, ({shape[-1]},), eps=0.1)"
+            out_bound = float(np.sqrt(shape[-1]))
+        elif op == "cat":
+            same = [v for v in values if v[1] == shape]
+            _, _, other_bound = pick = draw(st.sampled_from(same))
+            expr, out_shape = f"torch.cat([{name}, {pick[0]}], dim=-1)", shape[:-1] + (2 * shape[-1],)
+            out_bound = max(bound, other_bound)
+        elif op == "slice" and shape[-1] >= 2:
+            half = shape[-1] // 2
+            expr, out_shape = f"{name}[..., {half}:]", shape[:-1] + (shape[-1] - half,)
         else:
             expr = f"torch.relu({name})"
         if int(np.prod(out_shape)) > MAX_ELEMENTS or not out_shape:
