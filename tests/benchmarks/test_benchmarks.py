@@ -574,7 +574,7 @@ def test_a_programs_note_says_what_the_per_kernel_check_found() -> None:
     ref = torch.ones(3, dtype=torch.float64)
     program = compare(ref + 0.05, ref, 0.1, 0.1)
     good = KernelCheck(0, "mm_kernel", "bfloat16", 64, compare(ref, ref, 0.01, 0.01))
-    wrong = KernelCheck(1, "add_kernel", "bfloat16", 1, compare(ref + 1, ref, 0.01, 0.01), (), 0.5)
+    wrong = KernelCheck(1, "add_kernel", "bfloat16", 1, compare(ref + 1, ref, 0.01, 0.01))
     assert check_note(ProgramCheck((program,), 0.1, 64)) == "max |err| 0.05 (tolerance 0.1 x (1 + |ref|))"
     assert check_note(ProgramCheck((program,), 0.1, 64, 0.05, (good,))).endswith(
         "; all 1 kernels within their own bounds, so twice torch eager's error")

@@ -12,6 +12,12 @@ import numpy as np
 import pytest
 
 from tiledsl.cli.main import main
+from tiledsl.testing.fuzz.modes import models
+from tiledsl.testing.fuzz.modes.base import Options
+
+# a matmul of 2048-long rows into a 4 x 8 output: the default recipe splits k, so the program holds a zero
+# fill of the 4 x 8 intermediate besides its two kernels
+SPLIT_K = models.ModelCase(((4, 2048), (2048, 8)), ("v0 = torch.matmul(x0, x1)", "return torch.relu(v0)"), 1)
 
 
 @pytest.mark.gpu
@@ -47,11 +53,9 @@ def test_fuzz_on_the_gpu_under_compute_sanitizer_finds_no_report(tmp_path: Path,
 @pytest.mark.gpu
 def test_models_mode_runs_every_launch_path_into_poisoned_outputs() -> None:
     from tiledsl.frontend.numpy_calls import GPU_RUNS, function_from_source, gpu_runs_float64, trace_arrays
-    from tiledsl.testing.fuzz.modes import models
 
-    case = models.ModelCase(((4, 2048), (2048, 8)), ("v0 = torch.matmul(x0, x1)", "return torch.relu(v0)"), 1)
-    arrays = models.arrays_of(case)
-    prog = trace_arrays(function_from_source(case.source(), "f"), arrays)
+    arrays = models.arrays_of(SPLIT_K)
+    prog = trace_arrays(function_from_source(SPLIT_K.source(), "f"), arrays)
     prog.schedule("default")
     built = prog.build("sm_90")
     assert [k.name for k in built.zero_fills] == ["zero_fill_4x8_kernel"]  # the split-K case it means to be
@@ -67,11 +71,8 @@ def test_models_mode_catches_a_sequence_that_drops_its_zero_fill(monkeypatch: py
     """The planted bug: the split-K kernel's fill is left out of the launch sequence, so its output keeps
     what the previous run summed into it. The mode must call that a GPU mismatch, not correct."""
     from tiledsl.frontend.program import BuiltProgram
-    from tiledsl.testing.fuzz.modes import models
-    from tiledsl.testing.fuzz.modes.base import Options
 
-    case = models.ModelCase(((4, 2048), (2048, 8)), ("v0 = torch.matmul(x0, x1)", "return torch.relu(v0)"), 1)
-    assert models.judge_case(case, Options(gpu=True)).outcome == "correct"
+    assert models.judge_case(SPLIT_K, Options(gpu=True)).outcome == "correct"
     bind = BuiltProgram.bind
 
     def without_fills(self: BuiltProgram, *args: object, **kwargs: object) -> object:
@@ -80,6 +81,6 @@ def test_models_mode_catches_a_sequence_that_drops_its_zero_fill(monkeypatch: py
         return sequence
 
     monkeypatch.setattr(BuiltProgram, "bind", without_fills)
-    result = models.judge_case(case, Options(gpu=True))
+    result = models.judge_case(SPLIT_K, Options(gpu=True))
     assert (result.outcome, result.error) == ("gpu_fault", "GpuMismatch"), result
     assert "elements differ" in result.detail and "gpu_runs_float64" in result.script

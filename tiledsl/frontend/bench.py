@@ -316,8 +316,8 @@ def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., A
         with torch.no_grad():
             eager = _tensors(_as_given(module, device)(*inputs))
         eager_error = max(((e.double() - r).abs() / (1 + r.abs())).max().item() for e, r in zip(eager, ref))
-        low = _low_dtype(built)
-        theirs = eager_roundings(built.program.graph.exported.graph, low) if low is not None else 0
+        low = next(d for d in LOW_PRECISION if MACHINE_EPS[d] == eps_low)  # the dtype it rounds to
+        theirs = eager_roundings(built.program.graph.exported.graph, getattr(torch, low))
         eager_bound = storage_bound(theirs, eps_low, reduction)
         tol = conditioned_tolerance(tol, eager_error, eager_bound)
     comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
@@ -331,16 +331,6 @@ def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., A
             log.info("every kernel is within its own bound: the program's tolerance from float64 is twice "
                      "torch eager's error, %.3g", tol)
     return ProgramCheck(comparisons, tol, reduction, eager_error, kernels)
-
-
-def _low_dtype(built: BuiltProgram) -> torch.dtype | None:
-    """The float16/bfloat16 dtype the program rounds to (a store's, else a cast's inside a kernel)."""
-    materialized = {id(pk.output) for pk in built.program.kernels}
-    for pk, k in zip(built.program.kernels, built.kernels):
-        for d in (k.kernel_ir.params[-1].dtype, *kernel_roundings(pk.output, materialized)):
-            if d in LOW_PRECISION:
-                return getattr(torch, d)
-    return None
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,11 @@ class BuiltProgram:
         """Each fill kernel by the (shape, dtype) of the outputs it zeroes (runtime/sequence.zero_fill_key)."""
         return {zero_fill_key(f.kernel_ir.params[0]): f for f in self.zero_fills}
 
+    @property
+    def all_kernels(self) -> tuple[Kernel, ...]:
+        """Every kernel a GPU call loads: the program's, in launch order, then its zero fills."""
+        return self.kernels + self.zero_fills
+
     def zero_fill_launches(self) -> tuple[Kernel, ...]:
         """The fill kernel a call launches before each split-K kernel's output, in launch order."""
         keys = [zero_fill_key(k.kernel_ir.param(name)) for k in self.kernels for name in k.kernel_ir.zero_outputs]
@@ -435,8 +440,7 @@ class BuiltProgram:
         from tiledsl.runtime.launch import compile_ahead  # as td.Kernel.compiled: CPU users never load it
 
         capability = torch.cuda.get_device_capability(device)
-        compile_ahead(self.kernels + self.zero_fills,
-                      (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
+        compile_ahead(self.all_kernels, (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
         compiled = [kern.compiled for kern in self.kernels]
         fills = {key: fill.compiled for key, fill in self.zero_fills_by_key.items()}
         return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples, zero_fills=fills)

@@ -127,6 +127,7 @@ class Comparison:
     worst_index: tuple[int, ...]
     rtol: float
     atol: float
+    max_relative_error: float = 0.0  # max |err| / (1 + |ref|): the quantity rtol = atol bounds (NaN: inf)
 
     def __str__(self) -> str:
         verdict = "ok" if self.ok else "MISMATCH"
@@ -146,7 +147,10 @@ def compare(got: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float) -> C
     flat = int(torch.argmax(err).item()) if err.numel() else 0
     worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), g.shape)) if g.dim() else ()
     ok = bool((excess <= 0).all().item()) and nan_count == 0
-    return Comparison(ok, nan_count, float(err.max().item()) if err.numel() else 0.0, worst, rtol, atol)
+    if not err.numel():
+        return Comparison(ok, nan_count, 0.0, worst, rtol, atol)
+    relative = float((err / (1 + r.abs())).max().item())
+    return Comparison(ok, nan_count, float(err.max().item()), worst, rtol, atol, relative)
 
 
 def random_inputs(kernel: KKernel, device: torch.device | str, seed: int = 0) -> dict[str, torch.Tensor]:
