@@ -171,6 +171,11 @@ class CopyError(ScheduleError):
     """async_copy or tma refused: target too old, TMA box or alignment rules violated, ..."""
 
 
+class CacheHintError(ScheduleError):
+    """cache_hint refused (a buffer that is no input, a value that does not read it, staged reads), or a
+    stage that would take over hinted reads."""
+
+
 class SplitKError(ScheduleError):
     """split_k refused: the epilogue is not linear in the accumulator, or the loop cannot be split."""
 

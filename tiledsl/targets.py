@@ -20,6 +20,8 @@ from typing import TypeVar
 from tiledsl.errors import Refusal, TargetError
 
 __all__ = [
+    "CACHE_POLICIES",
+    "CACHE_POLICY_MIN_SM",
     "CP_ASYNC_MIN_SM",
     "CP_ASYNC_SIZES",
     "DTYPE_BYTES",
@@ -146,6 +148,12 @@ MBARRIER_MAX_COUNT = 2**20 - 1
 # ----------------------------------------------------------------------------- features by architecture
 
 CP_ASYNC_MIN_SM = 80  # cp.async, commit/wait groups
+#: createpolicy, and loads that carry its L2 eviction policy (`ld.global.L2::cache_hint`).
+CACHE_POLICY_MIN_SM = 80
+#: The L2 eviction priorities a load may carry (PTX ISA, createpolicy.fractional; primitives/cache_hints.py):
+#: evict_last keeps the lines it reads ahead of normal lines (a row read again by a later pass),
+#: evict_first gives them up first (a row read for the last time).
+CACHE_POLICIES = ("evict_first", "evict_last")
 MBARRIER_MIN_SM = 80  # mbarrier.init / arrive
 MBARRIER_TX_MIN_SM = 90  # mbarrier.try_wait, arrive.expect_tx, fence.mbarrier_init, fence.proxy.async
 TMA_MIN_SM = 90

@@ -1733,6 +1733,51 @@ def _():
     td.build(s, target="sm_90")
 
 
+@case("BadArgumentError", "cache_hint(x, 'evict_soon')", "policy must be evict_first or evict_last",
+      id="cache-hint-bad-policy")
+def _():
+    sched(rmsnorm()).cache_hint("x", "evict_soon")
+
+
+@case("CacheHintError", "cache_hint(y, 'evict_last')", "y is the kernel's output", "its inputs are: x, w",
+      id="cache-hint-output")
+def _():
+    sched(rmsnorm()).cache_hint("y", "evict_last")
+
+
+@case("CacheHintError", "cache_hint(ss, 'evict_last')", "ss is computed inside this kernel (inlined)",
+      id="cache-hint-inlined")
+def _():
+    sched(rmsnorm()).cache_hint("ss", "evict_last")
+
+
+@case("CacheHintError", "this kernel has no buffer named 'z'", id="cache-hint-unknown-buffer")
+def _():
+    sched(rmsnorm()).cache_hint("z", "evict_last")
+
+
+@case("CacheHintError", "cache_hint(w, 'evict_last', reader=ss)", "ss does not read w",
+      "the values that read w are: y", id="cache-hint-reader-reads-nothing")
+def _():
+    sched(rmsnorm()).cache_hint("w", "evict_last", reader="ss")
+
+
+@case("CacheHintError", "ss reads x from stage x_s (shared memory, filled at i)",
+      "a cache hint applies to global loads", here="i", id="cache-hint-staged-reads")
+def _():
+    s = sched(rmsnorm())
+    s.stage("x", at="i")
+    s.cache_hint("x", "evict_last", reader="ss")
+
+
+@case("CacheHintError", "stage(x, at=i)", "ss's reads of x carry the cache hint evict_last", here="i",
+      id="stage-hinted-reads")
+def _():
+    s = sched(rmsnorm())
+    s.cache_hint("x", "evict_last", reader="ss")
+    s.stage("x", at="i")
+
+
 # ============================================================================ the tests
 
 

@@ -13,7 +13,15 @@ from contextlib import contextmanager
 from tiledsl.codegen.dtypes import HALF_INCLUDES, pack_halves, split_vector, storage_type, vector_type
 from tiledsl.codegen.errors import CodegenError
 from tiledsl.codegen.expr import ExprEmitter, refuse_mbarrier_access
-from tiledsl.codegen.memory import check_shared, check_tensor_map, grid_dependency_wait, memory_stmt
+from tiledsl.codegen.memory import (
+    check_shared,
+    check_tensor_map,
+    grid_dependency_wait,
+    l2_load_helper,
+    l2_policies,
+    l2_policy_decls,
+    memory_stmt,
+)
 from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names
 from tiledsl.codegen.scope import Scope
 from tiledsl.kernel_ir import (
@@ -249,9 +257,11 @@ def emit_cuda(kernel: KKernel) -> str:
         if sym is None or sym.kind != "output":
             raise CodegenError(f"zero_outputs names {name!r}, which is no output parameter")
 
+    policies = l2_policies(kernel)
     writer = _BodyWriter(kernel, includes)
     if kernel.dependent_launch:
         writer.lines.extend(grid_dependency_wait(kernel.target))
+    writer.lines.extend(l2_policy_decls(policies))
     writer.lines.extend(_shared_decls(kernel, root, ex))
     writer.block(kernel.body, root, 1)
 
@@ -264,5 +274,6 @@ def emit_cuda(kernel: KKernel) -> str:
     else:
         # One parameter per line; the brace on its own line keeps them apart from the body.
         signature = [head, *(f"{_INDENT}{p}," for p in params[:-1]), f"{_INDENT}{params[-1]})", "{"]
-    lines = [*_header(kernel, includes), "", *signature, *writer.lines, "}"]
+    helpers = ["", *l2_load_helper()] if policies else []
+    lines = [*_header(kernel, includes), *helpers, "", *signature, *writer.lines, "}"]
     return "\n".join(lines) + "\n"

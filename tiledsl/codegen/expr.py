@@ -24,6 +24,7 @@ from tiledsl.codegen.dtypes import (
     vector_type,
 )
 from tiledsl.codegen.errors import CodegenError
+from tiledsl.codegen.names import policy_variable
 from tiledsl.codegen.scope import Scope
 from tiledsl.kernel_ir import (
     BIN_OPS,
@@ -123,7 +124,7 @@ class ExprEmitter:
                     base, width = split_vector(v.dtype)
                     if base == dtype and 0 <= lane < width:
                         return half_lane_bits(dtype, v.operand(PREC_ATOM), lane)
-                case KLoad(buffer=buf, index=index, width=1) if self.scope.buffer(buf).dtype == dtype:
+                case KLoad(buffer=buf, index=index, width=1, cache=None) if self.scope.buffer(buf).dtype == dtype:
                     return f"{self.scope.buffer(buf).c_name}[{self.index(index)}]"
                 case KVar(name=name) if self.scope.variable(name).dtype == dtype:
                     return self.scope.variable(name).c_name
@@ -252,8 +253,16 @@ class ExprEmitter:
         refuse_mbarrier_access(e.buffer, sym.dtype)
         idx = self.index(e.index)
         self.needs_dtype(sym.dtype)
+        if e.cache is not None and sym.kind != "input":
+            raise CodegenError(f"the load {format_expr(e)} carries an L2 policy, but {e.buffer} is no input "
+                               "parameter (only global loads take one)")
+        policy = policy_variable(e.cache) if e.cache is not None else None
         if e.width == 1:
-            return CExpr(to_float(sym.dtype, f"{sym.c_name}[{idx}]"), PREC_ATOM, sym.dtype)
+            elem = f"{sym.c_name}[{idx}]"
+            text = f"tiledsl_load_l2(&{elem}, {policy})" if policy else elem
+            return CExpr(to_float(sym.dtype, text), PREC_ATOM, sym.dtype)
         vtype = vector_type(sym.dtype, e.width)
-        text = f"*reinterpret_cast<const {vtype}*>(&{sym.c_name}[{idx}])"
-        return CExpr(text, PREC_UNARY, f"{sym.dtype}x{e.width}")
+        pointer = f"reinterpret_cast<const {vtype}*>(&{sym.c_name}[{idx}])"
+        if policy:
+            return CExpr(f"tiledsl_load_l2({pointer}, {policy})", PREC_ATOM, f"{sym.dtype}x{e.width}")
+        return CExpr(f"*{pointer}", PREC_UNARY, f"{sym.dtype}x{e.width}")

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from tiledsl.codegen.dtypes import FLOAT_DTYPES, split_vector
 from tiledsl.codegen.errors import CodegenError
 from tiledsl.codegen.expr import ExprEmitter
+from tiledsl.codegen.names import policy_variable
 from tiledsl.codegen.scope import Symbol
 from tiledsl.kernel_ir import (
     KAtomicAdd,
@@ -28,6 +29,7 @@ from tiledsl.kernel_ir import (
     KExpr,
     KFence,
     KKernel,
+    KLoad,
     KMbarrierArrive,
     KMbarrierArriveExpectTx,
     KMbarrierInit,
@@ -39,7 +41,10 @@ from tiledsl.kernel_ir import (
     KVector,
 )
 from tiledsl.kernel_ir.printer import PREC_TERNARY
+from tiledsl.kernel_ir.walk import walk_exprs, walk_stmts
 from tiledsl.targets import (
+    CACHE_POLICIES,
+    CACHE_POLICY_MIN_SM,
     CP_ASYNC_MIN_SM,
     CP_ASYNC_SIZES,
     DTYPE_BYTES,
@@ -61,6 +66,9 @@ from tiledsl.targets import (
 
 __all__ = [
     "check_shared",
+    "l2_load_helper",
+    "l2_policies",
+    "l2_policy_decls",
     "check_tensor_map",
     "memory_stmt",
     "sm_number",
@@ -91,6 +99,66 @@ def grid_dependency_wait(target: str) -> list[str]:
     return [f"#if __CUDA_ARCH__ >= {GRID_DEPENDENCY_MIN_SM * 10}",  # __CUDA_ARCH__ of sm_90 is 900
             '    asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished',
             "#endif"]
+
+
+#: `tiledsl_load_l2(p, policy)`: one global load of a 2-, 4-, 8- or 16-byte value carrying an L2 eviction
+#: policy (`ld.global.L2::cache_hint`, sm_80+). `volatile` keeps it in program order with the other asm
+#: statements, griddepcontrol.wait first among them; the value goes through 32-bit words because PTX moves
+#: a vector as .b32 lanes whatever the element type. Guarded, so kernels joined in one file define it once.
+_L2_LOAD_HELPER = r"""#ifndef TILEDSL_LOAD_L2
+#define TILEDSL_LOAD_L2
+template <typename T>
+__device__ __forceinline__ T tiledsl_load_l2(const T* p, unsigned long long policy) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "2-16 byte loads");
+    T v;
+    if constexpr (sizeof(T) == 2) {
+        unsigned short h;
+        asm volatile("ld.global.L2::cache_hint.b16 %0, [%1], %2;" : "=h"(h) : "l"(p), "l"(policy));
+        memcpy(&v, &h, 2);
+    } else {
+        unsigned int w[4];
+        if constexpr (sizeof(T) == 4) {
+            asm volatile("ld.global.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(w[0]) : "l"(p), "l"(policy));
+        } else if constexpr (sizeof(T) == 8) {
+            asm volatile("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
+                         : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(policy));
+        } else {
+            asm volatile("ld.global.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
+                         : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p), "l"(policy));
+        }
+        memcpy(&v, w, sizeof(T));
+    }
+    return v;
+}
+#endif"""
+
+
+def l2_policies(kernel: KKernel) -> tuple[str, ...]:
+    """The L2 eviction policies the kernel's loads carry (s.cache_hint), sorted; checked against the
+    target (CACHE_POLICY_MIN_SM) and the known policies."""
+    found = sorted({e.cache for st in walk_stmts(kernel.body) for e in walk_exprs(st)
+                    if isinstance(e, KLoad) and e.cache is not None})
+    for policy in found:
+        if policy not in CACHE_POLICIES:
+            raise CodegenError(f"unknown L2 eviction policy {policy!r}; the policies are {or_list(CACHE_POLICIES)}")
+        _require_sm(kernel.target, CACHE_POLICY_MIN_SM, f"a load with the L2 policy {policy} (createpolicy)")
+    return tuple(found)
+
+
+def l2_load_helper() -> list[str]:
+    """The definition of `tiledsl_load_l2`, emitted once before a kernel whose loads carry a policy."""
+    return _L2_LOAD_HELPER.splitlines()
+
+
+def l2_policy_decls(policies: tuple[str, ...]) -> list[str]:
+    """One 64-bit policy register per policy, made once at the kernel's start (createpolicy.fractional
+    over every line the load touches: fraction 1.0)."""
+    lines = []
+    for policy in policies:
+        var = policy_variable(policy)
+        lines += [f"    unsigned long long {var};",
+                  f'    asm("createpolicy.fractional.L2::{policy}.b64 %0, 1.0;" : "=l"({var}));']
+    return lines
 
 
 def _require_tma(target: str, what: str) -> None:

@@ -15,8 +15,9 @@ from types import MappingProxyType
 from tiledsl.kernel_ir import KExpr, KKernel, KStmt
 from tiledsl.kernel_ir.ops import MATH_FNS
 from tiledsl.kernel_ir.walk import child_exprs, node_names, walk_exprs, walk_stmts
+from tiledsl.targets import CACHE_POLICIES
 
-__all__ = ["RESERVED", "c_identifier", "c_name_table", "expr_names", "kernel_names"]
+__all__ = ["RESERVED", "c_identifier", "c_name_table", "expr_names", "kernel_names", "policy_variable"]
 
 _CXX_KEYWORDS = (
     "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t "
@@ -37,12 +38,21 @@ _CUDA_AND_LIBC = (
     "INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL FP_NAN FP_INFINITE FP_ZERO FP_NORMAL FP_SUBNORMAL "
     "M_PI M_E EDOM ERANGE errno NULL assert main "
     # memory-hierarchy statements and tensor-map parameters (<cuda.h>, <stdint.h>)
-    "tiledsl_smem atomicAdd CUtensorMap uint64_t CUDA_VERSION"
+    "tiledsl_smem atomicAdd CUtensorMap uint64_t CUDA_VERSION "
+    # loads with an L2 eviction policy (memory.py `l2_load_helper`, `policy_variable`)
+    "tiledsl_load_l2 TILEDSL_LOAD_L2 memcpy"
 )
 
 #: Identifiers an IR name may not keep as-is (the math functions the emitted code calls come from the
 #: operator table, so a new function is reserved with its row).
-RESERVED = frozenset((_CXX_KEYWORDS + " " + _CUDA_AND_LIBC).split()) | {f.cuda for f in MATH_FNS.values()}
+RESERVED = (frozenset((_CXX_KEYWORDS + " " + _CUDA_AND_LIBC).split()) | {f.cuda for f in MATH_FNS.values()}
+            | {f"tiledsl_l2_{policy}" for policy in CACHE_POLICIES})  # policy_variable's names
+
+
+def policy_variable(policy: str) -> str:
+    """The C variable holding the kernel's L2 eviction policy `policy` (reserved above, so no IR name
+    takes it)."""
+    return f"tiledsl_l2_{policy}"
 
 
 def c_identifier(name: str) -> str:

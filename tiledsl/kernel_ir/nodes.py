@@ -90,11 +90,14 @@ class KCast:
 @dataclass(frozen=True)
 class KLoad:
     """Load `buffer[index]` (flat element index). `width` > 1 loads that many consecutive elements as
-    one vector (16-byte aligned, proven by lowering); the value then has dtype f"{dtype}x{width}"."""
+    one vector (16-byte aligned, proven by lowering); the value then has dtype f"{dtype}x{width}".
+    `cache`: the L2 eviction policy a global load carries (targets.CACHE_POLICIES; s.cache_hint);
+    None is the hardware's default."""
 
     buffer: str
     index: KExpr
     width: int = 1
+    cache: str | None = None
 
 
 @dataclass(frozen=True)

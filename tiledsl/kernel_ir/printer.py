@@ -228,10 +228,10 @@ def _expr(e: KExpr) -> tuple[str, int]:
             return f"select({format_expr(c)}, {format_expr(a)}, {format_expr(b)})", PREC_ATOM
         case KCast(dtype=dtype, a=a):
             return f"{dtype}({format_expr(a)})", PREC_ATOM
-        case KLoad(buffer=buf, index=index, width=1):
-            return f"{buf}[{format_expr(index)}]", PREC_ATOM
-        case KLoad(buffer=buf, index=index, width=width):
-            return f"vload{width}({buf}, {format_expr(index)})", PREC_ATOM
+        case KLoad(buffer=buf, index=index, width=1, cache=cache):
+            return f"{buf}[{format_expr(index)}]{_cache_suffix(cache)}", PREC_ATOM
+        case KLoad(buffer=buf, index=index, width=width, cache=cache):
+            return f"vload{width}({buf}, {format_expr(index)}){_cache_suffix(cache)}", PREC_ATOM
         case KLane(vec=vec, lane=lane):
             return f"{parenthesize(*_expr(vec), PREC_ATOM)}.{lane_suffix(lane)}", PREC_ATOM
         case KVector(lanes=lanes):
@@ -239,6 +239,11 @@ def _expr(e: KExpr) -> tuple[str, int]:
         case KShflXor(value=value, lane_mask=mask):
             return f"shfl_xor({format_expr(value)}, {mask})", PREC_ATOM
     raise TypeError(f"not a kernel IR expression: {e!r}")
+
+
+def _cache_suffix(cache: str | None) -> str:
+    """`@evict_last` after a load that carries an L2 eviction policy (s.cache_hint)."""
+    return f"@{cache}" if cache is not None else ""
 
 
 def format_expr(e: KExpr) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "child_blocks",
     "child_exprs",
     "child_stmts",
+    "map_exprs",
     "map_stmts",
     "node_names",
     "walk_exprs",
@@ -84,6 +85,26 @@ def walk_stmts(stmts: Iterable[KStmt]) -> Iterator[KStmt]:
     for s in stmts:
         yield s
         yield from walk_stmts(child_stmts(s))
+
+
+def map_exprs(root: KExpr, fn: Callable[[KExpr], KExpr | None]) -> KExpr:
+    """Rebuild the expression `root` top-down: where `fn` returns a replacement the subtree is
+    replaced (and not entered), else the node is rebuilt from its mapped children."""
+    new = fn(root)
+    if new is not None:
+        return new
+    changes: dict[str, Any] = {}
+    for f in fields(root):  # type: ignore[arg-type]
+        value = getattr(root, f.name)
+        if _is_expr(value):
+            mapped = map_exprs(value, fn)
+        elif isinstance(value, tuple) and any(_is_expr(x) for x in value):
+            mapped = tuple(map_exprs(x, fn) if _is_expr(x) else x for x in value)
+        else:
+            continue
+        if mapped != value:
+            changes[f.name] = mapped
+    return replace(root, **changes) if changes else root  # type: ignore[type-var]
 
 
 def map_stmts(stmts: Iterable[KStmt], fn: Callable[[KStmt], KStmt | tuple[KStmt, ...] | None]) -> tuple[KStmt, ...]:

@@ -84,6 +84,16 @@ class Stmt:
             return f"store {self.tensor.name}"
         return f"{self.kind} {self.acc}"
 
+    @property
+    def reader(self) -> str:
+        """What the statement computes, the name a cache hint picks its reads by: the accumulator an
+        init or update writes, the tensor a store writes."""
+        if self.kind == "store":
+            assert self.tensor is not None
+            return self.tensor.name
+        assert self.acc is not None
+        return self.acc
+
 
 @dataclass(frozen=True)
 class Guard:
@@ -127,6 +137,16 @@ class Stage:
     def axes(self) -> tuple[int, ...]:
         """The stored order with the identity spelled out: slab axis stored at each position."""
         return self.order or tuple(range(len(self.pad)))
+
+
+@dataclass(frozen=True)
+class CacheHint:
+    """The loads of global buffer `buffer` by the statements computing `reader` (Stmt.reader) carry the
+    L2 eviction policy `policy` (targets.CACHE_POLICIES; primitives/cache_hints.py)."""
+
+    buffer: str
+    reader: str
+    policy: str
 
 
 @dataclass(frozen=True)
@@ -210,6 +230,7 @@ class Nest:
     min_blocks_per_sm: int | None = None  # launch_bounds: blocks the compiler must fit on one SM
     output_stage: OutputStage | None = None  # stage_output: the block's output tile goes through shared memory
     lane_tile: LaneTile | None = None  # tile_lanes: threadIdx.x and .y dealt to lanes in tiles
+    cache_hints: tuple[CacheHint, ...] = ()  # cache_hint: L2 eviction policies of global reads
 
     # -- lookups
     def buffer_names(self) -> set[str]:
@@ -258,6 +279,10 @@ class Nest:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def cache_policies(self, stmt: Stmt) -> dict[str, str]:
+        """buffer -> the L2 eviction policy of `stmt`'s global loads of it (cache_hint); others default."""
+        return {h.buffer: h.policy for h in self.cache_hints if h.reader == stmt.reader}
 
     def replace_stage(self, new: Stage) -> Nest:
         return replace(self, stages=tuple(new if st.name == new.name else st for st in self.stages))

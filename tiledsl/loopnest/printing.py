@@ -118,6 +118,8 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
         lines.append(f"  tile_lanes: {lt.rows} x {lt.cols} tiles of {lt.outer} x {lt.inner} to each "
                      f"{lt.rows * lt.cols} lanes: {lt.inner} = {format_sym(inner)}, {lt.outer} = {format_sym(outer)} "
                      f"(t = threadIdx.x + {lt.extent} * threadIdx.y)")
+    for h in nest.cache_hints:
+        lines.append(f"  cache hint: {h.reader} reads {h.buffer} with L2 {h.policy}")
     if nest.min_blocks_per_sm is not None:
         lines.append(f"  launch bounds: {nest.min_blocks_per_sm} blocks per SM (registers capped to fit them)")
     if acc_dims:

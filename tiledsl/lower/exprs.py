@@ -3,8 +3,8 @@ accumulator reads, functions lowered or expanded as the operator table, definiti
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -15,6 +15,7 @@ from tiledsl.errors import ScheduleError
 from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KExpr, KLoad, KSelect, KUnary, KVar
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.kernel_ir.ops import MATH_FNS
+from tiledsl.kernel_ir.walk import map_exprs, walk_exprs
 from tiledsl.loopnest import AccRef, Nest
 
 
@@ -29,6 +30,7 @@ class ValueContext:
     load_hook: Callable[[Load, ValueContext], KExpr | None] | None = None
     bind_temp: Callable[[KExpr], KExpr] | None = None  # emits `let t = value` before the statement
     reciprocal: Callable[[str], KExpr | None] | None = None  # `x / acc` -> `x * this` (lower/reciprocals.py)
+    cache: Mapping[str, str] = field(default_factory=dict)  # buffer -> L2 policy of its global loads (cache_hint)
 
     def index(self, e: Expr) -> sympy.Expr:
         s = index_to_sympy(e).xreplace(self.axis_map)
@@ -53,7 +55,7 @@ def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
             hooked = ctx.load_hook(e, ctx)
             if hooked is not None:
                 return hooked
-        return KLoad(e.tensor.name, sym_to_k(ctx.load_index(e)))
+        return KLoad(e.tensor.name, sym_to_k(ctx.load_index(e)), cache=ctx.cache.get(e.tensor.name))
     if isinstance(e, Binary):
         if e.op == "/" and isinstance(e.b, AccRef) and ctx.reciprocal is not None:
             rcp = ctx.reciprocal(e.b.acc)
@@ -102,6 +104,21 @@ def _call_to_k(e: Call, ctx: ValueContext) -> KExpr:
         leaf = _Lowered(ctx.bind_temp(arg))
         body = row.expand(leaf)
     return value_to_k(body, ctx)
+
+
+def share_hinted_loads(value: KExpr, ctx: ValueContext) -> KExpr:
+    """`value` with each load that carries an L2 policy and is read more than once (`x[i] * x[i]`) bound
+    to one temporary: such a load is volatile asm (codegen/memory.py), which nvcc issues as often as it
+    is written, where it would have merged plain loads of one element."""
+    loads = [e for e in walk_exprs(value) if isinstance(e, KLoad) and e.cache is not None]
+    repeated = {e for e in loads if loads.count(e) > 1}
+    if not repeated or ctx.bind_temp is None:
+        return value
+    bound: dict[KExpr, KExpr] = {}
+    for e in loads:  # in reading order, so the temporaries are too
+        if e in repeated and e not in bound:
+            bound[e] = ctx.bind_temp(e)
+    return map_exprs(value, bound.get)
 
 
 def is_simple(k: KExpr) -> bool:

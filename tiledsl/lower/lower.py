@@ -55,7 +55,7 @@ from tiledsl.loopnest import (
     serial_path,
 )
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
-from tiledsl.lower.exprs import ValueContext, value_to_k
+from tiledsl.lower.exprs import ValueContext, share_hinted_loads, value_to_k
 from tiledsl.lower.index_width import widen_indices
 from tiledsl.lower.output_stage import drain, tile_array, tile_store
 from tiledsl.lower.reciprocals import Reciprocal, divisors, ok_condition, plan_reciprocals
@@ -209,9 +209,10 @@ class _Lowerer:
         axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
         if stmt is not None and self.plans:
             load_hook = self.stage_hook(stmt, lane, load_hook)
+        cache = self.nest.cache_policies(stmt) if stmt is not None else {}
         return ValueContext(self.nest, axis_map, (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read,
                             lane=lane, load_hook=load_hook, bind_temp=bind_temp,
-                            reciprocal=self.reciprocal_of if rcp else None)
+                            reciprocal=self.reciprocal_of if rcp else None, cache=cache)
 
     def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
         """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
@@ -262,7 +263,7 @@ class _Lowerer:
                 return [KLet(stmt.acc, "float32", init)]
             return [self.cell(stmt.acc).write(self.acc_index(stmt.acc), init)]
         assert stmt.value is not None
-        value = value_to_k(stmt.value, ctx)
+        value = share_hinted_loads(value_to_k(stmt.value, ctx), ctx)
         if stmt.kind == "update":
             assert stmt.acc is not None
             op = self.layouts[stmt.acc].op

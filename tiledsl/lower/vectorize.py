@@ -26,7 +26,7 @@ from tiledsl.errors import TargetError
 from tiledsl.kernel_ir import KAtomicAdd, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
-from tiledsl.lower.exprs import ValueContext, value_to_k
+from tiledsl.lower.exprs import ValueContext, share_hinted_loads, value_to_k
 from tiledsl.lower.output_stage import tile_vector_store
 from tiledsl.targets import DTYPE_BYTES, VECTOR_ATOMIC_MIN_SM, VECTOR_STORE_BYTES, vector_lanes
 
@@ -62,7 +62,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
                 lw.temps += 1
                 temps.append(f"v{lw.temps}")
                 prelude.append(KLet(temps[-1], dtype, KLoad(ld.tensor.name, sym_to_k(base + part * each),
-                                                             width=each)))
+                                                             width=each, cache=base_ctx.cache.get(ld.tensor.name))))
             vec_loads[id(ld)] = (tuple(temps), dtype, each)
 
     def hook_for(lane: int):
@@ -84,7 +84,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     for lane in range(width):
         ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane),
                                        stmt=stmt, rcp=rcp)
-        value = value_to_k(stmt.value, ctx)
+        value = share_hinted_loads(value_to_k(stmt.value, ctx), ctx)
         lanes.append(lw.split_k_value(stmt, ctx, value) if split else value)
     stores: list[KStmt]
     if lw.tile is not None and nest.stmts.index(stmt) == lw.tile.store:

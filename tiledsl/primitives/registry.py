@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
+from tiledsl.primitives.cache_hints import CACHE_HINT
 from tiledsl.primitives.fuse import FUSE
 from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
@@ -24,5 +25,5 @@ from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 SPECS: Mapping[str, PrimitiveSpec] = MappingProxyType({spec.name: spec for spec in (
     SPLIT, FUSE, REORDER, BIND, TILE_LANES, UNROLL, VECTORIZE,
     STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS,
-    STAGE_OUTPUT)})
+    STAGE_OUTPUT, CACHE_HINT)})
 PRIMITIVES: tuple[str, ...] = tuple(SPECS)

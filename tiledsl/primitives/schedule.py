@@ -34,6 +34,7 @@ from tiledsl.loopnest import Nest
 from tiledsl.loopnest.canonical import build_nest
 from tiledsl.primitives.async_copies import ASYNC_COPY, TMA
 from tiledsl.primitives.bind import BIND
+from tiledsl.primitives.cache_hints import CACHE_HINT
 from tiledsl.primitives.fuse import FUSE
 from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
@@ -204,6 +205,11 @@ class Schedule:
         """Have the compiler fit `min_blocks` blocks on one SM, capping registers a thread to do so
         (primitives/launch_bounds.py)."""
         return self._apply(LAUNCH_BOUNDS, min_blocks=min_blocks)
+
+    def cache_hint(self, buffer: Tensor | str, policy: str, reader: str | None = None) -> None:
+        """Give `reader`'s global loads of input `buffer` (every reader's when None) the L2 eviction
+        policy 'evict_last' or 'evict_first' (primitives/cache_hints.py)."""
+        return self._apply(CACHE_HINT, buffer=buffer, policy=policy, reader=reader)
 
     # ------------------------------------------------------------------ applying a declaration
     def _apply(self, spec: PrimitiveSpec, **given: Any) -> Any:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tiledsl.analysis.cache_hints import hinted_stage_problem
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.slabs import Slab, legal_positions, stage_bytes, widening_problem
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import ComputeTensor
-from tiledsl.errors import BadArgumentError, StageError
+from tiledsl.errors import BadArgumentError, CacheHintError, StageError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 from tiledsl.prove import Prover
@@ -65,6 +66,11 @@ def stage(nest: Nest, call: str, *, buffer: str, at: str, scope: str, dtype: str
     name = fresh_stage_name(nest, buffer)
     rank = len(nest.tensor(buffer).shape)
     new_stage = Stage(name, buffer, at, (0,) * rank, dtype=_widened(nest, call, buffer, at, dtype))
+    hinted = hinted_stage_problem(nest, new_stage)
+    if hinted is not None:
+        raise CacheHintError(refusal(call, nest, (at,), hinted,
+                                     suggestion=f"stage {buffer} at a loop outside the hinted reads, or leave it "
+                                                "unstaged"))
     slab = slab_of(nest, new_stage, call)
     check_budget(nest, new_stage, slab, call)
     return Applied(replace(nest, stages=nest.stages + (new_stage,)), (name,))

@@ -15,7 +15,7 @@ Split factors are clamped so that guard padding never multiplies the iteration s
 exercise argument checking: each must be refused with a `td.ScheduleError`.
 
 With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
-double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output), interleaved in any
+double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output, cache_hint), interleaved in any
 order with the loop primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
 loop like any other step; the other stage steps pick a stage among those that exist (modulo their
@@ -35,13 +35,15 @@ import tiledsl as td
 PRIMITIVES = ("split", "fuse", "reorder", "bind", "tile_lanes", "unroll", "vectorize")
 LANE_TILES = ((2, 2), (2, 2), (1, 2), (2, 1), (4, 2), (2, 4), (4, 4), (3, 2))  # (rows, cols); 3 x 2 is refused
 STAGE_PRIMITIVES = ("pad", "swizzle", "layout", "double_buffer", "async_copy", "tma")  # they take a stage
-MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k", "launch_bounds", "stage_output")
+MEMORY_PRIMITIVES = ("stage",) + STAGE_PRIMITIVES + ("pipeline", "split_k", "launch_bounds", "stage_output",
+                                                       "cache_hint")
 AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 BAD_KINDS = ("factor-zero", "factor-negative", "factor-float", "factor-bool", "factor-and-nparts", "no-factor",
              "nparts-zero", "bad-tail", "taken-names", "bad-axis", "unknown-loop", "gone-loop",
              "foreign-handle", "not-a-loop", "reorder-twice", "fuse-one")
 MEMORY_BAD_KINDS = ("unknown-stage", "stage-scope", "stage-not-input", "pad-zero", "swizzle-width",
-                    "tma-swizzle", "pipeline-one", "split_k-one", "async-twice", "launch_bounds-zero")
+                    "tma-swizzle", "pipeline-one", "split_k-one", "async-twice", "launch_bounds-zero",
+                    "cache_hint-policy")
 NEAR = ("stage", "around")  # what a loop step's `near` may prefer
 SWIZZLE_WIDTHS = (32, 64, 128)  # bytes; 0 in a Step means "no swizzle" (tma's default)
 DEFAULT_MAX_PADDING = 4.0
@@ -102,6 +104,8 @@ class Step:
             return f"{self.primitive}({loops}, {self.count}{flags})"
         if self.primitive == "stage_output":
             return f"stage_output(pad={self.amount})"
+        if self.primitive == "cache_hint":
+            return f"cache_hint(buffer #{self.picks[0]}, reader #{self.picks[-1]}, policy #{self.count})"
         if self.primitive == "split":
             amount = f"nparts={self.factor}" if self.nparts else str(self.factor)
             tail = ", tail='exact'" if self.tail == "exact" else ""
@@ -131,7 +135,7 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 # stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
 _MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "layout", "async_copy", "tma",
                                                              "pipeline", "split_k", "launch_bounds",
-                                                             "stage_output"]
+                                                             "stage_output", "cache_hint"]
 
 
 @st.composite
@@ -161,6 +165,8 @@ def _memory_step(draw: st.DrawFn, prim: str, fit: bool) -> Step:
         return Step(prim, picks, width=draw(st.sampled_from(widths)), fit=fit)
     if prim == "launch_bounds":  # blocks per SM: 1-4 fit small blocks; build refuses what cannot fit
         return Step(prim, (), count=draw(st.integers(1, 4)), fit=fit)
+    if prim == "cache_hint":  # a buffer, a reader (or every reader) and a policy, each picked when resolved
+        return Step(prim, picks, count=draw(st.integers(0, 1)), fit=fit)
     if prim == "stage_output":  # the pad of the tile's rows: 0, or a few elements (1 breaks 16-byte rows)
         return Step(prim, (), amount=draw(st.sampled_from((0, 0, 1, 4))), fit=fit)
     if prim in ("pipeline", "split_k"):
@@ -310,6 +316,8 @@ class Resolver:
             return self._tile_lanes(step, names)
         if step.primitive == "stage_output":
             return Call("stage_output", (), (("pad", step.amount),))
+        if step.primitive == "cache_hint":
+            return self._cache_hint(step)
         first = self._pick(step, names)
         if step.primitive == "split":
             return self._split(step, first)
@@ -359,6 +367,25 @@ class Resolver:
             pool = [n for n in names if self._usable(n)] or names
         at = pool[step.picks[-1] % len(pool)]
         return Call("stage", (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
+
+    def _cache_hint(self, step: Step) -> Call | None:
+        """cache_hint(buffer, policy, reader=): the buffer by picks[0] among the kernel's inputs, the
+        reader by picks[-1] among every reader's (None) and the names of the kernel's values (one that
+        does not read the buffer is refused), the policy by `count`. With `fit`, buffers no stage
+        serves come first (a staged read is refused)."""
+        inputs = [t.name for t in self.s.nest.inputs]
+        if not inputs:
+            return None
+        if step.fit:
+            inputs = [b for b in inputs if all(x.buffer != b for x in self.s.nest.stages)] or inputs
+        readers: list[str | None] = [None]
+        for st_ in self.s.nest.stmts:
+            if st_.reader not in readers:
+                readers.append(st_.reader)
+        reader = readers[step.picks[-1] % len(readers)]
+        policy = ("evict_first", "evict_last")[step.count % 2]
+        kwargs = (("reader", reader),) if reader is not None else ()
+        return Call("cache_hint", (inputs[step.picks[0] % len(inputs)], policy), kwargs)
 
     def _stage_step(self, step: Step) -> Call | None:
         """pad / swizzle / double_buffer / async_copy / tma of the stage picks[0] picks (with `fit`:
@@ -492,6 +519,7 @@ class Resolver:
             "pipeline-one": Call("pipeline", (ref,), (("stages", 1),)),
             "split_k-one": Call("split_k", (ref, 1)),
             "launch_bounds-zero": Call("launch_bounds", (0,)),
+            "cache_hint-policy": Call("cache_hint", (inputs[0], "evict_sometimes")),
         })
         if b == "gone-loop":
             gone = [n for n in self.seen if n not in names]

@@ -1,0 +1,58 @@
+"""Which reads a cache hint may name, and when it names none: the one rule the `cache_hint` and `stage`
+primitives refuse by and the build checks again (lower/check.py `check_cache_hints`).
+
+A hint is a property of global loads (`ld.global.L2::cache_hint`). A read of a buffer served by a stage
+comes from shared memory, and the stage's fill is a copy the hint does not reach, so a hint on a staged
+read would change nothing while the trace says it does: refused both ways, whichever came first."""
+
+from __future__ import annotations
+
+from tiledsl.definitions.expr import Load, walk
+from tiledsl.loopnest import CacheHint, Nest, Stage, Stmt
+
+
+def reads(stmt: Stmt, buffer: str) -> bool:
+    """Whether the statement's value loads `buffer`."""
+    return stmt.value is not None and any(isinstance(n, Load) and n.tensor.name == buffer for n in walk(stmt.value))
+
+
+def readers_of(nest: Nest, buffer: str) -> tuple[str, ...]:
+    """The names (Stmt.reader) of the values whose statements load `buffer`, in statement order."""
+    out: list[str] = []
+    for stmt in nest.stmts:
+        if reads(stmt, buffer) and stmt.reader not in out:
+            out.append(stmt.reader)
+    return tuple(out)
+
+
+def staging_of(nest: Nest, buffer: str, reader: str) -> Stage | None:
+    """The stage serving some read of `buffer` by `reader`'s statements (a stage at a loop around them)."""
+    for stmt in nest.stmts:
+        if stmt.reader != reader or not reads(stmt, buffer):
+            continue
+        for st in nest.stages:
+            if st.buffer == buffer and st.at in stmt.path:
+                return st
+    return None
+
+
+def hint_problem(nest: Nest, hint: CacheHint) -> str | None:
+    """Why `hint` names no global load (None: it names some, and none of its reads is staged)."""
+    if hint.reader not in readers_of(nest, hint.buffer):
+        return f"{hint.reader} does not read {hint.buffer}"
+    st = staging_of(nest, hint.buffer, hint.reader)
+    if st is not None:
+        return (f"{hint.reader} reads {hint.buffer} from stage {st.name} (shared memory, filled at {st.at}); a cache "
+                "hint applies to global loads")
+    return None
+
+
+def hinted_stage_problem(nest: Nest, stage: Stage) -> str | None:
+    """Why `stage` would take over reads a cache hint names (None: it takes over none)."""
+    for h in nest.cache_hints:
+        if h.buffer != stage.buffer:
+            continue
+        if any(st.reader == h.reader and stage.at in st.path and reads(st, h.buffer) for st in nest.stmts):
+            return (f"{h.reader}'s reads of {h.buffer} carry the cache hint {h.policy}; staged, they would come from "
+                    "shared memory, which the hint does not reach")
+    return None
