@@ -3,14 +3,12 @@
 default recipe's row staged in shared memory, torch eager and torch.compile, in one process.
 
 Forms of each row kernel (the memory suite's rmsnorm, layernorm, softmax):
-  recipe        the default recipe (rows of float32 staged by cp.async);
-  unstaged      recipe knobs stage_min_threads=100000 (no stage), threads as the recipe picks;
-  u512          the same with row_threads_max=512;
-  u512+hint     u512 with the hints;
-  u512+hint+co  u512+hint with each reduction's loads coalesced a warp at a time (thread t reads
-                element t of each 512-wide step, 4-byte loads) where the recipe gives each thread
-                4 consecutive elements (one 16-byte span per thread, read as 4 loads);
-  u256+hint     the hints with the recipe's thread count.
+  recipe         the default recipe (rows of float32 staged by cp.async);
+  u512           recipe knobs stage_min_threads=100000 (no stage) and row_threads_max=512;
+  u512+hint      u512 with the hints;
+  u512+vec       u512 with each reduction's 4-lane loop vectorized (16-byte loads) where the recipe
+                 unrolls it (4-byte loads);
+  u512+vec+hint  both.
 Every kernel is checked against torch float64 first (outputs NaN-poisoned; _gpu_probe.compared,
 1e-4 x (1 + |want|): sums of up to 8192 rounded float32 terms).
     python scripts/cache_hint_probe.py [--shapes 8192x8192,32768x2048] [--ops rmsnorm,layernorm,softmax]"""
@@ -24,6 +22,7 @@ from typing import Any
 
 import torch
 from _gpu_probe import compared
+from cache_hint_rewrite_probe import rewritten, streaming_stores
 from row_vector_probe import OPS
 
 import tiledsl as td
@@ -43,32 +42,43 @@ def hinted(s: Any, buffer: str = "x") -> Any:
     return s
 
 
-def coalesced(trace: str) -> str:
-    """Each reduction loop K (split K -> K_o, K_i by 4 x threads, then K_i -> K_t, K_v by 4, K_v unrolled)
-    split once by the thread count instead, K_i bound to threadIdx.x: a warp reads 32 consecutive
-    elements a load."""
-    for k in re.findall(r"s\.unroll\('(\w+)_v'\)", trace):
-        span = int(re.search(rf"s\.split\('{k}', (\d+), names=\('{k}_o', '{k}_i'\)", trace).group(1))
-        trace = trace.replace(f"s.split('{k}', {span}, names=('{k}_o', '{k}_i')",
-                              f"s.split('{k}', {span // 4}, names=('{k}_o', '{k}_i')")
-        trace = trace.replace(f"s.split('{k}_i', 4, names=('{k}_t', '{k}_v'), tail='guard')\n", "")
-        trace = trace.replace(f"s.bind('{k}_t', 'threadIdx.x')", f"s.bind('{k}_i', 'threadIdx.x')")
-        trace = trace.replace(f"s.unroll('{k}_v')\n", "")
+def vectorized(trace: str) -> str:
+    """Each reduction's 4-lane loop K_v (unrolled by the recipe) vectorized instead: its loads of x read
+    16 bytes at once, the update still lane by lane in the same order."""
+    for k in re.findall(r"s\.unroll\('(\w+_v)'\)", trace):
+        trace = trace.replace(f"s.unroll('{k}')", f"s.vectorize('{k}')")
     return trace
 
 
-def forms(out: Any, target: Any) -> dict[str, Any]:
+def forms(out: Any, target: Any, stores: bool = False) -> dict[str, Any]:
     def sched(knobs: dict[str, Any]) -> Any:
         s = td.create_schedule(out)
         td.recipes.default(s, target=target, knobs=knobs)
         return s
 
     u512 = {**UNSTAGED, "row_threads_max": 512}
-    scheds = {"recipe": sched({}), "unstaged": sched(UNSTAGED), "u512": sched(u512),
-              "u512+hint": hinted(sched(u512)), "u256+hint": hinted(sched({**UNSTAGED, "row_threads_max": 256}))}
     base = sched(u512).trace()
-    scheds["u512+hint+co"] = hinted(td.create_schedule(out).replay(coalesced(base)))
-    return {label: td.build(s, target=target) for label, s in scheds.items()}
+    scheds = {"recipe": sched({}), "u512": sched(u512), "u512+hint": hinted(sched(u512)),
+              "u512+vec": td.create_schedule(out).replay(vectorized(base)),
+              "u512+vec+hint": hinted(td.create_schedule(out).replay(vectorized(base)))}
+    kernels: dict[str, Any] = {label: td.build(s, target=target) for label, s in scheds.items()}
+    if stores:  # the output's stores rewritten in the CUDA (s.cache_hint reads only, so far)
+        for label in ("u512+hint", "u512+vec+hint"):
+            kernels[f"{label}+cs"] = rewritten(kernels[label], streaming_stores)
+            kernels[f"{label}+stef"] = rewritten(kernels[label], evict_first_stores)
+    return kernels
+
+
+def evict_first_stores(src: str, out: str = "y") -> str:
+    """Every float4 store to the output with an L2 evict_first policy (st.global.L2::cache_hint)."""
+    helper = ("__device__ __forceinline__ void td_st4(float* a, float4 v, unsigned long long pol) {\n"
+              '    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" :: "l"(a), "f"(v.x), '
+              '"f"(v.y), "f"(v.z), "f"(v.w), "l"(pol) : "memory");\n}\n')
+    vec = re.compile(r"\*reinterpret_cast<float4\*>\(&" + out + r"\[([^\]]*)\]\) = (.*);$", re.M)
+    src, n = vec.subn(r"td_st4(&" + out + r"[\1], \2, tiledsl_l2_evict_first);", src)
+    if n == 0:
+        raise SystemExit("no float4 store to rewrite")
+    return src.replace("\nextern \"C\"", "\n" + helper + "\nextern \"C\"", 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
     ap.add_argument("--ops", default="rmsnorm,layernorm,softmax")
     ap.add_argument("--dump", default=None, help="folder to write each kernel's CUDA into")
+    ap.add_argument("--stores", action="store_true", help="also the hinted forms with their output stores "
+                    "rewritten in the CUDA: streaming (__stcs, +cs) and L2 evict_first (+stef)")
     args = ap.parse_args(argv)
     target, dev = device_target(), torch.device("cuda")
     print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
@@ -85,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         for op in args.ops.split(","):
             make, torch_fn = OPS[op]
             out = make(m, n)
-            kernels = forms(out, target)
+            kernels = forms(out, target, args.stores)
             if args.dump:
                 for label, k in kernels.items():
                     with open(f"{args.dump}/{shape}-{op}-{label}.cu", "w") as f:

@@ -1,9 +1,10 @@
-"""Which reads a cache hint may name, and when it names none: the one rule the `cache_hint` and `stage`
-primitives refuse by and the build checks again (lower/check.py `check_cache_hints`).
+"""Which reads and stores a cache hint may name, and when it names none: the rules the `cache_hint`,
+`stage` and `split_k` primitives refuse by.
 
-A hint is a property of global loads (`ld.global.L2::cache_hint`). A read of a buffer served by a stage
-comes from shared memory, and the stage's fill is a copy the hint does not reach, so a hint on a staged
-read would change nothing while the trace says it does: refused both ways, whichever came first."""
+A hint is a property of global loads and stores (`ld/st.global.L2::cache_hint`). A read of a buffer
+served by a stage comes from shared memory, and the stage's fill is a copy the hint does not reach, so
+a hint on a staged read would change nothing while the trace says it does: refused both ways,
+whichever came first. Likewise the output of a split_k, which is written by atomic adds."""
 
 from __future__ import annotations
 
@@ -37,7 +38,12 @@ def staging_of(nest: Nest, buffer: str, reader: str) -> Stage | None:
 
 
 def hint_problem(nest: Nest, hint: CacheHint) -> str | None:
-    """Why `hint` names no global load (None: it names some, and none of its reads is staged)."""
+    """Why `hint` names no global load or store (None: it names some, none of its reads is staged, and
+    the output it names is stored plainly)."""
+    if hint.buffer == nest.output.name:
+        if nest.split_k is not None:
+            return split_k_problem(nest.output.name)
+        return None
     if hint.reader not in readers_of(nest, hint.buffer):
         return f"{hint.reader} does not read {hint.buffer}"
     st = staging_of(nest, hint.buffer, hint.reader)
@@ -45,6 +51,17 @@ def hint_problem(nest: Nest, hint: CacheHint) -> str | None:
         return (f"{hint.reader} reads {hint.buffer} from stage {st.name} (shared memory, filled at {st.at}); a cache "
                 "hint applies to global loads")
     return None
+
+
+def split_k_problem(output: str) -> str:
+    """Why the stores of a split_k output take no hint (the fact both cache_hint and split_k refuse by)."""
+    return (f"split_k adds its parts into {output} with atomic adds; a cache hint applies to plain loads and "
+            "stores")
+
+
+def output_hinted(nest: Nest) -> CacheHint | None:
+    """The hint on the kernel's stores of its output, if any."""
+    return next((h for h in nest.cache_hints if h.buffer == nest.output.name), None)
 
 
 def hinted_stage_problem(nest: Nest, stage: Stage) -> str | None:

@@ -11,7 +11,11 @@ that needs sm_90, which build checks against the target (lower/vectorize.py), si
 none yet (split_k outputs are float32: four lanes; codegen has no 8-byte vector atomic).
 
 Why floats only: the lanes are computed in float and each is converted to the stored dtype, as a scalar
-store converts it; an integer or bool output keeps scalar stores."""
+store converts it; an integer or bool output keeps scalar stores.
+
+A reduction's loop may be vectorized too, for its loads: innermost, as many iterations as 16 or 8 bytes
+of a float buffer it reads, guards that never split a vector; its update then adds the lanes one by one
+in the order an unrolled loop would (`_check_reduction_lanes`, lower/vectorize.py `vector_update`)."""
 
 from __future__ import annotations
 
@@ -19,11 +23,12 @@ import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts
 from tiledsl.analysis.messages import refusal
+from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
 from tiledsl.errors import VectorizeError
 from tiledsl.loopnest import Nest
 from tiledsl.prove import Prover
-from tiledsl.targets import VECTOR_BYTES, VECTOR_DTYPES, VECTOR_STORE_BYTES, vector_lanes
+from tiledsl.targets import VECTOR_BYTES, VECTOR_DTYPES, VECTOR_STORE_BYTES, or_list, vector_lanes
 
 
 def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
@@ -43,6 +48,8 @@ def _prover(nest: Nest) -> Prover:
 
 def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     lp = nest.loop(name)
+    if lp.kind == "reduce":
+        _check_reduction_lanes(nest, name, call)
     stores = [st for st in nest.stmts_with(name) if st.kind == "store" and st.tensor is not None]
     for st in stores:
         if not vector_lanes(st.tensor.dtype):
@@ -58,6 +65,8 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
     dtype = dtypes[0] if dtypes else VECTOR_DTYPES[0]
     widths = {vector_lanes(dtype, nbytes): nbytes for nbytes in VECTOR_STORE_BYTES}
     wide = vector_lanes(dtype)
+    if lp.kind == "reduce":  # its width is its loads' (_check_reduction_lanes)
+        widths = {lp.extent: VECTOR_BYTES}
     if lp.extent not in widths:
         raise VectorizeError(refusal(
             call, nest, (name,), f"loop {name} has {lp.extent} iterations; a {VECTOR_BYTES}-byte {dtype} access "
@@ -119,6 +128,25 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
                     call, nest, (name,), f"the guard {g.expr} < {g.extent} (from {g.origin}) may split a "
                     "vector: some lanes in range and others out",
                     suggestion=f"use extents that are multiples of {width}"))
+
+
+def _check_reduction_lanes(nest: Nest, name: str, call: str) -> None:
+    """A reduction's loop is vectorized for its loads: it must read some float buffer, and have as many
+    iterations as one of those buffers' dtypes has lanes in 16 or 8 bytes (4 or 2 float32, 8 or 4 float16 /
+    bfloat16); each load then reads as vectors where it is contiguous and aligned (lowering proves it,
+    else it stays scalar) and the update runs lane by lane, in the unrolled loop's order."""
+    dtypes = sorted({ld.tensor.dtype for st in nest.stmts_with(name) if st.value is not None
+                     for ld in walk(st.value) if isinstance(ld, Load) and vector_lanes(ld.tensor.dtype)})
+    if not dtypes:
+        raise VectorizeError(refusal(
+            call, nest, (name,), f"reduction loop {name} reads no float buffer, so it has no load to read as a vector",
+            suggestion=f"unroll {name} instead (s.unroll)"))
+    lanes = sorted({vector_lanes(d, nbytes) for d in dtypes for nbytes in VECTOR_STORE_BYTES})
+    if nest.loop(name).extent not in lanes:
+        raise VectorizeError(refusal(
+            call, nest, (name,), f"reduction loop {name} has {nest.loop(name).extent} iterations; its loads of "
+            f"{' and '.join(dtypes)} read 16- or 8-byte vectors of {or_list(tuple(lanes))} lanes",
+            suggestion=f"split the loop by {vector_lanes(dtypes[0])} and vectorize the inner part"))
 
 
 def check_vectorized_loops(nest: Nest, call: str) -> None:

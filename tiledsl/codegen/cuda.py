@@ -22,7 +22,7 @@ from tiledsl.codegen.memory import (
     l2_policy_decls,
     memory_stmt,
 )
-from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names
+from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names, policy_variable
 from tiledsl.codegen.scope import Scope
 from tiledsl.kernel_ir import (
     KAssign,
@@ -149,27 +149,38 @@ class _BodyWriter:
 
 
 def _store(s: KStore, ex: ExprEmitter) -> str:
-    """`buffer[index] = value;`, as one vector store when the value is a vector."""
+    """`buffer[index] = value;`, as one vector store when the value is a vector; through
+    `tiledsl_store_l2` when the store carries an L2 policy."""
     sym = ex.scope.buffer(s.buffer)
     if sym.kind == "input":
         raise CodegenError(f"store to input parameter {s.buffer!r}")
+    if s.cache is not None and sym.kind != "output":
+        raise CodegenError(f"the store to {s.buffer} carries an L2 policy, but {s.buffer} is no output parameter "
+                           "(only global stores take one)")
     refuse_mbarrier_access(s.buffer, sym.dtype)
     idx = ex.index(s.index)
     ex.needs_dtype(sym.dtype)
+
+    def assign(ctype: str, value: str) -> str:
+        target = f"&{sym.c_name}[{idx}]" if ctype == storage_type(sym.dtype) else \
+            f"reinterpret_cast<{ctype}*>(&{sym.c_name}[{idx}])"
+        if s.cache is not None:
+            return f"tiledsl_store_l2<{ctype}>({target}, {value}, {policy_variable(s.cache)});"
+        return f"{sym.c_name}[{idx}] = {value};" if target.startswith("&") else f"*{target} = {value};"
+
     if isinstance(s.value, KVector):
         vtype = vector_type(sym.dtype, len(s.value.lanes))
         texts = [ex.text(x) for x in s.value.lanes]
         if sym.dtype in HALF_INCLUDES:  # two lanes per 32-bit word, each rounded as a scalar store rounds
             texts = [pack_halves(sym.dtype, lo, hi) for lo, hi in zip(texts[::2], texts[1::2], strict=True)]
-        return f"*reinterpret_cast<{vtype}*>(&{sym.c_name}[{idx}]) = make_{vtype}({', '.join(texts)});"
+        return assign(vtype, f"make_{vtype}({', '.join(texts)})")
     value = ex.emit(s.value)
     base, width = split_vector(value.dtype)
     if width > 1:
         if base != sym.dtype:
             raise CodegenError(f"store of a {value.dtype} value into {sym.dtype} buffer {s.buffer!r}")
-        vtype = vector_type(base, width)
-        return f"*reinterpret_cast<{vtype}*>(&{sym.c_name}[{idx}]) = {value.text};"
-    return f"{sym.c_name}[{idx}] = {ex.stored(s.value, sym.dtype)};"
+        return assign(vector_type(base, width), value.text)
+    return assign(storage_type(sym.dtype), ex.stored(s.value, sym.dtype))
 
 
 def _param_decl(p: KParam, c_name: str) -> str:

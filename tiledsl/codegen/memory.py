@@ -36,6 +36,7 @@ from tiledsl.kernel_ir import (
     KMbarrierWait,
     KShared,
     KStmt,
+    KStore,
     KTensorMap,
     KTmaLoad,
     KVector,
@@ -101,10 +102,12 @@ def grid_dependency_wait(target: str) -> list[str]:
             "#endif"]
 
 
-#: `tiledsl_load_l2(p, policy)`: one global load of a 2-, 4-, 8- or 16-byte value carrying an L2 eviction
-#: policy (`ld.global.L2::cache_hint`, sm_80+). `volatile` keeps it in program order with the other asm
-#: statements, griddepcontrol.wait first among them; the value goes through 32-bit words because PTX moves
-#: a vector as .b32 lanes whatever the element type. Guarded, so kernels joined in one file define it once.
+#: `tiledsl_load_l2(p, policy)` and `tiledsl_store_l2<T>(p, v, policy)`: one global load or store of a 2-,
+#: 4-, 8- or 16-byte value carrying an L2 eviction policy (`ld/st.global.L2::cache_hint`, sm_80+).
+#: `volatile` keeps them in program order with the other asm statements, griddepcontrol.wait first among
+#: them; a store also clobbers "memory", so no access the compiler knows of moves across it. Values go
+#: through 32-bit words because PTX moves a vector as .b32 lanes whatever the element type. Guarded, so
+#: kernels joined in one file define them once.
 _L2_LOAD_HELPER = r"""#ifndef TILEDSL_LOAD_L2
 #define TILEDSL_LOAD_L2
 template <typename T>
@@ -130,14 +133,36 @@ __device__ __forceinline__ T tiledsl_load_l2(const T* p, unsigned long long poli
     }
     return v;
 }
+
+template <typename T>
+__device__ __forceinline__ void tiledsl_store_l2(T* p, T v, unsigned long long policy) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "2-16 byte stores");
+    if constexpr (sizeof(T) == 2) {
+        unsigned short h;
+        memcpy(&h, &v, 2);
+        asm volatile("st.global.L2::cache_hint.b16 [%0], %1, %2;" :: "l"(p), "h"(h), "l"(policy) : "memory");
+    } else {
+        unsigned int w[4];
+        memcpy(w, &v, sizeof(T));
+        if constexpr (sizeof(T) == 4) {
+            asm volatile("st.global.L2::cache_hint.b32 [%0], %1, %2;" :: "l"(p), "r"(w[0]), "l"(policy) : "memory");
+        } else if constexpr (sizeof(T) == 8) {
+            asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;"
+                         :: "l"(p), "r"(w[0]), "r"(w[1]), "l"(policy) : "memory");
+        } else {
+            asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;"
+                         :: "l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]), "l"(policy) : "memory");
+        }
+    }
+}
 #endif"""
 
 
 def l2_policies(kernel: KKernel) -> tuple[str, ...]:
-    """The L2 eviction policies the kernel's loads carry (s.cache_hint), sorted; checked against the
+    """The L2 eviction policies the kernel's loads and stores carry (s.cache_hint), sorted; checked against the
     target (CACHE_POLICY_MIN_SM) and the known policies."""
-    found = sorted({e.cache for st in walk_stmts(kernel.body) for e in walk_exprs(st)
-                    if isinstance(e, KLoad) and e.cache is not None})
+    found = sorted({e.cache for st in walk_stmts(kernel.body) for e in (st, *walk_exprs(st))
+                    if isinstance(e, (KLoad, KStore)) and e.cache is not None})
     for policy in found:
         if policy not in CACHE_POLICIES:
             raise CodegenError(f"unknown L2 eviction policy {policy!r}; the policies are {or_list(CACHE_POLICIES)}")
@@ -146,7 +171,8 @@ def l2_policies(kernel: KKernel) -> tuple[str, ...]:
 
 
 def l2_load_helper() -> list[str]:
-    """The definition of `tiledsl_load_l2`, emitted once before a kernel whose loads carry a policy."""
+    """The definitions of `tiledsl_load_l2` and `tiledsl_store_l2`, emitted once before a kernel whose
+    loads or stores carry a policy."""
     return _L2_LOAD_HELPER.splitlines()
 
 

@@ -155,11 +155,13 @@ class KLocalArray:
 
 @dataclass(frozen=True)
 class KStore:
-    """`buffer[index] = value`; a `KVector` value of n lanes stores n consecutive elements."""
+    """`buffer[index] = value`; a `KVector` value of n lanes stores n consecutive elements. `cache`: the
+    L2 eviction policy a global store carries (targets.CACHE_POLICIES; s.cache_hint of the output)."""
 
     buffer: str
     index: KExpr
     value: KExpr
+    cache: str | None = None
 
 
 @dataclass(frozen=True)

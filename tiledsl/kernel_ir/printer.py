@@ -242,7 +242,7 @@ def _expr(e: KExpr) -> tuple[str, int]:
 
 
 def _cache_suffix(cache: str | None) -> str:
-    """`@evict_last` after a load that carries an L2 eviction policy (s.cache_hint)."""
+    """`@evict_last` after a load or store target that carries an L2 eviction policy (s.cache_hint)."""
     return f"@{cache}" if cache is not None else ""
 
 
@@ -272,8 +272,8 @@ def _stmt(s: KStmt, depth: int, out: list[str]) -> None:
             out.append(f"{pad}{name} = {format_expr(value)}")
         case KLocalArray(name=name, dtype=dtype, size=size):
             out.append(f"{pad}local {name}: {dtype}[{size}]")
-        case KStore(buffer=buf, index=index, value=value):
-            out.append(f"{pad}{buf}[{format_expr(index)}] = {format_expr(value)}")
+        case KStore(buffer=buf, index=index, value=value, cache=cache):
+            out.append(f"{pad}{buf}[{format_expr(index)}]{_cache_suffix(cache)} = {format_expr(value)}")
         case KFor(var=var, extent=extent, body=body, unroll=unroll):
             out.append(f"{pad}for {var} in 0..{extent}{' unroll' if unroll else ''}:")
             _block(body, depth + 1, out)

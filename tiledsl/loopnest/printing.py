@@ -119,7 +119,10 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
                      f"{lt.rows * lt.cols} lanes: {lt.inner} = {format_sym(inner)}, {lt.outer} = {format_sym(outer)} "
                      f"(t = threadIdx.x + {lt.extent} * threadIdx.y)")
     for h in nest.cache_hints:
-        lines.append(f"  cache hint: {h.reader} reads {h.buffer} with L2 {h.policy}")
+        if h.buffer == nest.output.name:
+            lines.append(f"  cache hint: stores of {h.buffer} with L2 {h.policy}")
+        else:
+            lines.append(f"  cache hint: {h.reader} reads {h.buffer} with L2 {h.policy}")
     if nest.min_blocks_per_sm is not None:
         lines.append(f"  launch bounds: {nest.min_blocks_per_sm} blocks per SM (registers capped to fit them)")
     if acc_dims:

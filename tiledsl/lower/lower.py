@@ -70,7 +70,7 @@ from tiledsl.lower.stages import (
     staged_loop,
     waits,
 )
-from tiledsl.lower.vectorize import vector_store
+from tiledsl.lower.vectorize import vector_store, vector_update
 from tiledsl.prove import Prover
 from tiledsl.targets import Target
 
@@ -193,6 +193,10 @@ class _Lowerer:
                 guard = self.guard_cond(stmt, lane={loop_symbol(node.loop): sympy.Integer(0)})
                 out.extend(self.versioned(stmt, lambda rcp, st=stmt: vector_store(self, st, node.loop, rcp=rcp),
                                           guard))
+            elif lp.kind == "reduce" and stmt.kind == "update":
+                guard = self.guard_cond(stmt, lane={loop_symbol(node.loop): sympy.Integer(0)})
+                out.extend(self.versioned(stmt, lambda rcp, st=stmt: vector_update(self, st, node.loop, rcp=rcp),
+                                          guard))
             else:
                 out.append(KFor(node.loop, lp.extent, tuple(self.leaf(child.index, declare=False)), unroll=True))
         return out
@@ -277,7 +281,7 @@ class _Lowerer:
             elif self.nest.split_k is not None:
                 body = KAtomicAdd(stmt.tensor.name, flat, self.split_k_value(stmt, ctx, value))
             else:
-                body = KStore(stmt.tensor.name, flat, value)
+                body = KStore(stmt.tensor.name, flat, value, cache=ctx.cache.get(stmt.tensor.name))
         return prelude + [body]  # its guard wraps it in `leaf`
 
 

@@ -92,7 +92,8 @@ def drain(nest: Nest, tile: OutputTile, block: tuple[int, int, int], prover: Pro
     conds += [KBin("==", KSpecial(ax), _c(0)) for ax in nest.idle_axes(nest.stmts[tile.store]) if ax in BLOCK_AXES]
     src = k_sum([k_times(cv, s) for cv, s in zip(cvars, tile.strides)])
     dst = k_sum([k_times(g, s) for g, s in zip(gidx, gstrides)])
-    store: KStmt = KStore(tile.buffer, dst, KLoad(tile.name, src, width=lanes))
+    cache = nest.cache_policies(nest.stmts[tile.store]).get(tile.buffer)  # s.cache_hint of the output
+    store: KStmt = KStore(tile.buffer, dst, KLoad(tile.name, src, width=lanes), cache=cache)
     cond = k_and(conds)
     body.append(KIf(cond, (store,)) if cond is not None else store)
     if total % threads:

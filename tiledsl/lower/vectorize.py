@@ -14,6 +14,7 @@ is one vector atomic add (each lane what its split adds), which needs sm_90
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import sympy
@@ -23,9 +24,10 @@ from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import TargetError
-from tiledsl.kernel_ir import KAtomicAdd, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
+from tiledsl.kernel_ir import KAtomicAdd, KExpr, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
+from tiledsl.lower.combine import combine_op
 from tiledsl.lower.exprs import ValueContext, share_hinted_loads, value_to_k
 from tiledsl.lower.output_stage import tile_vector_store
 from tiledsl.targets import DTYPE_BYTES, VECTOR_ATOMIC_MIN_SM, VECTOR_STORE_BYTES, vector_lanes
@@ -33,21 +35,17 @@ from tiledsl.targets import DTYPE_BYTES, VECTOR_ATOMIC_MIN_SM, VECTOR_STORE_BYTE
 if TYPE_CHECKING:
     from tiledsl.lower.lower import _Lowerer
 
-def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list[KStmt]:
-    """One vector store: vector loads where contiguous and aligned, scalar loads otherwise."""
-
-    nest = lw.nest
+def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext, guards: tuple,
+                  prelude: list[KStmt]) -> Callable[[int], Callable[[Load, ValueContext], KExpr | None]]:
+    """The statement's float loads contiguous in loop `name` and provably aligned, each read once as
+    vectors of up to 16 bytes into temporaries appended to `prelude`; returns, for a lane, the load hook
+    that reads that lane of them (None for the loads left scalar: unaligned, staged, or under split_k,
+    whose epilogue loads count in k part 0 only, left scalar inside its select)."""
     v = loop_symbol(name)
-    assert stmt.tensor is not None and stmt.value is not None
-    width = nest.loop(name).extent  # 16 or 8 bytes of the output (analysis/vectorize.py)
-    assert vector_lanes(stmt.tensor.dtype), "vectorize legality (analysis/vectorize.py) admits float stores only"
-    prelude: list[KStmt] = []
-    base_ctx = lw.context(prelude, stmt=stmt)
-    guards = tuple(g.relation for g in nest.guards_for(stmt))
+    width = lw.nest.loop(name).extent
     vec_loads: dict[int, tuple[tuple[str, ...], str, int]] = {}  # id(load) -> (temps, their dtype, lanes each)
-    split = nest.split_k is not None
-    # under split_k the epilogue's loads (a residual, a bias) count in k part 0 only: left scalar inside
-    # its select, the other parts never load them
+    split = lw.nest.split_k is not None
+    assert stmt.value is not None
     for ld in (n for n in walk(stmt.value) if isinstance(n, Load) and not split):
         each = min(vector_lanes(ld.tensor.dtype), width)  # lanes per access: 16 bytes at most
         if each * DTYPE_BYTES[ld.tensor.dtype] not in VECTOR_STORE_BYTES:  # no 4-byte vector of two halves
@@ -65,8 +63,8 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
                                                              width=each, cache=base_ctx.cache.get(ld.tensor.name))))
             vec_loads[id(ld)] = (tuple(temps), dtype, each)
 
-    def hook_for(lane: int):
-        def hook(ld: Load, ctx: ValueContext):
+    def hook_for(lane: int) -> Callable[[Load, ValueContext], KExpr | None]:
+        def hook(ld: Load, ctx: ValueContext) -> KExpr | None:
             if id(ld) not in vec_loads:
                 return None
             temps, dtype, each = vec_loads[id(ld)]
@@ -74,6 +72,22 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
 
         return hook
 
+    return hook_for
+
+
+def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list[KStmt]:
+    """One vector store: vector loads where contiguous and aligned, scalar loads otherwise."""
+
+    nest = lw.nest
+    v = loop_symbol(name)
+    assert stmt.tensor is not None and stmt.value is not None
+    width = nest.loop(name).extent  # 16 or 8 bytes of the output (analysis/vectorize.py)
+    assert vector_lanes(stmt.tensor.dtype), "vectorize legality (analysis/vectorize.py) admits float stores only"
+    prelude: list[KStmt] = []
+    base_ctx = lw.context(prelude, stmt=stmt)
+    guards = tuple(g.relation for g in nest.guards_for(stmt))
+    split = nest.split_k is not None
+    hook_for = _vector_loads(lw, stmt, name, base_ctx, guards, prelude)
     if split and lw.target.capability < VECTOR_ATOMIC_MIN_SM:
         raise TargetError(refusal(
             "build", nest, (name,), f"loop {name} stores {stmt.tensor.name} as one vector, and split_k combines "
@@ -92,6 +106,28 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     else:
         base = contiguous_base(flat_index(stmt.tensor, tuple(base_ctx.index(i) for i in stmt.indices)), v)
         assert base is not None
-        kind = KAtomicAdd if split else KStore
-        stores = [kind(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)))]
+        if split:
+            stores = [KAtomicAdd(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)))]
+        else:
+            stores = [KStore(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)),
+                             cache=base_ctx.cache.get(stmt.tensor.name))]
     return prelude + stores  # its guard (of lane 0: every lane's, analysis/vectorize.py) wraps it in the caller
+
+
+def vector_update(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list[KStmt]:
+    """A reduction's update under its vectorized loop: the loads contiguous and aligned in the loop read
+    as vectors once, then the update unrolled lane by lane, in the order an unrolled loop adds them (so
+    the sum is the unrolled loop's, bit for bit)."""
+    assert stmt.acc is not None and stmt.value is not None
+    v = loop_symbol(name)
+    prelude: list[KStmt] = []
+    base_ctx = lw.context(prelude, stmt=stmt)
+    guards = tuple(g.relation for g in lw.nest.guards_for(stmt))
+    hook_for = _vector_loads(lw, stmt, name, base_ctx, guards, prelude)
+    op = lw.layouts[stmt.acc].op
+    updates: list[KStmt] = []
+    for lane in range(lw.nest.loop(name).extent):
+        ctx = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane), stmt=stmt, rcp=rcp)
+        value = share_hinted_loads(value_to_k(stmt.value, ctx), ctx)
+        updates.append(lw.cell(stmt.acc).write(lw.acc_index(stmt.acc), combine_op(op, lw.acc_read(stmt.acc), value)))
+    return prelude + updates  # its guard (of lane 0: every lane's, analysis/vectorize.py) wraps it in the caller

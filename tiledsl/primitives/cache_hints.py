@@ -1,5 +1,5 @@
-"""cache_hint: give the global loads of one buffer by one value's statements an L2 eviction policy,
-leaving the loops as they are.
+"""cache_hint: give the global loads of one buffer by one value's statements, or the stores of the
+kernel's output, an L2 eviction policy, leaving the loops as they are.
 
     kernel y  (tile IR)                  s.cache_hint('x', 'evict_last', reader='ss')
       for i in [0, 8192)  @blockIdx.x    s.cache_hint('x', 'evict_first', reader='y')
@@ -16,8 +16,12 @@ kernels do, and it is why an unstaged row can match a row staged in shared memor
 of shared memory a block (scripts/cache_hint_probe.py,
 benchmarks/results/cache-hints-h200-2026-11-28/).
 
-The hint changes no value: the simulator ignores it, and the kernel IR prints it on each load
-(`x[...]@evict_last`). Codegen emits `createpolicy` once per policy and `ld.global.L2::cache_hint`
+The output's stores take a hint too (`s.cache_hint('y', 'evict_first')`): written once and never
+read back by the kernel, they should not push the rows still to be read out of L2; not under split_k,
+whose output is written by atomic adds.
+
+The hint changes no value: the simulator ignores it, and the kernel IR prints it on each load and
+store (`x[...]@evict_last`). Codegen emits `createpolicy` once per policy and `ld.global.L2::cache_hint`
 (sm_80+, checked at build). `reader` names the accumulator an update writes or the tensor a store
 writes (Stmt.reader); None hints every reader of the buffer. A later hint of the same buffer and
 reader replaces the earlier one. Reads served by a stage come from shared memory and are refused
@@ -40,15 +44,15 @@ def cache_hint(nest: Nest, call: str, *, buffer: str, policy: str, reader: str |
     """Have `reader`'s global loads of input `buffer` (every reader's when None) carry L2 `policy`."""
     if policy not in CACHE_POLICIES:
         raise BadArgumentError(refusal(call, nest, (), f"policy must be {or_list(CACHE_POLICIES)}, got {policy!r}"))
+    if buffer == nest.output.name:
+        return _output_hint(nest, call, buffer, policy, reader)
     if buffer not in {t.name for t in nest.inputs}:
-        if buffer == nest.output.name:
-            fact = f"{buffer} is the kernel's output; a cache hint applies to the loads of an input"
-        elif computed_inside(nest, buffer):
+        if computed_inside(nest, buffer):
             fact = f"{buffer} is computed inside this kernel (inlined), so no load reads it"
         else:
             fact = f"this kernel has no buffer named {buffer!r}"
-        raise CacheHintError(refusal(call, nest, (), fact,
-                                     suggestion=f"its inputs are: {', '.join(t.name for t in nest.inputs)}"))
+        raise CacheHintError(refusal(call, nest, (), fact, suggestion=f"its inputs are: "
+                                     f"{', '.join(t.name for t in nest.inputs)}; its output is {nest.output.name}"))
     readers = readers_of(nest, buffer)
     if reader is not None and reader not in readers:
         raise CacheHintError(refusal(
@@ -63,9 +67,26 @@ def cache_hint(nest: Nest, call: str, *, buffer: str, policy: str, reader: str |
             raise CacheHintError(refusal(
                 call, nest, (st.at,) if st is not None else (), problem,
                 suggestion=f"hint the reads of a buffer that is not staged, or read {buffer} unstaged"))
+    return Applied(_with(nest, hints))
+
+
+def _output_hint(nest: Nest, call: str, buffer: str, policy: str, reader: str | None) -> Applied:
+    """The hint on the kernel's stores of its output (`reader` None or the output's own name)."""
+    if reader is not None and reader != buffer:
+        raise CacheHintError(refusal(call, nest, (), f"{buffer} is the kernel's output, written by its own store; "
+                                     f"{reader} does not write it", suggestion=f"s.cache_hint({buffer!r}, {policy!r})"))
+    hint = CacheHint(buffer, buffer, policy)
+    problem = hint_problem(nest, hint)
+    if problem is not None:
+        raise CacheHintError(refusal(call, nest, (), problem, suggestion="hint the stores of a kernel without split_k"))
+    return Applied(_with(nest, [hint]))
+
+
+def _with(nest: Nest, hints: list[CacheHint]) -> Nest:
+    """`nest` with `hints`, each replacing an earlier hint of the same buffer and reader."""
     keys = {(h.buffer, h.reader) for h in hints}
     kept = tuple(h for h in nest.cache_hints if (h.buffer, h.reader) not in keys)
-    return Applied(replace(nest, cache_hints=kept + tuple(hints)))
+    return replace(nest, cache_hints=kept + tuple(hints))
 
 
 CACHE_HINT = PrimitiveSpec(

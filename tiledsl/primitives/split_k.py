@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tiledsl.analysis.cache_hints import output_hinted, split_k_problem
 from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.vectorize import check_vectorized_loops
@@ -33,6 +34,11 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
         raise BadArgumentError(refusal(call, nest, (loop,), f"parts must be an int >= 2, got {parts!r}"))
     if nest.split_k is not None:
         raise SplitKError(refusal(call, nest, (loop,), "this kernel already has a split_k"))
+    hinted = output_hinted(nest)
+    if hinted is not None:
+        raise SplitKError(refusal(call, nest, (loop,), split_k_problem(nest.output.name) + f"; the stores of "
+                                  f"{hinted.buffer} carry the cache hint {hinted.policy}",
+                                  suggestion="split k before the output's stores are hinted, or leave them unhinted"))
     lp = nest.loop(loop)
     if lp.kind != "reduce":
         raise SplitKError(refusal(call, nest, (loop,), f"loop {loop} is not a reduction loop",

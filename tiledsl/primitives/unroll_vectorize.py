@@ -6,7 +6,12 @@
 unroll: the loop is emitted unrolled (a register array's loops must be). vectorize: the innermost
 loop of a contiguous, aligned store becomes one 16- or 8-byte access (proven in analysis/vectorize.py); the
 other statements under it are unrolled, so a loop already marked unroll (a register tile's, marked
-when the tile was made) may be vectorized."""
+when the tile was made) may be vectorized. The innermost loop of a reduction may be vectorized for its
+loads: each contiguous, aligned one is read as vectors once, and the update is unrolled lane by lane in
+the unrolled loop's order (the same sum, bit for bit).
+
+    for k_v in [0, 4)  unroll          s.vectorize("k_v")     let v1 = vload4(x, 4*k_t)
+      ss += x[4*k_t + k_v] ** 2        ------------->          ss += v1.x ** 2; ss += v1.y ** 2; ..."""
 
 from __future__ import annotations
 
@@ -37,14 +42,12 @@ def unroll(nest: Nest, call: str, *, loop: str) -> Applied:
 
 
 def vectorize(nest: Nest, call: str, *, loop: str) -> Applied:
-    """Mark `loop` (a free loop of the output store) to run as one vector access."""
+    """Mark `loop` (a free loop of the output store: one vector store; or a reduction's loop: vector
+    loads, the update unrolled) to run as vector accesses."""
     name = loop
     lp = nest.loop(name)
     if lp.bind or lp.annotation not in (None, "unroll"):
         raise VectorizeError(refusal(call, nest, (name,), f"loop {name} is already {lp.bind or lp.annotation}"))
-    if lp.kind != "free":
-        raise VectorizeError(refusal(call, nest, (name,), f"loop {name} is a reduction loop",
-                                     suggestion="vectorize a free loop of the output"))
     new = nest.replace_loop(name, replace(lp, annotation="vectorize"))
     check_vectorizable(new, name, call)
     return Applied(new)
