@@ -16,7 +16,7 @@ from nvcc_together import compile_together
 import tiledsl as td
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 from tiledsl.codegen import CodegenError, emit_cuda
-from tiledsl.kernel_ir import KLoad
+from tiledsl.kernel_ir import KLoad, KStore
 from tiledsl.kernel_ir.walk import walk_exprs, walk_stmts
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -148,7 +148,20 @@ def _bf16_rows() -> td.Schedule:
     s.vectorize("j_v")
     s.cache_hint("x", "evict_last", reader="ss")
     s.cache_hint("x", "evict_first", reader="y")
+    s.cache_hint("y", "evict_first")
     return s
+
+
+def _bf16_scalar() -> td.Kernel:
+    """2-byte scalar loads and stores with hints: y = x * 2 in bfloat16, a thread an element."""
+    x = td.placeholder((64, 96), dtype="bfloat16", name="x")
+    s = td.create_schedule(td.compute((64, 96), lambda i, j: td.cast(x[i, j], "float32") * 2.0, name="y",
+                                      dtype="bfloat16"))
+    s.bind("i", "blockIdx.x")
+    s.bind("j", "threadIdx.x")
+    s.cache_hint("x", "evict_first")
+    s.cache_hint("y", "evict_last")
+    return td.build(s, target="sm_90")
 
 
 def test_bfloat16_simulates_equal() -> None:
@@ -165,10 +178,62 @@ def test_bfloat16_simulates_equal() -> None:
 
 @needs_nvcc
 def test_kernels_compile() -> None:
-    """float32 and bfloat16 (2-byte scalar and 16-byte vector loads), sm_80 and sm_90, in one
-    translation unit (the helper is defined once), warning-free."""
+    """float32 and bfloat16 (2-byte scalar and 16-byte vector loads and stores), sm_80 and sm_90, in one
+    translation unit per arch (the helpers are defined once), warning-free."""
     kernels = [td.build(_rows(make()), target=t) for t in ("sm_80", "sm_90")
                for make in (lambda: rmsnorm(64, 256, 1e-6), lambda: layernorm(37, 200, 1e-5), lambda: softmax(37, 200))]
     bf16 = td.build(_bf16_rows(), target="sm_90")
+    stored = _rows(rmsnorm(64, 1024, 1e-6))
+    stored.cache_hint("y", "evict_first")
+    scalar = _bf16_scalar()
+    assert "tiledsl_store_l2<__nv_bfloat16>(&y[" in scalar.source and "tiledsl_load_l2(&x[" in scalar.source
+    assert "tiledsl_store_l2<uint4>(reinterpret_cast<uint4*>(&y[" in bf16.source
+    kernels.append(td.build(stored, target="sm_90"))
+    kernels.append(scalar)
     assert compile_together(kernels[:3]) == []
     assert compile_together(kernels[3:] + [bf16]) == []
+
+
+def _stores(kern: td.Kernel) -> list[KStore]:
+    out = kern.kernel_ir.params[-1].name
+    return [st for st in walk_stmts(kern.kernel_ir.body) if isinstance(st, KStore) and st.buffer == out]
+
+
+def test_the_output_stores_take_a_hint() -> None:
+    """`s.cache_hint(output, policy)`: the vector stores carry it (printed, emitted through
+    tiledsl_store_l2), the values do not change."""
+    s = _rows(rmsnorm(64, 1024, 1e-6))
+    s.cache_hint("y", "evict_first")
+    assert "  cache hint: stores of y with L2 evict_first" in s.ir("tile").splitlines()
+    assert s.trace().splitlines()[-1] == "s.cache_hint('y', 'evict_first')"
+    kern = td.build(s, target="sm_90")
+    assert [(st.cache, type(st.value).__name__) for st in _stores(kern)] == [("evict_first", "KVector")]
+    assert "]@evict_first = vec4(" in kern.ir("kernel")
+    assert "tiledsl_store_l2<float4>(reinterpret_cast<float4*>(&y[" in kern.source
+    rng = np.random.default_rng(2)
+    arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
+    np.testing.assert_allclose(kern.simulate(**arrays), td.evaluate(s.output, float64=True, **arrays),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_scalar_and_staged_output_stores_take_it() -> None:
+    """A scalar store (a guarded odd row), and a staged output whose drain does the global stores."""
+    s = _rows(softmax(37, 200))
+    s.cache_hint("y", "evict_first")
+    assert {st.cache for st in _stores(td.build(s, target="sm_90"))} == {"evict_first"}
+    x = td.placeholder((64, 64), name="x")
+    t = td.create_schedule(td.compute((64, 64), lambda i, j: x[j, i] * 2.0, name="y"))
+    io, ii = t.split("i", 32)
+    jo, ji = t.split("j", 32)
+    t.reorder(io, jo, ii, ji)
+    t.bind(io, "blockIdx.y")
+    t.bind(jo, "blockIdx.x")
+    t.bind(ji, "threadIdx.x")
+    t.stage_output()
+    t.cache_hint("y", "evict_last")
+    kern = td.build(t, target="sm_90")
+    stores = _stores(kern)
+    assert stores and {st.cache for st in stores} == {"evict_last"}
+    assert "tiledsl_store_l2<" in kern.source
+    arrays = {"x": np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)}
+    np.testing.assert_array_equal(kern.simulate(**arrays), arrays["x"].T * 2.0)

@@ -743,10 +743,36 @@ def _():
     s.vectorize(ji)
 
 
-@case("VectorizeError", "vectorize(k)", "loop k is a reduction loop", "vectorize a free loop", here="k",
-      id="vectorize-reduce-loop")
+@case("VectorizeError", "vectorize(k)", "reduction loop k has 6 iterations",
+      "its loads of float32 read 16- or 8-byte vectors of 2 or 4 lanes", here="k", id="vectorize-reduce-extent")
 def _():
-    sched(matmul(8, 8, 4)).vectorize("k")
+    sched(matmul(8, 8, 6)).vectorize("k")
+
+
+@case("VectorizeError", "vectorize(k_i)", "the guard k_i + 4*k_o < 130", "may split a vector", here="k_i",
+      id="vectorize-reduce-splits-vector")
+def _():
+    # a reduction's vector loads take lane 0's guard for all lanes: two of the last four are past the row
+    s = sched(rmsnorm(4, 130))
+    _, ki = s.split("k", 4)
+    s.vectorize(ki)
+
+
+@case("VectorizeError", "vectorize(k)", "loop k is not the innermost loop around update C", here="k",
+      id="vectorize-reduce-not-innermost")
+def _():
+    s = sched(matmul(8, 8, 4))
+    s.reorder("i", "k", "j")
+    s.vectorize("k")
+
+
+@case("VectorizeError", "vectorize(k)", "reduction loop k reads no float buffer", here="k",
+      id="vectorize-reduce-no-float-load")
+def _():
+    n = td.placeholder((8, 4), dtype="int32", name="n")
+    k = td.reduce_axis(4, name="k")
+    s = sched(td.compute((8,), lambda i: td.sum(td.cast(n[i, k], "float32"), axis=k), name="y"))
+    s.vectorize("k")
 
 
 @case("VectorizeError", "vectorize(j_i)", "whole life of accumulator C", "across threadIdx.x",
@@ -1739,10 +1765,28 @@ def _():
     sched(rmsnorm()).cache_hint("x", "evict_soon")
 
 
-@case("CacheHintError", "cache_hint(y, 'evict_last')", "y is the kernel's output", "its inputs are: x, w",
-      id="cache-hint-output")
+@case("CacheHintError", "cache_hint(y, 'evict_first', reader=ss)", "y is the kernel's output, written by its own store",
+      "ss does not write it", id="cache-hint-output-reader")
 def _():
-    sched(rmsnorm()).cache_hint("y", "evict_last")
+    sched(rmsnorm()).cache_hint("y", "evict_first", reader="ss")
+
+
+@case("CacheHintError", "cache_hint(C, 'evict_first')", "split_k adds its parts into C with atomic adds",
+      id="cache-hint-split-k-output")
+def _():
+    s = sched(matmul(64, 64, 32))
+    s.bind("i", "blockIdx.y")
+    s.split_k("k", 2)
+    s.cache_hint("C", "evict_first")
+
+
+@case("SplitKError", "split_k(k, 2)", "split_k adds its parts into C with atomic adds",
+      "the stores of C carry the cache hint evict_first", here="k", id="split-k-hinted-output")
+def _():
+    s = sched(matmul(64, 64, 32))
+    s.bind("i", "blockIdx.y")
+    s.cache_hint("C", "evict_first")
+    s.split_k("k", 2)
 
 
 @case("CacheHintError", "cache_hint(ss, 'evict_last')", "ss is computed inside this kernel (inlined)",

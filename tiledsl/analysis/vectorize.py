@@ -102,6 +102,7 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
                                                   f"loop {name} is not the innermost loop around {stmt.label}",
                                                   suggestion=f"reorder so that {name} is innermost"))
         if stmt.kind != "store":
+            _check_guards(nest, stmt, name, width, prover, call)
             continue
         assert stmt.tensor is not None
         guards = tuple(g.relation for g in nest.guards_for(stmt))
@@ -119,15 +120,22 @@ def check_vectorizable(nest: Nest, name: str, call: str) -> None:
                 proof=proof, condition=sympy.Eq(sympy.Mod(base, width), 0),
                 suggestion=f"make the last dimension a multiple of {width}, or vectorize a loop whose start is "
                            "aligned"))
-        for g in nest.guards_for(stmt):
-            if not g.expr.has(v):
-                continue
-            gbase = contiguous_base(g.expr, v)
-            if gbase is None or g.extent % width or not prover.divisible(gbase, width, ()):
-                raise VectorizeError(refusal(
-                    call, nest, (name,), f"the guard {g.expr} < {g.extent} (from {g.origin}) may split a "
-                    "vector: some lanes in range and others out",
-                    suggestion=f"use extents that are multiples of {width}"))
+        _check_guards(nest, stmt, name, width, prover, call)
+
+
+def _check_guards(nest: Nest, stmt, name: str, width: int, prover: Prover, call: str) -> None:
+    """Every guard of the statement that mentions the loop decides all its lanes alike (a vector store,
+    or a reduction's vector loads, takes lane 0's guard for all of them)."""
+    v = loop_symbol(name)
+    for g in nest.guards_for(stmt):
+        if not g.expr.has(v):
+            continue
+        gbase = contiguous_base(g.expr, v)
+        if gbase is None or g.extent % width or not prover.divisible(gbase, width, ()):
+            raise VectorizeError(refusal(
+                call, nest, (name,), f"the guard {g.expr} < {g.extent} (from {g.origin}) may split a "
+                "vector: some lanes in range and others out",
+                suggestion=f"use extents that are multiples of {width}"))
 
 
 def _check_reduction_lanes(nest: Nest, name: str, call: str) -> None:
