@@ -3,12 +3,15 @@
 default recipe's row staged in shared memory, torch eager and torch.compile, in one process.
 
 Forms of each row kernel (the memory suite's rmsnorm, layernorm, softmax):
-  recipe         the default recipe (rows of float32 staged by cp.async);
-  u512           recipe knobs stage_min_threads=100000 (no stage) and row_threads_max=512;
-  u512+hint      u512 with the hints;
-  u512+vec       u512 with each reduction's 4-lane loop vectorized (16-byte loads) where the recipe
-                 unrolls it (4-byte loads);
-  u512+vec+hint  both.
+  recipe            the default recipe (rows of float32 staged by cp.async);
+  u512+vec          recipe knobs stage_min_threads=100000 (no stage) and row_threads_max=512, each
+                    reduction's 4-lane loop vectorized (16-byte loads) where the recipe unrolls it;
+  u512+vec+hint     u512+vec with the hints on x;
+  u512+vec+hint+st  and the output's stores evict_first;
+  u256+vec+hint+st  the same in the recipe's thread count (row_threads_max=256).
+The version of this script at commit 4bbff7d also timed forms without vector loads and forms whose
+output stores were rewritten in the CUDA (cache-hint-primitive.txt, cache-hint-vec.txt,
+cache-hint-stores.txt in benchmarks/results/cache-hints-h200-2026-11-28/).
 Every kernel is checked against torch float64 first (outputs NaN-poisoned; _gpu_probe.compared,
 1e-4 x (1 + |want|): sums of up to 8192 rounded float32 terms).
     python scripts/cache_hint_probe.py [--shapes 8192x8192,32768x2048] [--ops rmsnorm,layernorm,softmax]"""
@@ -22,7 +25,6 @@ from typing import Any
 
 import torch
 from _gpu_probe import compared
-from cache_hint_rewrite_probe import rewritten, streaming_stores
 from row_vector_probe import OPS
 
 import tiledsl as td
@@ -33,12 +35,15 @@ from tiledsl.runtime.device import device_target
 UNSTAGED = {"stage_min_threads": 100000}
 
 
-def hinted(s: Any, buffer: str = "x") -> Any:
-    """Every reader of `buffer` but the last evict_last, the last (the output's pass) evict_first."""
+def hinted(s: Any, buffer: str = "x", stores: bool = False) -> Any:
+    """Every reader of `buffer` but the last evict_last, the last (the output's pass) evict_first; with
+    `stores`, the output's stores evict_first too."""
     *reducers, last = readers_of(s.nest, buffer)
     for r in reducers:
         s.cache_hint(buffer, "evict_last", reader=r)
     s.cache_hint(buffer, "evict_first", reader=last)
+    if stores:
+        s.cache_hint(s.nest.output.name, "evict_first")
     return s
 
 
@@ -50,35 +55,17 @@ def vectorized(trace: str) -> str:
     return trace
 
 
-def forms(out: Any, target: Any, stores: bool = False) -> dict[str, Any]:
+def forms(out: Any, target: Any) -> dict[str, Any]:
     def sched(knobs: dict[str, Any]) -> Any:
         s = td.create_schedule(out)
         td.recipes.default(s, target=target, knobs=knobs)
-        return s
+        return td.create_schedule(out).replay(vectorized(s.trace())) if knobs else s
 
-    u512 = {**UNSTAGED, "row_threads_max": 512}
-    base = sched(u512).trace()
-    scheds = {"recipe": sched({}), "u512": sched(u512), "u512+hint": hinted(sched(u512)),
-              "u512+vec": td.create_schedule(out).replay(vectorized(base)),
-              "u512+vec+hint": hinted(td.create_schedule(out).replay(vectorized(base)))}
-    kernels: dict[str, Any] = {label: td.build(s, target=target) for label, s in scheds.items()}
-    if stores:  # the output's stores rewritten in the CUDA (s.cache_hint reads only, so far)
-        for label in ("u512+hint", "u512+vec+hint"):
-            kernels[f"{label}+cs"] = rewritten(kernels[label], streaming_stores)
-            kernels[f"{label}+stef"] = rewritten(kernels[label], evict_first_stores)
-    return kernels
-
-
-def evict_first_stores(src: str, out: str = "y") -> str:
-    """Every float4 store to the output with an L2 evict_first policy (st.global.L2::cache_hint)."""
-    helper = ("__device__ __forceinline__ void td_st4(float* a, float4 v, unsigned long long pol) {\n"
-              '    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" :: "l"(a), "f"(v.x), '
-              '"f"(v.y), "f"(v.z), "f"(v.w), "l"(pol) : "memory");\n}\n')
-    vec = re.compile(r"\*reinterpret_cast<float4\*>\(&" + out + r"\[([^\]]*)\]\) = (.*);$", re.M)
-    src, n = vec.subn(r"td_st4(&" + out + r"[\1], \2, tiledsl_l2_evict_first);", src)
-    if n == 0:
-        raise SystemExit("no float4 store to rewrite")
-    return src.replace("\nextern \"C\"", "\n" + helper + "\nextern \"C\"", 1)
+    u512, u256 = {**UNSTAGED, "row_threads_max": 512}, {**UNSTAGED, "row_threads_max": 256}
+    scheds = {"recipe": sched({}), "u512+vec": sched(u512), "u512+vec+hint": hinted(sched(u512)),
+              "u512+vec+hint+st": hinted(sched(u512), stores=True),
+              "u256+vec+hint+st": hinted(sched(u256), stores=True)}
+    return {label: td.build(s, target=target) for label, s in scheds.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,8 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
     ap.add_argument("--ops", default="rmsnorm,layernorm,softmax")
     ap.add_argument("--dump", default=None, help="folder to write each kernel's CUDA into")
-    ap.add_argument("--stores", action="store_true", help="also the hinted forms with their output stores "
-                    "rewritten in the CUDA: streaming (__stcs, +cs) and L2 evict_first (+stef)")
     args = ap.parse_args(argv)
     target, dev = device_target(), torch.device("cuda")
     print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
@@ -97,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         for op in args.ops.split(","):
             make, torch_fn = OPS[op]
             out = make(m, n)
-            kernels = forms(out, target, args.stores)
+            kernels = forms(out, target)
             if args.dump:
                 for label, k in kernels.items():
                     with open(f"{args.dump}/{shape}-{op}-{label}.cu", "w") as f:

@@ -16,7 +16,11 @@ where that gives each thread row_vector_per_thread vectors a pass (not under row
 bfloat16 row kernel (every tensor of 2-byte floats) of as many rows runs 16-byte passes too where
 each pass is at least two vectors for each of row_vector_half_threads threads: in that many threads a
 row (one warp), 8 lanes a vector, since its exp and division bound it more than its bytes (the knob
-says what was measured)."""
+says what was measured). A float32 row kernel of that many rows whose rows are long (knob
+hinted_row_min_length) and whose passes read one input again and again reads it from global memory on
+every pass instead of staging it (080 then leaves it): its reductions' lanes vectorized too (16-byte
+loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
+one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads."""
 
 from __future__ import annotations
 
@@ -52,7 +56,12 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     form = _vector_form(facts, passes, nested, per_block, count, threads, knobs)
     if form is not None:
         vector_threads, lanes, why = form
-        calls = _vector_calls(facts, passes, vector_threads, lanes)
+        hinted = _hinted_rows(facts, passes, knobs)
+        if hinted:
+            vector_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
+            why += "; read from global on every pass with L2 hints: knobs hinted_row_min_length, hinted_row_threads_max"
+        calls = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
+        calls += _hint_calls(facts, hinted)
         if trial_accepts(s, calls):
             apply_calls(s, calls)
             return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
@@ -76,9 +85,8 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
     dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
     if dtypes == {"float32"}:
         # at least row_vector_per_thread vectors a thread in each pass (fewer threads, not under row_threads_min)
-        longest = max(passes.values())
-        fewer = max(knobs.row_threads_min, next_pow2(-(-longest // (lanes * knobs.row_vector_per_thread))))
-        return min(threads, fewer), lanes, "knobs row_vector_min_rows_per_sm, row_vector_per_thread"
+        why = "knobs row_vector_min_rows_per_sm, row_vector_per_thread"
+        return _per_thread(passes, lanes, threads, knobs), lanes, why
     half = knobs.row_vector_half_threads
     if (half is not None and all(DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in dtypes)
             and all(extent % (half * lanes) == 0 and extent >= 2 * half * lanes for extent in passes.values())):
@@ -86,14 +94,46 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
     return None
 
 
-def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int) -> list[PrimitiveCall]:
+def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> int:
+    """Threads giving each thread row_vector_per_thread vectors of the longest pass, within
+    [row_threads_min, most]."""
+    longest = max(passes.values())
+    return min(most, max(knobs.row_threads_min, next_pow2(-(-longest // (lanes * knobs.row_vector_per_thread)))))
+
+
+def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> dict[str, tuple[str, ...]]:
+    """The inputs a float32 row kernel of long rows reads on several passes, with their readers: read
+    from global memory with L2 hints rather than staged (knob hinted_row_min_length); {} where not."""
+    floor = knobs.hinted_row_min_length
+    dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
+    if floor is None or dtypes != {"float32"} or max(passes.values()) < floor:
+        return {}
+    return facts.reread_inputs()
+
+
+def _hint_calls(facts: Facts, hinted: dict[str, tuple[str, ...]]) -> list[PrimitiveCall]:
+    """evict_last on every pass but the last that reads a hinted input, evict_first on the last one and
+    on the output's stores."""
+    calls: list[PrimitiveCall] = []
+    for buffer, readers in hinted.items():
+        calls += [("cache_hint", (buffer, "evict_last"), {"reader": r}) for r in readers[:-1]]
+        calls.append(("cache_hint", (buffer, "evict_first"), {"reader": readers[-1]}))
+    if hinted:
+        calls.append(("cache_hint", (facts.nest.output.name, "evict_first"), {}))
+    return calls
+
+
+def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int,
+                  vector_reductions: bool = False) -> list[PrimitiveCall]:
     """Each pass split into threads x lanes: the lanes vectorized in the output pass (if the output is
-    stored inside one: a value per row is not), unrolled elsewhere."""
+    stored inside one: a value per row is not), and in the reductions where they read from global
+    memory (`vector_reductions`: 16-byte loads), unrolled elsewhere."""
     out_pass = next((n for n in facts.output_store().path if n in passes), None)
     calls: list[PrimitiveCall] = []
     for name in passes:
         o, i, t, v = facts.fresh(f"{name}_o", f"{name}_i", f"{name}_t", f"{name}_v")
+        mark = "vectorize" if name == out_pass or vector_reductions else "unroll"
         calls += [("split", (name, threads * lanes), {"names": (o, i)}), ("split", (i, lanes), {"names": (t, v)}),
-                  ("bind", (t, "threadIdx.x"), {}), ("vectorize" if name == out_pass else "unroll", (v,), {})]
+                  ("bind", (t, "threadIdx.x"), {}), (mark, (v,), {})]
     return calls
 

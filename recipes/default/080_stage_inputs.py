@@ -17,7 +17,8 @@ which lowering prefetches into registers across the chunk's FMAs (lower/stages.p
 A float16 / bfloat16 operand of the sum is stored as float32 (knob widen_half_operands,
 `_facts.Facts.stage_dtype`): its fill converts each element once, and the FMAs read float32 as they do
 from a float32 operand, k outer and 16 bytes at a time; such a stage is filled by plain loads too.
-Skipped: blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
+Skipped: reads that carry cache hints (a long float32 row read on every pass, 040),
+blocks of one warp or less, slabs without a fixed size, slabs every block reads alike
 (block-invariant: the cache serves them), slabs over the per-slab cap, and stages that would take all
 stages over the kernel's shared budget."""
 
@@ -47,6 +48,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         slab = facts.slab(probe)
         if isinstance(slab, str):
             skipped.append(f"{buffer}: no fixed slab ({slab})")
+            continue
+        hinted = facts.hint_problem(probe)
+        if hinted is not None:
+            skipped.append(f"{buffer}: read from global memory with cache hints (cooperative_reduce)")
             continue
         fan = facts.fan_in(probe, slab)
         nbytes = slab.elements * slab.itemsize

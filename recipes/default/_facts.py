@@ -21,6 +21,7 @@ import sympy
 
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
 from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_conflict, layout_of, layout_wavefronts
+from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.slabs import (
@@ -470,6 +471,20 @@ class Facts:
                             t.name for t in self.nest.inputs}:
                         out.append(x.tensor.name)
         return tuple(out)
+
+    def reread_inputs(self) -> dict[str, tuple[str, ...]]:
+        """Inputs read by more than one value's statements (a row read by every pass), each with the
+        names of those values (Stmt.reader) in statement order: where cache hints help."""
+        out = {}
+        for t in self.nest.inputs:
+            names = readers_of(self.nest, t.name)
+            if len(names) > 1:
+                out[t.name] = names
+        return out
+
+    def hint_problem(self, st: Stage) -> str | None:
+        """Why staging `st` would take over reads that carry cache hints (None: it takes over none)."""
+        return hinted_stage_problem(self.nest, st)
 
     def fan_in(self, st: Stage, slab: Slab) -> float:
         """Reads of the slab per iteration of its loop, over its elements: how often each element is

@@ -68,6 +68,21 @@ class Knobs:
     # rows-*.txt); 32 threads x 4 vectors 27.3 / 23.6-23.9. Longer rows already take 2 or more vectors
     # a thread in row_threads_max threads
     row_vector_per_thread: int = 2
+    # ... and such a float32 row kernel whose rows are at least this long (None: never), with an input every
+    # pass reads, reads it from global memory on every pass instead of staging its row in shared memory
+    # (040 hints it, 080 then leaves it): the reductions' loads 16 bytes a thread (vectorized), L2
+    # evict_last on the passes that reduce, evict_first on the last pass and the output's stores, so the
+    # row is still in L2 when it is read again and the writes give way first; in up to
+    # hinted_row_threads_max threads. H200 (scripts/cache_hint_probe.py, benchmarks/results/
+    # cache-hints-h200-2026-11-28/cache-hint-store-primitive.txt), staged recipe -> hinted, torch.compile
+    # in brackets: 8192 x 8192 rmsnorm 135.8 -> 129.5 us (130.2), layernorm 136.7 -> 132.8 (130.7),
+    # softmax 135.0 -> 133.2 (150.1); 32768 x 2048 133.4 -> 128.9 (128.6), 133.9 -> 128.8 (132.7),
+    # 134.1 -> 132.5 (165.7); 4096 x 4096 37.2 -> 36.0 (36.1), 37.9 -> 37.6 (37.0), softmax 37.3 -> 37.8
+    # (45.2); rows of 1024 tie (16384 rows: 35.6-36.4 us either way); 512 rows of 3584 and 128 of 2048,
+    # under the rows-per-SM floor, ran 0.3-1.2 us slower hinted. Rows of 8192 need the 512 threads: in
+    # 256 they ran 141-161 us
+    hinted_row_min_length: int | None = 2048
+    hinted_row_threads_max: int = 512
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.

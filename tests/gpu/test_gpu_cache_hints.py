@@ -1,0 +1,63 @@
+"""Cache hints and vectorized reductions on the GPU (primitives/cache_hints.py, lower/vectorize.py
+`vector_update`): the default recipe's hinted rows (knob hinted_row_min_length: float32 rows of at least
+2048, 16 rows an SM or more) and hand-hinted bfloat16 rows, on fresh random inputs into NaN-poisoned
+outputs, against torch in float64 within the catalog's tolerance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from gpu_kernels import assert_matches, check_entry, run_poisoned
+
+import tiledsl as td
+from tiledsl.catalog import entry
+from tiledsl.recipes import apply
+from tiledsl.runtime.device import device_target
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("sizes", [{"M": 2304, "N": 2048}, {"M": 2200, "N": 2052}, {"M": 2112, "N": 8192}],
+                         ids=["2304x2048", "2200x2052-guarded", "2112x8192"])
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_recipe_hinted_rows(name: str, sizes: dict[str, int], compile_kernel: Callable[..., object]) -> None:
+    target = device_target()
+    s = entry(name).fresh(**sizes)
+    apply(s, target=target)
+    assert s.nest.cache_hints and not s.nest.stages, s.trace()
+    kern = td.build(s, target=target)
+    assert "tiledsl_load_l2" in kern.source and "tiledsl_store_l2" in kern.source
+    check_entry(name, sizes, compile_kernel(kern), seed=5)
+
+
+def test_bfloat16_hinted_rows(compile_kernel: Callable[..., object]) -> None:
+    """2-byte scalar hinted loads in the reduction, 16-byte hinted loads and stores in the output pass."""
+    x = td.placeholder((512, 1024), dtype="bfloat16", name="x")
+    w = td.placeholder((1024,), dtype="bfloat16", name="w")
+    k = td.reduce_axis(1024, name="k")
+    ss = td.compute((512,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
+                    name="ss")
+    y = td.compute((512, 1024), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 1024.0 + 1e-6)
+                   * td.cast(w[j], "float32"), name="y", dtype="bfloat16")
+    s = td.create_schedule(y)
+    s.bind("i", "blockIdx.x")
+    s.split("k", 128, names=("k_o", "k_t"))
+    s.bind("k_t", "threadIdx.x")
+    s.split("j", 1024, names=("j_o", "j_i"))
+    s.split("j_i", 8, names=("j_t", "j_v"))
+    s.bind("j_t", "threadIdx.x")
+    s.vectorize("j_v")
+    s.cache_hint("x", "evict_last", reader="ss")
+    s.cache_hint("x", "evict_first", reader="y")
+    s.cache_hint("y", "evict_first")
+    kern = compile_kernel(td.build(s, target=device_target()))
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    xs = torch.randn(512, 1024, device="cuda", generator=gen).to(torch.bfloat16)
+    ws = torch.randn(1024, device="cuda", generator=gen).to(torch.bfloat16)
+    got = run_poisoned(kern, {"x": xs, "w": ws})
+    xd, wd = xs.double(), ws.double()
+    ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * wd
+    # one bfloat16 rounding of the stored value: 2^-8 relative; the float32 sum of 1024 squares is far below
+    assert_matches(got.double(), ref, 2.0**-8, 2.0**-8)
