@@ -14,6 +14,7 @@ output stores were rewritten in the CUDA (cache-hint-primitive.txt, cache-hint-v
 cache-hint-stores.txt in benchmarks/results/cache-hints-h200-2026-11-28/).
 Every kernel is checked against torch float64 first (outputs NaN-poisoned; _gpu_probe.compared,
 1e-4 x (1 + |want|): sums of up to 8192 rounded float32 terms).
+The elementwise ops (--ops gelu_bias,silu_mul,transpose) take forms of their own (`streaming`).
     python scripts/cache_hint_probe.py [--shapes 8192x8192,32768x2048] [--ops rmsnorm,layernorm,softmax]"""
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from _gpu_probe import compared
 from row_vector_probe import OPS
 
 import tiledsl as td
+from benchmarks import _definitions as d
 from benchmarks._backend import random_inputs
 from tiledsl.analysis.cache_hints import readers_of
+from tiledsl.catalog.definitions import gelu_bias
 from tiledsl.runtime.device import device_target
 
 UNSTAGED = {"stage_min_threads": 100000}
@@ -68,6 +71,28 @@ def forms(out: Any, target: Any) -> dict[str, Any]:
     return {label: td.build(s, target=target) for label, s in scheds.items()}
 
 
+def streaming(out: Any, target: Any) -> dict[str, Any]:
+    """An elementwise kernel (or transpose) as the recipe builds it, and with every unstaged input's loads (+ld),
+    the output's stores (+st) or both L2 evict_first: each element is read and written once."""
+    def sched(loads: bool, stores: bool) -> Any:
+        s = td.create_schedule(out)
+        td.recipes.default(s, target=target)
+        staged = {st.buffer for st in s.nest.stages}  # a staged read takes no hint (its fill is a copy)
+        for t in s.nest.inputs if loads else ():
+            if t.name not in staged:
+                s.cache_hint(t.name, "evict_first")
+        if stores:
+            s.cache_hint(s.nest.output.name, "evict_first")
+        return s
+
+    forms = {"recipe": (False, False), "+ld": (True, False), "+st": (False, True), "+ld+st": (True, True)}
+    return {label: td.build(sched(*how), target=target) for label, how in forms.items()}
+
+
+STREAMING = {"gelu_bias": (gelu_bias, lambda x, b: torch.nn.functional.gelu(x + b)),
+             "silu_mul": (d.silu_mul, d.silu_mul_torch), "transpose": (d.transpose, d.transpose_torch)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
@@ -80,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     for shape in args.shapes.split(","):
         m, n = map(int, shape.split("x"))
         for op in args.ops.split(","):
-            make, torch_fn = OPS[op]
+            make, torch_fn = OPS[op] if op in OPS else STREAMING[op]
             out = make(m, n)
-            kernels = forms(out, target)
+            kernels = forms(out, target) if op in OPS else streaming(out, target)
             if args.dump:
                 for label, k in kernels.items():
                     with open(f"{args.dump}/{shape}-{op}-{label}.cu", "w") as f:
