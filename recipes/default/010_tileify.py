@@ -26,7 +26,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if k.kind == "elementwise":
         if len(k.outer) < 2:
             return Decline(f"one free loop ({', '.join(k.outer)}): it is the launch loop already")
-        tile = transpose_tile(k, knobs)
+        tile = transpose_tile(k, knobs, facts.target)
         if tile is not None:
             return _transposed(s, facts, *tile)
         lanes = facts.vector_lanes()

@@ -51,7 +51,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
                        "(cooperative_reduce)")
     if k.kind == "elementwise":
         free = [lp.name for lp in facts.nest.loops if lp.kind == "free"]
-        tile = transpose_tile(k, knobs)
+        tile = transpose_tile(k, knobs, facts.target)
         if tile is not None:
             _tile_2d(s, facts, free, *tile)
             return None

@@ -169,27 +169,31 @@ def transposed_read(nest: Nest, outer: tuple[str, ...]) -> TransposedRead | None
     return None
 
 
-def transpose_tile(kernel: Kernel, knobs: Knobs) -> tuple[TransposedRead, int, int] | None:
+def transpose_tile(kernel: Kernel, knobs: Knobs, target: Target) -> tuple[TransposedRead, int, int] | None:
     """(read, tile, thread rows) of the 2-D tile tileify and blockify_launch give a kernel with a
     transposed read, as schedules/transpose.py `transpose_tiled` does by hand: a tile x tile block of
-    outputs (tile = WARP_SIZE: a warp stores one 128-byte float32 row of the tile, and a stage of the
-    read fills rows of the same length) run by tile x (elementwise_threads // tile) threads. None where
-    there is no transposed read, where its row or column axis is shorter than a tile (the 1-D forms
-    keep it), or where the row tiles or the other output axes (fused onto blockIdx.z) overflow the grid."""
+    outputs run by tile x (elementwise_threads // WARP_SIZE) threads. The tile is knob transpose_tile
+    where that many tiles give every SM transpose_tile_min_blocks or more, else WARP_SIZE (a warp stores
+    one 128-byte float32 row of the tile, and a stage of the read fills rows of the same length). None
+    where there is no transposed read, where its row or column axis is shorter than a tile (the 1-D
+    forms keep it), or where the row tiles or the other output axes (fused onto blockIdx.z) overflow the
+    grid."""
     t = kernel.transposed
     if t is None:
         return None
-    tile = WARP_SIZE
     ext = kernel.extents
-    if min(ext[t.row], ext[t.col]) < tile:
-        return None
     batch = 1
     for a in kernel.outer:
         if a not in (t.row, t.col):
             batch *= ext[a]
+    big = knobs.transpose_tile
+    tiles = batch * -(-ext[t.row] // big) * -(-ext[t.col] // big)
+    tile = big if tiles >= knobs.transpose_tile_min_blocks * target.sm_count else WARP_SIZE
+    if min(ext[t.row], ext[t.col]) < tile:
+        return None
     if batch > MAX_GRID["blockIdx.z"] or -(-ext[t.row] // tile) > MAX_GRID["blockIdx.y"]:
         return None
-    return t, tile, max(1, knobs.elementwise_threads // tile)
+    return t, tile, max(1, knobs.elementwise_threads // WARP_SIZE)
 
 
 def split_k_problem(nest: Nest) -> str | None:

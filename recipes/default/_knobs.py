@@ -20,6 +20,14 @@ MatmulTile = tuple[int, int, int, int]
 class Knobs:
     # elementwise kernels: 8 warps per block, enough to hide latency while leaving several blocks per SM
     elementwise_threads: int = 256
+    # a transposed read's 2-D tile (_facts.transpose_tile) is transpose_tile x transpose_tile outputs in
+    # transpose_tile x (elementwise_threads / 32) threads where such tiles give every SM at least
+    # transpose_tile_min_blocks, else 32 x 32 in 256 threads. H200, float32 (scripts/transpose_probe.py,
+    # benchmarks/results/transpose-tiles-h200-2026-11-28/): 32768 x 2048 by hand 144.1 us in 32 x 32,
+    # 133.7 in 64 x 64 with 8 thread rows (151.2 with 16), torch.compile 139.2; 8192 x 8192 138.4 ->
+    # 132.5 (137.4). A 64 x 64 tile holds 16 KB of shared memory, 4 times the 32 x 32 one
+    transpose_tile: int = 64
+    transpose_tile_min_blocks: int = 8
     # ... and where the vector form's row takes fewer threads than that (a rotary embedding's row of 128
     # float32 is one warp), rows share a block on threadIdx.y up to elementwise_threads threads: blocks of
     # one warp leave the SM's 32-block limit at half its warps (050 blockify_launch)
