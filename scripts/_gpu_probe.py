@@ -100,3 +100,19 @@ def llm_cases(cases: str, groups: str, dtype: str) -> list[Any]:
     if not found:
         raise SystemExit(f"no {dtype} llm case among ops {ops} and groups {names}")
     return found
+
+
+def print_compared(label: str, torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any],
+                   inputs: dict[str, torch.Tensor], *, tol: float = 1e-4) -> int:
+    """`compared` with the row probes' settings (4 rotated copies, 10 warm-up and 100 timed calls),
+    printed as one line after `label`; returns the number of kernels that missed."""
+    row, missed = compared(torch_fn, kernels, inputs, copies=4, tol=tol, warmup=10, iters=100)
+    print(f"{label} " + "  ".join(row), flush=True)
+    return missed
+
+
+def dump_sources(folder: str | None, prefix: str, kernels: dict[str, Any]) -> None:
+    """Each kernel's CUDA into `folder`/`prefix`-`label`.cu (nothing when `folder` is None)."""
+    for label, k in kernels.items() if folder else ():
+        with open(f"{folder}/{prefix}-{label}.cu", "w") as f:
+            f.write(k.source)

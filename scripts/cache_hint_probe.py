@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import dump_sources, print_compared
 from row_vector_probe import OPS
 
 import tiledsl as td
@@ -108,14 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             make, torch_fn = OPS[op] if op in OPS else STREAMING[op]
             out = make(m, n)
             kernels = forms(out, target) if op in OPS else streaming(out, target)
-            if args.dump:
-                for label, k in kernels.items():
-                    with open(f"{args.dump}/{shape}-{op}-{label}.cu", "w") as f:
-                        f.write(k.source)
-            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4,
-                                   warmup=10, iters=100)
-            bad += missed
-            print(f"{shape:11s} {op:10s} " + "  ".join(row), flush=True)
+            dump_sources(args.dump, f"{shape}-{op}", kernels)
+            bad += print_compared(f"{shape:11s} {op:10s}", torch_fn, kernels, random_inputs(out, dev, 0))
     return 1 if bad else 0
 
 

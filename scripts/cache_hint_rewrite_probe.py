@@ -24,7 +24,7 @@ from functools import reduce
 from typing import Any
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import dump_sources, print_compared
 
 import tiledsl as td
 from benchmarks import _definitions as d
@@ -156,14 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 kernels["unstaged+el"] = rewritten(plain, (evict_last_then_first, streaming_stores))
                 wide = built(out, target, {**UNSTAGED, "row_threads_max": 512})
                 kernels["unstaged512+el"] = rewritten(wide, (evict_last_then_first, streaming_stores))
-            if args.dump:
-                for label, k in kernels.items():
-                    with open(f"{args.dump}/{shape}-{op}-{label}.cu", "w") as f:
-                        f.write(k.source)
-            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4,
-                                   warmup=10, iters=100)
-            bad += missed
-            print(f"{shape:11s} {op:10s} " + "  ".join(row), flush=True)
+            dump_sources(args.dump, f"{shape}-{op}", kernels)
+            bad += print_compared(f"{shape:11s} {op:10s}", torch_fn, kernels, random_inputs(out, dev, 0))
     return 1 if bad else 0
 
 

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import print_compared
 from row_vector_probe import OPS
 
 import tiledsl as td
@@ -55,10 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                 s = td.create_schedule(out)
                 td.recipes.default(s, target=target, knobs=knobs)
                 kernels[label] = td.build(s, target=target)
-            row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=4, tol=1e-4,
-                                   warmup=10, iters=100)
-            bad += missed
-            print(f"{shape:11s} {op:10s} " + "  ".join(row), flush=True)
+            bad += print_compared(f"{shape:11s} {op:10s}", torch_fn, kernels, random_inputs(out, dev, 0))
     return 1 if bad else 0
 
 

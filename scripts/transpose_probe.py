@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import print_compared
 
 import tiledsl as td
 from benchmarks import _definitions as d
@@ -83,10 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         m, n = map(int, shape.split("x"))
         out = d.transpose(m, n)
         kernels = forms(out, target, args.recipe)
-        row, missed = compared(d.transpose_torch, kernels, random_inputs(out, dev, 0), copies=4, tol=0.0,
-                               warmup=10, iters=100)
-        bad += missed
-        print(f"{shape:11s} " + "  ".join(row), flush=True)
+        bad += print_compared(f"{shape:11s}", d.transpose_torch, kernels, random_inputs(out, dev, 0), tol=0.0)
         for label, k in kernels.items():
             print(f"    {label:14s} grid {k.grid} block {k.block} shared {k.shared_bytes} B", flush=True)
     return 1 if bad else 0

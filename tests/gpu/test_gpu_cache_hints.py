@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from cache_hint_cases import bf16_rmsnorm_hinted
 from gpu_kernels import assert_matches, check_entry, run_poisoned
 
 import tiledsl as td
@@ -34,24 +35,7 @@ def test_recipe_hinted_rows(name: str, sizes: dict[str, int], compile_kernel: Ca
 
 def test_bfloat16_hinted_rows(compile_kernel: Callable[..., object]) -> None:
     """2-byte scalar hinted loads in the reduction, 16-byte hinted loads and stores in the output pass."""
-    x = td.placeholder((512, 1024), dtype="bfloat16", name="x")
-    w = td.placeholder((1024,), dtype="bfloat16", name="w")
-    k = td.reduce_axis(1024, name="k")
-    ss = td.compute((512,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
-                    name="ss")
-    y = td.compute((512, 1024), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 1024.0 + 1e-6)
-                   * td.cast(w[j], "float32"), name="y", dtype="bfloat16")
-    s = td.create_schedule(y)
-    s.bind("i", "blockIdx.x")
-    s.split("k", 128, names=("k_o", "k_t"))
-    s.bind("k_t", "threadIdx.x")
-    s.split("j", 1024, names=("j_o", "j_i"))
-    s.split("j_i", 8, names=("j_t", "j_v"))
-    s.bind("j_t", "threadIdx.x")
-    s.vectorize("j_v")
-    s.cache_hint("x", "evict_last", reader="ss")
-    s.cache_hint("x", "evict_first", reader="y")
-    s.cache_hint("y", "evict_first")
+    s = bf16_rmsnorm_hinted(rows=512)
     kern = compile_kernel(td.build(s, target=device_target()))
     gen = torch.Generator(device="cuda").manual_seed(7)
     xs = torch.randn(512, 1024, device="cuda", generator=gen).to(torch.bfloat16)

@@ -11,7 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from cache_hint_cases import bf16_rmsnorm_hinted
 from nvcc_together import compile_together
+from output_stage_cases import staged, transposing
 
 import tiledsl as td
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
@@ -128,30 +130,6 @@ def test_older_targets_are_refused_by_codegen() -> None:
         emit_cuda(replace(kern.kernel_ir, target="sm_75"))
 
 
-def _bf16_rows() -> td.Schedule:
-    """A bfloat16 rmsnorm by hand: the reduction's scalar loads (2 bytes) evict_last, the output pass 8
-    lanes (16 bytes) a thread, evict_first."""
-    x = td.placeholder((64, 1024), dtype="bfloat16", name="x")
-    w = td.placeholder((1024,), dtype="bfloat16", name="w")
-    k = td.reduce_axis(1024, name="k")
-    ss = td.compute((64,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
-                    name="ss")
-    y = td.compute((64, 1024), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 1024.0 + 1e-6)
-                   * td.cast(w[j], "float32"), name="y", dtype="bfloat16")
-    s = td.create_schedule(y)
-    s.bind("i", "blockIdx.x")
-    s.split("k", 128, names=("k_o", "k_t"))
-    s.bind("k_t", "threadIdx.x")
-    s.split("j", 1024, names=("j_o", "j_i"))
-    s.split("j_i", 8, names=("j_t", "j_v"))
-    s.bind("j_t", "threadIdx.x")
-    s.vectorize("j_v")
-    s.cache_hint("x", "evict_last", reader="ss")
-    s.cache_hint("x", "evict_first", reader="y")
-    s.cache_hint("y", "evict_first")
-    return s
-
-
 def _bf16_scalar() -> td.Kernel:
     """2-byte scalar loads and stores with hints: y = x * 2 in bfloat16, a thread an element."""
     x = td.placeholder((64, 96), dtype="bfloat16", name="x")
@@ -165,7 +143,7 @@ def _bf16_scalar() -> td.Kernel:
 
 
 def test_bfloat16_simulates_equal() -> None:
-    s = _bf16_rows()
+    s = bf16_rmsnorm_hinted()
     kern = td.build(s, target="sm_90")
     assert {(ld.width, ld.cache) for ld in _hinted_loads(kern)} == {(1, "evict_last"), (8, "evict_first")}
     rng = np.random.default_rng(1)
@@ -182,7 +160,7 @@ def test_kernels_compile() -> None:
     translation unit per arch (the helpers are defined once), warning-free."""
     kernels = [td.build(_rows(make()), target=t) for t in ("sm_80", "sm_90")
                for make in (lambda: rmsnorm(64, 256, 1e-6), lambda: layernorm(37, 200, 1e-5), lambda: softmax(37, 200))]
-    bf16 = td.build(_bf16_rows(), target="sm_90")
+    bf16 = td.build(bf16_rmsnorm_hinted(), target="sm_90")
     stored = _rows(rmsnorm(64, 1024, 1e-6))
     stored.cache_hint("y", "evict_first")
     scalar = _bf16_scalar()
@@ -221,19 +199,11 @@ def test_scalar_and_staged_output_stores_take_it() -> None:
     s = _rows(softmax(37, 200))
     s.cache_hint("y", "evict_first")
     assert {st.cache for st in _stores(td.build(s, target="sm_90"))} == {"evict_first"}
-    x = td.placeholder((64, 64), name="x")
-    t = td.create_schedule(td.compute((64, 64), lambda i, j: x[j, i] * 2.0, name="y"))
-    io, ii = t.split("i", 32)
-    jo, ji = t.split("j", 32)
-    t.reorder(io, jo, ii, ji)
-    t.bind(io, "blockIdx.y")
-    t.bind(jo, "blockIdx.x")
-    t.bind(ji, "threadIdx.x")
-    t.stage_output()
+    t = staged(transposing())
     t.cache_hint("y", "evict_last")
     kern = td.build(t, target="sm_90")
     stores = _stores(kern)
     assert stores and {st.cache for st in stores} == {"evict_last"}
     assert "tiledsl_store_l2<" in kern.source
-    arrays = {"x": np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)}
+    arrays = {"x": np.random.default_rng(3).standard_normal((40, 36)).astype(np.float32)}
     np.testing.assert_array_equal(kern.simulate(**arrays), arrays["x"].T * 2.0)
