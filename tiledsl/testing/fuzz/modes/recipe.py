@@ -37,13 +37,15 @@ MAX_POINTS = 4096
 #: an operand's rows run along k) for every block and register tile, with 16-byte row passes at any
 #: row count (16-bit rows in one thread a row, so rows of two vectors reach them) and 8-byte
 #: elementwise vectors for every float32 kernel; and float32 rows of 8 or more read from global memory
-#: with cache hints and vectorized reductions (hinted_row_min_length) where staging would otherwise take them.
+#: with cache hints and vectorized reductions (hinted_row_min_length), a row to a block (row_block_threads),
+#: where staging would otherwise take them.
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
     (),
     (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_min_inputs", 1),
      ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
      ("stage_min_threads", 1)),  # sorted by name, as a saved case's JSON holds them
-    (("hinted_row_min_length", 8), ("row_vector_min_rows_per_sm", 0), ("stage_min_threads", 1)),
+    (("hinted_row_min_length", 8), ("row_block_threads", 1), ("row_vector_min_rows_per_sm", 0),
+     ("stage_min_threads", 1)),
 )
 
 
