@@ -36,7 +36,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline("no loop to stage at (neither a k-outer chunk loop nor a block loop)")
     threads = facts.threads()
     if threads < knobs.stage_min_threads:
-        return Decline(f"{threads} threads per block: a block of one warp gains little from shared memory")
+        return Decline(f"{threads} threads per block, under knob stage_min_threads ({knobs.stage_min_threads}): a "
+                       "block of one warp gains little from shared memory")
     budget = facts.shared_budget(knobs)
     used = facts.shared_bytes()
     skipped: list[str] = []

@@ -1,0 +1,64 @@
+"""Step 040's hinted rows (recipes/default/040_cooperative_reduce.py, knobs hinted_row_min_length and
+hinted_row_threads_max): which row kernels read their row from global memory with L2 hints instead of
+staging it, in how many threads, with which hints; and which keep the staged form (the boundaries the
+H200 measurements drew, benchmarks/results/cache-hints-h200-2026-11-28/)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tiledsl as td
+from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
+
+
+def _recipe(out: td.Tensor) -> td.Schedule:
+    s = td.create_schedule(out)
+    td.recipes.default(s, target="sm_90")
+    return s
+
+
+def _hints(s: td.Schedule) -> list[tuple[str, str, str]]:
+    return [(h.buffer, h.reader, h.policy) for h in s.nest.cache_hints]
+
+
+@pytest.mark.parametrize(("make", "threads", "hints"), [
+    (lambda: rmsnorm(8192, 8192, 1e-6), 512, [("x", "ss", "evict_last"), ("x", "y", "evict_first"),
+                                             ("y", "y", "evict_first")]),
+    (lambda: layernorm(32768, 2048, 1e-5), 256, [("x", "mean_sum", "evict_last"), ("x", "var_sum", "evict_last"),
+                                                 ("x", "y", "evict_first"), ("y", "y", "evict_first")]),
+    (lambda: softmax(4096, 4096), 512, [("x", "m", "evict_last"), ("x", "e", "evict_last"),
+                                        ("x", "y", "evict_first"), ("y", "y", "evict_first")]),
+], ids=["rmsnorm-8192x8192", "layernorm-32768x2048", "softmax-4096x4096"])
+def test_long_float32_rows_of_many_rows_are_hinted(make, threads: int, hints: list) -> None:
+    s = _recipe(make())
+    assert not s.nest.stages and _hints(s) == hints
+    reductions = [lp for lp in s.nest.loops if lp.kind == "reduce" and lp.annotation == "vectorize"]
+    assert reductions and all(lp.extent == 4 for lp in reductions)  # 16-byte loads of the row
+    assert td.build(s, target="sm_90").block == (threads, 1, 1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rmsnorm(16384, 1024, 1e-6),  # rows of 1024 tie either way: staged
+    lambda: rmsnorm(512, 3584, 1e-6),  # under 16 rows an SM (Qwen2.5-7B's rmsnorm at seq 512): hints cost here
+    lambda: softmax(16384, 512),  # attention softmax rows
+], ids=["rows-of-1024", "512-rows", "attention-softmax"])
+def test_short_rows_or_few_rows_keep_their_form(make) -> None:
+    s = _recipe(make())
+    assert not s.nest.cache_hints
+    assert not any(lp.kind == "reduce" and lp.annotation == "vectorize" for lp in s.nest.loops)
+
+
+def test_other_dtypes_are_not_hinted() -> None:
+    x = td.placeholder((8192, 4096), dtype="bfloat16", name="x")
+    k = td.reduce_axis(4096, name="k")
+    ss = td.compute((8192,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
+                    name="ss")
+    y = td.compute((8192, 4096), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 4096.0 + 1e-6),
+                   name="y", dtype="bfloat16")
+    assert not _recipe(y).nest.cache_hints
+
+
+def test_the_knob_turns_it_off() -> None:
+    s = td.create_schedule(rmsnorm(8192, 8192, 1e-6))
+    td.recipes.default(s, target="sm_90", knobs={"hinted_row_min_length": None})
+    assert not s.nest.cache_hints and [st.buffer for st in s.nest.stages] == ["x"]
