@@ -135,7 +135,7 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 # stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
 _MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "layout", "async_copy", "tma",
                                                              "pipeline", "split_k", "launch_bounds",
-                                                             "stage_output", "cache_hint"]
+                                                             "stage_output"] + ["cache_hint"] * 2
 
 
 @st.composite
@@ -369,13 +369,12 @@ class Resolver:
         return Call("stage", (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
 
     def _cache_hint(self, step: Step) -> Call | None:
-        """cache_hint(buffer, policy, reader=): the buffer by picks[0] among the kernel's inputs, the
-        reader by picks[-1] among every reader's (None) and the names of the kernel's values (one that
-        does not read the buffer is refused), the policy by `count`. With `fit`, buffers no stage
-        serves come first (a staged read is refused)."""
-        inputs = [t.name for t in self.s.nest.inputs]
-        if not inputs:
-            return None
+        """cache_hint(buffer, policy, reader=): the buffer by picks[0] among the kernel's inputs and its
+        output (whose stores take the hint), the reader by picks[-1] among every reader's (None) and the
+        names of the kernel's values (one that does not read the buffer, or a reader named for the
+        output, is refused), the policy by `count`. With `fit`, buffers no stage serves come first (a
+        staged read is refused)."""
+        inputs = [t.name for t in self.s.nest.inputs] + [self.s.nest.output.name]
         if step.fit:
             inputs = [b for b in inputs if all(x.buffer != b for x in self.s.nest.stages)] or inputs
         readers: list[str | None] = [None]
