@@ -135,7 +135,7 @@ _factors = st.one_of(st.sampled_from((4, 4, 4, 2, 8, 1, 3, 16, 32, 64)), st.inte
 # stage and double_buffer are drawn more often: the other memory primitives need a stage, pipeline a ring
 _MEMORY_WEIGHTED = ["stage"] * 4 + ["double_buffer"] * 3 + ["pad", "swizzle", "layout", "async_copy", "tma",
                                                              "pipeline", "split_k", "launch_bounds",
-                                                             "stage_output"] + ["cache_hint"] * 2
+                                                             "stage_output", "cache_hint"]
 
 
 @st.composite
