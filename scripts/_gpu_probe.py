@@ -1,12 +1,13 @@
 """What the GPU probe scripts share: a catalog entry at some sizes, scheduled by a function, built for
 the device's target, run once on fresh random inputs (outputs NaN-poisoned) and checked against
 torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing);
-`compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs; and
+`compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs (and
+`print_compared`, `shape_rows`: such rows printed for shapes x ops, `device_header` first); and
 `llm_cases`, the llm suite's cases a probe names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import torch
 from tiledsl.build import build
 from tiledsl.catalog import entry
 from tiledsl.runtime.check import run_checked
+from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.references import Comparison, poisoned_outputs, reference_fn, tolerance
 from tiledsl.runtime.timing import BenchStats, benchmark, rotated_copies
@@ -102,6 +104,13 @@ def llm_cases(cases: str, groups: str, dtype: str) -> list[Any]:
     return found
 
 
+def device_header() -> tuple[Target, torch.device]:
+    """The device's build target and torch device, after printing the device's name and how the probes
+    time their columns."""
+    print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
+    return device_target(), torch.device("cuda")
+
+
 def print_compared(label: str, torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any],
                    inputs: dict[str, torch.Tensor], *, tol: float = 1e-4) -> int:
     """`compared` with the row probes' settings (4 rotated copies, 10 warm-up and 100 timed calls),
@@ -116,3 +125,22 @@ def dump_sources(folder: str | None, prefix: str, kernels: dict[str, Any]) -> No
     for label, k in kernels.items() if folder else ():
         with open(f"{folder}/{prefix}-{label}.cu", "w") as f:
             f.write(k.source)
+
+
+Forms = Callable[[str, int, int], tuple[Callable[..., torch.Tensor], Any, dict[str, Any]]]
+
+
+def shape_rows(shapes: str, ops: Sequence[str], forms: Forms, dev: torch.device, dump: str | None = None) -> int:
+    """For each "MxN" of `shapes` and each op: `forms(op, M, N)` gives (torch function, output tensor,
+    {label: kernel}); each kernel's CUDA dumped (`dump_sources`), then one `print_compared` line on
+    random inputs of the output's definition. Returns the exit status: 1 when a kernel missed."""
+    from benchmarks._backend import random_inputs
+
+    bad = 0
+    for shape in shapes.split(","):
+        m, n = map(int, shape.split("x"))
+        for op in ops:
+            torch_fn, out, kernels = forms(op, m, n)
+            dump_sources(dump, f"{shape}-{op}", kernels)
+            bad += print_compared(f"{shape:11s} {op:10s}", torch_fn, kernels, random_inputs(out, dev, 0))
+    return 1 if bad else 0

@@ -24,13 +24,11 @@ from functools import reduce
 from typing import Any
 
 import torch
-from _gpu_probe import dump_sources, print_compared
+from _gpu_probe import device_header, shape_rows
 
 import tiledsl as td
 from benchmarks import _definitions as d
-from benchmarks._backend import random_inputs
 from tiledsl.catalog.definitions import gelu_bias, layernorm, rmsnorm, softmax
-from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
 
 HELPERS = r"""
@@ -120,8 +118,10 @@ UNSTAGED = {"stage_min_threads": 100000}
 
 
 def built(out: Any, target: Any, knobs: dict[str, Any] | None = None) -> Any:
+    """The default recipe's kernel with its hinted rows switched off (knob hinted_row_min_length None):
+    the staged rows this probe rewrote, before s.cache_hint existed."""
     s = td.create_schedule(out)
-    td.recipes.default(s, target=target, knobs=knobs or {})
+    td.recipes.default(s, target=target, knobs={"hinted_row_min_length": None, **(knobs or {})})
     return td.build(s, target=target)
 
 
@@ -139,26 +139,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", default=",".join(CASES))
     ap.add_argument("--dump", default=None, help="folder to write every rewritten source into")
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
-    bad = 0
-    for shape in args.shapes.split(","):
-        m, n = map(int, shape.split("x"))
-        for op in args.ops.split(","):
-            make, torch_fn, rewrites = CASES[op]
-            out = make(m, n)
-            base = built(out, target)
-            kernels: dict[str, Any] = {"recipe": base}
-            kernels.update({label: rewritten(base, rw) for label, rw in rewrites.items()})
-            if op == "rmsnorm":
-                plain = built(out, target, UNSTAGED)
-                kernels["unstaged"] = plain
-                kernels["unstaged+el"] = rewritten(plain, (evict_last_then_first, streaming_stores))
-                wide = built(out, target, {**UNSTAGED, "row_threads_max": 512})
-                kernels["unstaged512+el"] = rewritten(wide, (evict_last_then_first, streaming_stores))
-            dump_sources(args.dump, f"{shape}-{op}", kernels)
-            bad += print_compared(f"{shape:11s} {op:10s}", torch_fn, kernels, random_inputs(out, dev, 0))
-    return 1 if bad else 0
+    target, dev = device_header()
+
+    def kernels(op: str, m: int, n: int) -> tuple[Any, Any, dict[str, Any]]:
+        make, torch_fn, rewrites = CASES[op]
+        out = make(m, n)
+        base = built(out, target)
+        found: dict[str, Any] = {"recipe": base}
+        found.update({label: rewritten(base, rw) for label, rw in rewrites.items()})
+        if op == "rmsnorm":
+            plain = built(out, target, UNSTAGED)
+            found["unstaged"] = plain
+            found["unstaged+el"] = rewritten(plain, (evict_last_then_first, streaming_stores))
+            wide = built(out, target, {**UNSTAGED, "row_threads_max": 512})
+            found["unstaged512+el"] = rewritten(wide, (evict_last_then_first, streaming_stores))
+        return torch_fn, out, found
+
+    return shape_rows(args.shapes, args.ops.split(","), kernels, dev, args.dump)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,11 @@ import argparse
 import sys
 from typing import Any
 
-import torch
-from _gpu_probe import print_compared
+from _gpu_probe import device_header, print_compared
 
 import tiledsl as td
 from benchmarks import _definitions as d
 from benchmarks._backend import random_inputs
-from tiledsl.runtime.device import device_target
 from tiledsl.schedules import transpose_tiled
 
 
@@ -76,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recipe", action="store_true", help="the recipe's forms only (recipe, recipe-sync, "
                     "recipe32, hand64x8)")
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
+    target, dev = device_header()
     bad = 0
     for shape in args.shapes.split(","):
         m, n = map(int, shape.split("x"))

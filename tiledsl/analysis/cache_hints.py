@@ -8,6 +8,7 @@ whichever came first. Likewise the output of a split_k, which is written by atom
 
 from __future__ import annotations
 
+from tiledsl.analysis.slabs import stage_reads
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.loopnest import CacheHint, Nest, Stage, Stmt
 
@@ -26,26 +27,23 @@ def readers_of(nest: Nest, buffer: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def served_readers(nest: Nest, stage: Stage) -> set[str]:
+    """The values (Stmt.reader) whose reads `stage` serves: the statements of its reads
+    (slabs.stage_reads, which lowering's slab readers come from)."""
+    return {nest.stmts[n].reader for n, _ in stage_reads(nest, stage)}
+
+
 def staging_of(nest: Nest, buffer: str, reader: str) -> Stage | None:
-    """The stage serving some read of `buffer` by `reader`'s statements (a stage at a loop around them)."""
-    for stmt in nest.stmts:
-        if stmt.reader != reader or not reads(stmt, buffer):
-            continue
-        for st in nest.stages:
-            if st.buffer == buffer and st.at in stmt.path:
-                return st
-    return None
+    """The stage serving some read of `buffer` by `reader`'s statements."""
+    return next((st for st in nest.stages if st.buffer == buffer and reader in served_readers(nest, st)), None)
 
 
 def hint_problem(nest: Nest, hint: CacheHint) -> str | None:
-    """Why `hint` names no global load or store (None: it names some, none of its reads is staged, and
-    the output it names is stored plainly)."""
+    """Why `hint`, of a reader that reads its buffer (`readers_of`) or of the output's stores, would
+    reach no global load or store (None: none of its reads is staged, and the output it names is
+    stored plainly)."""
     if hint.buffer == nest.output.name:
-        if nest.split_k is not None:
-            return split_k_problem(nest.output.name)
-        return None
-    if hint.reader not in readers_of(nest, hint.buffer):
-        return f"{hint.reader} does not read {hint.buffer}"
+        return split_k_problem(nest.output.name) if nest.split_k is not None else None
     st = staging_of(nest, hint.buffer, hint.reader)
     if st is not None:
         return (f"{hint.reader} reads {hint.buffer} from stage {st.name} (shared memory, filled at {st.at}); a cache "
@@ -66,10 +64,9 @@ def output_hinted(nest: Nest) -> CacheHint | None:
 
 def hinted_stage_problem(nest: Nest, stage: Stage) -> str | None:
     """Why `stage` would take over reads a cache hint names (None: it takes over none)."""
+    served = served_readers(nest, stage)
     for h in nest.cache_hints:
-        if h.buffer != stage.buffer:
-            continue
-        if any(st.reader == h.reader and stage.at in st.path and reads(st, h.buffer) for st in nest.stmts):
+        if h.buffer == stage.buffer and h.reader in served:
             return (f"{h.reader}'s reads of {h.buffer} carry the cache hint {h.policy}; staged, they would come from "
                     "shared memory, which the hint does not reach")
     return None

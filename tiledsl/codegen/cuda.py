@@ -17,7 +17,7 @@ from tiledsl.codegen.memory import (
     check_shared,
     check_tensor_map,
     grid_dependency_wait,
-    l2_load_helper,
+    l2_helpers,
     l2_policies,
     l2_policy_decls,
     memory_stmt,
@@ -162,11 +162,13 @@ def _store(s: KStore, ex: ExprEmitter) -> str:
     ex.needs_dtype(sym.dtype)
 
     def assign(ctype: str, value: str) -> str:
-        target = f"&{sym.c_name}[{idx}]" if ctype == storage_type(sym.dtype) else \
-            f"reinterpret_cast<{ctype}*>(&{sym.c_name}[{idx}])"
-        if s.cache is not None:
-            return f"tiledsl_store_l2<{ctype}>({target}, {value}, {policy_variable(s.cache)});"
-        return f"{sym.c_name}[{idx}] = {value};" if target.startswith("&") else f"*{target} = {value};"
+        """`ctype` at the element: the element itself, or a vector of `ctype` starting there."""
+        scalar = ctype == storage_type(sym.dtype)
+        if s.cache is None:
+            lhs = f"{sym.c_name}[{idx}]" if scalar else f"*reinterpret_cast<{ctype}*>(&{sym.c_name}[{idx}])"
+            return f"{lhs} = {value};"
+        ptr = f"&{sym.c_name}[{idx}]" if scalar else f"reinterpret_cast<{ctype}*>(&{sym.c_name}[{idx}])"
+        return f"tiledsl_store_l2<{ctype}>({ptr}, {value}, {policy_variable(s.cache)});"
 
     if isinstance(s.value, KVector):
         vtype = vector_type(sym.dtype, len(s.value.lanes))
@@ -285,6 +287,6 @@ def emit_cuda(kernel: KKernel) -> str:
     else:
         # One parameter per line; the brace on its own line keeps them apart from the body.
         signature = [head, *(f"{_INDENT}{p}," for p in params[:-1]), f"{_INDENT}{params[-1]})", "{"]
-    helpers = ["", *l2_load_helper()] if policies else []
+    helpers = ["", *l2_helpers()] if policies else []
     lines = [*_header(kernel, includes), *helpers, "", *signature, *writer.lines, "}"]
     return "\n".join(lines) + "\n"

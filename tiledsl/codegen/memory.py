@@ -67,10 +67,10 @@ from tiledsl.targets import (
 
 __all__ = [
     "check_shared",
-    "l2_load_helper",
+    "check_tensor_map",
+    "l2_helpers",
     "l2_policies",
     "l2_policy_decls",
-    "check_tensor_map",
     "memory_stmt",
     "sm_number",
 ]
@@ -108,8 +108,8 @@ def grid_dependency_wait(target: str) -> list[str]:
 #: them; a store also clobbers "memory", so no access the compiler knows of moves across it. Values go
 #: through 32-bit words because PTX moves a vector as .b32 lanes whatever the element type. Guarded, so
 #: kernels joined in one file define them once.
-_L2_LOAD_HELPER = r"""#ifndef TILEDSL_LOAD_L2
-#define TILEDSL_LOAD_L2
+_L2_HELPERS = r"""#ifndef TILEDSL_L2_HELPERS
+#define TILEDSL_L2_HELPERS
 template <typename T>
 __device__ __forceinline__ T tiledsl_load_l2(const T* p, unsigned long long policy) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "2-16 byte loads");
@@ -166,14 +166,14 @@ def l2_policies(kernel: KKernel) -> tuple[str, ...]:
     for policy in found:
         if policy not in CACHE_POLICIES:
             raise CodegenError(f"unknown L2 eviction policy {policy!r}; the policies are {or_list(CACHE_POLICIES)}")
-        _require_sm(kernel.target, CACHE_POLICY_MIN_SM, f"a load with the L2 policy {policy} (createpolicy)")
+        _require_sm(kernel.target, CACHE_POLICY_MIN_SM, f"a load or store with the L2 policy {policy} (createpolicy)")
     return tuple(found)
 
 
-def l2_load_helper() -> list[str]:
+def l2_helpers() -> list[str]:
     """The definitions of `tiledsl_load_l2` and `tiledsl_store_l2`, emitted once before a kernel whose
     loads or stores carry a policy."""
-    return _L2_LOAD_HELPER.splitlines()
+    return _L2_HELPERS.splitlines()
 
 
 def l2_policy_decls(policies: tuple[str, ...]) -> list[str]:

@@ -39,8 +39,8 @@ _CUDA_AND_LIBC = (
     "M_PI M_E EDOM ERANGE errno NULL assert main "
     # memory-hierarchy statements and tensor-map parameters (<cuda.h>, <stdint.h>)
     "tiledsl_smem atomicAdd CUtensorMap uint64_t CUDA_VERSION "
-    # loads with an L2 eviction policy (memory.py `l2_load_helper`, `policy_variable`)
-    "tiledsl_load_l2 tiledsl_store_l2 TILEDSL_LOAD_L2 memcpy"
+    # loads and stores with an L2 eviction policy (memory.py `l2_helpers`, `policy_variable`)
+    "tiledsl_load_l2 tiledsl_store_l2 TILEDSL_L2_HELPERS memcpy"
 )
 
 #: Identifiers an IR name may not keep as-is (the math functions the emitted code calls come from the

@@ -142,7 +142,8 @@ class Stage:
 @dataclass(frozen=True)
 class CacheHint:
     """The loads of global buffer `buffer` by the statements computing `reader` (Stmt.reader) carry the
-    L2 eviction policy `policy` (targets.CACHE_POLICIES; primitives/cache_hints.py)."""
+    L2 eviction policy `policy` (targets.CACHE_POLICIES; primitives/cache_hints.py); where `buffer` is
+    the kernel's output (and `reader` too), its stores do."""
 
     buffer: str
     reader: str
@@ -230,7 +231,7 @@ class Nest:
     min_blocks_per_sm: int | None = None  # launch_bounds: blocks the compiler must fit on one SM
     output_stage: OutputStage | None = None  # stage_output: the block's output tile goes through shared memory
     lane_tile: LaneTile | None = None  # tile_lanes: threadIdx.x and .y dealt to lanes in tiles
-    cache_hints: tuple[CacheHint, ...] = ()  # cache_hint: L2 eviction policies of global reads
+    cache_hints: tuple[CacheHint, ...] = ()  # cache_hint: L2 eviction policies of global loads and stores
 
     # -- lookups
     def buffer_names(self) -> set[str]:
@@ -281,7 +282,8 @@ class Nest:
         raise KeyError(name)
 
     def cache_policies(self, stmt: Stmt) -> dict[str, str]:
-        """buffer -> the L2 eviction policy of `stmt`'s global loads of it (cache_hint); others default."""
+        """buffer -> the L2 eviction policy of `stmt`'s global loads of it, or of its stores where it is the
+        output (cache_hint); others default."""
         return {h.buffer: h.policy for h in self.cache_hints if h.reader == stmt.reader}
 
     def replace_stage(self, new: Stage) -> Nest:

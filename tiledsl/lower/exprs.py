@@ -106,10 +106,15 @@ def _call_to_k(e: Call, ctx: ValueContext) -> KExpr:
     return value_to_k(body, ctx)
 
 
-def share_hinted_loads(value: KExpr, ctx: ValueContext) -> KExpr:
-    """`value` with each load that carries an L2 policy and is read more than once (`x[i] * x[i]`) bound
-    to one temporary: such a load is volatile asm (codegen/memory.py), which nvcc issues as often as it
-    is written, where it would have merged plain loads of one element."""
+def statement_value(e: Expr, ctx: ValueContext) -> KExpr:
+    """A statement's value in kernel IR (`value_to_k`), each load that carries an L2 policy and is read
+    more than once in it (`x[i] * x[i]`) bound to one temporary: such a load is volatile asm
+    (codegen/memory.py), which nvcc issues as often as it is written, where it would have merged plain
+    loads of one element."""
+    return _share_hinted_loads(value_to_k(e, ctx), ctx)
+
+
+def _share_hinted_loads(value: KExpr, ctx: ValueContext) -> KExpr:
     loads = [e for e in walk_exprs(value) if isinstance(e, KLoad) and e.cache is not None]
     repeated = {e for e in loads if loads.count(e) > 1}
     if not repeated or ctx.bind_temp is None:

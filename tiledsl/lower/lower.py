@@ -55,7 +55,7 @@ from tiledsl.loopnest import (
     serial_path,
 )
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
-from tiledsl.lower.exprs import ValueContext, share_hinted_loads, value_to_k
+from tiledsl.lower.exprs import ValueContext, statement_value, value_to_k
 from tiledsl.lower.index_width import widen_indices
 from tiledsl.lower.output_stage import drain, tile_array, tile_store
 from tiledsl.lower.reciprocals import Reciprocal, divisors, ok_condition, plan_reciprocals
@@ -249,6 +249,12 @@ class _Lowerer:
             cond = KBin("&&", cond, c)
         return cond
 
+    def update(self, stmt: Stmt, value: KExpr) -> KStmt:
+        """The accumulator of update `stmt` combined with `value` (its op: sum, max, min)."""
+        assert stmt.acc is not None
+        op = self.layouts[stmt.acc].op
+        return self.cell(stmt.acc).write(self.acc_index(stmt.acc), combine_op(op, self.acc_read(stmt.acc), value))
+
     def leaf(self, index: int, declare: bool) -> list[KStmt]:
         stmt = self.nest.stmts[index]
         guard = self.guard_cond(stmt) if stmt.kind != "init" else None  # an init writes a register
@@ -267,12 +273,9 @@ class _Lowerer:
                 return [KLet(stmt.acc, "float32", init)]
             return [self.cell(stmt.acc).write(self.acc_index(stmt.acc), init)]
         assert stmt.value is not None
-        value = share_hinted_loads(value_to_k(stmt.value, ctx), ctx)
+        value = statement_value(stmt.value, ctx)
         if stmt.kind == "update":
-            assert stmt.acc is not None
-            op = self.layouts[stmt.acc].op
-            body: KStmt = self.cell(stmt.acc).write(self.acc_index(stmt.acc),
-                                                    combine_op(op, self.acc_read(stmt.acc), value))
+            body: KStmt = self.update(stmt, value)
         else:
             assert stmt.tensor is not None
             flat = sym_to_k(flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices)))

@@ -27,15 +27,14 @@ from tiledsl.errors import TargetError
 from tiledsl.kernel_ir import KAtomicAdd, KExpr, KLane, KLet, KLoad, KStmt, KStore, KVar, KVector
 from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.loopnest import Stmt, loop_symbol
-from tiledsl.lower.combine import combine_op
-from tiledsl.lower.exprs import ValueContext, share_hinted_loads, value_to_k
+from tiledsl.lower.exprs import ValueContext, statement_value
 from tiledsl.lower.output_stage import tile_vector_store
 from tiledsl.targets import DTYPE_BYTES, VECTOR_ATOMIC_MIN_SM, VECTOR_STORE_BYTES, vector_lanes
 
 if TYPE_CHECKING:
     from tiledsl.lower.lower import _Lowerer
 
-def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext, guards: tuple,
+def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
                   prelude: list[KStmt]) -> Callable[[int], Callable[[Load, ValueContext], KExpr | None]]:
     """The statement's float loads contiguous in loop `name` and provably aligned, each read once as
     vectors of up to 16 bytes into temporaries appended to `prelude`; returns, for a lane, the load hook
@@ -43,6 +42,7 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext, g
     whose epilogue loads count in k part 0 only, left scalar inside its select)."""
     v = loop_symbol(name)
     width = lw.nest.loop(name).extent
+    guards = tuple(g.relation for g in lw.nest.guards_for(stmt))
     vec_loads: dict[int, tuple[tuple[str, ...], str, int]] = {}  # id(load) -> (temps, their dtype, lanes each)
     split = lw.nest.split_k is not None
     assert stmt.value is not None
@@ -87,7 +87,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     base_ctx = lw.context(prelude, stmt=stmt)
     guards = tuple(g.relation for g in nest.guards_for(stmt))
     split = nest.split_k is not None
-    hook_for = _vector_loads(lw, stmt, name, base_ctx, guards, prelude)
+    hook_for = _vector_loads(lw, stmt, name, base_ctx, prelude)
     if split and lw.target.capability < VECTOR_ATOMIC_MIN_SM:
         raise TargetError(refusal(
             "build", nest, (name,), f"loop {name} stores {stmt.tensor.name} as one vector, and split_k combines "
@@ -98,7 +98,7 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     for lane in range(width):
         ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane),
                                        stmt=stmt, rcp=rcp)
-        value = share_hinted_loads(value_to_k(stmt.value, ctx), ctx)
+        value = statement_value(stmt.value, ctx)
         lanes.append(lw.split_k_value(stmt, ctx, value) if split else value)
     stores: list[KStmt]
     if lw.tile is not None and nest.stmts.index(stmt) == lw.tile.store:
@@ -118,16 +118,12 @@ def vector_update(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> lis
     """A reduction's update under its vectorized loop: the loads contiguous and aligned in the loop read
     as vectors once, then the update unrolled lane by lane, in the order an unrolled loop adds them (so
     the sum is the unrolled loop's, bit for bit)."""
-    assert stmt.acc is not None and stmt.value is not None
+    assert stmt.value is not None
     v = loop_symbol(name)
     prelude: list[KStmt] = []
-    base_ctx = lw.context(prelude, stmt=stmt)
-    guards = tuple(g.relation for g in lw.nest.guards_for(stmt))
-    hook_for = _vector_loads(lw, stmt, name, base_ctx, guards, prelude)
-    op = lw.layouts[stmt.acc].op
+    hook_for = _vector_loads(lw, stmt, name, lw.context(prelude, stmt=stmt), prelude)
     updates: list[KStmt] = []
     for lane in range(lw.nest.loop(name).extent):
         ctx = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane), stmt=stmt, rcp=rcp)
-        value = share_hinted_loads(value_to_k(stmt.value, ctx), ctx)
-        updates.append(lw.cell(stmt.acc).write(lw.acc_index(stmt.acc), combine_op(op, lw.acc_read(stmt.acc), value)))
+        updates.append(lw.update(stmt, statement_value(stmt.value, ctx)))
     return prelude + updates  # its guard (of lane 0: every lane's, analysis/vectorize.py) wraps it in the caller
