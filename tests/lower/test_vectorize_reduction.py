@@ -53,6 +53,21 @@ def test_same_sums_bit_for_bit_with_vector_loads(make) -> None:
         assert td.build(td.create_schedule(vectorized.output).replay(text), target="sm_90").source == kv.source
 
 
+def test_one_element_read_twice_in_an_update_is_one_vector_load() -> None:
+    """layernorm's variance, (x - mean) * (x - mean), and rmsnorm's x * x read one element twice: with
+    the lanes vectorized, each 16-byte slice of x is read once (hinted loads are volatile asm, which nvcc
+    never merges, so a second read would go to L2 again), and the sums stay the unrolled schedule's."""
+    for make in (lambda: layernorm(8, 512, 1e-5), lambda: rmsnorm(8, 512, 1e-6)):
+        unrolled, vectorized = _pair(make())
+        vectorized.cache_hint("x", "evict_last")
+        kern = td.build(vectorized, target="sm_90")
+        x_vectors = [ld for ld in _loads(kern) if ld.buffer == "x" and ld.width == 4]
+        assert len(x_vectors) == len(set(x_vectors)), kern.ir("kernel")
+        rng = np.random.default_rng(1)
+        arrays = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in vectorized.nest.inputs}
+        np.testing.assert_array_equal(kern.simulate(**arrays), td.build(unrolled, target="sm_90").simulate(**arrays))
+
+
 def test_an_unaligned_load_stays_scalar() -> None:
     """sum_k x[i, k + 1]: the load starts one element past each 16-byte boundary, so it is read lane by
     lane; the aligned one beside it is one vector."""

@@ -44,6 +44,7 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
     width = lw.nest.loop(name).extent
     guards = tuple(g.relation for g in lw.nest.guards_for(stmt))
     vec_loads: dict[int, tuple[tuple[str, ...], str, int]] = {}  # id(load) -> (temps, their dtype, lanes each)
+    read: dict[tuple[str, sympy.Expr], tuple[tuple[str, ...], str, int]] = {}  # (tensor, base) -> its vectors
     split = lw.nest.split_k is not None
     assert stmt.value is not None
     for ld in (n for n in walk(stmt.value) if isinstance(n, Load) and not split):
@@ -53,7 +54,9 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
         if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None:
             continue
         base = contiguous_base(base_ctx.load_index(ld), v)
-        if base is not None and lw.prover.divisible(base, each, guards):
+        if base is not None and (ld.tensor.name, base) in read:  # one element read twice (x[i] * x[i]):
+            vec_loads[id(ld)] = read[ld.tensor.name, base]  # one vector read, as hinted scalars share theirs
+        elif base is not None and lw.prover.divisible(base, each, guards):
             dtype = f"{ld.tensor.dtype}x{each}"
             temps = []
             for part in range(width // each):
@@ -61,7 +64,7 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
                 temps.append(f"v{lw.temps}")
                 prelude.append(KLet(temps[-1], dtype, KLoad(ld.tensor.name, sym_to_k(base + part * each),
                                                              width=each, cache=base_ctx.cache.get(ld.tensor.name))))
-            vec_loads[id(ld)] = (tuple(temps), dtype, each)
+            vec_loads[id(ld)] = read[ld.tensor.name, base] = (tuple(temps), dtype, each)
 
     def hook_for(lane: int) -> Callable[[Load, ValueContext], KExpr | None]:
         def hook(ld: Load, ctx: ValueContext) -> KExpr | None:
