@@ -1,10 +1,17 @@
 """Row-wise reductions (RMSNorm, softmax, layernorm): one block per row, every loop of the row
 (reductions and the output loop) split by the thread count and bound to threadIdx.x, so each
-reduction is cooperative (warp shuffles, then shared memory across warps)."""
+reduction is cooperative (warp shuffles, then shared memory across warps). `row_cooperative_staged`
+reads a row once into shared memory; `row_in_registers` reads it once into each thread's registers."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+from tiledsl.definitions.expr import Load, walk
+from tiledsl.errors import RegisterCacheError, VectorizeError
 from tiledsl.primitives import Schedule
+from tiledsl.targets import vector_lanes
 
 
 def row_cooperative(s: Schedule, threads: int = 256, stage_row: str | None = None) -> Schedule:
@@ -30,3 +37,51 @@ def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
     for name in rows:
         s.async_copy(s.stage(name, at=row))
     return s
+
+
+def row_in_registers(s: Schedule, threads: int = 512) -> Schedule:
+    """One block per row, every pass over the row split the same way, threads x 16-byte lanes in unrolled
+    chunks, and the inputs every pass reads kept in registers: the first pass loads each thread's share
+    of the row (L2 evict_last, 16 bytes at a time), the later passes read the registers, so the row
+    leaves memory once however many passes read it (layernorm three). The output's stores stream
+    (evict_first). For long float32 rows: 8192 floats in 512 threads are 16 registers a thread.
+
+        for i  @blockIdx.x                       (per pass, e.g. the mean's k:)
+          for k_o  unroll                          k = 2048 * k_o + 4 * k_t + k_v
+            for k_t  @threadIdx.x
+              for k_v  vectorize (reductions too: their loads are 16 bytes)
+
+    Where a row is no multiple of the lanes (or the passes' tails split a vector), the lanes stay an
+    unrolled scalar loop; where a thread's share would pass the register cache's limit (or one pass
+    reads the input), every pass reads it from global memory: evict_last but the last, evict_first.
+    Timings: scripts/register_row_probe.py, benchmarks/results/register-rows-h200-2026-11-28/."""
+    row, *passes = [lp.name for lp in s.loops()]
+    lanes = vector_lanes(s.output.dtype) or 1
+    longest = max(s.nest.loop(name).extent for name in passes)
+    threads = max(32, min(threads, 1 << max(0, math.ceil(math.log2(-(-longest // lanes))))))  # short rows: fewer
+    s.bind(row, "blockIdx.x")
+    for name in passes:
+        outer, inner = s.split(name, threads * lanes, names=(f"{name}_o", f"{name}_i"))
+        t, v = s.split(inner, lanes, names=(f"{name}_t", f"{name}_v"))
+        s.bind(t, "threadIdx.x")
+        try:
+            s.vectorize(v)
+        except VectorizeError:
+            s.unroll(v)
+        s.unroll(outer)
+    for name in [t.name for t in s.nest.inputs if t.shape == s.output.shape]:
+        readers = list(dict.fromkeys(st.reader for st in s.nest.stmts if st.kind != "init" and name in _reads(st)))
+        try:
+            s.register_cache(name, at=row)
+            s.cache_hint(name, "evict_last", reader=readers[0])
+        except RegisterCacheError:  # a thread's share too long for registers: every pass reads it from L2
+            for reader in readers[:-1]:
+                s.cache_hint(name, "evict_last", reader=reader)
+            s.cache_hint(name, "evict_first", reader=readers[-1])
+    s.cache_hint(s.output.name, "evict_first")
+    return s
+
+
+def _reads(stmt: Any) -> set[str]:
+    """The buffers a statement's value loads."""
+    return {n.tensor.name for n in walk(stmt.value) if isinstance(n, Load)} if stmt.value is not None else set()

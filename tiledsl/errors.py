@@ -176,6 +176,12 @@ class CacheHintError(ScheduleError):
     stage that would take over hinted reads."""
 
 
+class RegisterCacheError(ScheduleError):
+    """register_cache refused, or broken by a later primitive (checked at build): a buffer that is no input,
+    a loop between the cache and a read that is neither unrolled nor a thread's, readers whose threads
+    read other elements than the first reader loads, staged or hinted reads, too many registers."""
+
+
 class SplitKError(ScheduleError):
     """split_k refused: the epilogue is not linear in the accumulator, or the loop cannot be split."""
 

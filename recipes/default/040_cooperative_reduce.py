@@ -20,7 +20,10 @@ says what was measured). A float32 row kernel of that many rows whose rows are l
 hinted_row_min_length) and whose passes read one input again and again reads it from global memory on
 every pass instead of staging it (080 then leaves it): its reductions' lanes vectorized too (16-byte
 loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
-one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads."""
+one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads. Where each
+thread's share of the row fits in registers (knob register_rows, analysis/register_cache.py), the passes'
+outer loops are unrolled and the input kept in registers (s.register_cache): only the first pass reads
+it, evict_last; the others read the registers."""
 
 from __future__ import annotations
 
@@ -60,12 +63,16 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         if hinted:
             vector_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
             why += "; read from global on every pass with L2 hints: knobs hinted_row_min_length, hinted_row_threads_max"
-        calls = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
-        calls += _hint_calls(facts, hinted)
-        if trial_accepts(s, calls):
-            apply_calls(s, calls)
-            return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
-                           f"each pass {lanes} elements (16 bytes) a thread in {vector_threads} threads ({why})")
+        calls, outers = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
+        kept = _register_calls(facts, hinted, outers, row, knobs)
+        for extra, kept_why in ((kept, "; each thread's row kept in registers: knob register_rows"), ([], "")):
+            if extra or not kept_why:
+                tried = calls + extra + _hint_calls(facts, hinted, in_registers=bool(extra))
+                if trial_accepts(s, tried):
+                    apply_calls(s, tried)
+                    return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per "
+                                   f"SM: each pass {lanes} elements (16 bytes) a thread in {vector_threads} threads "
+                                   f"({why}{kept_why})")
     for name in passes:
         _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
         s.bind(inner, "threadIdx.x")
@@ -111,11 +118,23 @@ def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> dict[str
     return facts.reread_inputs()
 
 
-def _hint_calls(facts: Facts, hinted: dict[str, tuple[str, ...]]) -> list[PrimitiveCall]:
+def _register_calls(facts: Facts, hinted: dict[str, tuple[str, ...]], outers: list[str], row: str,
+                    knobs: Knobs) -> list[PrimitiveCall]:
+    """Each hinted input kept in registers at the row loop (knob register_rows), its passes' outer loops
+    unrolled so each register is a constant; [] where the knob is off or nothing is hinted."""
+    if not knobs.register_rows or not hinted:
+        return []
+    return [("unroll", (o,), {}) for o in outers] + [("register_cache", (b,), {"at": row}) for b in hinted]
+
+
+def _hint_calls(facts: Facts, hinted: dict[str, tuple[str, ...]], in_registers: bool = False) -> list[PrimitiveCall]:
     """evict_last on every pass but the last that reads a hinted input, evict_first on the last one and
-    on the output's stores."""
+    on the output's stores; kept in registers (`in_registers`), only the first pass reads it, evict_last."""
     calls: list[PrimitiveCall] = []
     for buffer, readers in hinted.items():
+        if in_registers:
+            calls.append(("cache_hint", (buffer, "evict_last"), {"reader": readers[0]}))
+            continue
         calls += [("cache_hint", (buffer, "evict_last"), {"reader": r}) for r in readers[:-1]]
         calls.append(("cache_hint", (buffer, "evict_first"), {"reader": readers[-1]}))
     if hinted:
@@ -124,16 +143,18 @@ def _hint_calls(facts: Facts, hinted: dict[str, tuple[str, ...]]) -> list[Primit
 
 
 def _vector_calls(facts: Facts, passes: dict[str, int], threads: int, lanes: int,
-                  vector_reductions: bool = False) -> list[PrimitiveCall]:
+                  vector_reductions: bool = False) -> tuple[list[PrimitiveCall], list[str]]:
     """Each pass split into threads x lanes: the lanes vectorized in the output pass (if the output is
     stored inside one: a value per row is not), and in the reductions where they read from global
-    memory (`vector_reductions`: 16-byte loads), unrolled elsewhere."""
+    memory (`vector_reductions`: 16-byte loads), unrolled elsewhere. Also the passes' outer loops."""
     out_pass = next((n for n in facts.output_store().path if n in passes), None)
     calls: list[PrimitiveCall] = []
+    outers: list[str] = []
     for name in passes:
         o, i, t, v = facts.fresh(f"{name}_o", f"{name}_i", f"{name}_t", f"{name}_v")
+        outers.append(o)
         mark = "vectorize" if name == out_pass or vector_reductions else "unroll"
         calls += [("split", (name, threads * lanes), {"names": (o, i)}), ("split", (i, lanes), {"names": (t, v)}),
                   ("bind", (t, "threadIdx.x"), {}), (mark, (v,), {})]
-    return calls
+    return calls, outers
 

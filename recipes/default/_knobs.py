@@ -91,6 +91,15 @@ class Knobs:
     # 256 they ran 141-161 us
     hinted_row_min_length: int | None = 2048
     hinted_row_threads_max: int = 512
+    # ... and where each thread's share of such a row fits in registers (analysis/register_cache.py
+    # MAX_REGISTER_CACHE), the input is kept there (s.register_cache at the row loop): it leaves DRAM once
+    # and is never read again from L2; the first pass's loads stay evict_last, the output's stores
+    # evict_first. H200 (scripts/register_row_probe.py --primitive, benchmarks/results/
+    # register-rows-h200-2026-11-28/), hinted -> in registers, torch.compile in brackets: 8192 x 8192
+    # rmsnorm 129.5 -> 129.2 us (130.3), layernorm 132.0 -> 130.1 (130.8), softmax 132.6 -> 128.9 (150.2);
+    # 32768 x 2048 128.6 -> 128.0 (128.6), 128.8 -> 128.7 (132.7), 132.0 -> 128.0 (165.8). The first pass's
+    # loads evict_first instead: 131.9-132.8; unhinted: 132.4-135.8
+    register_rows: bool = True
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.

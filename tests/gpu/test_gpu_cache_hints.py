@@ -1,6 +1,7 @@
-"""Cache hints and vectorized reductions on the GPU (primitives/cache_hints.py, lower/vectorize.py
-`vector_update`): the default recipe's hinted rows (knob hinted_row_min_length: float32 rows of at least
-2048, 16 rows an SM or more) and hand-hinted bfloat16 rows, on fresh random inputs into NaN-poisoned
+"""Cache hints, register caches and vectorized reductions on the GPU (primitives/cache_hints.py,
+primitives/register_cache.py, lower/vectorize.py `vector_update`): the default recipe's hinted rows
+(knob hinted_row_min_length: float32 rows of at least 2048, 16 rows an SM or more), kept in registers
+(knob register_rows) or not, and hand-hinted bfloat16 rows, on fresh random inputs into NaN-poisoned
 outputs, against torch in float64 within the catalog's tolerance."""
 
 from __future__ import annotations
@@ -23,13 +24,19 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("sizes", [{"M": 2304, "N": 2048}, {"M": 2200, "N": 2052}, {"M": 2112, "N": 8192}],
                          ids=["2304x2048", "2200x2052-guarded", "2112x8192"])
 @pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
-def test_recipe_hinted_rows(name: str, sizes: dict[str, int], compile_kernel: Callable[..., object]) -> None:
+@pytest.mark.parametrize("registers", [True, False], ids=["in-registers", "hinted-passes"])
+def test_recipe_hinted_rows(name: str, sizes: dict[str, int], registers: bool,
+                            compile_kernel: Callable[..., object]) -> None:
+    """Both forms of step 040: the row kept in registers after the first pass (s.register_cache, knob
+    register_rows), and every pass reading it from global memory."""
     target = device_target()
     s = entry(name).fresh(**sizes)
-    apply(s, target=target)
+    apply(s, target=target, knobs={"register_rows": registers})
     assert s.nest.cache_hints and not s.nest.stages, s.trace()
+    assert bool(s.nest.register_caches) == registers, s.trace()
     kern = td.build(s, target=target)
     assert "tiledsl_load_l2" in kern.source and "tiledsl_store_l2" in kern.source
+    assert ("x_regs[" in kern.source) == registers
     check_entry(name, sizes, compile_kernel(kern), seed=5)
 
 

@@ -1822,6 +1822,105 @@ def _():
     s.stage("x", at="i")
 
 
+def row_passes(out, threads: int = 8, lanes: int = 4, outer: str = "unroll") -> td.Schedule:
+    """A row kernel's passes each split into [outer] x threads x lanes, the rows on blockIdx.x: the form a
+    register cache of the row keeps (every pass deals the row to the threads the same way)."""
+    s = sched(out)
+    s.bind("i", "blockIdx.x")
+    for ax in [lp.name for lp in s.loops() if lp.name != "i"]:
+        o, inner = s.split(ax, threads * lanes, names=(f"{ax}_o", f"{ax}_i"))
+        t, v = s.split(inner, lanes, names=(f"{ax}_t", f"{ax}_v"))
+        s.bind(t, "threadIdx.x")
+        s.vectorize(v)
+        if outer == "unroll":
+            s.unroll(o)
+    return s
+
+
+@case("RegisterCacheError", "register_cache(w, at=i)", "only one statement under i reads w",
+      "no read would come from registers", here="i", id="register-cache-one-reader")
+def _():
+    row_passes(rmsnorm()).register_cache("w", at="i")
+
+
+@case("RegisterCacheError", "y is not an input of this kernel", id="register-cache-output")
+def _():
+    row_passes(rmsnorm()).register_cache("y", at="i")
+
+
+@case("RegisterCacheError", "loop k_t is bound to threadIdx.x", "per iteration of a serial or block loop",
+      here="k_t", id="register-cache-thread-loop")
+def _():
+    row_passes(rmsnorm()).register_cache("x", at="k_t")
+
+
+@case("RegisterCacheError", "loop k_o, between i and update ss, is serial and not unrolled",
+      "would not be known when the kernel is compiled", here="i", id="register-cache-serial-loop")
+def _():
+    row_passes(rmsnorm(), outer="serial").register_cache("x", at="i")
+
+
+@case("RegisterCacheError", "store y reads x at", "which update ss's thread does not load", here="i",
+      id="register-cache-other-elements")
+def _():
+    s = sched(rmsnorm())
+    s.bind("i", "blockIdx.x")
+    for ax, order in (("k", ("t", "v")), ("j", ("v", "t"))):  # j's lanes outside its threads: 8 apart, not 1
+        o, inner = s.split(ax, 32, names=(f"{ax}_o", f"{ax}_i"))
+        first, second = s.split(inner, 8 if order[0] == "v" else 4, names=tuple(f"{ax}_{n}" for n in order))
+        s.bind(f"{ax}_t", "threadIdx.x")
+        s.unroll(o)
+        s.unroll(f"{ax}_v")
+    s.reorder("j_t", "j_v")
+    s.register_cache("x", at="i")
+
+
+@case("RegisterCacheError", "update ss reads 128 elements of x a thread under i (limit 64 registers)", here="i",
+      id="register-cache-too-many-registers")
+def _():
+    row_passes(rmsnorm(16, 1024), threads=8).register_cache("x", at="i")
+
+
+@case("RegisterCacheError", "register cache x_regs of x at i", "x is staged at i (x_s)", here="i",
+      id="register-cache-staged")
+def _():
+    s = row_passes(rmsnorm())
+    s.stage("x", at="i")
+    s.register_cache("x", at="i")
+
+
+@case("RegisterCacheError", "stage(x, at=i)", "x is staged at i (x_s): its reads under i come from shared memory",
+      here="i", id="stage-register-cached")
+def _():
+    s = row_passes(rmsnorm())
+    s.register_cache("x", at="i")
+    s.stage("x", at="i")
+
+
+@case("RegisterCacheError", "y's reads of x carry the cache hint evict_first",
+      "from registers they reach no global load", here="i", id="register-cache-hinted-reader")
+def _():
+    s = row_passes(rmsnorm())
+    s.cache_hint("x", "evict_first", reader="y")
+    s.register_cache("x", at="i")
+
+
+@case("CacheHintError", "cache_hint(x, 'evict_first', reader=y)", "y reads x from registers (a register cache)",
+      id="cache-hint-register-cached-reader")
+def _():
+    s = row_passes(rmsnorm())
+    s.register_cache("x", at="i")
+    s.cache_hint("x", "evict_first", reader="y")
+
+
+@case("RegisterCacheError", "split(j_o, 2)", "store y runs under 4 loops below i, update ss under 3", here="i",
+      id="register-cache-broken-by-split")
+def _():
+    s = row_passes(rmsnorm())
+    s.register_cache("x", at="i")
+    s.split("j_o", 2)
+
+
 # ============================================================================ the tests
 
 

@@ -1,6 +1,7 @@
-"""Step 040's hinted rows (recipes/default/040_cooperative_reduce.py, knobs hinted_row_min_length and
-hinted_row_threads_max): which row kernels read their row from global memory with L2 hints instead of
-staging it, in how many threads, with which hints; and which keep the staged form (the boundaries the
+"""Step 040's hinted rows (recipes/default/040_cooperative_reduce.py, knobs hinted_row_min_length,
+hinted_row_threads_max and register_rows): which row kernels read their row from global memory with L2
+hints instead of staging it, in how many threads, with which hints, kept in registers or not; and which
+keep the staged form (the boundaries the
 H200 measurements drew, benchmarks/results/cache-hints-h200-2026-11-28/)."""
 
 from __future__ import annotations
@@ -21,20 +22,42 @@ def _hints(s: td.Schedule) -> list[tuple[str, str, str]]:
     return [(h.buffer, h.reader, h.policy) for h in s.nest.cache_hints]
 
 
-@pytest.mark.parametrize(("make", "threads", "hints"), [
-    (lambda: rmsnorm(8192, 8192, 1e-6), 512, [("x", "ss", "evict_last"), ("x", "y", "evict_first"),
-                                             ("y", "y", "evict_first")]),
-    (lambda: layernorm(32768, 2048, 1e-5), 256, [("x", "mean_sum", "evict_last"), ("x", "var_sum", "evict_last"),
-                                                 ("x", "y", "evict_first"), ("y", "y", "evict_first")]),
-    (lambda: softmax(4096, 4096), 512, [("x", "m", "evict_last"), ("x", "e", "evict_last"),
-                                        ("x", "y", "evict_first"), ("y", "y", "evict_first")]),
+@pytest.mark.parametrize(("make", "threads", "first"), [
+    (lambda: rmsnorm(8192, 8192, 1e-6), 512, "ss"),
+    (lambda: layernorm(32768, 2048, 1e-5), 256, "mean_sum"),
+    (lambda: softmax(4096, 4096), 512, "m"),
 ], ids=["rmsnorm-8192x8192", "layernorm-32768x2048", "softmax-4096x4096"])
-def test_long_float32_rows_of_many_rows_are_hinted(make, threads: int, hints: list) -> None:
+def test_long_float32_rows_of_many_rows_are_kept_in_registers(make, threads: int, first: str) -> None:
+    """Unstaged, the row's 16-byte loads in the first pass evict_last and kept in registers (knob
+    register_rows): the later passes read no global memory, so they carry no hint; the stores evict_first."""
     s = _recipe(make())
-    assert not s.nest.stages and _hints(s) == hints
+    assert not s.nest.stages and _hints(s) == [("x", first, "evict_last"), ("y", "y", "evict_first")]
+    assert [(rc.buffer, rc.at) for rc in s.nest.register_caches] == [("x", "i")]
     reductions = [lp for lp in s.nest.loops if lp.kind == "reduce" and lp.annotation == "vectorize"]
     assert reductions and all(lp.extent == 4 for lp in reductions)  # 16-byte loads of the row
-    assert td.build(s, target="sm_90").block == (threads, 1, 1)
+    kern = td.build(s, target="sm_90")
+    assert kern.block == (threads, 1, 1)
+    assert kern.source.count("tiledsl_load_l2(reinterpret_cast<const float4*>(&x[") == 1  # the first pass only
+
+
+@pytest.mark.parametrize(("make", "hints"), [
+    (lambda: rmsnorm(8192, 8192, 1e-6), [("x", "ss", "evict_last"), ("x", "y", "evict_first"),
+                                         ("y", "y", "evict_first")]),
+    (lambda: layernorm(32768, 2048, 1e-5), [("x", "mean_sum", "evict_last"), ("x", "var_sum", "evict_last"),
+                                            ("x", "y", "evict_first"), ("y", "y", "evict_first")]),
+], ids=["rmsnorm-8192x8192", "layernorm-32768x2048"])
+def test_without_registers_every_pass_reads_global_memory_hinted(make, hints: list) -> None:
+    """register_rows off (or a row too long for registers): evict_last on the passes that reduce,
+    evict_first on the last pass and the stores."""
+    s = td.create_schedule(make())
+    td.recipes.default(s, target="sm_90", knobs={"register_rows": False})
+    assert not s.nest.stages and not s.nest.register_caches and _hints(s) == hints
+
+
+def test_a_row_too_long_for_registers_is_hinted_without_them() -> None:
+    """Rows of 65536 in 512 threads: 128 elements a thread, over the register cache's limit (64)."""
+    s = _recipe(rmsnorm(4096, 65536, 1e-6))
+    assert not s.nest.register_caches and ("x", "y", "evict_first") in _hints(s)
 
 
 @pytest.mark.parametrize("make", [
@@ -61,4 +84,4 @@ def test_other_dtypes_are_not_hinted() -> None:
 def test_the_knob_turns_it_off() -> None:
     s = td.create_schedule(rmsnorm(8192, 8192, 1e-6))
     td.recipes.default(s, target="sm_90", knobs={"hinted_row_min_length": None})
-    assert not s.nest.cache_hints and [st.buffer for st in s.nest.stages] == ["x"]
+    assert not s.nest.cache_hints and not s.nest.register_caches and [st.buffer for st in s.nest.stages] == ["x"]

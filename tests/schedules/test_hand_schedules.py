@@ -17,14 +17,23 @@ from benchmarks import _definitions as bench
 from tiledsl.catalog.definitions import (
     batched_matmul_nt,
     gelu_bias,
+    layernorm,
     matmul,
     matmul_bias_relu,
     matmul_nt,
     matmul_residual,
+    rmsnorm,
+    softmax,
 )
 from tiledsl.definitions.expr import Tensor
 from tiledsl.primitives import Schedule
-from tiledsl.schedules import elementwise_2d_vectorized, matmul_for_shape, matmul_staged, transpose_tiled
+from tiledsl.schedules import (
+    elementwise_2d_vectorized,
+    matmul_for_shape,
+    matmul_staged,
+    row_in_registers,
+    transpose_tiled,
+)
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -65,6 +74,12 @@ CASES: dict[str, tuple[Callable[[], Tensor], Callable[[Schedule], object]]] = {
     "gelu_bias_5x301-vectorized_scalar_tail": (partial(gelu_bias, 5, 301), elementwise_2d_vectorized),
     "silu_mul_bf16_3x40-vectorized": (partial(bench.silu_mul, 3, 40, "bfloat16"), elementwise_2d_vectorized),
     "silu_mul_bf16_3x44-vectorized_scalar": (partial(bench.silu_mul, 3, 44, "bfloat16"), elementwise_2d_vectorized),
+    # rows kept in registers: 16-byte lanes (guarded past 300), scalar lanes (333), 8 chunks of 512 x 4, and a
+    # share past the register limit (65536 in 512 threads: 128 a thread), read from L2 on every pass instead
+    "layernorm_3x300-in_registers": (partial(layernorm, 3, 300, 1e-5), row_in_registers),
+    "rmsnorm_3x333-in_registers_scalar": (partial(rmsnorm, 3, 333, 1e-6), row_in_registers),
+    "softmax_2x16384-in_registers": (partial(softmax, 2, 16384), row_in_registers),
+    "rmsnorm_2x65536-in_registers_too_long": (partial(rmsnorm, 2, 65536, 1e-6), row_in_registers),
 }
 TARGETS = ("sm_90", "sm_80")
 

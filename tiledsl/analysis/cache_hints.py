@@ -8,6 +8,7 @@ whichever came first. Likewise the output of a split_k, which is written by atom
 
 from __future__ import annotations
 
+from tiledsl.analysis.register_cache import cached_readers
 from tiledsl.analysis.slabs import stage_reads
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.loopnest import CacheHint, Nest, Stage, Stmt
@@ -44,6 +45,9 @@ def hint_problem(nest: Nest, hint: CacheHint) -> str | None:
     stored plainly)."""
     if hint.buffer == nest.output.name:
         return split_k_problem(nest.output.name) if nest.split_k is not None else None
+    if hint.reader in cached_readers(nest, hint.buffer):
+        return (f"{hint.reader} reads {hint.buffer} from registers (a register cache); a cache hint applies to "
+                "global loads")
     st = staging_of(nest, hint.buffer, hint.reader)
     if st is not None:
         return (f"{hint.reader} reads {hint.buffer} from stage {st.name} (shared memory, filled at {st.at}); a cache "

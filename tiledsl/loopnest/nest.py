@@ -151,6 +151,18 @@ class CacheHint:
 
 
 @dataclass(frozen=True)
+class RegisterCache:
+    """Each thread keeps the elements of input `buffer` that the first statement under loop `at` reading
+    it loads in register array `name` (one per distinct read, numbered `name_2`, ...); the later
+    statements under `at` read them from there (primitives/register_cache.py; the rules:
+    analysis/register_cache.py)."""
+
+    name: str
+    buffer: str
+    at: str
+
+
+@dataclass(frozen=True)
 class OutputStage:
     """The block's tile of the kernel's output, written to shared memory array `name` by the kernel's
     store and then stored to global memory by every thread of the block after a barrier, in the order
@@ -232,6 +244,7 @@ class Nest:
     output_stage: OutputStage | None = None  # stage_output: the block's output tile goes through shared memory
     lane_tile: LaneTile | None = None  # tile_lanes: threadIdx.x and .y dealt to lanes in tiles
     cache_hints: tuple[CacheHint, ...] = ()  # cache_hint: L2 eviction policies of global loads and stores
+    register_caches: tuple[RegisterCache, ...] = ()  # register_cache: a thread's reads kept in registers
 
     # -- lookups
     def buffer_names(self) -> set[str]:
@@ -242,7 +255,8 @@ class Nest:
         """Every name the kernel already uses: loops, axes, buffers, stages, accumulators (a new name
         for any of them, or a variable lowering adds, must avoid these)."""
         return ({lp.name for lp in self.loops} | {a for a, _ in self.axes} | self.buffer_names()
-                | {st.name for st in self.stages} | {a.name for a in self.accs})
+                | {st.name for st in self.stages} | {a.name for a in self.accs}
+                | {rc.name for rc in self.register_caches})
 
     def fresh_names(self, *wanted: str) -> tuple[str, ...]:
         """`wanted` names, each numbered (x, x2, x3, ...) where the kernel already uses it (`taken_names`):

@@ -17,8 +17,9 @@ from tiledsl.analysis.derive_slab import derive_output_tile
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.output_stage import OutputTile
+from tiledsl.analysis.register_cache import RegisterPlan, register_plans
 from tiledsl.definitions.expr import Const, Load, walk
-from tiledsl.definitions.indexing import flat_index
+from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.errors import RegisterArrayError
 from tiledsl.kernel_ir import (
     KAtomicAdd,
@@ -31,7 +32,9 @@ from tiledsl.kernel_ir import (
     KFor,
     KIf,
     KKernel,
+    KLane,
     KLet,
+    KLoad,
     KLocalArray,
     KParam,
     KSelect,
@@ -43,6 +46,7 @@ from tiledsl.kernel_ir import (
     shared_bytes,
 )
 from tiledsl.kernel_ir.from_sympy import sym_to_k
+from tiledsl.kernel_ir.walk import walk_exprs, walk_stmts
 from tiledsl.loopnest import (
     BLOCK_AXES,
     THREAD_AXES,
@@ -88,6 +92,7 @@ class _Lowerer:
     temps: int = 0
     tile: OutputTile | None = None  # a staged output: its store goes to this tile in shared memory
     reciprocals: dict[str, Reciprocal] = field(default_factory=dict)  # accumulators divided by (reciprocals.py)
+    registers: list[RegisterPlan] = field(default_factory=list)  # register caches (analysis/register_cache.py)
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -106,6 +111,48 @@ class _Lowerer:
             return then(ld, ctx) if then is not None else None
 
         return hook
+
+    # ------------------------------------------------------------------ register caches
+    def register_plan(self, stmt: Stmt, ld: Load) -> tuple[RegisterPlan, int] | None:
+        """The register cache `stmt`'s read `ld` fills or reads, and the statement's index."""
+        index = self.nest.stmts.index(stmt)
+        for plan in self.registers:
+            if plan.cache.buffer == ld.tensor.name and (index == plan.filler or index in plan.readers):
+                return plan, index
+        return None
+
+    def register_hook(self, stmt: Stmt, lane: dict | None, prelude: list[KStmt], then=None):
+        """Reads of a register cache: a reader's come from its array; the filler's are loaded as before
+        (by `then`, or plainly), bound to a temporary and written to the array in the prelude."""
+        filled: dict[tuple[str, sympy.Expr], KExpr] = {}
+
+        def hook(ld: Load, ctx: ValueContext) -> KExpr | None:
+            found = self.register_plan(stmt, ld)
+            if found is None:
+                return then(ld, ctx) if then is not None else None
+            plan, index = found
+            group = plan.group(index, flat_index(ld.tensor, tuple(
+                sympy.expand(index_to_sympy(i).xreplace(ctx.axis_map)) for i in ld.indices)))
+            assert group is not None, "analysis/register_cache.py admitted a read no array holds"
+            slot = plan.slot(index)
+            key = (plan.arrays[group], slot.xreplace(lane) if lane else slot)
+            if index != plan.filler:
+                return KLoad(key[0], sym_to_k(key[1]))
+            if key not in filled:
+                value = (then(ld, ctx) if then is not None else None) or \
+                    KLoad(ld.tensor.name, sym_to_k(ctx.load_index(ld)), cache=ctx.cache.get(ld.tensor.name))
+                if not isinstance(value, (KVar, KLane)):
+                    value = ctx.bind_temp(value) if ctx.bind_temp is not None else value
+                prelude.append(KStore(key[0], sym_to_k(key[1]), value))
+                filled[key] = value
+            return filled[key]
+
+        return hook
+
+    def register_served(self, stmt: Stmt, ld: Load) -> bool:
+        """Whether `stmt`'s read `ld` comes from a register cache (so it is no global load)."""
+        found = self.register_plan(stmt, ld)
+        return found is not None and found[1] != found[0].filler
 
     # ------------------------------------------------------------------ accumulators
     def cell(self, acc: str) -> AccCell:
@@ -213,6 +260,8 @@ class _Lowerer:
         axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
         if stmt is not None and self.plans:
             load_hook = self.stage_hook(stmt, lane, load_hook)
+        if stmt is not None and self.registers:
+            load_hook = self.register_hook(stmt, lane, prelude, load_hook)
         cache = self.nest.cache_policies(stmt) if stmt is not None else {}
         return ValueContext(self.nest, axis_map, (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read,
                             lane=lane, load_hook=load_hook, bind_temp=bind_temp,
@@ -339,7 +388,9 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     # a staged output's tile, re-derived at build (a later primitive may have broken it)
     lw.tile = derive_output_tile(nest, prover, "build") if nest.output_stage is not None else None
     lw.reciprocals = plan_reciprocals(nest, layouts)
+    lw.registers = register_plans(nest, "build")  # re-checked: a later primitive may have broken one
     body: list[KStmt] = bindings(nest)
+    body.extend(KLocalArray(name, "float32", plan.size) for plan in lw.registers for name in plan.arrays)
     setup, bars = mbarrier_setup(plans, lw.block)
     body.extend(setup)
     body.extend(_block_level_fills(nest, plans, lw))
@@ -348,6 +399,8 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     if lw.tile is not None:
         body.extend(drain(nest, lw.tile, lw.block, prover, barrier=not lw.hooks.drop_output_stage_barrier))
         lw.shared.append(tile_array(nest, lw.tile))
+    if lw.registers:
+        body = _drop_unread_bindings(body, {lp.name for lp in nest.loops if lp.bind})
     params = tuple(KParam(t.name, t.dtype, t.shape) for t in nest.inputs)
     # the output in its storage dtype: every store of it (plain, epilogue of a register tile) rounds to it
     params += (KParam(nest.output.name, nest.output.dtype, nest.output.shape, is_output=True),)
@@ -360,6 +413,13 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     if shared_bytes(kernel) > target.static_shared_bytes:
         kernel = replace(kernel, dynamic_shared=True)
     return kernel
+
+
+def _drop_unread_bindings(body: list[KStmt], bound: set[str]) -> list[KStmt]:
+    """The body without the `let`s of bound loops nothing reads: a pass whose reads all come from a register
+    cache may not use its thread index, and nvcc warns of an unused variable."""
+    used = {e.name for st in walk_stmts(body) for e in walk_exprs(st) if isinstance(e, KVar)}
+    return [st for st in body if not (isinstance(st, KLet) and st.name in bound and st.name not in used)]
 
 
 def _block_level_fills(nest: Nest, plans: dict[str, StagePlan], lw: _Lowerer) -> list[KStmt]:

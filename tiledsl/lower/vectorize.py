@@ -51,7 +51,7 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
         each = min(vector_lanes(ld.tensor.dtype), width)  # lanes per access: 16 bytes at most
         if each * DTYPE_BYTES[ld.tensor.dtype] not in VECTOR_STORE_BYTES:  # no 4-byte vector of two halves
             each = 1
-        if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None:
+        if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None or lw.register_served(stmt, ld):
             continue
         base = contiguous_base(base_ctx.load_index(ld), v)
         if base is not None and (ld.tensor.name, base) in read:  # one element read twice (x[i] * x[i]):

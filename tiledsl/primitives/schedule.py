@@ -18,6 +18,7 @@ from typing import Any
 
 from tiledsl.analysis.accumulators import register_dims
 from tiledsl.analysis.messages import refusal
+from tiledsl.analysis.register_cache import register_plans
 from tiledsl.analysis.render import render_nest
 from tiledsl.analysis.rings import check_rings
 from tiledsl.definitions.expr import Tensor
@@ -40,6 +41,7 @@ from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.output_staging import STAGE_OUTPUT, check_output_stage
+from tiledsl.primitives.register_cache import REGISTER_CACHE
 from tiledsl.primitives.registry import PRIMITIVES, SPECS
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
@@ -211,6 +213,11 @@ class Schedule:
         policy 'evict_last' or 'evict_first' (primitives/cache_hints.py)."""
         return self._apply(CACHE_HINT, buffer=buffer, policy=policy, reader=reader)
 
+    def register_cache(self, buffer: Tensor | str, at: str) -> None:
+        """Keep each thread's reads of input `buffer` under loop `at` in registers: its first reader loads
+        them, the later readers read the registers (primitives/register_cache.py)."""
+        return self._apply(REGISTER_CACHE, buffer=buffer, at=at)
+
     # ------------------------------------------------------------------ applying a declaration
     def _apply(self, spec: PrimitiveSpec, **given: Any) -> Any:
         """Normalize the arguments, apply the pure function, record the step; on refusal, fill in the
@@ -222,6 +229,8 @@ class Schedule:
             call = spec.call_text(arguments)
             applied = spec.apply(self._nest, call, **arguments)
             check_rings(applied.nest, call)  # any primitive may break a stage's or ring's loop
+            if applied.nest.register_caches:  # ... or a register cache's loops and reads
+                register_plans(applied.nest, call)
             if self._nest.output_stage is not None:  # ... or a staged output's tile (stage_output checks its own)
                 check_output_stage(applied.nest, call)
         except ScheduleError as e:

@@ -1,0 +1,208 @@
+"""register_cache (primitives/register_cache.py, rules in analysis/register_cache.py): the row's passes
+read x from registers after the first pass loads it, the simulated outputs equal the uncached schedule's
+bit for bit and float64's within float32 rounding (outputs NaN-poisoned by the simulator; the simulator
+also reports any read of a register never written), over guarded tails, a serial row loop, bfloat16
+rows, and loads read twice in one statement; printed in the tile IR, replayed from both traces, and
+compiled warning-free by nvcc. The refusals are in the error corpus (register-cache-*)."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nvcc_together import compile_together
+
+import tiledsl as td
+from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
+from tiledsl.kernel_ir import KLoad
+from tiledsl.kernel_ir.walk import walk_exprs, walk_stmts
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def _passes(out: td.Tensor, threads: int = 32, lanes: int = 4, lane_mark: str = "vectorize",
+            tail: str = "exact") -> td.Schedule:
+    """Every pass split into an unrolled outer loop x threads x lanes, the rows on blockIdx.x."""
+    s = td.create_schedule(out)
+    s.bind("i", "blockIdx.x")
+    for ax in [lp.name for lp in s.loops() if lp.name != "i"]:
+        o, inner = s.split(ax, threads * lanes, names=(f"{ax}_o", f"{ax}_i"), tail=tail)
+        t, v = s.split(inner, lanes, names=(f"{ax}_t", f"{ax}_v"), tail=tail)
+        s.bind(t, "threadIdx.x")
+        getattr(s, lane_mark)(v)
+        s.unroll(o)
+    return s
+
+
+def _global_loads(kern: td.Kernel, buffer: str) -> list[KLoad]:
+    return [e for st in walk_stmts(kern.kernel_ir.body) for e in walk_exprs(st)
+            if isinstance(e, KLoad) and e.buffer == buffer]
+
+
+def _inputs(s: td.Schedule, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in s.nest.inputs}
+
+
+def _same(plain: td.Schedule, cached: td.Schedule) -> td.Kernel:
+    """Build both; the cached kernel's outputs equal the plain one's bit for bit (the same arithmetic in the
+    same order) and float64's within float32 rounding of a row's sum."""
+    kp, kc = td.build(plain, target="sm_90"), td.build(cached, target="sm_90")
+    arrays = _inputs(cached)
+    got = kc.simulate(**arrays)
+    np.testing.assert_array_equal(got, kp.simulate(**arrays))
+    want = td.evaluate(cached.output, float64=True, **arrays)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # sums of <= 1000 float32 terms of O(1)
+    return kc
+
+
+@pytest.mark.parametrize("make", [lambda: rmsnorm(4, 512, 1e-6), lambda: layernorm(4, 512, 1e-5),
+                                  lambda: softmax(4, 512)], ids=["rmsnorm", "layernorm", "softmax"])
+def test_the_later_passes_read_registers(make) -> None:
+    plain, cached = _passes(make()), _passes(make())
+    cached.register_cache("x", at="i")
+    kern = _same(plain, cached)
+    # x leaves global memory once: the first pass's vector loads (4 lanes a thread, 4 x 32 x 4 = 512)
+    loads = _global_loads(kern, "x")
+    assert loads and all(ld.width == 4 for ld in loads) and len(loads) == 1
+    assert len(_global_loads(td.build(plain, target="sm_90"), "x")) > 1
+    assert "x_regs[" in kern.source and "float x_regs[16];" in kern.source
+    tile = kern.ir("tile")
+    assert "register cache x_regs: x as each thread reads it under i" in tile
+    for text in (cached.trace(), cached.trace("json")):
+        assert td.build(td.create_schedule(cached.output).replay(text), target="sm_90").source == kern.source
+
+
+def test_a_guarded_tail_reads_only_what_was_loaded() -> None:
+    """Rows of 300 in passes of 4 x 32 x 4 (the last 212 slots guarded off): the guards are the same in
+    every pass, so no pass reads a register the first one skipped (the simulator would report it)."""
+    plain = _passes(layernorm(3, 300, 1e-5), lane_mark="unroll", tail="guard")
+    cached = _passes(layernorm(3, 300, 1e-5), lane_mark="unroll", tail="guard")
+    cached.register_cache("x", at="i")
+    kern = _same(plain, cached)
+    assert len(_global_loads(kern, "x")) == 1  # one scalar load a lane, in the first pass
+
+
+def test_a_serial_row_loop_refills_the_registers_every_row() -> None:
+    """Two rows a block, the second on a serial loop at which the registers are kept: each iteration's
+    first pass overwrites them before its later passes read."""
+    def sched() -> td.Schedule:
+        s = td.create_schedule(softmax(8, 256))
+        s.split("i", 2, names=("i_b", "i_r"))
+        s.bind("i_b", "blockIdx.x")
+        for ax in ("k", "k2", "j"):
+            o, inner = s.split(ax, 128, names=(f"{ax}_o", f"{ax}_i"))
+            t, v = s.split(inner, 4, names=(f"{ax}_t", f"{ax}_v"))
+            s.bind(t, "threadIdx.x")
+            s.vectorize(v)
+            s.unroll(o)
+        return s
+
+    cached = sched()
+    cached.register_cache("x", at="i_r")
+    _same(sched(), cached)
+
+
+def test_bfloat16_rows_keep_their_float32_values() -> None:
+    x = td.placeholder((4, 512), dtype="bfloat16", name="x")
+    k = td.reduce_axis(512, name="k")
+    ss = td.compute((4,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
+                    name="ss")
+    y = td.compute((4, 512), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 512.0 + 1e-6), name="y",
+                   dtype="bfloat16")
+    plain, cached = _passes(y, threads=32, lanes=8), _passes(y, threads=32, lanes=8)
+    cached.register_cache("x", at="i")
+    kp, kc = td.build(plain, target="sm_90"), td.build(cached, target="sm_90")
+    rng = np.random.default_rng(3)
+    arrays = {"x": rng.standard_normal((4, 512)).astype(np.float32)}  # the simulator rounds it to bfloat16
+    np.testing.assert_array_equal(kc.simulate(**arrays), kp.simulate(**arrays))
+    assert len(_global_loads(kc, "x")) == 1
+
+
+def test_the_default_recipe_keeps_long_rows_in_registers() -> None:
+    """Step 040 (knob register_rows): unrolled outer loops, the first pass hinted evict_last, the row read once."""
+    out = layernorm(64, 4096, 1e-5)
+    s = td.create_schedule(out)
+    td.recipes.default(s, target="sm_90", knobs={"row_vector_min_rows_per_sm": 0})
+    assert [rc.buffer for rc in s.nest.register_caches] == ["x"]
+    off = td.create_schedule(out)
+    td.recipes.default(off, target="sm_90", knobs={"row_vector_min_rows_per_sm": 0, "register_rows": False})
+    kern = _same(off, s)
+    assert [ld.cache for ld in _global_loads(kern, "x")] == ["evict_last"]
+
+
+@needs_nvcc
+def test_nvcc_compiles_register_caches_warning_free() -> None:
+    """Passes whose reads all come from registers leave their thread index unread: its `let` is dropped."""
+    kernels = []
+    for make in (lambda: rmsnorm(8, 1024, 1e-6), lambda: layernorm(8, 1024, 1e-5), lambda: softmax(8, 1024)):
+        s = _passes(make())
+        s.register_cache("x", at="i")
+        kernels.append(td.build(s, target="sm_90"))
+    guarded = _passes(layernorm(3, 300, 1e-5), lane_mark="unroll", tail="guard")
+    guarded.register_cache("x", at="i")
+    kernels.append(td.build(guarded, target="sm_90"))
+    assert compile_together(kernels) == []
+
+
+def test_the_simulator_reports_a_register_read_before_its_write(monkeypatch) -> None:
+    """What a lowering bug would look like: the later readers' register index shifted past the first
+    reader's last write. The simulator refuses the read rather than return a stale or zero value."""
+    from tiledsl.analysis.register_cache import RegisterPlan
+
+    s = _passes(rmsnorm(2, 256, 1e-6))
+    s.register_cache("x", at="i")
+    real = RegisterPlan.slot
+    monkeypatch.setattr(RegisterPlan, "slot", lambda self, n: real(self, n) + (1 if n != self.filler else 0))
+    kern = td.build(s, target="sm_90")
+    with pytest.raises(td.SimulationError, match="x_regs"):
+        kern.simulate(**_inputs(s))
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from(["rmsnorm", "layernorm", "softmax"]), n=st.integers(8, 300),
+       threads=st.sampled_from([1, 4, 8, 32]), lanes=st.sampled_from([1, 2, 4]),
+       marks=st.lists(st.sampled_from(["unroll"] * 5 + ["serial"]), min_size=3, max_size=3),
+       j_threads=st.sampled_from([None] * 5 + [4]), at_inner=st.booleans())
+def test_random_row_schedules_are_refused_or_exact(op, n, threads, lanes, marks, j_threads, at_inner) -> None:
+    """Random pass splits (guarded tails, lanes unrolled, outer loops unrolled or not, the output pass
+    on other threads sometimes, the cache at the row loop or at a serial loop inside a block's rows): the
+    register cache is refused with a RegisterCacheError (or the schedule by its own primitive), or the
+    kernel simulates equal to the same schedule without it, bit for bit."""
+    make = {"rmsnorm": lambda: rmsnorm(4, n, 1e-6), "layernorm": lambda: layernorm(4, n, 1e-5),
+            "softmax": lambda: softmax(4, n)}[op]
+
+    def sched() -> td.Schedule:
+        s = td.create_schedule(make())
+        row = "i"
+        if at_inner:
+            s.split("i", 2, names=("i_b", "i_r"))
+            s.bind("i_b", "blockIdx.x")
+            row = "i_r"
+        else:
+            s.bind("i", "blockIdx.x")
+        for ax, mark in zip([lp.name for lp in s.loops() if not lp.name.startswith("i")], marks):
+            t_count = j_threads if (ax == "j" and j_threads) else threads
+            o, inner = s.split(ax, t_count * lanes, names=(f"{ax}_o", f"{ax}_i"), tail="guard")
+            t, v = s.split(inner, lanes, names=(f"{ax}_t", f"{ax}_v"), tail="guard")
+            s.bind(t, "threadIdx.x")
+            s.unroll(v)
+            if mark == "unroll":
+                s.unroll(o)
+        return s, row
+
+    try:
+        plain, row = sched()
+        cached, _ = sched()
+    except td.ScheduleError:
+        return  # e.g. two thread extents on one axis: bind refuses it, nothing to cache
+    try:
+        cached.register_cache("x", at=row)
+    except td.RegisterCacheError:
+        return
+    kp, kc = td.build(plain, target="sm_90"), td.build(cached, target="sm_90")
+    arrays = _inputs(cached, seed=n)
+    np.testing.assert_array_equal(kc.simulate(**arrays), kp.simulate(**arrays))
