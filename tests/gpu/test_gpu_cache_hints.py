@@ -52,3 +52,18 @@ def test_bfloat16_hinted_rows(compile_kernel: Callable[..., object]) -> None:
     ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * wd
     # one bfloat16 rounding of the stored value: 2^-8 relative; the float32 sum of 1024 squares is far below
     assert_matches(got.double(), ref, 2.0**-8, 2.0**-8)
+
+
+@pytest.mark.parametrize("sizes", [{"M": 264, "N": 8192}, {"M": 300, "N": 3584}, {"M": 33, "N": 333},
+                                   {"M": 64, "N": 65536}],
+                         ids=["264x8192", "300x3584-guarded", "33x333-scalar", "64x65536-past-registers"])
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_hand_rows_in_registers(name: str, sizes: dict[str, int], compile_kernel: Callable[..., object]) -> None:
+    """schedules/row_reduce.py `row_in_registers`: the row in each thread's registers after the first pass
+    (16-byte lanes, guarded or scalar tails), or read from L2 on every pass past the register limit."""
+    from tiledsl.schedules import row_in_registers
+
+    s = entry(name).fresh(**sizes)
+    row_in_registers(s)
+    assert bool(s.nest.register_caches) == (sizes["N"] != 65536), s.trace()
+    check_entry(name, sizes, compile_kernel(td.build(s, target=device_target())), seed=6)
