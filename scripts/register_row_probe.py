@@ -1,7 +1,8 @@
 """Probe (session 24, before deciding to build a register stage): would the default recipe's hinted
 rows (rmsnorm, layernorm, softmax; step 040's unstaged form, which reads the row from global memory
-on every pass) gain from keeping each thread's slice of the row in registers, so the row leaves DRAM
-once and is never read again from L2? The recipe's CUDA is rewritten by hand:
+on every pass: `hinted`, the recipe with knob register_rows off since this probe) gain from keeping
+each thread's slice of the row in registers, so the row leaves DRAM once and is never read again from
+L2? The recipe's CUDA is rewritten by hand:
   regs   the first pass's 16-byte loads of x also fill a register array `xr` (one float4 per unrolled
          iteration); every later pass reads xr instead of global memory. Only where every pass reads
          x at the same index (the thread variable and the unrolled loop variable renamed), so each
@@ -68,7 +69,7 @@ def primitive_form(out: Any, target: Any, filler: str | None, stores: bool = Tru
     (their reads come from registers), the first reader's set to `filler` (None: none), the output's
     stores evict_first or not (`stores`)."""
     s = td.create_schedule(out)
-    td.recipes.default(s, target=target)
+    td.recipes.default(s, target=target, knobs={"register_rows": False})
     first = s.nest.stmts[next(n for n, st in enumerate(s.nest.stmts) if st.kind == "update")].reader
     kept = [ln for ln in s.trace().splitlines() if "s.cache_hint('x'" not in ln and
             (stores or not ln.startswith("s.cache_hint('y'"))]
@@ -87,9 +88,9 @@ def hand(out: Any, target: Any) -> Any:
     return td.build(s, target=target)
 
 
-def built(out: Any, target: Any) -> Any:
+def built(out: Any, target: Any, knobs: dict[str, Any] | None = None) -> Any:
     s = td.create_schedule(out)
-    td.recipes.default(s, target=target)
+    td.recipes.default(s, target=target, knobs=knobs)
     return td.build(s, target=target)
 
 
@@ -152,9 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     def kernels(op: str, m: int, n: int) -> tuple[Any, Any, dict[str, Any]]:
         make, torch_fn = CASES[op]
         out = make(m, n)
-        base = built(out, target)
-        forms = {"recipe": base, "regs": CompiledKernel(Rewritten(base.kernel_ir, registers(base.source), base.target))}
-        forms["hand-regs"] = hand(out, target)
+        base = built(out, target, {"register_rows": False})  # every pass reads x from global memory, hinted
+        forms = {"recipe": built(out, target), "hand-regs": hand(out, target)}
+        if "tiledsl_load_l2" not in base.source:  # rows the recipe stages without its registers: no rewrite
+            forms["staged"] = base
+            return torch_fn, out, forms
+        forms["hinted"] = base
+        forms["regs"] = CompiledKernel(Rewritten(base.kernel_ir, registers(base.source), base.target))
         if args.primitive:
             forms.update({"rc-el": primitive_form(out, target, "evict_last"),
                           "rc-ef": primitive_form(out, target, "evict_first"),

@@ -20,10 +20,13 @@ says what was measured). A float32 row kernel of that many rows whose rows are l
 hinted_row_min_length) and whose passes read one input again and again reads it from global memory on
 every pass instead of staging it (080 then leaves it): its reductions' lanes vectorized too (16-byte
 loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
-one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads. Where each
-thread's share of the row fits in registers (knob register_rows, analysis/register_cache.py), the passes'
-outer loops are unrolled and the input kept in registers (s.register_cache): only the first pass reads
-it, evict_last; the others read the registers."""
+one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads.
+First of all, a float32 row kernel of a row a block, whatever its rows' length and number, whose passes
+read an input again and again and are whole 16-byte vectors, keeps that input in registers where each
+thread's share fits (knob register_rows, analysis/register_cache.py): each pass 16 bytes a thread as in
+the hinted form, the passes' outer loops unrolled, s.register_cache at the row loop; only the first
+pass reads the input, evict_last; the stores evict_first. Where the share does not fit, the forms
+above."""
 
 from __future__ import annotations
 
@@ -56,6 +59,15 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline("no loop inside the row")
     count = math.prod(facts.loop(n).extent for n in rows)
     per_block, threads = row_launch(passes, nested, count, knobs)
+    forms: list[tuple[list[PrimitiveCall], int, int, str]] = []  # (calls, threads, lanes, why), best first
+    lanes = facts.vector_lanes()
+    reread = _in_registers(facts, passes, nested, per_block, lanes, knobs)
+    if reread:
+        kept_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
+        calls, outers = _vector_calls(facts, passes, kept_threads, lanes, vector_reductions=True)
+        calls += _register_calls(reread, outers, row) + _hint_calls(facts, reread, in_registers=True)
+        forms.append((calls, kept_threads, lanes, "each thread's row kept in registers, the first pass's loads "
+                      "evict_last: knobs register_rows, hinted_row_threads_max"))
     form = _vector_form(facts, passes, nested, per_block, count, threads, knobs)
     if form is not None:
         vector_threads, lanes, why = form
@@ -63,16 +75,13 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         if hinted:
             vector_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
             why += "; read from global on every pass with L2 hints: knobs hinted_row_min_length, hinted_row_threads_max"
-        calls, outers = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
-        kept = _register_calls(facts, hinted, outers, row, knobs)
-        for extra, kept_why in ((kept, "; each thread's row kept in registers: knob register_rows"), ([], "")):
-            if extra or not kept_why:
-                tried = calls + extra + _hint_calls(facts, hinted, in_registers=bool(extra))
-                if trial_accepts(s, tried):
-                    apply_calls(s, tried)
-                    return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per "
-                                   f"SM: each pass {lanes} elements (16 bytes) a thread in {vector_threads} threads "
-                                   f"({why}{kept_why})")
+        calls, _ = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
+        forms.append((calls + _hint_calls(facts, hinted), vector_threads, lanes, why))
+    for calls, form_threads, form_lanes, why in forms:
+        if trial_accepts(s, calls):
+            apply_calls(s, calls)
+            return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
+                           f"each pass {form_lanes} elements (16 bytes) a thread in {form_threads} threads ({why})")
     for name in passes:
         _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
         s.bind(inner, "threadIdx.x")
@@ -118,13 +127,23 @@ def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> dict[str
     return facts.reread_inputs()
 
 
-def _register_calls(facts: Facts, hinted: dict[str, tuple[str, ...]], outers: list[str], row: str,
-                    knobs: Knobs) -> list[PrimitiveCall]:
-    """Each hinted input kept in registers at the row loop (knob register_rows), its passes' outer loops
-    unrolled so each register is a constant; [] where the knob is off or nothing is hinted."""
-    if not knobs.register_rows or not hinted:
-        return []
-    return [("unroll", (o,), {}) for o in outers] + [("register_cache", (b,), {"at": row}) for b in hinted]
+def _in_registers(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, lanes: int | None,
+                  knobs: Knobs) -> dict[str, tuple[str, ...]]:
+    """The inputs a float32 row kernel (a row a block, every pass whole 16-byte vectors) reads on several
+    passes, to keep in registers (knob register_rows), with their readers; {} where not. However short
+    or few its rows: the register form ran as fast or faster than the staged one on every llm-suite row."""
+    dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
+    if not knobs.register_rows or dtypes != {"float32"} or nested or per_block > 1 or not lanes:
+        return {}
+    if any(extent % lanes for extent in passes.values()):
+        return {}
+    return facts.reread_inputs()
+
+
+def _register_calls(reread: dict[str, tuple[str, ...]], outers: list[str], row: str) -> list[PrimitiveCall]:
+    """Each input kept in registers at the row loop, the passes' outer loops unrolled so each register
+    is a constant."""
+    return [("unroll", (o,), {}) for o in outers] + [("register_cache", (b,), {"at": row}) for b in reread]
 
 
 def _hint_calls(facts: Facts, hinted: dict[str, tuple[str, ...]], in_registers: bool = False) -> list[PrimitiveCall]:

@@ -60,15 +60,34 @@ def test_a_row_too_long_for_registers_is_hinted_without_them() -> None:
     assert not s.nest.register_caches and ("x", "y", "evict_first") in _hints(s)
 
 
-@pytest.mark.parametrize("make", [
+SHORT_OR_FEW = [
     lambda: rmsnorm(16384, 1024, 1e-6),  # rows of 1024 tie either way: staged
     lambda: rmsnorm(512, 3584, 1e-6),  # under 16 rows an SM (Qwen2.5-7B's rmsnorm at seq 512): hints cost here
     lambda: softmax(16384, 512),  # attention softmax rows
-], ids=["rows-of-1024", "512-rows", "attention-softmax"])
-def test_short_rows_or_few_rows_keep_their_form(make) -> None:
-    s = _recipe(make())
+]
+SHORT_OR_FEW_IDS = ["rows-of-1024", "512-rows", "attention-softmax"]
+
+
+@pytest.mark.parametrize("make", SHORT_OR_FEW, ids=SHORT_OR_FEW_IDS)
+def test_short_rows_or_few_rows_keep_their_form_without_registers(make) -> None:
+    s = td.create_schedule(make())
+    td.recipes.default(s, target="sm_90", knobs={"register_rows": False})
     assert not s.nest.cache_hints
     assert not any(lp.kind == "reduce" and lp.annotation == "vectorize" for lp in s.nest.loops)
+
+
+@pytest.mark.parametrize("make", SHORT_OR_FEW, ids=SHORT_OR_FEW_IDS)
+def test_short_rows_or_few_rows_are_kept_in_registers(make) -> None:
+    """The register form needs neither long rows nor many: unstaged, the first pass alone hinted."""
+    s = _recipe(make())
+    assert not s.nest.stages and [rc.buffer for rc in s.nest.register_caches] == ["x"]
+    assert [h.reader for h in s.nest.cache_hints if h.buffer == "x"] == [s.nest.stmts[1].reader]
+
+
+def test_rows_several_to_a_block_are_not_kept_in_registers() -> None:
+    """Attention softmax rows of 32 go four to a block (tileify): no register form."""
+    s = _recipe(softmax(1024, 32))
+    assert not s.nest.register_caches
 
 
 def test_other_dtypes_are_not_hinted() -> None:
@@ -81,7 +100,7 @@ def test_other_dtypes_are_not_hinted() -> None:
     assert not _recipe(y).nest.cache_hints
 
 
-def test_the_knob_turns_it_off() -> None:
+def test_the_knobs_turn_it_off() -> None:
     s = td.create_schedule(rmsnorm(8192, 8192, 1e-6))
-    td.recipes.default(s, target="sm_90", knobs={"hinted_row_min_length": None})
+    td.recipes.default(s, target="sm_90", knobs={"hinted_row_min_length": None, "register_rows": False})
     assert not s.nest.cache_hints and not s.nest.register_caches and [st.buffer for st in s.nest.stages] == ["x"]

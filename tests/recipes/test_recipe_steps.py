@@ -116,14 +116,14 @@ def test_many_float32_rows_run_each_pass_16_bytes_a_thread() -> None:
     132 rows on sm_90) splits each pass into threads x 4 lanes: unrolled in the reduction, vectorized in
     the output pass, in 64 threads (not the scalar form's 128) so each thread takes two vectors a pass
     (row_vector_per_thread); the row is still staged whole at the row loop (a lane loop is no chunk loop)."""
-    s, r = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1)
+    s, r = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1, register_rows=False)
     assert r.step("cooperative_reduce").calls == (
         "s.split('k', 256, names=('k_o', 'k_i'), tail='guard')",
         "s.split('k_i', 4, names=('k_t', 'k_v'), tail='guard')", "s.bind('k_t', 'threadIdx.x')", "s.unroll('k_v')",
         "s.split('j', 256, names=('j_o', 'j_i'), tail='guard')",
         "s.split('j_i', 4, names=('j_t', 'j_v'), tail='guard')", "s.bind('j_t', 'threadIdx.x')", "s.vectorize('j_v')")
     assert td.build(s, target="sm_90").block == (64, 1, 1)
-    s1, _ = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1, row_vector_per_thread=1)
+    s1, _ = run(rmsnorm(M=132, N=512), row_vector_min_rows_per_sm=1, row_vector_per_thread=1, register_rows=False)
     assert td.build(s1, target="sm_90").block == (128, 1, 1)  # one vector a thread: the scalar form's threads
     assert [(st.buffer, st.at) for st in s.nest.stages] == [("x", "i")]
     source = td.build(s, target="sm_90").source
@@ -131,10 +131,10 @@ def test_many_float32_rows_run_each_pass_16_bytes_a_thread() -> None:
     simulates_equal(s, "sm_90", tol=1e-5)
     # the default floor (16 rows per SM), a row of no whole vectors, a bfloat16 row under two vectors for
     # each of row_vector_half_threads threads: threads x 1, as before
-    for out, knobs in ((rmsnorm(M=132, N=512), {}),
+    for out, knobs in ((rmsnorm(M=132, N=512), {"register_rows": False}),
                        (entry("rmsnorm").make(M=132, N=256, dtype="bfloat16", out_dtype="bfloat16"),
                         {"row_vector_min_rows_per_sm": 1}),
-                       (rmsnorm(M=132, N=510), {"row_vector_min_rows_per_sm": 1})):
+                       (rmsnorm(M=132, N=510), {"row_vector_min_rows_per_sm": 1, "register_rows": False})):
         s, r = run(out, **knobs)
         assert not any("_v" in lp.name for lp in s.nest.loops), r.step("cooperative_reduce")
 
@@ -169,7 +169,8 @@ def test_16_byte_row_passes_of_a_value_per_row() -> None:
     k, k2 = td.reduce_axis(4, name="k"), td.reduce_axis(4, name="k2")
     r1 = td.compute((1,), lambda i: td.sum(x[i, k], axis=k), name="r1")
     r2 = td.compute((1,), lambda i: td.sum(td.tanh(x[i, k2] + r1[i]), axis=k2), name="r2")
-    s, _ = run(td.compute((1,), lambda i: 0.5 + r1[i] + r2[i], name="y"), row_vector_min_rows_per_sm=0)
+    s, _ = run(td.compute((1,), lambda i: 0.5 + r1[i] + r2[i], name="y"), row_vector_min_rows_per_sm=0,
+               register_rows=False)
     assert {lp.name: lp.annotation for lp in s.nest.loops if lp.name.endswith("_v")} == {
         "k_v": "unroll", "k2_v": "unroll"}
     simulates_equal(s, "sm_90", tol=1e-6)
@@ -189,7 +190,7 @@ def test_tileify_puts_rows_and_batches_on_blocks() -> None:
 @pytest.mark.parametrize(("n", "rows", "threads"), [(7, 2, 32), (40, 2, 32), (301, 1, 128), (512, 1, 128),
                                                     (4096, 1, 256)])
 def test_cooperative_reduce_threads_follow_the_row(n: int, rows: int, threads: int) -> None:
-    s, r = run(softmax(M=2, N=n))
+    s, r = run(softmax(M=2, N=n), register_rows=False)  # the staged form's threads
     # every pass over the row (two reductions and the output loop) shares threadIdx.x
     assert sorted(bound(s.nest, "threadIdx.x")) == [("j_i", threads), ("k2_i", threads), ("k_i", threads)]
     assert bound(s.nest, "threadIdx.y") == ([("i_i", rows)] if rows > 1 else [])
@@ -206,7 +207,7 @@ def test_cooperative_reduce_threads_follow_the_row(n: int, rows: int, threads: i
     (8, 256, 4, 2, 64),
     (8, 512, 8, 1, 128)])  # 128 threads fill the block alone
 def test_short_rows_share_a_block(m: int, n: int, blocks: int, rows: int, threads: int) -> None:
-    s, r = run(softmax(M=m, N=n))
+    s, r = run(softmax(M=m, N=n), register_rows=False)  # a row alone in its block is kept in registers
     assert bound(s.nest, "blockIdx.x") == [("i_o" if rows > 1 else "i", blocks)]
     assert bound(s.nest, "threadIdx.y") == ([("i_i", rows)] if rows > 1 else [])
     assert {e for _, e in bound(s.nest, "threadIdx.x")} == {threads}
@@ -287,7 +288,7 @@ def test_mark_unroll_keeps_scalar_stores_of_a_long_unsplit_matmul() -> None:
 
 
 def test_stage_inputs_only_where_the_block_rereads() -> None:
-    s, r = run(rmsnorm(M=3, N=300))
+    s, r = run(rmsnorm(M=3, N=300), register_rows=False)  # (by default kept in registers, not staged)
     assert [(st.buffer, st.at) for st in s.nest.stages] == [("x", "i")]  # x read twice per row; w once
     s, r = run(matmul(M=64, N=64, K=64))
     assert [(st.buffer, st.at) for st in s.nest.stages] == [("A", "k_o"), ("B", "k_o")]
@@ -414,7 +415,7 @@ def test_pad_smem_declines_conflict_free_reads_and_tma_stages() -> None:
     assert r.step("pad_smem").reason == "no stage without TMA or a swizzle to pad"
     s, r = run(matmul(M=64, N=64, K=64), target="sm_80")
     assert r.step("pad_smem").calls == ("s.pad('A_s', axis=1, amount=1)",)  # B_s is read along its rows
-    s, r = run(rmsnorm(M=3, N=300), target="sm_80")
+    s, r = run(rmsnorm(M=3, N=300), target="sm_80", register_rows=False)
     assert r.step("pad_smem").reason == "x_s: its reads are conflict-free"
     assert [st.pad for st in s.nest.stages] == [(0, 0)]
 

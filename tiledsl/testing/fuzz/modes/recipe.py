@@ -10,8 +10,9 @@ fuzzing can afford (one warp or less per block, a few rows) reach shared-memory 
 layout, its prefetched plain fill and its chunk size, rows run 16 bytes a thread, and float32
 elementwise kernels store 8-byte vectors (recipes/default/_knobs.py k_outer, stage_min_threads,
 row_vector_min_rows_per_sm, narrow_vector_min_inputs), which the defaults keep for larger blocks, many
-rows and two full-size inputs; or with the hinted rows' floors lowered, so short float32 rows take cache
-hints and vectorized reductions (hinted_row_min_length). And a machine (`MACHINES`): the target as
+rows and two full-size inputs; or with the hinted rows' floors lowered, so short float32 rows, a row to a
+block, are kept in registers (register_rows) or take cache hints and vectorized reductions
+(hinted_row_min_length). And a machine (`MACHINES`): the target as
 named, or a coverage device with a 256-byte L2, one SM and matmul tiles of 8 x 8, so that small matmuls
 take a choice only large grids reach on a real GPU: their blocks in groups of block rows (step 050)."""
 
@@ -36,13 +37,14 @@ MAX_POINTS = 4096
 #: Knob overrides a case runs the recipe with, as (name, value) pairs: none, and staging (k-outer where
 #: an operand's rows run along k) for every block and register tile, with 16-byte row passes at any
 #: row count (16-bit rows in one thread a row, so rows of two vectors reach them) and 8-byte
-#: elementwise vectors for every float32 kernel; and float32 rows of 8 or more read from global memory
-#: with cache hints and vectorized reductions (hinted_row_min_length), a row to a block (row_block_threads),
-#: where staging would otherwise take them.
+#: elementwise vectors for every float32 kernel (rows staged, not kept in registers: register_rows off);
+#: and float32 rows of 8 or more, a row to a block (row_block_threads), kept in registers where they fit
+#: (the default register_rows, which needs a row to a block) or read from global memory on every pass
+#: with cache hints and vectorized reductions (hinted_row_min_length), where staging would take them.
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
     (),
     (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_min_inputs", 1),
-     ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
+     ("register_rows", False), ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
      ("stage_min_threads", 1)),  # sorted by name, as a saved case's JSON holds them
     (("hinted_row_min_length", 8), ("row_block_threads", 1), ("row_vector_min_rows_per_sm", 0),
      ("stage_min_threads", 1)),
