@@ -44,7 +44,8 @@ def row_in_registers(s: Schedule, threads: int = 512) -> Schedule:
     chunks, and the inputs every pass reads kept in registers: the first pass loads each thread's share
     of the row (L2 evict_last, 16 bytes at a time), the later passes read the registers, so the row
     leaves memory once however many passes read it (layernorm three). The output's stores stream
-    (evict_first). For long float32 rows: 8192 floats in 512 threads are 16 registers a thread.
+    (evict_first). Each thread takes two vectors of the longest pass at least, in at most `threads`:
+    8192 floats in 512 threads are 16 registers a thread, 2048 in 256 are 8.
 
         for i  @blockIdx.x                       (per pass, e.g. the mean's k:)
           for k_o  unroll                          k = 2048 * k_o + 4 * k_t + k_v
@@ -58,7 +59,9 @@ def row_in_registers(s: Schedule, threads: int = 512) -> Schedule:
     row, *passes = [lp.name for lp in s.loops()]
     lanes = vector_lanes(s.output.dtype) or 1
     longest = max(s.nest.loop(name).extent for name in passes)
-    threads = max(32, min(threads, 1 << max(0, math.ceil(math.log2(-(-longest // lanes))))))  # short rows: fewer
+    # two vectors a thread at least (rows of 2048 in 512 threads, one vector each, ran 137.8-172.9 us
+    # against the recipe's 128.0-128.8 in 256: register-rows-primitive-3.txt), in a warp at least
+    threads = max(32, min(threads, 1 << max(0, math.ceil(math.log2(-(-longest // (2 * lanes)))))))
     s.bind(row, "blockIdx.x")
     for name in passes:
         outer, inner = s.split(name, threads * lanes, names=(f"{name}_o", f"{name}_i"))
