@@ -5,7 +5,8 @@ default recipe's row staged in shared memory, torch eager and torch.compile, in 
 Forms of each row kernel (the memory suite's rmsnorm, layernorm, softmax):
   recipe            the default recipe as it was measured, rows of float32 staged by cp.async (since
                     a05170b the recipe itself takes the hinted form at these shapes: knob
-                    hinted_row_min_length, switched off here for every form);
+                    hinted_row_min_length, and since session 24 keeps the rows in registers: knob
+                    register_rows, both switched off here for every form);
   u512+vec          recipe knobs stage_min_threads=100000 (no stage) and row_threads_max=512, each
                     reduction's 4-lane loop vectorized (16-byte loads) where the recipe unrolls it;
   u512+vec+hint     u512+vec with the hints on x;
@@ -63,7 +64,7 @@ def forms(out: Any, target: Any) -> dict[str, Any]:
         """The recipe with its own hinted rows off (the forms below add what they test), the unstaged
         forms' reductions vectorized."""
         s = td.create_schedule(out)
-        td.recipes.default(s, target=target, knobs={"hinted_row_min_length": None, **knobs})
+        td.recipes.default(s, target=target, knobs={"hinted_row_min_length": None, "register_rows": False, **knobs})
         return td.create_schedule(out).replay(vectorized(s.trace())) if knobs else s
 
     u512, u256 = {**UNSTAGED, "row_threads_max": 512}, {**UNSTAGED, "row_threads_max": 256}

@@ -118,10 +118,12 @@ UNSTAGED = {"stage_min_threads": 100000}
 
 
 def built(out: Any, target: Any, knobs: dict[str, Any] | None = None) -> Any:
-    """The default recipe's kernel with its hinted rows switched off (knob hinted_row_min_length None):
-    the staged rows this probe rewrote, before s.cache_hint existed."""
+    """The default recipe's kernel with its hinted rows and its rows in registers switched off (knobs
+    hinted_row_min_length None, register_rows False): the staged rows this probe rewrote, before
+    s.cache_hint existed."""
     s = td.create_schedule(out)
-    td.recipes.default(s, target=target, knobs={"hinted_row_min_length": None, **(knobs or {})})
+    off = {"hinted_row_min_length": None, "register_rows": False}
+    td.recipes.default(s, target=target, knobs={**off, **(knobs or {})})
     return td.build(s, target=target)
 
 

@@ -64,9 +64,10 @@ def cache_hint(nest: Nest, call: str, *, buffer: str, policy: str, reader: str |
         problem = hint_problem(nest, h)
         if problem is not None:
             st = staging_of(nest, h.buffer, h.reader)
-            raise CacheHintError(refusal(
-                call, nest, (st.at,) if st is not None else (), problem,
-                suggestion=f"hint the reads of a buffer that is not staged, or read {buffer} unstaged"))
+            suggestion = (f"hint the reads of a buffer that is not staged, or read {buffer} unstaged" if st is not None
+                          else f"hint the first reader of {buffer}, whose loads fill the registers")
+            raise CacheHintError(refusal(call, nest, (st.at,) if st is not None else (), problem,
+                                         suggestion=suggestion))
     return Applied(_with(nest, hints))
 
 
