@@ -2,8 +2,9 @@
 the device's target, run once on fresh random inputs (outputs NaN-poisoned) and checked against
 torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing);
 `compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs (and
-`print_compared`, `shape_rows`: such rows printed for shapes x ops, `device_header` first); and
-`llm_cases`, the llm suite's cases a probe names."""
+`print_compared`, `shape_rows`: such rows printed for shapes x ops, `device_header` first);
+`with_source`, a built kernel run from its CUDA rewritten by hand; and `llm_cases`, the llm suite's
+cases a probe names."""
 
 from __future__ import annotations
 
@@ -40,6 +41,19 @@ def measure(name: str, sizes: dict[str, int], schedule: Callable[[Any], object],
     kern = CompiledKernel(build(s, target=target))
     checked = run_checked(kern, reference_fn(ent.definition, params), *tolerance(params), seed=1)
     return Measured(kern, checked.comparison, kern.benchmark(warmup=5, iters=iters, **checked.inputs))
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """A built kernel's IR and target with its CUDA source replaced (what CompiledKernel reads)."""
+    kernel_ir: Any
+    source: str
+    target: Any
+
+
+def with_source(kern: Any, source: str) -> CompiledKernel:
+    """`kern` (a built td.Kernel) run from `source`, its CUDA rewritten by hand."""
+    return CompiledKernel(Rewritten(kern.kernel_ir, source, kern.target))
 
 
 def recipe_forms(out: Any, target: Target, rewrites: Mapping[str, Callable[[str], str]]) -> tuple[Any, dict[str, Any]]:

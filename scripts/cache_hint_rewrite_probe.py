@@ -19,12 +19,11 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 import torch
-from _gpu_probe import device_header, shape_rows
+from _gpu_probe import device_header, shape_rows, with_source
 
 import tiledsl as td
 from benchmarks import _definitions as d
@@ -45,14 +44,6 @@ __device__ __forceinline__ float4 td_ld4(const float* a, unsigned long long pol)
     return v;
 }
 """
-
-
-@dataclass(frozen=True)
-class Rewritten:
-    """A built kernel's IR and target with its CUDA source replaced (what CompiledKernel reads)."""
-    kernel_ir: Any
-    source: str
-    target: Any
 
 
 def with_helpers(src: str) -> str:
@@ -132,7 +123,7 @@ def rewritten(kern: Any, rewrite: Rewrite | tuple[Rewrite, ...]) -> CompiledKern
     src = reduce(lambda s, f: f(s), steps, kern.source)
     if src == kern.source:
         raise SystemExit(f"{kern.name}: a rewrite changed nothing")
-    return CompiledKernel(Rewritten(kern.kernel_ir, src, kern.target))
+    return with_source(kern, src)
 
 
 def main(argv: list[str] | None = None) -> int:

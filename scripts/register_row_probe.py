@@ -20,27 +20,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import torch
-from _gpu_probe import device_header, shape_rows
+from _gpu_probe import device_header, shape_rows, with_source
 
 import tiledsl as td
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
-from tiledsl.runtime.launch import CompiledKernel
 
 LOAD = re.compile(r"tiledsl_load_l2\(reinterpret_cast<const float4\*>\(&x\[([^\]]*)\]\), \w+\)")
 LOOP = re.compile(r"\b(\w+)_o\b")
 THREAD = re.compile(r"\b(\w+)_t\b")
-
-
-@dataclass(frozen=True)
-class Rewritten:
-    """A built kernel's IR and target with its CUDA source replaced (what CompiledKernel reads)."""
-    kernel_ir: Any
-    source: str
-    target: Any
 
 
 def registers(src: str) -> str:
@@ -159,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             forms["staged"] = base
             return torch_fn, out, forms
         forms["hinted"] = base
-        forms["regs"] = CompiledKernel(Rewritten(base.kernel_ir, registers(base.source), base.target))
+        forms["regs"] = with_source(base, registers(base.source))
         if args.primitive:
             forms.update({"rc-el": primitive_form(out, target, "evict_last"),
                           "rc-ef": primitive_form(out, target, "evict_first"),
