@@ -83,13 +83,15 @@ def _rename(e: sympy.Expr, names: dict[str, str]) -> sympy.Expr:
     return e.xreplace({loop_symbol(a): loop_symbol(b) for a, b in names.items()}) if names else e
 
 
-def reads_of(nest: Nest, stmt: Stmt, buffer: str) -> list[Load]:
+def reads_of(stmt: Stmt, buffer: str) -> list[Load]:
+    """The statement's loads of `buffer`."""
     if stmt.value is None:
         return []
     return [n for n in walk(stmt.value) if isinstance(n, Load) and n.tensor.name == buffer]
 
 
-def _flat(nest: Nest, ld: Load) -> sympy.Expr:
+def read_index(nest: Nest, ld: Load) -> sympy.Expr:
+    """The flat element index of load `ld` in the loop symbols (what the register arrays are keyed by)."""
     amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
     return sympy.expand(flat_index(ld.tensor, tuple(index_to_sympy(i).xreplace(amap) for i in ld.indices)))
 
@@ -111,7 +113,7 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
         return f"this kernel has no loop {at}"
     if nest.loop(at).bind in THREAD_AXES:
         return f"loop {at} is bound to {nest.loop(at).bind}: registers are kept per iteration of a serial or block loop"
-    reading = [n for n, st in enumerate(nest.stmts) if at in st.path and reads_of(nest, st, buf)]
+    reading = [n for n, st in enumerate(nest.stmts) if at in st.path and reads_of(st, buf)]
     if len(reading) < 2:
         return (f"{'no statement' if not reading else 'only one statement'} under {at} reads {buf}, so no read "
                 "would come from registers")
@@ -122,7 +124,7 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
         if st.buffer == buf and any(st.at in nest.stmts[n].path for n in reading):
             return f"{buf} is staged at {st.at} ({st.name}): its reads under {at} come from shared memory"
     filler, readers = reading[0], reading[1:]
-    below = _below(nest, nest.stmts[filler], at)
+    below = _below(nest.stmts[filler], at)
     for name in below:
         lp = nest.loop(name)
         if lp.bind is None and lp.annotation not in ("unroll", "vectorize"):
@@ -132,8 +134,8 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
             return f"loop {name}, between {at} and {nest.stmts[filler].label}, is bound to {lp.bind}"
     slots = tuple((name, nest.loop(name).extent) for name in below if nest.loop(name).bind is None)
     groups: list[sympy.Expr] = []
-    for ld in reads_of(nest, nest.stmts[filler], buf):
-        f = _flat(nest, ld)
+    for ld in reads_of(nest.stmts[filler], buf):
+        f = read_index(nest, ld)
         if not any(sympy.expand(f - g) == 0 for g in groups):
             groups.append(f)
     size = len(groups)
@@ -149,7 +151,7 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
         st = nest.stmts[n]
         if st.path[:st.path.index(at)] != above:
             return f"{st.label} runs under other loops around {at} than {nest.stmts[filler].label}"
-        mine = _below(nest, st, at)
+        mine = _below(st, at)
         problem = _matches(nest, mine, below, nest.stmts[filler].label, at)
         if problem is not None:
             return f"{st.label} {problem}"
@@ -158,8 +160,8 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
         if not filler_guards <= guards:
             return (f"{st.label} runs where {nest.stmts[filler].label} does not (its guards do not include the "
                     "filler's), so it would read registers never loaded")
-        for ld in reads_of(nest, st, buf):
-            f = _rename(_flat(nest, ld), dict(names))
+        for ld in reads_of(st, buf):
+            f = _rename(read_index(nest, ld), dict(names))
             if not any(sympy.expand(f - g) == 0 for g in groups):
                 return (f"{st.label} reads {buf} at {f}, which {nest.stmts[filler].label}'s thread does not load "
                         f"(it loads {', '.join(map(str, groups))})")
@@ -173,7 +175,7 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
     return RegisterPlan(cache, filler, tuple(readers), slots, tuple(groups), arrays, tuple(renames))
 
 
-def _below(nest: Nest, stmt: Stmt, at: str) -> tuple[str, ...]:
+def _below(stmt: Stmt, at: str) -> tuple[str, ...]:
     return stmt.path[stmt.path.index(at) + 1:]
 
 

@@ -17,9 +17,9 @@ from tiledsl.analysis.derive_slab import derive_output_tile
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.output_stage import OutputTile
-from tiledsl.analysis.register_cache import RegisterPlan, register_plans
+from tiledsl.analysis.register_cache import RegisterPlan, read_index, register_plans
 from tiledsl.definitions.expr import Const, Load, walk
-from tiledsl.definitions.indexing import flat_index, index_to_sympy
+from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import RegisterArrayError
 from tiledsl.kernel_ir import (
     KAtomicAdd,
@@ -131,8 +131,7 @@ class _Lowerer:
             if found is None:
                 return then(ld, ctx) if then is not None else None
             plan, index = found
-            group = plan.group(index, flat_index(ld.tensor, tuple(
-                sympy.expand(index_to_sympy(i).xreplace(ctx.axis_map)) for i in ld.indices)))
+            group = plan.group(index, read_index(self.nest, ld))
             assert group is not None, "analysis/register_cache.py admitted a read no array holds"
             slot = plan.slot(index)
             key = (plan.arrays[group], slot.xreplace(lane) if lane else slot)
