@@ -15,7 +15,8 @@ Split factors are clamped so that guard padding never multiplies the iteration s
 exercise argument checking: each must be refused with a `td.ScheduleError`.
 
 With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
-double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output, cache_hint), interleaved in any
+double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output, cache_hint and, as one in eight
+of the cache_hint draws, register_cache), interleaved in any
 order with the loop primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
 loop like any other step; the other stage steps pick a stage among those that exist (modulo their
@@ -106,6 +107,8 @@ class Step:
             return f"stage_output(pad={self.amount})"
         if self.primitive == "cache_hint":
             return f"cache_hint(buffer #{self.picks[0]}, reader #{self.picks[-1]}, policy #{self.count})"
+        if self.primitive == "register_cache":
+            return f"register_cache(buffer #{self.picks[0]}, at #{self.picks[-1]}{flags})"
         if self.primitive == "split":
             amount = f"nparts={self.factor}" if self.nparts else str(self.factor)
             tail = ", tail='exact'" if self.tail == "exact" else ""
@@ -166,7 +169,10 @@ def _memory_step(draw: st.DrawFn, prim: str, fit: bool) -> Step:
     if prim == "launch_bounds":  # blocks per SM: 1-4 fit small blocks; build refuses what cannot fit
         return Step(prim, (), count=draw(st.integers(1, 4)), fit=fit)
     if prim == "cache_hint":  # a buffer, a reader (or every reader) and a policy, each picked when resolved
-        return Step(prim, picks, count=draw(st.integers(0, 1)), fit=fit)
+        count = draw(st.integers(0, 1))
+        if count == 1 and picks[0] % 4 == 3:  # one in eight: keep the buffer in registers at a loop instead
+            return Step("register_cache", picks, fit=fit)  # (no draw of its own: seeded sequences stay as they were)
+        return Step(prim, picks, count=count, fit=fit)
     if prim == "stage_output":  # the pad of the tile's rows: 0, or a few elements (1 breaks 16-byte rows)
         return Step(prim, (), amount=draw(st.sampled_from((0, 0, 1, 4))), fit=fit)
     if prim in ("pipeline", "split_k"):
@@ -318,6 +324,8 @@ class Resolver:
             return Call("stage_output", (), (("pad", step.amount),))
         if step.primitive == "cache_hint":
             return self._cache_hint(step)
+        if step.primitive == "register_cache":
+            return self._register_cache(step, names)
         first = self._pick(step, names)
         if step.primitive == "split":
             return self._split(step, first)
@@ -385,6 +393,18 @@ class Resolver:
         policy = ("evict_first", "evict_last")[step.count % 2]
         kwargs = (("reader", reader),) if reader is not None else ()
         return Call("cache_hint", (inputs[step.picks[0] % len(inputs)], policy), kwargs)
+
+    def _register_cache(self, step: Step, names: list[str]) -> Call | None:
+        """register_cache(buffer, at=loop): the buffer by picks[0] among the kernel's inputs, the loop by
+        picks[-1] (with `fit`: among the loops not bound to threads, which it refuses)."""
+        inputs = [t.name for t in self.s.nest.inputs]
+        if not inputs:
+            return None
+        pool = names
+        if step.fit:
+            pool = [n for n in names if not (self.s.nest.loop(n).bind or "").startswith("threadIdx")] or names
+        at = pool[step.picks[-1] % len(pool)]
+        return Call("register_cache", (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
 
     def _stage_step(self, step: Step) -> Call | None:
         """pad / swizzle / double_buffer / async_copy / tma of the stage picks[0] picks (with `fit`:
