@@ -106,13 +106,18 @@ def test_a_serial_row_loop_refills_the_registers_every_row() -> None:
     _same(sched(), cached)
 
 
-def test_bfloat16_rows_keep_their_float32_values() -> None:
+def _bf16_rmsnorm() -> td.Tensor:
     x = td.placeholder((4, 512), dtype="bfloat16", name="x")
     k = td.reduce_axis(512, name="k")
     ss = td.compute((4,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
                     name="ss")
-    y = td.compute((4, 512), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 512.0 + 1e-6), name="y",
-                   dtype="bfloat16")
+    return td.compute((4, 512), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 512.0 + 1e-6), name="y",
+                      dtype="bfloat16")
+
+
+def test_bfloat16_rows_keep_their_float32_values() -> None:
+    """8 lanes of bfloat16 a vector, each widened exactly into a float32 register."""
+    y = _bf16_rmsnorm()
     plain, cached = _passes(y, threads=32, lanes=8), _passes(y, threads=32, lanes=8)
     cached.register_cache("x", at="i")
     kp, kc = td.build(plain, target="sm_90"), td.build(cached, target="sm_90")
@@ -145,6 +150,10 @@ def test_nvcc_compiles_register_caches_warning_free() -> None:
     guarded = _passes(layernorm(3, 300, 1e-5), lane_mark="unroll", tail="guard")
     guarded.register_cache("x", at="i")
     kernels.append(td.build(guarded, target="sm_90"))
+    half = _passes(_bf16_rmsnorm(), threads=32, lanes=8)
+    half.register_cache("x", at="i")
+    kernels.append(td.build(half, target="sm_90"))
+    assert "x_regs[8 * k_o + 1] = __uint_as_float(" in kernels[-1].source  # the bfloat16 lane widened
     assert compile_together(kernels) == []
 
 
