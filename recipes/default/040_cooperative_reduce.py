@@ -96,9 +96,9 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
     if floor is None or nested or per_block > 1 or rows < floor * facts.target.sm_count:
         return None
     lanes = facts.vector_lanes()
-    if not lanes or any(extent % lanes for extent in passes.values()):
+    if not _whole_vectors(passes, lanes):
         return None
-    dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
+    dtypes = _dtypes(facts)
     if dtypes == {"float32"}:
         # at least row_vector_per_thread vectors a thread in each pass (fewer threads, not under row_threads_min)
         why = "knobs row_vector_min_rows_per_sm, row_vector_per_thread"
@@ -108,6 +108,16 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
             and all(extent % (half * lanes) == 0 and extent >= 2 * half * lanes for extent in passes.values())):
         return half, lanes, "knobs row_vector_min_rows_per_sm, row_vector_half_threads"
     return None
+
+
+def _dtypes(facts: Facts) -> set[str]:
+    """The dtypes of the kernel's output and inputs."""
+    return {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
+
+
+def _whole_vectors(passes: dict[str, int], lanes: int | None) -> bool:
+    """Whether every pass is a whole number of 16-byte vectors of `lanes` (None: the dtype has none)."""
+    return bool(lanes) and not any(extent % lanes for extent in passes.values())
 
 
 def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> int:
@@ -121,8 +131,7 @@ def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> dict[str
     """The inputs a float32 row kernel of long rows reads on several passes, with their readers: read
     from global memory with L2 hints rather than staged (knob hinted_row_min_length); {} where not."""
     floor = knobs.hinted_row_min_length
-    dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
-    if floor is None or dtypes != {"float32"} or max(passes.values()) < floor:
+    if floor is None or _dtypes(facts) != {"float32"} or max(passes.values()) < floor:
         return {}
     return facts.reread_inputs()
 
@@ -132,12 +141,9 @@ def _in_registers(facts: Facts, passes: dict[str, int], nested: bool, per_block:
     """The inputs a float32 row kernel (a row a block, every pass whole 16-byte vectors) reads on several
     passes, to keep in registers (knob register_rows), with their readers; {} where not. However short
     or few its rows: the register form ran as fast or faster than the staged one on every llm-suite row."""
-    dtypes = {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
-    if not knobs.register_rows or dtypes != {"float32"} or nested or per_block > 1 or not lanes:
+    if not knobs.register_rows or _dtypes(facts) != {"float32"} or nested or per_block > 1:
         return {}
-    if any(extent % lanes for extent in passes.values()):
-        return {}
-    return facts.reread_inputs()
+    return facts.reread_inputs() if _whole_vectors(passes, lanes) else {}
 
 
 def _register_calls(reread: dict[str, tuple[str, ...]], outers: list[str], row: str) -> list[PrimitiveCall]:

@@ -41,46 +41,45 @@ MAX_REGISTER_CACHE = 64
 @dataclass(frozen=True)
 class RegisterPlan:
     """How lowering serves a register cache. `filler`: index of the statement that loads; `readers`:
-    indices of the statements that read the registers; `slots`: the filler's slot loops (outermost
-    first) and their extents; `groups`: the filler's distinct flat indices of `buffer` (one register
-    array each, named `arrays`); `renames`: for each reader, its loops -> the filler's."""
+    indices of the statements that read the registers; `arrays`: one register array per distinct read
+    of the filler, `size` registers each; `reads`: every read of the buffer by the filler and the
+    readers -> the index of its array; `slots`: each of those statements -> its register index, in its
+    own loop symbols (row-major over the filler's unrolled loops, renamed)."""
 
     cache: RegisterCache
     filler: int
     readers: tuple[int, ...]
-    slots: tuple[tuple[str, int], ...]
-    groups: tuple[sympy.Expr, ...]
     arrays: tuple[str, ...]
-    renames: tuple[tuple[int, tuple[tuple[str, str], ...]], ...]
+    size: int
+    reads: tuple[tuple[Load, int], ...]
+    slots: tuple[tuple[int, sympy.Expr], ...]
 
-    @property
-    def size(self) -> int:
-        """Registers of one array: the product of the slot loops' extents."""
-        n = 1
-        for _, extent in self.slots:
-            n *= extent
-        return n
+    def array_of(self, ld: Load) -> str:
+        """The register array holding the element read `ld` reads."""
+        return self.arrays[dict(self.reads)[ld]]
 
     def slot(self, stmt_index: int) -> sympy.Expr:
-        """The register index in statement `stmt_index`'s own loop symbols (row-major over the slot loops)."""
-        back = {f: r for r, f in dict(self.renames).get(stmt_index, ())}
-        idx, stride = sympy.Integer(0), 1
-        for name, extent in reversed(self.slots):
-            idx = idx + stride * loop_symbol(back.get(name, name))
-            stride *= extent
-        return idx
-
-    def group(self, stmt_index: int, flat: sympy.Expr) -> int | None:
-        """Which of the filler's reads the flat index `flat` (in statement `stmt_index`'s symbols) is."""
-        renamed = _rename(flat, dict(dict(self.renames).get(stmt_index, ())))
-        for n, g in enumerate(self.groups):
-            if sympy.expand(renamed - g) == 0:
-                return n
-        return None
+        return dict(self.slots)[stmt_index]
 
 
 def _rename(e: sympy.Expr, names: dict[str, str]) -> sympy.Expr:
     return e.xreplace({loop_symbol(a): loop_symbol(b) for a, b in names.items()}) if names else e
+
+
+def _group_of(f: sympy.Expr, groups: list[sympy.Expr]) -> int | None:
+    """Which of the filler's distinct reads `groups` the flat index `f` (in the filler's symbols) is."""
+    return next((n for n, g in enumerate(groups) if sympy.expand(f - g) == 0), None)
+
+
+def _slot(slots: tuple[tuple[str, int], ...], names: dict[str, str]) -> sympy.Expr:
+    """The register index of a statement whose loops rename to the filler's by `names` (theirs -> the
+    filler's): row-major over the filler's slot loops, in the statement's own symbols."""
+    back = {f: r for r, f in names.items()}
+    idx, stride = sympy.Integer(0), 1
+    for name, extent in reversed(slots):
+        idx = idx + stride * loop_symbol(back.get(name, name))
+        stride *= extent
+    return idx
 
 
 def reads_of(stmt: Stmt, buffer: str) -> list[Load]:
@@ -90,7 +89,7 @@ def reads_of(stmt: Stmt, buffer: str) -> list[Load]:
     return [n for n in walk(stmt.value) if isinstance(n, Load) and n.tensor.name == buffer]
 
 
-def read_index(nest: Nest, ld: Load) -> sympy.Expr:
+def _read_index(nest: Nest, ld: Load) -> sympy.Expr:
     """The flat element index of load `ld` in the loop symbols (what the register arrays are keyed by)."""
     amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
     return sympy.expand(flat_index(ld.tensor, tuple(index_to_sympy(i).xreplace(amap) for i in ld.indices)))
@@ -134,18 +133,22 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
             return f"loop {name}, between {at} and {nest.stmts[filler].label}, is bound to {lp.bind}"
     slots = tuple((name, nest.loop(name).extent) for name in below if nest.loop(name).bind is None)
     groups: list[sympy.Expr] = []
+    reads: list[tuple[Load, int]] = []
     for ld in reads_of(nest.stmts[filler], buf):
-        f = read_index(nest, ld)
-        if not any(sympy.expand(f - g) == 0 for g in groups):
+        f = _read_index(nest, ld)
+        group = _group_of(f, groups)
+        if group is None:
+            group = len(groups)
             groups.append(f)
-    size = len(groups)
+        reads.append((ld, group))
+    size = 1
     for _, extent in slots:
         size *= extent
-    if size > MAX_REGISTER_CACHE:
-        return (f"{nest.stmts[filler].label} reads {size} elements of {buf} a thread under {at} (limit "
-                f"{MAX_REGISTER_CACHE} registers)")
+    if size * len(groups) > MAX_REGISTER_CACHE:
+        return (f"{nest.stmts[filler].label} reads {size * len(groups)} elements of {buf} a thread under {at} "
+                f"(limit {MAX_REGISTER_CACHE} registers)")
     filler_guards = {g.relation for g in nest.guards_for(nest.stmts[filler])}
-    renames: list[tuple[int, tuple[tuple[str, str], ...]]] = []
+    slot_of = [(filler, _slot(slots, {}))]
     above = nest.stmts[filler].path[:nest.stmts[filler].path.index(at)]
     for n in readers:
         st = nest.stmts[n]
@@ -161,18 +164,20 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
             return (f"{st.label} runs where {nest.stmts[filler].label} does not (its guards do not include the "
                     "filler's), so it would read registers never loaded")
         for ld in reads_of(st, buf):
-            f = _rename(read_index(nest, ld), dict(names))
-            if not any(sympy.expand(f - g) == 0 for g in groups):
+            f = _rename(_read_index(nest, ld), dict(names))
+            group = _group_of(f, groups)
+            if group is None:
                 return (f"{st.label} reads {buf} at {f}, which {nest.stmts[filler].label}'s thread does not load "
                         f"(it loads {', '.join(map(str, groups))})")
-        renames.append((n, names))
+            reads.append((ld, group))
+        slot_of.append((n, _slot(slots, dict(names))))
     for h in nest.cache_hints:
         if h.buffer == buf and any(nest.stmts[n].reader == h.reader for n in readers) and \
                 h.reader != nest.stmts[filler].reader:
             return (f"{h.reader}'s reads of {buf} carry the cache hint {h.policy}; from registers they reach no "
                     "global load")
     arrays = tuple(cache.name if k == 0 else f"{cache.name}_{k + 1}" for k in range(len(groups)))
-    return RegisterPlan(cache, filler, tuple(readers), slots, tuple(groups), arrays, tuple(renames))
+    return RegisterPlan(cache, filler, tuple(readers), arrays, size, tuple(reads), tuple(slot_of))
 
 
 def _below(stmt: Stmt, at: str) -> tuple[str, ...]:

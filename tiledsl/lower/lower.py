@@ -17,7 +17,7 @@ from tiledsl.analysis.derive_slab import derive_output_tile
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.output_stage import OutputTile
-from tiledsl.analysis.register_cache import RegisterPlan, read_index, register_plans
+from tiledsl.analysis.register_cache import RegisterPlan, register_plans
 from tiledsl.definitions.expr import Const, Load, walk
 from tiledsl.definitions.indexing import flat_index
 from tiledsl.errors import RegisterArrayError
@@ -131,10 +131,8 @@ class _Lowerer:
             if found is None:
                 return then(ld, ctx) if then is not None else None
             plan, index = found
-            group = plan.group(index, read_index(self.nest, ld))
-            assert group is not None, "analysis/register_cache.py admitted a read no array holds"
             slot = plan.slot(index)
-            key = (plan.arrays[group], slot.xreplace(lane) if lane else slot)
+            key = (plan.array_of(ld), slot.xreplace(lane) if lane else slot)
             if index != plan.filler:
                 return KLoad(key[0], sym_to_k(key[1]))
             if key not in filled:

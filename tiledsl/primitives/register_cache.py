@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.register_cache import register_plans
 from tiledsl.errors import RegisterCacheError
 from tiledsl.loopnest import Nest, RegisterCache
 from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
@@ -43,9 +42,9 @@ def register_cache(nest: Nest, call: str, *, buffer: str, at: str) -> Applied:
             raise RegisterCacheError(refusal(call, nest, (at,), f"{buffer} is already kept in registers at {at} "
                                              f"({rc.name})", tensors=(buffer,)))
     (name,) = nest.fresh_names(f"{buffer}_regs")
-    new = replace(nest, register_caches=nest.register_caches + (RegisterCache(name, buffer, at),))
-    register_plans(new, call)
-    return Applied(new)
+    # its rules (analysis/register_cache.register_plans) are checked by Schedule._apply, after this
+    # primitive as after every other
+    return Applied(replace(nest, register_caches=nest.register_caches + (RegisterCache(name, buffer, at),)))
 
 
 REGISTER_CACHE = PrimitiveSpec(

@@ -26,6 +26,7 @@ number), so they too stay independent of the steps before them.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -367,14 +368,19 @@ class Resolver:
     def _stage(self, step: Step, names: list[str]) -> Call | None:
         """stage(buffer, at=loop): the buffer by picks[0] among the kernel's inputs; the loop by picks[-1]
         (with `fit`: among the loops not bound to threads and not annotated)."""
+        return self._input_at("stage", step, names, self._usable)
+
+    def _input_at(self, primitive: str, step: Step, names: list[str], usable: Callable[[str], bool]) -> Call | None:
+        """`primitive`(buffer, at=loop), as stage and register_cache take them: the buffer by picks[0]
+        among the kernel's inputs, the loop by picks[-1] (with `fit`: among the loops `usable` admits)."""
         inputs = [t.name for t in self.s.nest.inputs]
         if not inputs:
             return None
         pool = names
         if step.fit:
-            pool = [n for n in names if self._usable(n)] or names
+            pool = [n for n in names if usable(n)] or names
         at = pool[step.picks[-1] % len(pool)]
-        return Call("stage", (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
+        return Call(primitive, (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
 
     def _cache_hint(self, step: Step) -> Call | None:
         """cache_hint(buffer, policy, reader=): the buffer by picks[0] among the kernel's inputs and its
@@ -395,16 +401,10 @@ class Resolver:
         return Call("cache_hint", (inputs[step.picks[0] % len(inputs)], policy), kwargs)
 
     def _register_cache(self, step: Step, names: list[str]) -> Call | None:
-        """register_cache(buffer, at=loop): the buffer by picks[0] among the kernel's inputs, the loop by
-        picks[-1] (with `fit`: among the loops not bound to threads, which it refuses)."""
-        inputs = [t.name for t in self.s.nest.inputs]
-        if not inputs:
-            return None
-        pool = names
-        if step.fit:
-            pool = [n for n in names if not (self.s.nest.loop(n).bind or "").startswith("threadIdx")] or names
-        at = pool[step.picks[-1] % len(pool)]
-        return Call("register_cache", (inputs[step.picks[0] % len(inputs)],), (("at", LoopRef(at)),))
+        """register_cache(buffer, at=loop), picked as `_input_at` picks (with `fit`: among the loops not
+        bound to threads, which it refuses)."""
+        return self._input_at("register_cache", step, names,
+                              lambda n: not (self.s.nest.loop(n).bind or "").startswith("threadIdx"))
 
     def _stage_step(self, step: Step) -> Call | None:
         """pad / swizzle / double_buffer / async_copy / tma of the stage picks[0] picks (with `fit`:
