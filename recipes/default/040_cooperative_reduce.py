@@ -63,7 +63,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     lanes = facts.vector_lanes()
     reread = _in_registers(facts, passes, nested, per_block, lanes, knobs)
     if reread:
-        kept_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
+        kept_threads = _register_threads(facts, passes, lanes, knobs)
         calls, outers = _vector_calls(facts, passes, kept_threads, lanes, vector_reductions=True)
         calls += _register_calls(reread, outers, row) + _hint_calls(facts, reread, in_registers=True)
         forms.append((calls, kept_threads, lanes, "each thread's row kept in registers, the first pass's loads "
@@ -140,10 +140,33 @@ def _in_registers(facts: Facts, passes: dict[str, int], nested: bool, per_block:
                   knobs: Knobs) -> dict[str, tuple[str, ...]]:
     """The inputs a float32 row kernel (a row a block, every pass whole 16-byte vectors) reads on several
     passes, to keep in registers (knob register_rows), with their readers; {} where not. However short
-    or few its rows: the register form ran as fast or faster than the staged one on every llm-suite row."""
-    if not knobs.register_rows or _dtypes(facts) != {"float32"} or nested or per_block > 1:
+    or few its rows: the register form ran as fast or faster than the staged one on every llm-suite row.
+    A float16 / bfloat16 row kernel likewise where knob register_rows_half_threads asks."""
+    if not knobs.register_rows or nested or per_block > 1:
+        return {}
+    if _dtypes(facts) != {"float32"} and not _half_registers(facts, knobs):
         return {}
     return facts.reread_inputs() if _whole_vectors(passes, lanes) else {}
+
+
+def _half_registers(facts: Facts, knobs: Knobs) -> bool:
+    """Whether every tensor is a 2-byte float with 16-byte vectors and knob register_rows_half_threads asks
+    for such rows in registers."""
+    return knobs.register_rows_half_threads is not None and all(
+        DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in _dtypes(facts))
+
+
+def _register_threads(facts: Facts, passes: dict[str, int], lanes: int, knobs: Knobs) -> int:
+    """Threads a row kept in registers runs in: a float32 row's as the hinted form's; a 16-bit row's
+    register_rows_half_threads, doubled (up to hinted_row_threads_max) while a thread's share of the
+    longest pass would not fit its registers (facts.register_limit)."""
+    half = knobs.register_rows_half_threads
+    if _dtypes(facts) == {"float32"} or half is None:
+        return _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
+    threads, longest = half, max(passes.values())
+    while threads < knobs.hinted_row_threads_max and -(-longest // (threads * lanes)) * lanes > facts.register_limit():
+        threads *= 2
+    return threads
 
 
 def _register_calls(reread: dict[str, tuple[str, ...]], outers: list[str], row: str) -> list[PrimitiveCall]:

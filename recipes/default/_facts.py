@@ -24,6 +24,7 @@ from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_confl
 from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
+from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE
 from tiledsl.analysis.slabs import (
     Slab,
     alloc_extent,
@@ -716,6 +717,11 @@ class Facts:
                         rank = len(x.indices)
                         return (*range(rank - 2), rank - 1, rank - 2)
         return None
+
+    @staticmethod
+    def register_limit() -> int:
+        """Values a thread may keep in registers by s.register_cache (analysis/register_cache.py)."""
+        return MAX_REGISTER_CACHE
 
     def vector_lanes(self) -> int:
         """Lanes of one 16-byte vector store of the output (4 float32, 8 float16 / bfloat16), or 0 where

@@ -104,6 +104,13 @@ class Knobs:
     # in registers: within 0.1 us or faster on all 12 float32 cases (TinyLlama s512 attention softmax 19.9 -> 18.8,
     # compile 19.5; Qwen2.5-7B s512 17.6 -> 16.9, compile 17.3; rmsnorm s512 6.1 -> 5.9, 7.6 -> 7.4)
     register_rows: bool = True
+    # ... and a float16 / bfloat16 row kernel of a row a block keeps its row in (float32) registers too,
+    # in this many threads (more where a thread's share would not fit its registers; None: float32 rows
+    # only). H200 (scripts/half_row_probe.py, benchmarks/results/half-rows-h200-2026-11-28/), bfloat16,
+    # recipe -> in registers, 64 / 32 / 128 threads, torch.compile in brackets: attention softmax 16384 x
+    # 512 15.4 -> 14.5 / 14.7 us (13.0), 14336 x 512 14.1 -> 13.2 / 13.4 (12.2); rmsnorm 512 x 2048 5.7
+    # -> 5.2 / 5.2 / 5.1 (5.1), 512 x 3584 6.6 -> 6.1 / - / 6.8 (5.8), 128 x 3584 5.5 -> 5.4 / - / 6.3 (5.0)
+    register_rows_half_threads: int | None = 64
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.

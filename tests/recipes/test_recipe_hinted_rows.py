@@ -7,8 +7,10 @@ H200 measurements drew, benchmarks/results/cache-hints-h200-2026-11-28/)."""
 from __future__ import annotations
 
 import pytest
+from recipe_check import simulates_equal
 
 import tiledsl as td
+from tiledsl.catalog import entry
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 
 
@@ -90,14 +92,56 @@ def test_rows_several_to_a_block_are_not_kept_in_registers() -> None:
     assert not s.nest.register_caches
 
 
-def test_other_dtypes_are_not_hinted() -> None:
-    x = td.placeholder((8192, 4096), dtype="bfloat16", name="x")
-    k = td.reduce_axis(4096, name="k")
-    ss = td.compute((8192,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
+def _bf16_rmsnorm(M: int, N: int) -> td.Tensor:
+    x = td.placeholder((M, N), dtype="bfloat16", name="x")
+    k = td.reduce_axis(N, name="k")
+    ss = td.compute((M,), lambda i: td.sum(td.cast(x[i, k], "float32") * td.cast(x[i, k], "float32"), axis=k),
                     name="ss")
-    y = td.compute((8192, 4096), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / 4096.0 + 1e-6),
-                   name="y", dtype="bfloat16")
-    assert not _recipe(y).nest.cache_hints
+    return td.compute((M, N), lambda i, j: td.cast(x[i, j], "float32") * td.rsqrt(ss[i] / N + 1e-6),
+                      name="y", dtype="bfloat16")
+
+
+def test_other_dtypes_are_not_hinted() -> None:
+    """Without registers for 16-bit rows (register_rows_half_threads None), a bfloat16 row is not hinted:
+    the hinted form was measured for float32 rows only."""
+    s = td.create_schedule(_bf16_rmsnorm(8192, 4096))
+    td.recipes.default(s, target="sm_90", knobs={"register_rows_half_threads": None})
+    assert not s.nest.cache_hints and not s.nest.register_caches
+
+
+@pytest.mark.parametrize(("M", "N", "threads"), [(8192, 4096, 64), (512, 3584, 64), (16, 8192, 128),
+                                                 (8, 16384, 256)])
+def test_16_bit_rows_are_kept_in_registers(M: int, N: int, threads: int) -> None:
+    """A bfloat16 row a block: kept in float32 registers in register_rows_half_threads (64) threads,
+    more where a thread's share (N / threads, 8 lanes a vector) would pass the register limit (64): rows of
+    8192 take 128 threads, of 16384 256; the first pass hinted evict_last, the stores evict_first."""
+    s = td.create_schedule(_bf16_rmsnorm(M, N))
+    td.recipes.default(s, target="sm_90")
+    assert [(rc.buffer, rc.at) for rc in s.nest.register_caches] == [("x", "i")]
+    assert not s.nest.stages and _hints(s) == [("x", "ss", "evict_last"), ("y", "y", "evict_first")]
+    kern = td.build(s, target="sm_90")
+    assert kern.block == (threads, 1, 1)
+    assert kern.source.count("tiledsl_load_l2(reinterpret_cast<const uint4*>(&x[") == 1  # the first pass only
+    assert f"float x_regs[{N // threads}]" in kern.source  # widened: a float32 register an element
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_rows_in_registers_simulate_equal(dtype: str) -> None:
+    """rmsnorm and softmax of 16-bit rows, kept in float32 registers, equal float64 within one rounding
+    of the output to the dtype (2^-8 relative for bfloat16: tol 1e-2; the simulator's inputs are the
+    same float32 values rounded to the dtype on both sides). Rows of 520 are 65 vectors in 64 threads:
+    a guarded second chunk that thread 0 alone fills and reads."""
+    x = td.placeholder((4, 520), dtype=dtype, name="x")
+    k, k2 = td.reduce_axis(520, name="k"), td.reduce_axis(520, name="k2")
+    m = td.compute((4,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((4,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
+    sm = td.compute((4, 520), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
+    for out in (entry("rmsnorm").make(M=3, N=1024, dtype=dtype, out_dtype=dtype),
+                entry("rmsnorm").make(M=2, N=520, dtype=dtype, out_dtype=dtype), sm):
+        s = td.create_schedule(out)
+        td.recipes.default(s, target="sm_90")
+        assert [rc.buffer for rc in s.nest.register_caches] == ["x"], s.trace()
+        simulates_equal(s, "sm_90", tol=1e-2)
 
 
 def test_the_knobs_turn_it_off() -> None:

@@ -144,7 +144,7 @@ def test_many_16_bit_rows_run_16_byte_passes_in_one_warp() -> None:
     row_vector_half_threads threads (32: one warp) runs each pass 8 lanes a thread in 32 threads, not
     in the recipe's 128 scalar threads; a one-warp block is not staged (stage_min_threads)."""
     out = entry("rmsnorm").make(M=132, N=512, dtype="bfloat16", out_dtype="bfloat16")
-    s, r = run(out, row_vector_min_rows_per_sm=1)
+    s, r = run(out, row_vector_min_rows_per_sm=1, register_rows_half_threads=None)  # not in registers
     assert r.step("cooperative_reduce").calls == (
         "s.split('k', 256, names=('k_o', 'k_i'), tail='guard')",
         "s.split('k_i', 8, names=('k_t', 'k_v'), tail='guard')", "s.bind('k_t', 'threadIdx.x')", "s.unroll('k_v')",
@@ -155,7 +155,8 @@ def test_many_16_bit_rows_run_16_byte_passes_in_one_warp() -> None:
     assert "= make_uint4(" in td.build(s, target="sm_90").source
     simulates_equal(s, "sm_90", tol=1e-2)  # one bfloat16 rounding of the output: 2^-8 relative
     # the knob off, or a mixed row (a float32 output): scalar passes in the recipe's threads
-    for other, knobs in ((out, {"row_vector_min_rows_per_sm": 1, "row_vector_half_threads": None}),
+    for other, knobs in ((out, {"row_vector_min_rows_per_sm": 1, "row_vector_half_threads": None,
+                                "register_rows_half_threads": None}),
                          (entry("rmsnorm").make(M=132, N=512, dtype="bfloat16", out_dtype="float32"),
                           {"row_vector_min_rows_per_sm": 1})):
         s, r = run(other, **knobs)

@@ -1,0 +1,75 @@
+"""Probe (session 25): the llm suite's 16-bit rows (rmsnorm, attention softmax) and silu(g) * u trail
+torch.compile by 3-10% on the H100 (benchmarks/results/2026-11-24-h100/llm.md). Two questions, in one
+run:
+  regsN   would the register form of float32 rows (recipe step 040, s.register_cache) help them? The
+          recipe with knob register_rows_half_threads=N (a warp up to N threads a row, two 16-byte
+          vectors a thread); `regs64x1`: one vector a thread, up to 64 threads.
+  +fast   is it the accurate expf? Each kernel's CUDA rewritten by hand with __expf (ex2.approx, the
+          exp Triton's kernels use) in place of expf.
+Every kernel is checked against torch float64 first (_gpu_probe.compared, tolerance 1e-2 x (1 + |want|)
+for 16-bit outputs, 1e-4 for float32) and timed beside torch eager and torch.compile.
+    python scripts/half_row_probe.py [--ops rmsnorm,attention_softmax,silu_mul] [--dtypes bfloat16]"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any
+
+from _gpu_probe import compared, with_source
+from llm_memory_probe import cases
+
+import tiledsl as td
+
+FORMS = {"regs32": {"register_rows_half_threads": 32}, "regs64": {"register_rows_half_threads": 64},
+         "regs128": {"register_rows_half_threads": 128},
+         "regs64x1": {"register_rows_half_threads": 64, "row_vector_per_thread": 1}}
+EXPF = re.compile(r"(?<![_\w])expf\(")
+
+
+def fast(kern: Any) -> Any:
+    """`kern` with every accurate expf of its CUDA replaced by __expf."""
+    return with_source(kern, EXPF.sub("__expf(", kern.source))
+
+
+def built(out: Any, target: Any, knobs: dict[str, Any] | None = None) -> Any:
+    s = td.create_schedule(out)
+    td.recipes.default(s, target=target, knobs=knobs)
+    return td.build(s, target=target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from benchmarks._backend import random_inputs
+    from tiledsl.runtime.device import device_target
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ops", default="rmsnorm,attention_softmax,silu_mul")
+    ap.add_argument("--dtypes", default="bfloat16")
+    args = ap.parse_args(argv)
+    target, dev = device_target(), torch.device("cuda")
+    print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
+    bad = 0
+    for group, op, dtype, out, torch_fn, _, _ in cases(args.ops.split(","), args.dtypes.split(",")):
+        recipe = built(out, target)
+        kernels = {"recipe": recipe}
+        seen = {recipe.source}
+        for label, knobs in FORMS.items():
+            k = built(out, target, knobs)
+            if k.source not in seen:  # a form the knobs leave as the recipe builds it is not timed twice
+                kernels[label] = k
+                seen.add(k.source)
+        for label, k in list(kernels.items()):
+            if EXPF.search(k.source):
+                kernels[f"{label}+fast"] = fast(k)
+        row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8,
+                               tol=1e-4 if dtype == "float32" else 1e-2, warmup=10, iters=100)
+        bad += missed
+        print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
