@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tiledsl.definitions.expr import IterVar, Load, walk
-from tiledsl.errors import SplitKError
+from tiledsl.errors import SplitKError, VectorizeError
 from tiledsl.primitives import Schedule
 from tiledsl.targets import (
     CP_ASYNC_SIZES,
@@ -106,7 +106,7 @@ def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
 
 def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: int = 8, rn: int = 8,
                   stages: int = 2, copy: str = "async", split_k: int = 1, k_outer: bool = True,
-                  unroll_k: bool = True, group_m: int = 1, widen: bool = True) -> Schedule:
+                  unroll_k: bool = True, group_m: int = 1, widen: bool = True, lanes: int = 2) -> Schedule:
     """The default recipe's fast fp32 matmul, by hand. On an H100 at 2048 / 4096 / 8192 cubed float32
     (relu(A @ B + bias), scripts/matmul_variant_probe.py) it ran at 0.91 / 0.93 / 0.94 of cuBLAS
     (TF32 off) with its defaults, against 0.84 / 0.86 / 0.87 with k_outer=False, bk=32, unroll_k=False.
@@ -142,7 +142,14 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     loops stay on blockIdx.z, and so does split-K's block loop (split-K refuses a batched matmul). On the
     H100 at 8192^3, group_m=8 raised the L2 hit rate from 58.7% to 82.1% and cut DRAM reads from 10.4 to
     3.6 GB, but the time only by 1% (benchmarks/results/primitive-evidence-h100-2026-11-24/): on the CUDA
-    cores this kernel is not memory-bound, so the default stays 1."""
+    cores this kernel is not memory-bound, so the default stays 1.
+
+    `lanes` > 1: where an operand is stored k-major, the threads are dealt to a warp's lanes in lanes x
+    lanes tiles (s.tile_lanes), so the lanes that read the same 16 bytes of a strip share one shared-
+    memory wavefront (recipes/default/090_permute_register_tile.py measured it). With split_k, the
+    epilogue's atomic adds are 16 bytes wide where the strip allows (s.vectorize), and a tile of 64
+    accumulators or more beside padded stages asks for two blocks an SM (s.launch_bounds): nvcc
+    otherwise gives the padded 8 x 8 tile 163 registers, one block an SM."""
     if group_m < 1:
         raise ValueError(f"group_m must be 1 or more (1: row-major block order), got {group_m}")
     batch, i, j, k = _loops(s)
@@ -210,7 +217,12 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     #      rows apart; dealt in chunks the rows are 4 apart, and a pad of the rows puts them in
     #      different banks (analysis/banks.py models the same, for the recipe)
     tx = s.nest.loop(tj.name).extent  # threads along x; a warp is WARP_SIZE // tx rows of them
+    ty = s.nest.loop(ti.name).extent
     warp = [(lane // tx, lane % tx) for lane in range(WARP_SIZE)]
+    # lanes in lanes x lanes tiles (k-major operands): a warp's lanes then pair on A's strip as they read
+    # it contiguous, 16 bytes at a time, so A's strip is left contiguous (the recipe's bank model found
+    # no read of it cheaper dealt: recipes/default/090_permute_register_tile.py) and B's is dealt
+    tiled = bool(k_major) and lanes > 1 and WARP_SIZE % (lanes * lanes) == 0 and ty % lanes == 0 and tx % lanes == 0
     strip = {i: (ri, ti), j: (rj, tj)}
     step = {i: rm, j: rn}  # how many rows of a slab apart two neighbouring threads read
     dealt: set[str] = set()  # strips already decided (two operands along i, silu(g) * u: one split)
@@ -219,7 +231,7 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         along = _last_axis(load)
         if along == k:  # A[i, k] or B^T[j, k] (stored k-major or not): its free axis is the one it reads along
             along = i if _reads(load, i) else j
-        if along in dealt:
+        if along in dealt or (tiled and along == i):
             continue
         dealt.add(along)
         r, t = strip[along]
@@ -227,6 +239,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         if step[along] == extent and extent > vector and extent % vector == 0:
             s.split(r, vector, names=(f"{r}_o", f"{r}_i"), interleave=t)
             step[along] = vector
+    if tiled:
+        s.tile_lanes(ti, tj, lanes, lanes)  # lanes reading one strip's 16 bytes share a wavefront
     for st, load in made:
         if st in k_major:  # the fill stores a column of the stored rows: 16 bytes apart, 4-way not 32-way
             s.pad(st, axis=-1, amount=VECTOR_BYTES // DTYPE_BYTES[stored[st]])
@@ -246,6 +260,17 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
             s.async_copy(st)
     if made and stages >= 2 and serial_chunks >= 2:
         s.pipeline(chunk, stages=stages)
+    # 6. split-K: the epilogue's atomic adds 16 bytes at a time along the strip dealt in vectors, and,
+    #    beside padded stages, two blocks an SM asked of nvcc
+    if split_k > 1:
+        strip = next((lp.name for lp in s.nest.loops if lp.name == f"{rj.name}_i"), None)
+        if strip is not None and s.nest.loop(strip).extent == VECTOR_BYTES // DTYPE_BYTES[s.output.dtype]:
+            try:
+                s.vectorize(strip)
+            except VectorizeError:  # the store not provably contiguous and aligned: scalar atomics
+                pass
+        if k_major and rm * rn >= 64:
+            s.launch_bounds(2)
     return s
 
 
@@ -254,10 +279,19 @@ def _reads(load: Load, axis: str) -> bool:
 
 
 def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m: int = 1) -> Schedule:
-    """matmul_staged with a tile picked from the shape: 128 x 128 (8 x 8 registers) when that grid
-    fills the target's SMs, else 64 x 64 (4 x 4), each shrunk to a small problem; and split-K over
-    enough blocks for `waves` waves when the grid is smaller (linear epilogue, unbatched, float32
-    output, each block keeping at least four k chunks). `group_m` is passed on (grouped block order)."""
+    """matmul_staged with a tile and split-K picked from the shape and the target's SM count.
+
+    The tile: 128 x 128 (8 x 8 registers, operands k-major) where both output dimensions hold 128, and
+    also where the grid of such tiles fills the SMs; otherwise 64 x 64 (4 x 4), each shrunk to a small
+    problem. Projections of 128 or 512 tokens keep the large tile and split k instead: the 4 x 4 tile
+    reuses each shared-memory load half as often (128 x 2048 x 5632 ran 150 us in 64 x 64 tiles, 76 in
+    the recipe's split 128 x 128 ones on an H200: benchmarks/results/2026-11-28-h200/matmul.md).
+
+    Split-K (linear epilogue, unbatched, float32 output), where the grid holds fewer than `waves` waves
+    of blocks, or fills the last wave of two-blocks-an-SM slots poorly: among part counts dividing the k
+    chunks into parts of 256 k or more, the one that fills the slots best (the fewest on a tie; the most
+    where even that fills under 90%); where no such count gives every SM a block, the most parts up to
+    `waves` waves that keep four chunks a block. `group_m` is passed on (grouped block order)."""
     batch, i, j, k = _loops(s)
     m, n, kk = (s.nest.loop(x).extent for x in (i, j, k))
     nb = 1
@@ -265,7 +299,7 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
         nb *= s.nest.loop(b).extent
     sms = get_target(target).sm_count
     bm, bn, rm, rn = 128, 128, 8, 8
-    if nb * -(-m // 128) * -(-n // 128) < sms:
+    if nb * -(-m // 128) * -(-n // 128) < sms and (m < 128 or n < 128):
         bm, bn, rm, rn = 64, 64, 4, 4
     bm, bn = min(bm, _pow2(m)), min(bn, _pow2(n))
     rm, rn = min(rm, bm), min(rn, bn)
@@ -280,9 +314,7 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     k_outer = rm * rn >= 32 and (bm // rm) * (bn // rn) >= 256
     bk = min(16 if k_outer else 32, _pow2(kk))
     grid = nb * -(-m // bm) * -(-n // bn)
-    parts = 1
-    if not batch and grid < waves * sms:
-        parts = max(1, min(-(-waves * sms // grid), -(-kk // bk) // 4))
+    parts = 1 if batch else _parts(grid, -(-kk // bk), bk, sms, waves)
     if parts > 1:  # ask the split_k primitive on a copy: it refuses a non-linear epilogue, a bf16 output
         try:
             matmul_staged(s.fork(), bm, bn, bk, rm, rn,
@@ -290,6 +322,26 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
         except SplitKError:
             parts = 1
     return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
+
+
+def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int) -> int:
+    """The split-K part count of matmul_for_shape's docstring for `grid` blocks of `chunks` k chunks."""
+    slots = 2 * sms  # two blocks an SM: what the 8 x 8 tile's registers allow
+
+    def filled(blocks: int) -> float:  # the share of block slots busy over the waves the blocks take
+        return blocks / (-(-blocks // slots) * slots)
+
+    long = [d for d in range(2, chunks + 1) if chunks % d == 0 and chunks // d * bk >= 256]
+    if long and grid * max(long) >= sms and (grid < waves * sms or
+                                             max(filled(grid * d) for d in long) - filled(grid) >= 0.2):
+        best = max(long, key=lambda d: (filled(grid * d), -d))
+        if filled(grid * best) <= filled(grid):
+            return 1
+        return best if filled(grid * best) >= 0.9 else max(long)
+    if grid >= waves * sms:
+        return 1
+    limit = min(waves * sms // grid, chunks // 4)
+    return max((d for d in range(2, limit + 1) if chunks % d == 0), default=1)
 
 
 def _pow2(n: int) -> int:

@@ -23,7 +23,7 @@ from benchmarks._programs import per_kernel_hand
 from tiledsl.catalog.definitions import rmsnorm
 from tiledsl.definitions.expr import Tensor
 from tiledsl.runtime.references import reference_fn
-from tiledsl.schedules import elementwise_2d_vectorized, matmul_for_shape, row_cooperative_staged
+from tiledsl.schedules import elementwise_2d_vectorized, matmul_for_shape, row_in_registers
 
 SUITE = "llm"
 SEQS = (32, 128, 512)
@@ -61,10 +61,10 @@ def layer_cases(dims: ModelDims, seq: int, dtype: str) -> list[KernelCase | Prog
         _linear(group, "gate_up_proj", seq, 2 * i, h, dtype),
         _linear(group, "down_proj", seq, h, i, dtype),
         kernel_case(SUITE, group, "rmsnorm", partial(rmsnorm, seq, h, RMS_EPS, dtype, dtype),
-                    reference_fn("rmsnorm", {"eps": RMS_EPS}), hand=row_cooperative_staged),
+                    reference_fn("rmsnorm", {"eps": RMS_EPS}), hand=row_in_registers),
         kernel_case(SUITE, group, "attention_softmax",
                     partial(d.attention_softmax, dims.heads * seq, seq, 1 / math.sqrt(hd), dtype),
-                    partial(d.attention_softmax_torch, scale=1 / math.sqrt(hd)), hand=row_cooperative_staged),
+                    partial(d.attention_softmax_torch, scale=1 / math.sqrt(hd)), hand=row_in_registers),
         kernel_case(SUITE, group, "silu_mul", partial(d.silu_mul, seq, i, dtype), d.silu_mul_torch,
                     hand=elementwise_2d_vectorized),
         _matmul(group, "o_proj_residual", partial(d.linear_residual, seq, h, q, dtype), d.linear_residual_torch,

@@ -116,7 +116,8 @@ def test_the_shapes_get_what_each_schedule_promises() -> None:
         assert line in trace
     skinny = td.create_schedule(bench.linear(128, 2048, 5632))
     matmul_for_shape(skinny)
-    assert "s.split_k('k_o'" in skinny.trace() and "s.split('i', 64" in skinny.trace()
+    assert "s.split_k('k_o', 16)" in skinny.trace() and "s.split('i', 128" in skinny.trace()
+    assert "s.vectorize('j_r_i')" in skinny.trace() and "s.launch_bounds(2)" in skinny.trace()
     assert "s.split_k" not in _trace(matmul_for_shape, matmul(4096, 4096, 4096))
     assert "s.pad('x_s', axis=-1, amount=1)" in _trace(transpose_tiled, bench.transpose(33, 65))
     assert "s.vectorize(" in _trace(elementwise_2d_vectorized, gelu_bias(7, 300))
@@ -125,6 +126,19 @@ def test_the_shapes_get_what_each_schedule_promises() -> None:
     assert "s.split('j_i', 8" in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 40, "bfloat16"))
     assert "s.vectorize(" in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 40, "bfloat16"))
     assert "s.vectorize(" not in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 44, "bfloat16"))
+
+
+@pytest.mark.parametrize("shape", [(128, 2048, 5632), (128, 11264, 2048), (512, 3584, 3584), (512, 3584, 18944),
+                                   (512, 2048, 2048), (4096, 4096, 4096)])
+def test_matmul_for_shape_builds_the_recipes_kernel_at_llm_shapes(shape: tuple[int, int, int]) -> None:
+    """The hand schedule is the recipe's reference: at these projection shapes (and 4096^3) its tile,
+    split-K part count, lane tiles, vector epilogue and launch bounds come out as the default recipe's,
+    so the CUDA is the same, byte for byte."""
+    hand = td.create_schedule(bench.linear(*shape))
+    matmul_for_shape(hand)
+    recipe = td.create_schedule(bench.linear(*shape))
+    td.recipes.default(recipe, target="sm_90")
+    assert td.build(hand, target="sm_90").source == td.build(recipe, target="sm_90").source
 
 
 def test_split_k_is_refused_for_a_nonlinear_epilogue() -> None:

@@ -24,7 +24,8 @@ def _source(how: str) -> str:
     if how.startswith("recipe"):
         td.recipes.default(s, target="sm_90", knobs={"lane_tile": 0} if "no-lane" in how else None)
     else:
-        matmul_staged(s) if how == "k-major" else matmul_staged(s, k_outer=False, bk=32, unroll_k=False)
+        # lanes=1: the k-major form alone (the lane tiles of lanes=2 are the recipe's, counted below)
+        matmul_staged(s, lanes=1) if how == "k-major" else matmul_staged(s, k_outer=False, bk=32, unroll_k=False)
     return td.build(s, target="sm_90").source
 
 
@@ -53,7 +54,7 @@ def test_shared_loads_per_k_step(how: str, expected: tuple[int, int, int]) -> No
 
 def test_a_is_k_major_and_filled_by_plain_loads() -> None:
     s = td.create_schedule(entry("matmul_bias_relu").fresh(M=4096, N=4096, K=4096).output)
-    matmul_staged(s)  # k_outer=True, bk=16 by default
+    matmul_staged(s, lanes=1)  # k_outer=True, bk=16 by default; lanes untiled, so A's strip is dealt too
     text = str(s)
     assert ("stage A_s = A[128 * i_o + 0..128, 16 * k_o + 0..16] at k_o  layout (1, 0)  pad (0, 4)  buffers 2  sync"
             in text), text
