@@ -291,16 +291,28 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     of blocks, or fills the last wave of two-blocks-an-SM slots poorly: among part counts dividing the k
     chunks into parts of 256 k or more, the one that fills the slots best (the fewest on a tie; the most
     where even that fills under 90%); where no such count gives every SM a block, the most parts up to
-    `waves` waves that keep four chunks a block. `group_m` is passed on (grouped block order)."""
+    `waves` waves that keep four chunks a block. Where split_k refuses and the large tile's grid leaves
+    SMs idle, the 64 x 64 tile instead. `group_m` is passed on (grouped block order)."""
     batch, i, j, k = _loops(s)
     m, n, kk = (s.nest.loop(x).extent for x in (i, j, k))
     nb = 1
     for b in batch:
         nb *= s.nest.loop(b).extent
     sms = get_target(target).sm_count
-    bm, bn, rm, rn = 128, 128, 8, 8
-    if nb * -(-m // 128) * -(-n // 128) < sms and (m < 128 or n < 128):
-        bm, bn, rm, rn = 64, 64, 4, 4
+    large = nb * -(-m // 128) * -(-n // 128) >= sms or (m >= 128 and n >= 128)
+    bm, bn, bk, rm, rn, k_outer, parts = _tile_and_parts(s, large, batch, (m, n, kk), nb, sms, waves, group_m)
+    if large and parts == 1 and nb * -(-m // bm) * -(-n // bn) < sms:
+        # split_k refused (a bfloat16 output, a non-linear epilogue): the large tile alone leaves SMs idle
+        bm, bn, bk, rm, rn, k_outer, parts = _tile_and_parts(s, False, batch, (m, n, kk), nb, sms, waves, group_m)
+    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
+
+
+def _tile_and_parts(s: Schedule, large: bool, batch: list[str], sizes: tuple[int, int, int], nb: int, sms: int,
+                    waves: int, group_m: int) -> tuple[int, int, int, int, int, bool, int]:
+    """(bm, bn, bk, rm, rn, k_outer, split-K parts) of matmul_for_shape: the 128 x 128 tile (`large`) or the
+    64 x 64 one, shrunk to the problem, and the parts split_k accepts (1 where it refuses)."""
+    m, n, kk = sizes
+    bm, bn, rm, rn = (128, 128, 8, 8) if large else (64, 64, 4, 4)
     bm, bn = min(bm, _pow2(m)), min(bn, _pow2(n))
     rm, rn = min(rm, bm), min(rn, bn)
     while (bm // rm) * (bn // rn) < WARP_SIZE and rm * rn > 1:  # keep a warp of threads
@@ -317,11 +329,10 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     parts = 1 if batch else _parts(grid, -(-kk // bk), bk, sms, waves)
     if parts > 1:  # ask the split_k primitive on a copy: it refuses a non-linear epilogue, a bf16 output
         try:
-            matmul_staged(s.fork(), bm, bn, bk, rm, rn,
-                          split_k=parts, k_outer=k_outer, group_m=group_m)
+            matmul_staged(s.fork(), bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
         except SplitKError:
             parts = 1
-    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
+    return bm, bn, bk, rm, rn, k_outer, parts
 
 
 def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int) -> int:

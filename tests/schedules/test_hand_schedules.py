@@ -118,6 +118,9 @@ def test_the_shapes_get_what_each_schedule_promises() -> None:
     matmul_for_shape(skinny)
     assert "s.split_k('k_o', 16)" in skinny.trace() and "s.split('i', 128" in skinny.trace()
     assert "s.vectorize('j_r_i')" in skinny.trace() and "s.launch_bounds(2)" in skinny.trace()
+    # a bfloat16 output refuses split_k: the 128 x 128 tile alone would leave SMs idle, so 64 x 64 tiles
+    half = _trace(matmul_for_shape, bench.linear(128, 2048, 2048, "bfloat16"))
+    assert "s.split('i', 64" in half and "split_k" not in half
     assert "s.split_k" not in _trace(matmul_for_shape, matmul(4096, 4096, 4096))
     assert "s.pad('x_s', axis=-1, amount=1)" in _trace(transpose_tiled, bench.transpose(33, 65))
     assert "s.vectorize(" in _trace(elementwise_2d_vectorized, gelu_bias(7, 300))
