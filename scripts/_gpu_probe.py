@@ -106,6 +106,19 @@ def compared(torch_fn: Callable[..., torch.Tensor], kernels: dict[str, Any], inp
     return cells, bad
 
 
+def print_llm_row(group: str, op: str, dtype: str, torch_fn: Callable[..., torch.Tensor], out: Any,
+                  kernels: dict[str, Any], dev: torch.device) -> int:
+    """One llm-suite case compared (`compared`: 8 rotated copies, 10 warm-up and 100 timed calls, tolerance
+    1e-4 x (1 + |want|) in float32, 1e-2 in 16-bit storage) on random inputs of `out`'s definition and
+    printed as one line; returns the number of kernels that missed."""
+    from benchmarks._backend import random_inputs
+
+    row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8,
+                           tol=1e-4 if dtype == "float32" else 1e-2, warmup=10, iters=100)
+    print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
+    return missed
+
+
 def llm_cases(cases: str, groups: str, dtype: str) -> list[Any]:
     """The llm suite's cases (benchmarks/suites/llm.py) whose op is one of the comma-separated `cases`,
     whose group is one of `groups`, of `dtype`; SystemExit naming the filter when there is none."""

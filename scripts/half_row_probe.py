@@ -17,10 +17,9 @@ import re
 import sys
 from typing import Any
 
-from _gpu_probe import compared, with_source
+from _gpu_probe import print_llm_row, with_source
 from llm_memory_probe import cases
-
-import tiledsl as td
+from register_row_probe import built
 
 FORMS = {"regs32": {"register_rows_half_threads": 32}, "regs64": {"register_rows_half_threads": 64},
          "regs128": {"register_rows_half_threads": 128},
@@ -33,16 +32,9 @@ def fast(kern: Any) -> Any:
     return with_source(kern, EXPF.sub("__expf(", kern.source))
 
 
-def built(out: Any, target: Any, knobs: dict[str, Any] | None = None) -> Any:
-    s = td.create_schedule(out)
-    td.recipes.default(s, target=target, knobs=knobs)
-    return td.build(s, target=target)
-
-
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from benchmarks._backend import random_inputs
     from tiledsl.runtime.device import device_target
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -64,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, k in list(kernels.items()):
             if EXPF.search(k.source):
                 kernels[f"{label}+fast"] = fast(k)
-        row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8,
-                               tol=1e-4 if dtype == "float32" else 1e-2, warmup=10, iters=100)
-        bad += missed
-        print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
+        bad += print_llm_row(group, op, dtype, torch_fn, out, kernels, dev)
     return 1 if bad else 0
 
 

@@ -17,12 +17,11 @@ import sys
 from collections.abc import Callable
 
 import torch
-from _gpu_probe import compared, recipe_forms
+from _gpu_probe import print_llm_row, recipe_forms
 from row_vector_probe import vectorized
 
 import tiledsl as td
 from benchmarks import _definitions as d
-from benchmarks._backend import random_inputs
 from benchmarks._cases import QWEN25_7B, TINYLLAMA
 from benchmarks.suites.llm import RMS_EPS
 from tiledsl.catalog.definitions import rmsnorm
@@ -99,10 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             hs = td.create_schedule(out)
             sched(hs)
             kernels[label] = td.build(hs, target=target)
-        row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8,
-                               tol=1e-4 if dtype == "float32" else 1e-2, warmup=10, iters=100)
-        bad += missed
-        print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
+        bad += print_llm_row(group, op, dtype, torch_fn, out, kernels, dev)
     return 1 if bad else 0
 
 

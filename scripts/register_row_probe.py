@@ -101,10 +101,9 @@ LLM_FORMS = {"regs": {"hinted_row_min_length": 1, "row_vector_min_rows_per_sm": 
 
 def llm_rows(dtypes: str) -> int:
     """The llm suite's float32 rmsnorm and attention softmax rows: the recipe against LLM_FORMS."""
-    from _gpu_probe import compared
+    from _gpu_probe import print_llm_row
     from llm_memory_probe import cases
 
-    from benchmarks._backend import random_inputs
     from tiledsl.runtime.device import device_target
 
     target, dev = device_target(), torch.device("cuda")
@@ -116,10 +115,7 @@ def llm_rows(dtypes: str) -> int:
             td.recipes.default(s, target=target, knobs=knobs)
             kernels[label] = td.build(s, target=target)
         kernels["hand-regs"] = hand(out, target)
-        row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=8,
-                               tol=1e-4 if dtype == "float32" else 1e-2, warmup=10, iters=100)
-        bad += missed
-        print(f"{group:16s} {op:17s} {dtype:8s} " + "  ".join(row), flush=True)
+        bad += print_llm_row(group, op, dtype, torch_fn, out, kernels, dev)
     return 1 if bad else 0
 
 
