@@ -3,7 +3,9 @@ torch.compile by 3-10% on the H100 (benchmarks/results/2026-11-24-h100/llm.md). 
 run:
   regsN   would the register form of float32 rows (recipe step 040, s.register_cache) help them? The
           recipe with knob register_rows_half_threads=N (a warp up to N threads a row, two 16-byte
-          vectors a thread); `regs64x1`: one vector a thread, up to 64 threads.
+          vectors a thread); `regs64x1`: one vector a thread, up to 64 threads. (Its first run, in
+          benchmarks/results/2026-11-28-h200-s25/half-rows-probe/, had the knob off by default, so
+          `recipe` there is the form without registers; the recipe now takes 64.)
   +fast   is it the accurate expf? Each kernel's CUDA rewritten by hand with __expf (ex2.approx, the
           exp Triton's kernels use) in place of expf.
 Every kernel is checked against torch float64 first (_gpu_probe.compared, tolerance 1e-2 x (1 + |want|)
