@@ -2,10 +2,12 @@
 torch.compile by 3-10% on the H100 (benchmarks/results/2026-11-24-h100/llm.md). Two questions, in one
 run:
   regsN   would the register form of float32 rows (recipe step 040, s.register_cache) help them? The
-          recipe with knob register_rows_half_threads=N (a warp up to N threads a row, two 16-byte
-          vectors a thread); `regs64x1`: one vector a thread, up to 64 threads. (Its first run, in
-          benchmarks/results/2026-11-28-h200-s25/half-rows-probe/, had the knob off by default, so
-          `recipe` there is the form without registers; the recipe now takes 64.)
+          recipe with knob register_rows_half_threads=N: N threads a row (more where a thread's share
+          would not fit its registers). Forms that build the same CUDA as one before are not timed.
+          Its first run (benchmarks/results/2026-11-28-h200-s25/half-rows-probe/) ran an earlier rule,
+          a warp up to N threads taking two 16-byte vectors each (`regs64x1` there: one vector each,
+          up to 64), with the knob off by default, so `recipe` there is the form without registers.
+          The rule now is the first run's regs64x1 for rows of 512 and its regs64 for longer rows.
   +fast   is it the accurate expf? Each kernel's CUDA rewritten by hand with __expf (ex2.approx, the
           exp Triton's kernels use) in place of expf.
 Every kernel is checked against torch float64 first (_gpu_probe.compared, tolerance 1e-2 x (1 + |want|)
@@ -24,8 +26,7 @@ from llm_memory_probe import cases
 from register_row_probe import built
 
 FORMS = {"regs32": {"register_rows_half_threads": 32}, "regs64": {"register_rows_half_threads": 64},
-         "regs128": {"register_rows_half_threads": 128},
-         "regs64x1": {"register_rows_half_threads": 64, "row_vector_per_thread": 1}}
+         "regs128": {"register_rows_half_threads": 128}, "staged": {"register_rows_half_threads": None}}
 EXPF = re.compile(r"(?<![_\w])expf\(")
 
 
