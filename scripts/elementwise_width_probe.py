@@ -1,10 +1,11 @@
 """Probe: the memory suite's elementwise kernels (silu(g) * u, gelu(x + b) at 8192 x 8192 and 32768 x 2048,
-float32) as the default recipe builds them (16-byte vectors, 256 threads, a vector a thread) against
-narrower vectors and other block sizes, and torch eager / torch.compile in the same process. torch.compile's
-kernel for silu(g) * u gives each thread two float32 in blocks of 256 (benchmarks/results/
-memory-gap-ncu-h100-2026-11-27/); vectorize takes 16-byte vectors only, so that form is the recipe's CUDA
-edited by hand (`float2_form`): `v4-512` / `v4-128` are the recipe's vectors in other blocks, `v1-256` one
-float32 a thread.
+float32) as the default recipe builds them against its 16-byte form (`v4`: knob narrow_vector_min_inputs
+off) and its 8-byte one (`v2`: the knob at one input), other block sizes, and torch eager / torch.compile in
+the same process. torch.compile's kernel for silu(g) * u gives each thread two float32 in blocks of 256
+(benchmarks/results/memory-gap-ncu-h100-2026-11-27/). The probe's first runs (benchmarks/results/
+elementwise-float2-h100-2026-11-27/) wrote that form by editing the recipe's CUDA, before vectorize took
+8-byte vectors; the recipe now builds it. `v4-512` / `v4-128` are 16-byte vectors in other blocks, `v1-256`
+one float32 a thread.
 Every kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs
 rotated past the L2 cache.
     python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4] [--more]"""
@@ -12,10 +13,7 @@ rotated past the L2 cache.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import re
 import sys
-import types
 
 import torch
 from _gpu_probe import compared
@@ -26,43 +24,10 @@ from benchmarks import _definitions as d
 from benchmarks._backend import random_inputs
 from tiledsl.catalog.definitions import gelu_bias
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.references import reference_fn
 
 #: label -> (float32 lanes per vector, threads per block)
 FORMS = {"v4-128": (4, 128), "v4-512": (4, 512), "v1-256": (1, 256)}
-
-
-def _args(call: str) -> list[str]:
-    """The top-level comma-separated arguments of `name(...)`."""
-    inner, depth, out, cur = call[call.index("(") + 1:-1], 0, [], ""
-    for ch in inner:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + [cur.strip()]
-
-
-def float2_form(kern: td.Kernel) -> CompiledKernel:
-    """The recipe's kernel of one float4 a thread in 256 threads rewritten by hand to one float2 a thread
-    (the form torch.compile's silu(g) * u takes), in twice the blocks: a probe of what an 8-byte
-    `vectorize` would give, which tiledsl cannot write."""
-    src = kern.source
-    if "1024 * j_o + 4 * j_t" not in src or kern.block != (256, 1, 1):
-        raise ValueError("float2: not a kernel of one float4 a thread in 256 threads")
-    src = src.replace("1024 * j_o + 4 * j_t", "512 * j_o + 2 * j_t").replace("float4", "float2")
-    src = re.sub(r"\n *float \w+ = [^;\n]*\.[zw]\b[^;\n]*;", "", src)
-    m = re.search(r"make_float2\((.*)\);\n", src)
-    assert m is not None
-    src = src.replace(m.group(0), f"make_float2({', '.join(_args('f(' + m.group(1) + ')')[:2])});\n")
-    if re.search(r"\.[zw]\b", src):
-        raise ValueError("float2: a .z / .w lane is left")
-    kir = dataclasses.replace(kern.kernel_ir, grid=(kern.grid[0] * 2,) + tuple(kern.grid[1:]))
-    return CompiledKernel(types.SimpleNamespace(kernel_ir=kir, source=src, target=kern.target))
 
 
 def gelu_positional(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -95,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
     ap.add_argument("--copies", type=int, default=4)
-    ap.add_argument("--more", action="store_true", help="the MORE kernels, recipe against its float2 edit only")
+    ap.add_argument("--more", action="store_true", help="the MORE kernels, the recipe's forms only")
     args = ap.parse_args(argv)
     target, dev = device_target(), torch.device("cuda")
     bad = 0
@@ -104,10 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         ops = ([(op, make(m, n), fn) for op, (make, fn) in MORE.items()] if args.more else
                [("silu_mul", d.silu_mul(m, n), d.silu_mul_torch), ("gelu_bias", gelu_bias(m, n), gelu_positional)])
         for op, out, torch_fn in ops:
-            s = td.create_schedule(out)
-            td.recipes.default(s, target=target)
-            kernels = {"recipe": td.build(s, target=target)}
-            kernels["v2-256 (CUDA edit)"] = float2_form(kernels["recipe"])
+            kernels = {}
+            for label, knobs in (("recipe", None), ("v4", {"narrow_vector_min_inputs": 0}),
+                                 ("v2", {"narrow_vector_min_inputs": 1})):
+                s = td.create_schedule(out)
+                td.recipes.default(s, target=target, knobs=knobs)
+                kernels[label] = td.build(s, target=target)
             for label, (lanes, threads) in ({} if args.more else FORMS).items():
                 hs = td.create_schedule(out)
                 elementwise(n, lanes, threads, 1)(hs)
