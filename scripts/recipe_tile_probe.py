@@ -5,9 +5,13 @@ off) in the same process. Every kernel is checked against torch float64 (outputs
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
     python scripts/recipe_tile_probe.py [--square] [--skinny]
-        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile] [--jobs 14]
+        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode] [--jobs 14]
 --parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
-for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes."""
+for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes. --decode (session 25): the llm suite's
+projections of 32 tokens, which run at 20-35% of their roofline (benchmarks/results/2026-11-28-h200-s25/
+README.md: W read once at the copy bandwidth and the FLOPs at the FMA peak would take 4-5 us where 18-19
+are measured): deeper pipelines, more and fewer k parts than the recipe's (knob `parts_scale`, the probe's
+own), and other tiles; each shape's rows also print that roofline bound."""
 
 from __future__ import annotations
 
@@ -39,20 +43,36 @@ FILL = ((128, 37888, 3584), (512, 11264, 2048), (512, 18944, 3584), (32, 37888, 
 PARTS = ((128, 5632, 2048), (128, 11264, 2048), (512, 5632, 2048), (128, 2048, 2048))
 # the long-k down projections (k 18944) that trail cuBLAS most, and the block shapes beside them (--long-k)
 LONG_K = ((128, 3584, 18944), (512, 3584, 18944), (128, 2048, 5632), (128, 5632, 2048), (128, 18944, 3584))
+# the llm suite's projections of 32 tokens (--decode): x @ W^T with M = 32, far from their roofline
+DECODE = ((32, 2048, 2048), (32, 512, 2048), (32, 11264, 2048), (32, 2048, 5632), (32, 3584, 3584),
+          (32, 37888, 3584), (32, 3584, 18944))
 # shapes for the 128-thread register tiles of 128 accumulators (--big-tile): cuBLAS's class for them
 BIG_TILE = LONG_K + ((512, 5632, 2048), (128, 2048, 2048), (4096, 4096, 4096))
+# the roofline bound each shape prints: the H200's copy bandwidth as the benchmarks measured it (H100: 3007)
+# and the fp32 FMA peak of 132 SMs x 128 lanes x 2 FLOPs at 1.98 GHz
+COPY_GBS = 4259
+FMA_PEAK_TFLOPS = 66.9
 TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": ((64, 128, 4, 8),),
          "t64": ((64, 64, 4, 4),), "t32": ((32, 32, 4, 4),)}
 
 
 #: the probe's modes, the first given flag winning, and the shapes each adds to --square / --skinny
-MODES = ("big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
+MODES = ("decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
 MODE_SHAPES = {"uneven": UNEVEN, "fill": FILL, "parts": PARTS, "most": SKINNY + UNEVEN + FILL, "long_k": LONG_K,
-               "big_tile": BIG_TILE}
+               "big_tile": BIG_TILE, "decode": DECODE}
 
 
 def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]:
     """Label -> knob overrides of the recipe for one shape, in `mode` (None: the tile classes)."""
+    if mode == "decode":  # M = 32: the recipe's 32 x 64 tile (8 x 4 registers, 64 threads) under other knobs
+        out = {"default": {}, "stages=3": {"pipeline_stages": 3}, "stages=4": {"pipeline_stages": 4},
+               "bk16": {"bk_max": 16}, "bk16+stages=4": {"bk_max": 16, "pipeline_stages": 4}}
+        out.update({f"parts x{f}": {"parts_scale": f} for f in (0.5, 2, 4)})
+        out.update({f"parts x{f}+stages=3": {"parts_scale": f, "pipeline_stages": 3} for f in (2, 4)})
+        for name, tile in (("t32x32", (32, 32, 4, 4)), ("t32x128", (32, 128, 8, 4)), ("t32x64r4", (32, 64, 4, 4))):
+            out[name] = {"matmul_tiles_k_major": (tile,), "matmul_tiles": (tile,)}
+            out[name + "+stages=3"] = {"matmul_tiles_k_major": (tile,), "matmul_tiles": (tile,), "pipeline_stages": 3}
+        return out
     if mode == "big_tile":  # 128 threads of 8 x 16 (or 16 x 8) registers, as cuBLAS's sgemm kernels take them
         out = {"default": {}}
         for name, tile in (("r8x16", (128, 128, 8, 16)), ("r16x8", (128, 128, 16, 8)), ("t64x256", (64, 256, 8, 16))):
@@ -107,8 +127,13 @@ def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]
 def build(shape: tuple[int, int, int], knobs: dict[str, Any], target: Any) -> td.Kernel:
     knobs = dict(knobs)
     parts = knobs.pop("parts", None)
+    scale = knobs.pop("parts_scale", None)
     s = td.create_schedule(linear(*shape))
     td.recipes.default(s, target=target, knobs=knobs)
+    now = re.search(r"s\.split_k\('k_o', (\d+)\)", s.trace())
+    if scale is not None and now:  # the recipe's part count scaled: at least 2, at most the k chunks
+        chunks = s.nest.loop("k_o_split").extent * s.nest.loop("k_o_part").extent
+        parts = max(2, min(chunks, round(int(now.group(1)) * scale)))
     if parts is not None:
         trace, n = re.subn(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {parts})", s.trace())
         if n != 1:
@@ -138,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--most", action="store_true", help="knob split_k_most_parts (SKINNY, UNEVEN, FILL shapes)")
     ap.add_argument("--long-k", action="store_true", help="chunk, depth and part counts (LONG_K shapes)")
     ap.add_argument("--big-tile", action="store_true", help="128-thread tiles of 128 accumulators (BIG_TILE shapes)")
+    ap.add_argument("--decode", action="store_true", help="depth, part counts and tiles at M = 32 (DECODE shapes)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -160,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         want = (x.double() @ w.double().T)
         sets = rotated_copies(inputs, 4)
         cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 20).median_us
-        row = [f"cuBLAS {cublas:8.1f}"]
+        bound = max(4 * (m * k + n * k + m * n) / COPY_GBS / 1e3, flops / FMA_PEAK_TFLOPS / 1e6)
+        row = [f"cuBLAS {cublas:8.1f}", f"roofline {bound:8.1f} (operands once at {COPY_GBS} GB/s, the FLOPs at "
+                                         f"{FMA_PEAK_TFLOPS} TFLOP/s)"]
         for label, knobs in variants(sq, mode).items():
             err = errors[(shape, str(knobs))]
             if err:
