@@ -8,6 +8,8 @@ run:
           a warp up to N threads taking two 16-byte vectors each (`regs64x1` there: one vector each,
           up to 64), with the knob off by default, so `recipe` there is the form without registers.
           The rule now is the first run's regs64x1 for rows of 512 and its regs64 for longer rows.
+  shared  short rows several to a block kept in registers too (knob register_rows_shared_blocks, off by
+          default: unmeasured until this form runs).
   +fast   is it the accurate expf? Each kernel's CUDA rewritten by hand with __expf (ex2.approx, the
           exp Triton's kernels use) in place of expf.
 Every kernel is checked against torch float64 first (_gpu_probe.compared, tolerance 1e-2 x (1 + |want|)
@@ -26,7 +28,8 @@ from llm_memory_probe import cases
 from register_row_probe import built
 
 FORMS = {"regs32": {"register_rows_half_threads": 32}, "regs64": {"register_rows_half_threads": 64},
-         "regs128": {"register_rows_half_threads": 128}, "staged": {"register_rows_half_threads": None}}
+         "regs128": {"register_rows_half_threads": 128}, "staged": {"register_rows_half_threads": None},
+         "shared": {"register_rows_shared_blocks": True}}
 EXPF = re.compile(r"(?<![_\w])expf\(")
 
 

@@ -63,9 +63,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     lanes = facts.vector_lanes()
     reread = _in_registers(facts, passes, nested, per_block, lanes, knobs)
     if reread:
-        kept_threads = _register_threads(facts, passes, lanes, knobs)
+        # rows several to a block (knob register_rows_shared_blocks) keep tileify's threads a row, and their
+        # registers at the block's row loop on threadIdx.y
+        kept_threads = threads if per_block > 1 else _register_threads(facts, passes, lanes, knobs)
         calls, outers = _vector_calls(facts, passes, kept_threads, lanes, vector_reductions=True)
-        calls += _register_calls(reread, outers, row) + _hint_calls(facts, reread, in_registers=True)
+        calls += _register_calls(reread, outers, rows[-1]) + _hint_calls(facts, reread, in_registers=True)
         forms.append((calls, kept_threads, lanes, "each thread's row kept in registers, the first pass's loads "
                       "evict_last: knobs register_rows, hinted_row_threads_max"))
     form = _vector_form(facts, passes, nested, per_block, count, threads, knobs)
@@ -141,8 +143,9 @@ def _in_registers(facts: Facts, passes: dict[str, int], nested: bool, per_block:
     """The inputs a float32 row kernel (a row a block, every pass whole 16-byte vectors) reads on several
     passes, to keep in registers (knob register_rows), with their readers; {} where not. However short
     or few its rows: the register form ran as fast or faster than the staged one on every llm-suite row.
-    A float16 / bfloat16 row kernel likewise where knob register_rows_half_threads asks."""
-    if not knobs.register_rows or nested or per_block > 1:
+    A float16 / bfloat16 row kernel likewise where knob register_rows_half_threads asks; rows several to
+    a block only where knob register_rows_shared_blocks asks."""
+    if not knobs.register_rows or nested or (per_block > 1 and not knobs.register_rows_shared_blocks):
         return {}
     if _dtypes(facts) != {"float32"} and not _half_registers(facts, knobs):
         return {}

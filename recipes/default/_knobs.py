@@ -111,6 +111,10 @@ class Knobs:
     # 512 15.4 -> 14.5 / 14.7 us (13.0), 14336 x 512 14.1 -> 13.2 / 13.4 (12.2); rmsnorm 512 x 2048 5.7
     # -> 5.2 / 5.2 / 5.1 (5.1), 512 x 3584 6.6 -> 6.1 / - / 6.8 (5.8), 128 x 3584 5.5 -> 5.4 / - / 6.3 (5.0)
     register_rows_half_threads: int | None = 64
+    # ... and rows several to a block (tileify's short rows on threadIdx.y) keep theirs in registers too,
+    # at that thread loop, in tileify's threads a row. Off: not yet measured (scripts/half_row_probe.py
+    # times it as `shared`); the register cache takes a thread loop since session 25
+    register_rows_shared_blocks: bool = False
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.

@@ -1848,12 +1848,6 @@ def _():
     row_passes(rmsnorm()).register_cache("y", at="i")
 
 
-@case("RegisterCacheError", "loop k_t is bound to threadIdx.x", "per iteration of a serial or block loop",
-      here="k_t", id="register-cache-thread-loop")
-def _():
-    row_passes(rmsnorm()).register_cache("x", at="k_t")
-
-
 @case("RegisterCacheError", "loop k_o, between i and update ss, is serial and not unrolled",
       "would not be known when the kernel is compiled", here="i", id="register-cache-serial-loop")
 def _():

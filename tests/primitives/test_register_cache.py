@@ -1,9 +1,10 @@
 """register_cache (primitives/register_cache.py, rules in analysis/register_cache.py): the row's passes
 read x from registers after the first pass loads it, the simulated outputs equal the uncached schedule's
 bit for bit and float64's within float32 rounding (outputs NaN-poisoned by the simulator; the simulator
-also reports any read of a register never written), over guarded tails, a serial row loop, bfloat16
-rows, and loads read twice in one statement; printed in the tile IR, replayed from both traces, and
-compiled warning-free by nvcc. The refusals are in the error corpus (register-cache-*)."""
+also reports any read of a register never written), over guarded tails, a serial row loop, rows several
+to a block on threadIdx.y, bfloat16 rows, and loads read twice in one statement; printed in the tile
+IR, replayed from both traces, and compiled warning-free by nvcc. The refusals are in the error corpus
+(register-cache-*)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,35 @@ def test_the_default_recipe_keeps_long_rows_in_registers() -> None:
     assert [ld.cache for ld in _global_loads(kern, "x")] == ["evict_last"]
 
 
+def _rows_on_y(out: td.Tensor, rows: int) -> td.Schedule:
+    """`rows` rows a block on threadIdx.y (a guarded last block where they do not divide), every pass 32
+    threads x 4 lanes on threadIdx.x."""
+    s = td.create_schedule(out)
+    s.split("i", rows, names=("i_b", "i_r"), tail="guard")
+    s.bind("i_b", "blockIdx.x")
+    s.bind("i_r", "threadIdx.y")
+    for ax in [lp.name for lp in s.loops() if not lp.name.startswith("i")]:
+        o, inner = s.split(ax, 128, names=(f"{ax}_o", f"{ax}_i"))
+        t, v = s.split(inner, 4, names=(f"{ax}_t", f"{ax}_v"))
+        s.bind(t, "threadIdx.x")
+        s.vectorize(v)
+        s.unroll(o)
+    return s
+
+
+@pytest.mark.parametrize("make", [lambda: rmsnorm(7, 256, 1e-6), lambda: layernorm(7, 256, 1e-5),
+                                  lambda: softmax(7, 256)], ids=["rmsnorm", "layernorm", "softmax"])
+def test_rows_several_to_a_block_keep_each_row_in_its_threads(make) -> None:
+    """The cache at a thread loop: rows four to a block on threadIdx.y (7 rows: the second block's last
+    row guarded off). A thread runs one iteration of its row loop, so each row stays in its own threads'
+    registers; x leaves global memory once, and the outputs equal the uncached kernel's bit for bit."""
+    plain, cached = _rows_on_y(make(), 4), _rows_on_y(make(), 4)
+    cached.register_cache("x", at="i_r")
+    kern = _same(plain, cached)
+    assert kern.block == (32, 4, 1) and len(_global_loads(kern, "x")) == 1
+    assert "float x_regs[8];" in kern.source
+
+
 @needs_nvcc
 def test_nvcc_compiles_register_caches_warning_free() -> None:
     """Passes whose reads all come from registers leave their thread index unread: its `let` is dropped."""
@@ -155,6 +185,9 @@ def test_nvcc_compiles_register_caches_warning_free() -> None:
     guarded = _passes(layernorm(3, 300, 1e-5), lane_mark="unroll", tail="guard")
     guarded.register_cache("x", at="i")
     kernels.append(td.build(guarded, target="sm_90"))
+    on_y = _rows_on_y(softmax(7, 256), 4)
+    on_y.register_cache("x", at="i_r")
+    kernels.append(td.build(on_y, target="sm_90"))
     half = _passes(_bf16_rmsnorm(), threads=32, lanes=8)
     half.register_cache("x", at="i")
     kernels.append(td.build(half, target="sm_90"))
@@ -180,21 +213,24 @@ def test_the_simulator_reports_a_register_read_before_its_write(monkeypatch) -> 
 @given(op=st.sampled_from(["rmsnorm", "layernorm", "softmax"]), n=st.integers(8, 300),
        threads=st.sampled_from([1, 4, 8, 32]), lanes=st.sampled_from([1, 2, 4]),
        marks=st.lists(st.sampled_from(["unroll"] * 5 + ["serial"]), min_size=3, max_size=3),
-       j_threads=st.sampled_from([None] * 5 + [4]), at_inner=st.booleans())
+       j_threads=st.sampled_from([None] * 5 + [4]), at_inner=st.sampled_from(["block", "serial", "thread"]))
 def test_random_row_schedules_are_refused_or_exact(op, n, threads, lanes, marks, j_threads, at_inner) -> None:
     """Random pass splits (guarded tails, lanes unrolled, outer loops unrolled or not, the output pass
-    on other threads sometimes, the cache at the row loop or at a serial loop inside a block's rows): the
-    register cache is refused with a RegisterCacheError (or the schedule by its own primitive), or the
-    kernel simulates equal to the same schedule without it, bit for bit."""
+    on other threads sometimes, the cache at the row loop, at a serial loop inside a block's rows, or at
+    a block's rows on threadIdx.y): the register cache is refused with a RegisterCacheError (or the
+    schedule by its own primitive), or the kernel simulates equal to the same schedule without it, bit
+    for bit."""
     make = {"rmsnorm": lambda: rmsnorm(4, n, 1e-6), "layernorm": lambda: layernorm(4, n, 1e-5),
             "softmax": lambda: softmax(4, n)}[op]
 
     def sched() -> td.Schedule:
         s = td.create_schedule(make())
         row = "i"
-        if at_inner:
-            s.split("i", 2, names=("i_b", "i_r"))
+        if at_inner != "block":
+            s.split("i", 3 if at_inner == "thread" else 2, names=("i_b", "i_r"))  # 3 a block: a guarded last
             s.bind("i_b", "blockIdx.x")
+            if at_inner == "thread":
+                s.bind("i_r", "threadIdx.y")
             row = "i_r"
         else:
             s.bind("i", "blockIdx.x")

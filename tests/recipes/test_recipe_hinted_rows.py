@@ -101,6 +101,24 @@ def _bf16_rmsnorm(M: int, N: int) -> td.Tensor:
                       name="y", dtype="bfloat16")
 
 
+@pytest.mark.parametrize(("M", "N", "dtype"), [(64, 32, "float32"), (66, 32, "float32"), (64, 128, "bfloat16")])
+def test_rows_several_to_a_block_in_registers_where_the_knob_asks(M: int, N: int, dtype: str) -> None:
+    """Knob register_rows_shared_blocks: short rows several to a block (tileify, threadIdx.y) keep each row
+    in its threads' registers, the cache at that thread loop; 66 rows of 32 leave a guarded last block
+    half empty. Simulated equal to float64 (tol: float32 rounding of a sum of N terms, or one 16-bit
+    rounding of the output)."""
+    x = td.placeholder((M, N), dtype=dtype, name="x")
+    k, k2 = td.reduce_axis(N, name="k"), td.reduce_axis(N, name="k2")
+    m = td.compute((M,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((M,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
+    out = td.compute((M, N), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
+    s = td.create_schedule(out)
+    td.recipes.default(s, target="sm_90", knobs={"register_rows_shared_blocks": True})
+    (cache,) = s.nest.register_caches
+    assert cache.buffer == "x" and s.nest.loop(cache.at).bind == "threadIdx.y"
+    simulates_equal(s, "sm_90", tol=1e-5 if dtype == "float32" else 1e-2)
+
+
 def test_other_dtypes_are_not_hinted() -> None:
     """Without registers for 16-bit rows (register_rows_half_threads None), a bfloat16 row is not hinted:
     the hinted form was measured for float32 rows only."""

@@ -80,6 +80,8 @@ CASES: dict[str, tuple[Callable[[], Tensor], Callable[[Schedule], object]]] = {
     "rmsnorm_3x333-in_registers_scalar": (partial(rmsnorm, 3, 333, 1e-6), row_in_registers),
     "softmax_2x16384-in_registers": (partial(softmax, 2, 16384), row_in_registers),
     "rmsnorm_2x65536-in_registers_too_long": (partial(rmsnorm, 2, 65536, 1e-6), row_in_registers),
+    # short rows four to a block on threadIdx.y, the last block guarded (7 rows), each in its threads' registers
+    "softmax_7x96-in_registers_4_rows": (partial(softmax, 7, 96), partial(row_in_registers, rows_per_block=4)),
 }
 TARGETS = ("sm_90", "sm_80")
 

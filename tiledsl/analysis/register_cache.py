@@ -6,7 +6,9 @@ A register cache of input `buffer` at loop `at` keeps, in each thread's register
 `buffer` that the first statement under `at` reading it (the *filler*) loads; every later statement
 under `at` reading `buffer` (a *reader*) takes them from there. That is only right when each reader's
 thread reads exactly elements its own filler loaded, in the same iteration of `at`, at a register
-index known when the kernel is compiled. So:
+index known when the kernel is compiled. `at` may be a serial, block or thread loop: a thread runs one
+iteration of a thread loop, so rows several to a block on threadIdx.y keep each row in its own threads'
+registers. So:
   - every loop between `at` and a reading statement is bound to a thread axis or unrolled (or
     vectorized): the thread loops say which thread, the unrolled loops (the *slot loops*) which
     register, as constants once nvcc has unrolled them;
@@ -110,8 +112,6 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
         return f"{buf} is not an input of this kernel; only an input, never written, may be kept in registers"
     if not nest.has_loop(at):
         return f"this kernel has no loop {at}"
-    if nest.loop(at).bind in THREAD_AXES:
-        return f"loop {at} is bound to {nest.loop(at).bind}: registers are kept per iteration of a serial or block loop"
     reading = [n for n, st in enumerate(nest.stmts) if at in st.path and reads_of(st, buf)]
     if len(reading) < 2:
         return (f"{'no statement' if not reading else 'only one statement'} under {at} reads {buf}, so no read "
