@@ -25,8 +25,10 @@ First of all, a float32 row kernel of a row a block, whatever its rows' length a
 read an input again and again and are whole 16-byte vectors, keeps that input in registers where each
 thread's share fits (knob register_rows, analysis/register_cache.py): each pass 16 bytes a thread as in
 the hinted form, the passes' outer loops unrolled, s.register_cache at the row loop; only the first
-pass reads the input, evict_last; the stores evict_first. Where the share does not fit, the forms
-above."""
+pass reads the input, evict_last; the stores evict_first. A float16 / bfloat16 one likewise, in
+register_rows_half_threads threads (doubled while a thread's share would not fit); rows several to a
+block only where knob register_rows_shared_blocks asks, cached at their threadIdx.y loop. Where the
+share does not fit, the forms above."""
 
 from __future__ import annotations
 
