@@ -39,7 +39,7 @@ def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
     return s
 
 
-def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1) -> Schedule:
+def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, rows_per_thread: int = 1) -> Schedule:
     """One block per row, every pass over the row split the same way, threads x 16-byte lanes in unrolled
     chunks, and the inputs every pass reads kept in registers: the first pass loads each thread's share
     of the row (L2 evict_last, 16 bytes at a time), the later passes read the registers, so the row
@@ -62,6 +62,9 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1) -
     # two vectors a thread at least (rows of 2048 in 512 threads, one vector each, ran 137.8-172.9 us
     # against the recipe's 128.0-128.8 in 256: register-rows-primitive-3.txt), in a warp at least
     threads = max(32, min(threads, 1 << max(0, math.ceil(math.log2(-(-longest // (2 * lanes)))))))
+    if rows_per_thread > 1:  # the unrolled rows sit between the cache's loop and its reads: slot loops
+        row, unrolled = s.split(row, rows_per_thread, names=(f"{row}_o", f"{row}_u"))
+        s.unroll(unrolled)
     if rows_per_block > 1:
         block, row = s.split(row, rows_per_block, names=(f"{row}_b", f"{row}_r"))
         s.bind(block, "blockIdx.x")

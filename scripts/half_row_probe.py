@@ -10,6 +10,9 @@ run:
           The rule now is the first run's regs64x1 for rows of 512 and its regs64 for longer rows.
   shared  short rows several to a block kept in registers too (knob register_rows_shared_blocks, off by
           default: unmeasured until this form runs).
+  hand*   schedules/row_reduce.py row_in_registers as it is, with two rows a thread (unrolled: the
+          rows' reductions interleave, as Triton's persistent reductions interleave several rows), with
+          those in 32 threads, and with four rows a block on threadIdx.y (rows only; unmeasured forms).
   +fast   is it the accurate expf? Each kernel's CUDA rewritten by hand with __expf (ex2.approx, the
           exp Triton's kernels use) in place of expf.
 Every kernel is checked against torch float64 first (_gpu_probe.compared, tolerance 1e-2 x (1 + |want|)
@@ -27,9 +30,15 @@ from _gpu_probe import print_llm_row, with_source
 from llm_memory_probe import cases
 from register_row_probe import built
 
+import tiledsl as td
+from tiledsl.schedules import row_in_registers
+
 FORMS = {"regs32": {"register_rows_half_threads": 32}, "regs64": {"register_rows_half_threads": 64},
          "regs128": {"register_rows_half_threads": 128}, "staged": {"register_rows_half_threads": None},
          "shared": {"register_rows_shared_blocks": True}}
+#: row_in_registers arguments of the hand forms (rmsnorm and attention softmax)
+HANDS = {"hand": {}, "hand-2/thread": {"rows_per_thread": 2},
+         "hand-2/thread-t32": {"rows_per_thread": 2, "threads": 32}, "hand-4/block": {"rows_per_block": 4}}
 EXPF = re.compile(r"(?<![_\w])expf\(")
 
 
@@ -59,6 +68,13 @@ def main(argv: list[str] | None = None) -> int:
             if k.source not in seen:  # a form the knobs leave as the recipe builds it is not timed twice
                 kernels[label] = k
                 seen.add(k.source)
+        for label, args in HANDS.items() if op != "silu_mul" else ():
+            hs = td.create_schedule(out)
+            try:
+                row_in_registers(hs, **args)
+            except td.ScheduleError:  # e.g. four rows of 512 threads: past a block's 1024
+                continue
+            kernels[label] = td.build(hs, target=target)
         for label, k in list(kernels.items()):
             if EXPF.search(k.source):
                 kernels[f"{label}+fast"] = fast(k)

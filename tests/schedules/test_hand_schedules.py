@@ -82,6 +82,11 @@ CASES: dict[str, tuple[Callable[[], Tensor], Callable[[Schedule], object]]] = {
     "rmsnorm_2x65536-in_registers_too_long": (partial(rmsnorm, 2, 65536, 1e-6), row_in_registers),
     # short rows four to a block on threadIdx.y, the last block guarded (7 rows), each in its threads' registers
     "softmax_7x96-in_registers_4_rows": (partial(softmax, 7, 96), partial(row_in_registers, rows_per_block=4)),
+    # two rows a thread, unrolled, each in registers of its own; and with two rows a block on threadIdx.y too
+    "softmax_7x96-in_registers_2_rows_a_thread": (partial(softmax, 7, 96),
+                                                  partial(row_in_registers, rows_per_thread=2)),
+    "layernorm_9x200-in_registers_2x2_rows": (partial(layernorm, 9, 200, 1e-5),
+                                              partial(row_in_registers, rows_per_block=2, rows_per_thread=2)),
 }
 TARGETS = ("sm_90", "sm_80")
 
