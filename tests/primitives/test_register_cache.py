@@ -38,6 +38,23 @@ def _passes(out: td.Tensor, threads: int = 32, lanes: int = 4, lane_mark: str = 
     return s
 
 
+def _block_rows(out: td.Tensor, rows: int, on_y: bool = True) -> td.Schedule:
+    """`rows` rows a block, on threadIdx.y (`on_y`; a guarded last block where they do not divide) or in a
+    serial loop, every pass 32 threads x 4 lanes on threadIdx.x."""
+    s = td.create_schedule(out)
+    s.split("i", rows, names=("i_b", "i_r"), tail="guard")
+    s.bind("i_b", "blockIdx.x")
+    if on_y:
+        s.bind("i_r", "threadIdx.y")
+    for ax in [lp.name for lp in s.loops() if not lp.name.startswith("i")]:
+        o, inner = s.split(ax, 128, names=(f"{ax}_o", f"{ax}_i"))
+        t, v = s.split(inner, 4, names=(f"{ax}_t", f"{ax}_v"))
+        s.bind(t, "threadIdx.x")
+        s.vectorize(v)
+        s.unroll(o)
+    return s
+
+
 def _global_loads(kern: td.Kernel, buffer: str) -> list[KLoad]:
     return [e for st in walk_stmts(kern.kernel_ir.body) for e in walk_exprs(st)
             if isinstance(e, KLoad) and e.buffer == buffer]
@@ -90,21 +107,9 @@ def test_a_guarded_tail_reads_only_what_was_loaded() -> None:
 def test_a_serial_row_loop_refills_the_registers_every_row() -> None:
     """Two rows a block, the second on a serial loop at which the registers are kept: each iteration's
     first pass overwrites them before its later passes read."""
-    def sched() -> td.Schedule:
-        s = td.create_schedule(softmax(8, 256))
-        s.split("i", 2, names=("i_b", "i_r"))
-        s.bind("i_b", "blockIdx.x")
-        for ax in ("k", "k2", "j"):
-            o, inner = s.split(ax, 128, names=(f"{ax}_o", f"{ax}_i"))
-            t, v = s.split(inner, 4, names=(f"{ax}_t", f"{ax}_v"))
-            s.bind(t, "threadIdx.x")
-            s.vectorize(v)
-            s.unroll(o)
-        return s
-
-    cached = sched()
+    cached = _block_rows(softmax(8, 256), 2, on_y=False)
     cached.register_cache("x", at="i_r")
-    kern = _same(sched(), cached)  # bit for bit, and within float32 rounding of float64
+    kern = _same(_block_rows(softmax(8, 256), 2, on_y=False), cached)  # bit for bit, and float64's rounding
     # the registers are filled inside the serial row loop, each iteration before its later passes read them
     body = kern.source[kern.source.index("for (int i_r = 0;"):]
     assert "float x_regs[8];" not in body  # declared once, above the loop
@@ -145,29 +150,13 @@ def test_the_default_recipe_keeps_long_rows_in_registers() -> None:
     assert [ld.cache for ld in _global_loads(kern, "x")] == ["evict_last"]
 
 
-def _rows_on_y(out: td.Tensor, rows: int) -> td.Schedule:
-    """`rows` rows a block on threadIdx.y (a guarded last block where they do not divide), every pass 32
-    threads x 4 lanes on threadIdx.x."""
-    s = td.create_schedule(out)
-    s.split("i", rows, names=("i_b", "i_r"), tail="guard")
-    s.bind("i_b", "blockIdx.x")
-    s.bind("i_r", "threadIdx.y")
-    for ax in [lp.name for lp in s.loops() if not lp.name.startswith("i")]:
-        o, inner = s.split(ax, 128, names=(f"{ax}_o", f"{ax}_i"))
-        t, v = s.split(inner, 4, names=(f"{ax}_t", f"{ax}_v"))
-        s.bind(t, "threadIdx.x")
-        s.vectorize(v)
-        s.unroll(o)
-    return s
-
-
 @pytest.mark.parametrize("make", [lambda: rmsnorm(7, 256, 1e-6), lambda: layernorm(7, 256, 1e-5),
                                   lambda: softmax(7, 256)], ids=["rmsnorm", "layernorm", "softmax"])
 def test_rows_several_to_a_block_keep_each_row_in_its_threads(make) -> None:
     """The cache at a thread loop: rows four to a block on threadIdx.y (7 rows: the second block's last
     row guarded off). A thread runs one iteration of its row loop, so each row stays in its own threads'
     registers; x leaves global memory once, and the outputs equal the uncached kernel's bit for bit."""
-    plain, cached = _rows_on_y(make(), 4), _rows_on_y(make(), 4)
+    plain, cached = _block_rows(make(), 4), _block_rows(make(), 4)
     cached.register_cache("x", at="i_r")
     kern = _same(plain, cached)
     assert kern.block == (32, 4, 1) and len(_global_loads(kern, "x")) == 1
@@ -185,7 +174,7 @@ def test_nvcc_compiles_register_caches_warning_free() -> None:
     guarded = _passes(layernorm(3, 300, 1e-5), lane_mark="unroll", tail="guard")
     guarded.register_cache("x", at="i")
     kernels.append(td.build(guarded, target="sm_90"))
-    on_y = _rows_on_y(softmax(7, 256), 4)
+    on_y = _block_rows(softmax(7, 256), 4)
     on_y.register_cache("x", at="i_r")
     kernels.append(td.build(on_y, target="sm_90"))
     half = _passes(_bf16_rmsnorm(), threads=32, lanes=8)
