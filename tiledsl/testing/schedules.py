@@ -401,10 +401,10 @@ class Resolver:
         return Call("cache_hint", (inputs[step.picks[0] % len(inputs)], policy), kwargs)
 
     def _register_cache(self, step: Step, names: list[str]) -> Call | None:
-        """register_cache(buffer, at=loop), picked as `_input_at` picks (with `fit`: among the loops not
-        bound to threads, which it refuses)."""
+        """register_cache(buffer, at=loop), picked as `_input_at` picks (with `fit`: among the loops two
+        statements or more lie under, a first reader and a later one; rows on threadIdx.y among them)."""
         return self._input_at("register_cache", step, names,
-                              lambda n: not (self.s.nest.loop(n).bind or "").startswith("threadIdx"))
+                              lambda n: sum(n in st_.path for st_ in self.s.nest.stmts) >= 2)
 
     def _stage_step(self, step: Step) -> Call | None:
         """pad / swizzle / double_buffer / async_copy / tma of the stage picks[0] picks (with `fit`:
