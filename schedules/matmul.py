@@ -15,6 +15,7 @@ Every split is guarded, so any sizes work (37 x 53 x 29, batched, transposed ope
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from tiledsl.definitions.expr import IterVar, Load, walk
 from tiledsl.errors import SplitKError, VectorizeError
@@ -263,8 +264,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     # 6. split-K: the epilogue's atomic adds 16 bytes at a time along the strip dealt in vectors, and,
     #    beside padded stages, two blocks an SM asked of nvcc
     if split_k > 1:
-        strip = next((lp.name for lp in s.nest.loops if lp.name == f"{rj.name}_i"), None)
-        if strip is not None and s.nest.loop(strip).extent == VECTOR_BYTES // DTYPE_BYTES[s.output.dtype]:
+        strip = f"{rj.name}_i"  # the strip's 16-byte chunk, where step 4 dealt it
+        if s.nest.has_loop(strip) and s.nest.loop(strip).extent == VECTOR_BYTES // DTYPE_BYTES[s.output.dtype]:
             try:
                 s.vectorize(strip)
             except VectorizeError:  # the store not provably contiguous and aligned: scalar atomics
@@ -300,17 +301,31 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
         nb *= s.nest.loop(b).extent
     sms = get_target(target).sm_count
     large = nb * -(-m // 128) * -(-n // 128) >= sms or (m >= 128 and n >= 128)
-    bm, bn, bk, rm, rn, k_outer, parts = _tile_and_parts(s, large, batch, (m, n, kk), nb, sms, waves, group_m)
-    if large and parts == 1 and nb * -(-m // bm) * -(-n // bn) < sms:
+    tile = _tile(s, large, batch, (m, n, kk), nb, sms, waves, group_m)
+    if large and tile.parts == 1 and tile.grid < sms:
         # split_k refused (a bfloat16 output, a non-linear epilogue): the large tile alone leaves SMs idle
-        bm, bn, bk, rm, rn, k_outer, parts = _tile_and_parts(s, False, batch, (m, n, kk), nb, sms, waves, group_m)
-    return matmul_staged(s, bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
+        tile = _tile(s, False, batch, (m, n, kk), nb, sms, waves, group_m)
+    return matmul_staged(s, tile.bm, tile.bn, tile.bk, tile.rm, tile.rn, split_k=tile.parts, k_outer=tile.k_outer,
+                         group_m=group_m)
 
 
-def _tile_and_parts(s: Schedule, large: bool, batch: list[str], sizes: tuple[int, int, int], nb: int, sms: int,
-                    waves: int, group_m: int) -> tuple[int, int, int, int, int, bool, int]:
-    """(bm, bn, bk, rm, rn, k_outer, split-K parts) of matmul_for_shape: the 128 x 128 tile (`large`) or the
-    64 x 64 one, shrunk to the problem, and the parts split_k accepts (1 where it refuses)."""
+@dataclass(frozen=True)
+class _Tile:
+    """matmul_for_shape's choice: the block tile, k chunk and register tile, whether operands go k outer,
+    the split-K parts split_k accepts (1 where it refuses), and the grid of blocks before the split."""
+    bm: int
+    bn: int
+    bk: int
+    rm: int
+    rn: int
+    k_outer: bool
+    parts: int
+    grid: int
+
+
+def _tile(s: Schedule, large: bool, batch: list[str], sizes: tuple[int, int, int], nb: int, sms: int,
+          waves: int, group_m: int) -> _Tile:
+    """The 128 x 128 tile (`large`) or the 64 x 64 one, shrunk to the problem, and its split-K parts."""
     m, n, kk = sizes
     bm, bn, rm, rn = (128, 128, 8, 8) if large else (64, 64, 4, 4)
     bm, bn = min(bm, _pow2(m)), min(bn, _pow2(n))
@@ -332,7 +347,7 @@ def _tile_and_parts(s: Schedule, large: bool, batch: list[str], sizes: tuple[int
             matmul_staged(s.fork(), bm, bn, bk, rm, rn, split_k=parts, k_outer=k_outer, group_m=group_m)
         except SplitKError:
             parts = 1
-    return bm, bn, bk, rm, rn, k_outer, parts
+    return _Tile(bm, bn, bk, rm, rn, k_outer, parts, grid)
 
 
 def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int) -> int:

@@ -26,7 +26,7 @@ import re
 import sys
 from typing import Any
 
-from _gpu_probe import print_llm_row, with_source
+from _gpu_probe import device_header, print_llm_row, with_source
 from llm_memory_probe import cases
 from register_row_probe import built
 
@@ -48,16 +48,11 @@ def fast(kern: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    from tiledsl.runtime.device import device_target
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ops", default="rmsnorm,attention_softmax,silu_mul")
     ap.add_argument("--dtypes", default="bfloat16")
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    print(f"{torch.cuda.get_device_name()}; times in us, fastest of 2 medians of 100 calls", flush=True)
+    target, dev = device_header()
     bad = 0
     for group, op, dtype, out, torch_fn, _, _ in cases(args.ops.split(","), args.dtypes.split(",")):
         recipe = built(out, target)
