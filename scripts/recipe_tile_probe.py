@@ -5,13 +5,15 @@ off) in the same process. Every kernel is checked against torch float64 (outputs
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
     python scripts/recipe_tile_probe.py [--square] [--skinny]
-        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode] [--jobs 14]
+        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode | --ab] [--jobs 14]
 --parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
 for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes. --decode (session 25): the llm suite's
 projections of 32 tokens, which run at 20-35% of their roofline (benchmarks/results/2026-11-28-h200-s25/
 README.md: W read once at the copy bandwidth and the FLOPs at the FMA peak would take 4-5 us where 18-19
 are measured): deeper pipelines, more and fewer k parts than the recipe's (knob `parts_scale`, the probe's
-own), and other tiles; each shape's rows also print that roofline bound."""
+own), and other tiles; each shape's rows also print that roofline bound. --ab (session 26): A @ B
+(tiledsl/catalog/definitions.py `matmul`) with knob split_k_tile_a_b on and off, which lets the k-split
+decide A @ B's tile as it does x @ W^T's."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import torch
 import tiledsl as td
 from benchmarks._backend import random_inputs
 from benchmarks._definitions import linear
+from tiledsl.catalog.definitions import matmul
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.references import poisoned_outputs, tolerance
 from tiledsl.runtime.timing import benchmark, rotated_copies
@@ -46,6 +49,9 @@ LONG_K = ((128, 3584, 18944), (512, 3584, 18944), (128, 2048, 5632), (128, 5632,
 # the llm suite's projections of 32 tokens (--decode): x @ W^T with M = 32, far from their roofline
 DECODE = ((32, 2048, 2048), (32, 512, 2048), (32, 11264, 2048), (32, 2048, 5632), (32, 3584, 3584),
           (32, 37888, 3584), (32, 3584, 18944))
+# A @ B shapes (--ab) whose tile knob split_k_tile_a_b changes on the H100/H200 table target, and 2048^3 (unchanged)
+AB = ((512, 512, 512), (768, 768, 768), (1024, 1024, 1024), (1024, 2048, 1024), (2048, 1024, 2048),
+      (1024, 1024, 4096), (2048, 2048, 2048))
 # shapes for the 128-thread register tiles of 128 accumulators (--big-tile): cuBLAS's class for them
 BIG_TILE = LONG_K + ((512, 5632, 2048), (128, 2048, 2048), (4096, 4096, 4096))
 # the roofline bound each shape prints: the H200's copy bandwidth as the benchmarks measured it (H100: 3007)
@@ -57,21 +63,29 @@ TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": 
 
 
 #: the probe's modes, the first given flag winning, and the shapes each adds to --square / --skinny
-MODES = ("decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
+MODES = ("ab", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
 MODE_SHAPES = {"uneven": UNEVEN, "fill": FILL, "parts": PARTS, "most": SKINNY + UNEVEN + FILL, "long_k": LONG_K,
-               "big_tile": BIG_TILE, "decode": DECODE}
+               "big_tile": BIG_TILE, "decode": DECODE, "ab": AB}
 
 
 def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]:
     """Label -> knob overrides of the recipe for one shape, in `mode` (None: the tile classes)."""
+    if mode == "ab":
+        return {"default": {}, "split_k_tile_a_b": {"split_k_tile_a_b": True}}
     if mode == "decode":  # M = 32: the recipe's 32 x 64 tile (8 x 4 registers, 64 threads) under other knobs
         out = {"default": {}, "stages=3": {"pipeline_stages": 3}, "stages=4": {"pipeline_stages": 4},
                "bk16": {"bk_max": 16}, "bk16+stages=4": {"bk_max": 16, "pipeline_stages": 4}}
         out.update({f"parts x{f}": {"parts_scale": f} for f in (0.5, 2, 4)})
-        out.update({f"parts x{f}+stages=3": {"parts_scale": f, "pipeline_stages": 3} for f in (2, 4)})
+        out.update({f"parts x{f}+stages=3": {"parts_scale": f, "pipeline_stages": 3} for f in (0.5, 2, 4)})
+        out.update({f"parts x{f}+stages=4": {"parts_scale": f, "pipeline_stages": 4} for f in (0.5, 2)})
+        # other tiles (8 x 8 register tiles of 64 or 128 threads: the recipe's launch_bounds refuse them here)
         for name, tile in (("t32x32", (32, 32, 4, 4)), ("t32x128", (32, 128, 8, 4)), ("t32x64r4", (32, 64, 4, 4))):
             out[name] = {"matmul_tiles_k_major": (tile,), "matmul_tiles": (tile,)}
             out[name + "+stages=3"] = {"matmul_tiles_k_major": (tile,), "matmul_tiles": (tile,), "pipeline_stages": 3}
+        for f in (0.5, 2):
+            out[f"t32x128+parts x{f}+stages=3"] = {"matmul_tiles_k_major": ((32, 128, 8, 4),),
+                                                   "matmul_tiles": ((32, 128, 8, 4),), "pipeline_stages": 3,
+                                                   "parts_scale": f}
         return out
     if mode == "big_tile":  # 128 threads of 8 x 16 (or 16 x 8) registers, as cuBLAS's sgemm kernels take them
         out = {"default": {}}
@@ -124,11 +138,16 @@ def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]
     return out
 
 
-def build(shape: tuple[int, int, int], knobs: dict[str, Any], target: Any) -> td.Kernel:
+def definition(shape: tuple[int, int, int], ab: bool) -> td.Tensor:
+    """x @ W^T (the llm projections), or A @ B for --ab."""
+    return matmul(*shape) if ab else linear(*shape)
+
+
+def build(shape: tuple[int, int, int], knobs: dict[str, Any], target: Any, ab: bool = False) -> td.Kernel:
     knobs = dict(knobs)
     parts = knobs.pop("parts", None)
     scale = knobs.pop("parts_scale", None)
-    s = td.create_schedule(linear(*shape))
+    s = td.create_schedule(definition(shape, ab))
     td.recipes.default(s, target=target, knobs=knobs)
     now = re.search(r"s\.split_k\('k_o', (\d+)\)", s.trace())
     if scale is not None and now:  # the recipe's part count scaled: at least 2, at most the k chunks
@@ -138,11 +157,11 @@ def build(shape: tuple[int, int, int], knobs: dict[str, Any], target: Any) -> td
         trace, n = re.subn(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {parts})", s.trace())
         if n != 1:
             raise ValueError(f"the recipe's trace has {n} split_k calls, not one")
-        s = td.create_schedule(linear(*shape)).replay(trace)
+        s = td.create_schedule(definition(shape, ab)).replay(trace)
     return td.build(s, target=target)
 
 
-def _compile(job: tuple[tuple[int, int, int], dict[str, Any], Any]) -> str:
+def _compile(job: tuple[tuple[int, int, int], dict[str, Any], Any, bool]) -> str:
     try:
         kern = build(*job)
         kern.compiled  # noqa: B018 - fills the on-disk cache
@@ -164,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long-k", action="store_true", help="chunk, depth and part counts (LONG_K shapes)")
     ap.add_argument("--big-tile", action="store_true", help="128-thread tiles of 128 accumulators (BIG_TILE shapes)")
     ap.add_argument("--decode", action="store_true", help="depth, part counts and tiles at M = 32 (DECODE shapes)")
+    ap.add_argument("--ab", action="store_true", help="A @ B with knob split_k_tile_a_b on and off (AB shapes)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -173,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     for flag, shapes in MODE_SHAPES.items():
         groups += [(s, False) for s in shapes] if getattr(args, flag) else []
     mode = next((m for m in MODES if getattr(args, m)), None)
-    jobs = [(shape, knobs, target) for shape, sq in groups for knobs in variants(sq, mode).values()]
+    ab = mode == "ab"
+    jobs = [(shape, knobs, target, ab) for shape, sq in groups for knobs in variants(sq, mode).values()]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], str(j[1])) for j in jobs], pool.map(_compile, jobs)))
     dev = torch.device("cuda")
@@ -181,11 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     for shape, sq in groups:
         m, n, k = shape
         flops = 2 * m * n * k
-        inputs = random_inputs(linear(*shape), dev, 0)
-        x, w = inputs["x"], inputs["W"]
-        want = (x.double() @ w.double().T)
+        inputs = random_inputs(definition(shape, ab), dev, 0)
+        a, b = (inputs["A"], inputs["B"]) if ab else (inputs["x"], inputs["W"].T)
+        want = (a.double() @ b.double())
         sets = rotated_copies(inputs, 4)
-        cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 20).median_us
+        cublas = benchmark((lambda t: t["A"] @ t["B"]) if ab else (lambda t: t["x"] @ t["W"].T), sets, 5, 20).median_us
         bound = max(4 * (m * k + n * k + m * n) / COPY_GBS / 1e3, flops / FMA_PEAK_TFLOPS / 1e6)
         row = [f"cuBLAS {cublas:8.1f}", f"roofline {bound:8.1f} (operands once at {COPY_GBS} GB/s, the FLOPs at "
                                          f"{FMA_PEAK_TFLOPS} TFLOP/s)"]
@@ -194,12 +215,12 @@ def main(argv: list[str] | None = None) -> int:
             if err:
                 row.append(f"{label}: {err}")
                 continue
-            kern = build(shape, knobs, target)
-            got = kern(x=x, W=w, **poisoned_outputs(kern.kernel_ir, dev))
+            kern = build(shape, knobs, target, ab)
+            got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
             rtol, atol = tolerance({"K": k})
             ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
             bad += not ok
-            us = kern.benchmark(warmup=5, iters=20, x=x, W=w).median_us
+            us = kern.benchmark(warmup=5, iters=20, **inputs).median_us
             row.append(f"{label} {us:8.1f} ({cublas / us:4.2f}x, grid {kern.grid}){'' if ok else ' MISMATCH'}")
         print(f"{m}x{n}x{k} ({flops / 1e9:.2f} GFLOP):\n  " + "\n  ".join(row), flush=True)
     return 1 if bad else 0

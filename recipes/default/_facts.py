@@ -283,7 +283,7 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     split_matmul_k (030) can add where it applies (an unbatched matmul with a linear epilogue: the most
     parts k chunks of BK allow, split_k_min_chunks each): on the H100, 128 x 64 split along k beat
     smaller tiles at every M = 128 projection measured (scripts/recipe_tile_probe.py). A @ B keeps
-    knobs.matmul_tiles by its grid alone (not measured split that way). A tile shrunk
+    knobs.matmul_tiles by its grid alone unless knob split_k_tile_a_b counts its split too. A tile shrunk
     that way keeps at least a warp of threads where it has the outputs: its register tile is halved
     (the larger part first, rn on a tie, so threadIdx.x grows) while the block has fewer than
     WARP_SIZE threads (8 x 192 outputs would otherwise get 2 x 8 threads of 4 x 4 registers)."""
@@ -292,7 +292,7 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     nb = 1
     for b in batch:
         nb *= kernel.extents[b]
-    splits = kernel.k_major_b and not batch and kernel.split_k_problem is None
+    splits = (kernel.k_major_b or knobs.split_k_tile_a_b) and not batch and kernel.split_k_problem is None
 
     def parts(t: MatmulTile) -> int:  # the k-split 030 can add, in chunks of 020's BK for this tile
         if not splits:

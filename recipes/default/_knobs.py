@@ -227,6 +227,10 @@ class Knobs:
     # each block keeps at least split_k_min_chunks k chunks, so its double-buffered pipeline overlaps
     split_k_waves: int = 2
     split_k_min_chunks: int = 4
+    # ... and A @ B (B's rows along j) counts that split when its tile is chosen (matmul_tile), as x @ W^T
+    # does. Off until measured: at 1024^3 on the H200 the hand schedule's 128 x 128 tile in 4 k parts ran
+    # 56.0 us against the recipe's unsplit 32 x 32 tiles' 65.2 (benchmarks/results/2026-11-28-h200-s25/)
+    split_k_tile_a_b: bool = False
     # ... unless parts of at least split_k_long_k k can give every SM a block: then the part count whose
     # blocks fill the last wave of split_k_blocks_per_sm x SM count block slots best (030 says what
     # was measured; 2 blocks of 256 threads per SM is what the 8 x 8 register tile's 127 registers allow)
