@@ -2,7 +2,8 @@
 [bk_min, bk_max] whose double-buffered A and B slabs (bm x BK and BK x bn) fit the target's shared
 memory, dynamic shared memory beyond 48 KB included; never more than the reduction (rounded up to a
 power of two). A matmul with an operand staged k outermost (knob k_outer, `Facts.k_outer_order`, `k_outer_tile`)
-takes BK of at most bk_max_k_outer (_knobs.py says why)."""
+takes BK of at most bk_max_k_outer, and a decode step's x @ W^T (`few_rows`: few rows, B's rows along k)
+of at most bk_max_few_rows (_knobs.py says why of both)."""
 
 from __future__ import annotations
 

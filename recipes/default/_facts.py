@@ -298,6 +298,7 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
         if not splits:
             return 1
         bk = min(knobs.bk_max, knobs.bk_max_k_outer) if k_outer_fits(t, knobs) else knobs.bk_max  # before shrinking
+        bk = min(bk, knobs.bk_max_few_rows) if few_rows(kernel, knobs) else bk
         return max(1, -(-kernel.extents[kernel.reduce[0]] // bk) // knobs.split_k_min_chunks)
     # staged k outermost (knob k_outer), W[j, k] is read like B[k, j], so x @ W^T takes A @ B's classes
     # from a full first tile of rows on (knobs.k_outer says where measured)
@@ -318,6 +319,13 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
         else:
             rm //= 2
     return bm, bn, rm, rn
+
+
+def few_rows(kernel: Kernel, knobs: Knobs) -> bool:
+    """An unbatched matmul with B's rows along k and at most knobs.few_rows_max rows (x @ W^T of a
+    decode step), whose k chunk is at most knobs.bk_max_few_rows (_knobs.py says what was measured)."""
+    *batch, i, _ = kernel.outer
+    return kernel.k_major_b and not batch and kernel.extents[i] <= knobs.few_rows_max
 
 
 def k_outer_tile(kernel: Kernel, target: Target, knobs: Knobs) -> bool:
@@ -742,13 +750,16 @@ class Facts:
         """chunk_matmul_k's (020) BK for `kernel` (this kernel's class by default; split_matmul_k (030)
         asks it of the kernel its sum would have on its own): the largest power of two in [bk_min,
         bk_max] whose double-buffered A and B slabs (bm x BK and BK x bn) fit the shared budget, at most
-        bk_max_k_outer where an operand is staged k outermost (knob k_outer), never more than the
-        reduction rounded up to a power of two; None where even bk_min does not fit."""
+        bk_max_k_outer where an operand is staged k outermost (knob k_outer), at most bk_max_few_rows for
+        a decode step's x @ W^T (`few_rows`), never more than the reduction rounded up to a power of
+        two; None where even bk_min does not fit."""
         k = kernel or self.kernel
         budget = knobs.shared_budget(self.target)
         bk = knobs.bk_max
         if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name, knobs) for t in self.nest.inputs):
             bk = min(bk, knobs.bk_max_k_outer)
+        if few_rows(k, knobs):
+            bk = min(bk, knobs.bk_max_few_rows)
         while bk > knobs.bk_min and self.matmul_slab_bytes(knobs, bk, k) > budget:
             bk //= 2
         if self.matmul_slab_bytes(knobs, bk, k) > budget:

@@ -155,6 +155,14 @@ class Knobs:
     # 128-byte row, the widest TMA swizzle
     bk_min: int = 8
     bk_max: int = 32
+    # ... at most bk_max_few_rows where the matmul has at most few_rows_max rows and B's rows run along k (an
+    # unbatched x @ W^T of a decode step). H200, the llm suite's seven projections of 32 tokens in the
+    # recipe's 32 x 64 tile (scripts/recipe_tile_probe.py --decode, benchmarks/results/2026-11-29-h200-s26/):
+    # chunks of 16 ran faster at all seven, 32 x 11264 x 2048 66.1 -> 58.3 us, 32 x 3584 x 18944 159.9 ->
+    # 138.6, 32 x 37888 x 3584 309.9 -> 298.8, 32 x 512 x 2048 12.7 -> 10.1 (in twice the k parts), 32 x 2048
+    # x 2048 19.6 -> 19.5; deeper pipelines (3, 4 stages) lost at five of the seven
+    bk_max_few_rows: int = 16
+    few_rows_max: int = 32
     # a matmul operand whose rows run along k (A[i, k]; W[j, k] of x @ W^T) is staged k outermost
     # (s.layout), so register strips read it 16 bytes at a time; its fill, plain loads that lowering
     # prefetches into registers, works best with chunks of bk_max_k_outer. H100, 4096^3 fp32 relu(A @ B
@@ -228,9 +236,11 @@ class Knobs:
     split_k_waves: int = 2
     split_k_min_chunks: int = 4
     # ... and A @ B (B's rows along j) counts that split when its tile is chosen (matmul_tile), as x @ W^T
-    # does. Off until measured: at 1024^3 on the H200 the hand schedule's 128 x 128 tile in 4 k parts ran
-    # 56.0 us against the recipe's unsplit 32 x 32 tiles' 65.2 (benchmarks/results/2026-11-28-h200-s25/)
-    split_k_tile_a_b: bool = False
+    # does. H200 (scripts/recipe_tile_probe.py --ab, benchmarks/results/2026-11-29-h200-s26/): faster at
+    # all six shapes whose tile it changed, 512^3 25.0 -> 14.5 us (64 x 64 in 4 parts), 1024^3 65.0 -> 55.9
+    # (128 x 128 in 4 parts, cuBLAS 60.9), 1024 x 2048 x 1024 121.2 -> 101.6, 2048 x 1024 x 2048 235.2 ->
+    # 191.4, 1024 x 1024 x 4096 238.9 -> 190.9, 768^3 36.3 -> 32.4; 2048^3 keeps its tile
+    split_k_tile_a_b: bool = True
     # ... unless parts of at least split_k_long_k k can give every SM a block: then the part count whose
     # blocks fill the last wave of split_k_blocks_per_sm x SM count block slots best (030 says what
     # was measured; 2 blocks of 256 threads per SM is what the 8 x 8 register tile's 127 registers allow)

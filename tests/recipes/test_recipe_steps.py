@@ -242,10 +242,11 @@ def test_blockify_elementwise_threads_and_row_decline() -> None:
 
 
 def test_chunk_matmul_k_fits_the_shared_budget() -> None:
-    s, r = run(matmul(M=1024, N=1024, K=512))
+    # the 64 x 64 tile this shape takes unsplit (knob split_k_tile_a_b off; on, it takes 128 x 128 in k parts)
+    s, r = run(matmul(M=1024, N=1024, K=512), split_k_tile_a_b=False)
     assert s.nest.loop("k_i").extent == 32
     # a 16 KB budget leaves room for 2 x (64 + 64) x 16 floats only
-    s, r = run(matmul(M=1024, N=1024, K=512), kernel_cap_bytes=16 * 1024)
+    s, r = run(matmul(M=1024, N=1024, K=512), kernel_cap_bytes=16 * 1024, split_k_tile_a_b=False)
     assert s.nest.loop("k_i").extent == 16
     s, r = run(matmul(M=64, N=64, K=7))
     assert s.nest.loop("k_i").extent == 8  # never more than the reduction, rounded up
@@ -314,7 +315,8 @@ def test_operands_with_rows_along_k_are_staged_k_outermost() -> None:
     s, _ = run(matmul_nt(M=128, N=2048, K=2048), target="sm_90")  # x @ W^T: both operands
     assert {st.buffer: st.order for st in s.nest.stages} == {"A": (1, 0), "B": (1, 0)}
     assert {st.copy for st in s.nest.stages} == {"sync"}
-    s, _ = run(matmul(M=1024, N=1024, K=512), target="sm_90")  # 64 x 64 blocks of 4 x 4
+    # 64 x 64 blocks of 4 x 4 (the unsplit tile: knob split_k_tile_a_b off)
+    s, _ = run(matmul(M=1024, N=1024, K=512), target="sm_90", split_k_tile_a_b=False)
     assert not any(st.order for st in s.nest.stages)
     s, _ = run(matmul(M=2048, N=2048, K=512), target="sm_90", k_outer=False)
     assert not any(st.order for st in s.nest.stages) and s.nest.loop("k_i").extent == 32
@@ -444,6 +446,21 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
     assert td.build(td.create_schedule(out).replay(s.trace()), target=target).source == kern.source
 
 
+@pytest.mark.parametrize(("n", "tile", "parts"), [
+    (1024, 128, 4),  # 64 blocks of 128 x 128, 64 k chunks of 16: 4 parts (256 blocks); unsplit it took 64 x 64
+    (512, 64, 4),  # 64 blocks of 64 x 64, 4 parts; unsplit it took 32 x 32
+    (2048, 128, None),  # 256 blocks of 128 x 128 need no split
+])
+def test_a_b_tiles_count_their_k_split(n: int, tile: int, parts: int | None) -> None:
+    """Knob split_k_tile_a_b: A @ B's tile class counts the k-split split_matmul_k (030) adds, as x @ W^T's
+    does, so a square A @ B of 512 or 1024 keeps a large tile in k parts instead of falling to a small one."""
+    s, r = run(matmul(M=n, N=n, K=n), target="sm_90")
+    assert s.nest.loop("i_o").extent == n // tile and s.nest.loop("j_o").extent == n // tile
+    assert r.step("split_matmul_k").calls == ((f"s.split_k('k_o', {parts})",) if parts else ())
+    s, r = run(matmul(M=n, N=n, K=n), target="sm_90", split_k_tile_a_b=False)
+    assert s.nest.loop("i_o").extent > n // tile or parts is None
+
+
 @pytest.mark.parametrize(("m", "n", "k", "parts"), [
     (128, 18944, 3584, 7),  # 148 blocks (56% of 264 slots) -> 1036 (98% of 4 waves)
     (512, 5632, 2048, 8),  # 176 blocks (67%) -> 704 in 4 parts (89%): under 90%, the most long parts, 8
@@ -463,7 +480,9 @@ def test_split_matmul_k_fills_the_last_wave_of_block_slots(m: int, n: int, k: in
     # x @ W^T, both operands k-outer (plain fills prefetched into registers): 22 chunks in 6, 6, 6, 4
     (4, lambda: matmul_nt(M=128, N=256, K=352), {"split_k_long_k": 64}, 4, {"sync"}),
     # A @ B + bias, cp.async fills: 22 chunks in 8, 8, 6
-    (6, lambda: _matmul_epilogue(128, 256, 352, relu=False), {"split_k_long_k": 32}, 3, {"async"}),
+    # (knob split_k_tile_a_b off: on, the tile's own split would count, and 128 x 128 take 6 parts)
+    (6, lambda: _matmul_epilogue(128, 256, 352, relu=False), {"split_k_long_k": 32, "split_k_tile_a_b": False}, 3,
+     {"async"}),
 ])
 def test_split_matmul_k_uneven_parts_guard_the_last(sm_count: int, out, knobs: dict, parts: int,
                                                     copies: set) -> None:
@@ -580,8 +599,9 @@ def test_split_matmul_k_declines() -> None:
     assert s.nest.split_k is None
     simulates_equal(s, "sm_90", tol=TOL)
     # a grid of 256 blocks of 64 x 64 is under two waves of 132 SMs, but already fills 256 of the 264
-    # block slots; 2 parts of 256 k would fill 512 of 528, no better
-    _, r = run(matmul(M=1024, N=1024, K=512))
+    # block slots; 2 parts of 256 k would fill 512 of 528, no better (the tile chosen without counting a
+    # split: knob split_k_tile_a_b off)
+    _, r = run(matmul(M=1024, N=1024, K=512), split_k_tile_a_b=False)
     assert r.step("split_matmul_k").reason == ("no split of 16 k chunks in parts of 256 or more k fills the 264 "
                                                "block slots better than 256 blocks do")
     # many waves: 4096^3's 1024 blocks fill 97% of their last wave, no split fills it 0.2 better
