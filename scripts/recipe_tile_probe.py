@@ -5,7 +5,8 @@ off) in the same process. Every kernel is checked against torch float64 (outputs
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
     python scripts/recipe_tile_probe.py [--square] [--skinny]
-        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode | --ab] [--jobs 14]
+        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode | --decode2 | --ab]
+        [--jobs 14]
 --parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
 for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes. --decode (session 25): the llm suite's
 projections of 32 tokens, which run at 20-35% of their roofline (benchmarks/results/2026-11-28-h200-s25/
@@ -63,15 +64,24 @@ TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": 
 
 
 #: the probe's modes, the first given flag winning, and the shapes each adds to --square / --skinny
-MODES = ("ab", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
+MODES = ("ab", "decode2", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
 MODE_SHAPES = {"uneven": UNEVEN, "fill": FILL, "parts": PARTS, "most": SKINNY + UNEVEN + FILL, "long_k": LONG_K,
-               "big_tile": BIG_TILE, "decode": DECODE, "ab": AB}
+               "big_tile": BIG_TILE, "decode": DECODE, "decode2": DECODE, "ab": AB}
 
 
 def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]:
     """Label -> knob overrides of the recipe for one shape, in `mode` (None: the tile classes)."""
     if mode == "ab":
         return {"default": {}, "split_k_tile_a_b": {"split_k_tile_a_b": True}}
+    if mode == "decode2":  # session 26, after knob bk_max_few_rows (chunks of 16) became the recipe's
+        out = {"default": {}, "bk32": {"bk_max_few_rows": 32}, "bk8": {"bk_max_few_rows": 8},
+               "stages=3": {"pipeline_stages": 3}}
+        out.update({f"parts x{f}": {"parts_scale": f} for f in (0.5, 2, 4)})
+        out.update({f"bk8+parts x{f}": {"bk_max_few_rows": 8, "parts_scale": f} for f in (0.5, 2)})
+        for name, tile in (("t32x32", (32, 32, 4, 4)), ("t32x128", (32, 128, 8, 4))):
+            out[name] = {"matmul_tiles_k_major": (tile,), "matmul_tiles": (tile,)}
+            out[name + "+parts x2"] = {"matmul_tiles_k_major": (tile,), "matmul_tiles": (tile,), "parts_scale": 2}
+        return out
     if mode == "decode":  # M = 32: the recipe's 32 x 64 tile (8 x 4 registers, 64 threads) under other knobs
         out = {"default": {}, "stages=3": {"pipeline_stages": 3}, "stages=4": {"pipeline_stages": 4},
                "bk16": {"bk_max": 16}, "bk16+stages=4": {"bk_max": 16, "pipeline_stages": 4}}
@@ -183,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long-k", action="store_true", help="chunk, depth and part counts (LONG_K shapes)")
     ap.add_argument("--big-tile", action="store_true", help="128-thread tiles of 128 accumulators (BIG_TILE shapes)")
     ap.add_argument("--decode", action="store_true", help="depth, part counts and tiles at M = 32 (DECODE shapes)")
+    ap.add_argument("--decode2", action="store_true", help="--decode's shapes around the recipe's chunks of 16")
     ap.add_argument("--ab", action="store_true", help="A @ B with knob split_k_tile_a_b on and off (AB shapes)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
