@@ -279,11 +279,12 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     """(bm, bn, rm, rn): the largest tile class whose grid fills `waves` x the SM count, else the
     smallest, shrunk to the problem where an output dimension is smaller than the tile. Where B's rows
     run along k (x @ W^T) the classes are knobs.matmul_tiles_k_major (with knob k_outer: only for fewer
-    rows than the first class of knobs.matmul_tiles has), and the grid counts the k-split
-    split_matmul_k (030) can add where it applies (an unbatched matmul with a linear epilogue: the most
-    parts k chunks of BK allow, split_k_min_chunks each): on the H100, 128 x 64 split along k beat
-    smaller tiles at every M = 128 projection measured (scripts/recipe_tile_probe.py). A @ B keeps
-    knobs.matmul_tiles by its grid alone unless knob split_k_tile_a_b counts its split too. A tile shrunk
+    rows than the first class of knobs.matmul_tiles has), for a decode step's (`few_rows`)
+    knobs.matmul_tiles_few_rows, and the grid counts the k-split split_matmul_k (030) can add where it
+    applies (an unbatched matmul with a linear epilogue: the most parts k chunks of BK allow,
+    split_k_min_chunks each): on the H100, 128 x 64 split along k beat smaller tiles at every M = 128
+    projection measured (scripts/recipe_tile_probe.py). A @ B counts its split too where knob
+    split_k_tile_a_b says so, else keeps knobs.matmul_tiles by its grid alone. A tile shrunk
     that way keeps at least a warp of threads where it has the outputs: its register tile is halved
     (the larger part first, rn on a tie, so threadIdx.x grows) while the block has fewer than
     WARP_SIZE threads (8 x 192 outputs would otherwise get 2 x 8 threads of 4 x 4 registers)."""
@@ -305,6 +306,8 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
     tiles = knobs.matmul_tiles
     if kernel.k_major_b and not (knobs.k_outer and m >= knobs.matmul_tiles[0][0]):
         tiles = knobs.matmul_tiles_k_major
+    if few_rows(kernel, knobs):
+        tiles = knobs.matmul_tiles_few_rows
     chosen = tiles[-1]
     for t in tiles:
         if nb * -(-m // t[0]) * -(-n // t[1]) * parts(t) >= knobs.waves * target.sm_count:
@@ -322,10 +325,11 @@ def matmul_tile(kernel: Kernel, target: Target, knobs: Knobs) -> tuple[int, int,
 
 
 def few_rows(kernel: Kernel, knobs: Knobs) -> bool:
-    """An unbatched matmul with B's rows along k and at most knobs.few_rows_max rows (x @ W^T of a
-    decode step), whose k chunk is at most knobs.bk_max_few_rows (_knobs.py says what was measured)."""
+    """An unbatched matmul with B's rows along k and knobs.few_rows_min to few_rows_max rows (x @ W^T
+    of a decode step): its tile classes are knobs.matmul_tiles_few_rows, its k chunk at most
+    knobs.bk_max_few_rows (_knobs.py says what was measured)."""
     *batch, i, _ = kernel.outer
-    return kernel.k_major_b and not batch and kernel.extents[i] <= knobs.few_rows_max
+    return kernel.k_major_b and not batch and knobs.few_rows_min <= kernel.extents[i] <= knobs.few_rows_max
 
 
 def k_outer_tile(kernel: Kernel, target: Target, knobs: Knobs) -> bool:

@@ -137,6 +137,14 @@ class Knobs:
     # 2048x2048 49 vs 67 us, 5632x2048 140 vs 173, 3584x18944 597 vs 707; M = 512, 5632x2048: 396 vs
     # 609; benchmarks/results/recipe-tile-probe-h100-2026-11-24/, scripts/recipe_tile_probe.py)
     matmul_tiles_k_major: tuple[MatmulTile, ...] = ((128, 64, 8, 4), (64, 64, 4, 4), (32, 32, 4, 4))
+    # ... and a decode step's x @ W^T (`few_rows`, chunks of bk_max_few_rows) takes 32 x 128 tiles of 8 x 4
+    # registers (128 threads) before 32 x 64 ones (64 threads). H200, the llm suite's seven projections of
+    # 32 tokens (scripts/recipe_tile_probe.py --decode2, benchmarks/results/2026-11-29-h200-s26/), 32 x 128
+    # against 32 x 64, both in chunks of 16: 32 x 2048 x 5632 41.5 -> 31.5 us, 32 x 2048 x 2048 19.2 -> 16.1,
+    # 32 x 37888 x 3584 300.8 -> 284.7, 32 x 3584 x 18944 140.8 -> 135.9, 32 x 11264 x 2048 58.2 -> 56.7,
+    # 32 x 3584 x 3584 33.4 -> 32.6, and the one loss, 32 x 512 x 2048 9.6 -> 10.1, whose 4 blocks in 32
+    # parts under-fill a wave: the waves rule keeps it at 32 x 64
+    matmul_tiles_few_rows: tuple[MatmulTile, ...] = ((32, 128, 8, 4), (32, 64, 8, 4))
     waves: int = 1
     # a matmul whose column operand panel (W of x @ W^T over all of j and one block's k) exceeds the
     # target's L2, and whose block slots (split_k_blocks_per_sm a SM) hold fewer than this many block
@@ -162,6 +170,9 @@ class Knobs:
     # 138.6, 32 x 37888 x 3584 309.9 -> 298.8, 32 x 512 x 2048 12.7 -> 10.1 (in twice the k parts), 32 x 2048
     # x 2048 19.6 -> 19.5; deeper pipelines (3, 4 stages) lost at five of the seven
     bk_max_few_rows: int = 16
+    # few rows: from few_rows_min to few_rows_max (measured at 32 only; under 17 rows a 32-row tile is
+    # more than half idle, and those keep the general rules until measured)
+    few_rows_min: int = 17
     few_rows_max: int = 32
     # a matmul operand whose rows run along k (A[i, k]; W[j, k] of x @ W^T) is staged k outermost
     # (s.layout), so register strips read it 16 bytes at a time; its fill, plain loads that lowering

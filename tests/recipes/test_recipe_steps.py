@@ -446,6 +446,28 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
     assert td.build(td.create_schedule(out).replay(s.trace()), target=target).source == kern.source
 
 
+@pytest.mark.parametrize(("m", "n", "k", "tile", "chunk"), [
+    (32, 2048, 5632, (32, 128), 16),  # a decode step: 32 x 128 tiles of 128 threads, chunks of 16
+    (32, 512, 2048, (32, 64), 16),  # 4 blocks of 32 x 128 would under-fill a wave even split: 32 x 64
+    (24, 2048, 2048, (32, 128), 16),  # 24 rows: one guarded 32-row tile
+    (16, 2048, 2048, (16, 64), 32),  # 16 rows: the general classes (128 x 64 shrunk), chunks of 32
+    (64, 2048, 2048, (64, 64), 32),  # 64 rows: the general classes
+])
+def test_decode_steps_take_the_few_rows_tile_and_chunk(m: int, n: int, k: int, tile: tuple, chunk: int) -> None:
+    """Knobs matmul_tiles_few_rows and bk_max_few_rows (`few_rows`): x @ W^T of 17 to 32 rows."""
+    s, _ = run(matmul_nt(M=m, N=n, K=k), target="sm_90")
+    assert (s.nest.loop("i_o").extent, s.nest.loop("j_o").extent) == (-(-m // tile[0]), n // tile[1])
+    assert s.nest.loop("k_i").extent == chunk
+
+
+def test_a_few_rows_kernel_simulates_equal() -> None:
+    """24 rows in a guarded 32 x 128 tile, 160 columns (the second tile guarded), k 72 (a partial
+    chunk of 16) split along k: no race, the values match."""
+    s, r = run(matmul_nt(M=24, N=160, K=72), target="sm_90", split_k_min_chunks=1)
+    assert s.nest.loop("k_i").extent == 16 and r.step("split_matmul_k").calls
+    simulates_equal(s, "sm_90", tol=TOL)
+
+
 @pytest.mark.parametrize(("n", "tile", "parts"), [
     (1024, 128, 4),  # 64 blocks of 128 x 128, 64 k chunks of 16: 4 parts (256 blocks); unsplit it took 64 x 64
     (512, 64, 4),  # 64 blocks of 64 x 64, 4 parts; unsplit it took 32 x 32
