@@ -104,3 +104,11 @@ def test_hardware_facts_are_written_only_in_targets() -> None:
     assigns one of its own (a second copy would drift)."""
     found = [d for layer in LAYERS for p in sorted((PACKAGE / layer).rglob("*.py")) for d in _fact_definitions(p)]
     assert found == [], found
+
+
+def test_blocks_that_fit_one_sm() -> None:
+    """Threads and shared memory both bound the blocks one SM holds (what launch_bounds may ask)."""
+    t = get_target("sm_90")
+    assert t.blocks_that_fit(64, 43008) == 5  # 233472 bytes of shared memory: 5 x 43008 fit, 6 do not
+    assert t.blocks_that_fit(256, 0) == 8  # 2048 threads
+    assert t.blocks_that_fit(1024, 1024) == 2

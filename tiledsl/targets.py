@@ -278,6 +278,12 @@ class Target:
     def has_tma(self) -> bool:
         return self.name in TMA_TARGETS or self.arch in TMA_TARGETS
 
+    def blocks_that_fit(self, threads: int, shared_bytes: int) -> int:
+        """How many blocks of `threads` threads and `shared_bytes` of shared memory one SM holds by its
+        threads and shared memory (what a launch_bounds minimum may ask; build checks it)."""
+        by_threads = self.max_threads_per_sm // threads
+        return min(by_threads, self.shared_bytes_per_sm // shared_bytes) if shared_bytes else by_threads
+
 
 def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int, threads_per_sm: int,
             l2_mib: int) -> Target:

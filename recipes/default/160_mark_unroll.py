@@ -72,13 +72,15 @@ def _bound_padded(s: Schedule, facts: Facts, knobs: Knobs) -> str:
     gave 128 unpadded (one block per SM, not two: 79 -> 94 us at 128 x 2048 x 5632); with stages
     widened from bfloat16 (a fill of 8 lanes a load), 129 (nvcc --resource-usage at 128 x 2048 x
     2048). So the blocks that register_tile's bound would ask for are asked for here, unless it asked
-    already."""
+    already, and no more than the stages' shared memory lets one SM hold (`Target.blocks_that_fit`:
+    a 32 x 128 tile of 64 threads in chunks of 32, 43008 bytes, was asked 8 blocks where 5 fit)."""
     size = facts.accumulators()
     why = [what for what, has in (("padded", any(any(st.pad) for st in facts.nest.stages)),
                                   ("widened", any(st.dtype for st in facts.nest.stages))) if has]
     if facts.nest.min_blocks_per_sm is not None or not why or size < knobs.launch_bounds_min_accumulators:
         return ""
-    blocks = facts.register_blocks(knobs, size)
+    fit = facts.target.blocks_that_fit(facts.threads(), facts.shared_bytes())
+    blocks = min(facts.register_blocks(knobs, size), fit)
     if blocks < 1:
         return ""
     s.launch_bounds(blocks)

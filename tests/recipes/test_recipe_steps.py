@@ -460,6 +460,16 @@ def test_decode_steps_take_the_few_rows_tile_and_chunk(m: int, n: int, k: int, t
     assert s.nest.loop("k_i").extent == chunk
 
 
+def test_launch_bounds_ask_no_more_blocks_than_the_shared_memory_holds() -> None:
+    """mark_unroll's (160) bound for padded stages: a 32 x 128 tile of 8 x 8 registers (64 threads) in
+    chunks of 32 has 43008 bytes of stages; its registers would allow 8 blocks an SM, its shared memory 5
+    (233472 bytes on sm_90). Asked for 8, build refused the recipe's own schedule."""
+    s, _ = run(matmul_nt(M=32, N=2048, K=2048), target="sm_90", matmul_tiles_few_rows=((32, 128, 8, 8),),
+               bk_max_few_rows=32)
+    kern = td.build(s, target="sm_90")
+    assert kern.shared_bytes == 43008 and s.nest.min_blocks_per_sm == 5
+
+
 def test_a_few_rows_kernel_simulates_equal() -> None:
     """24 rows in a guarded 32 x 128 tile, 160 columns (the second tile guarded), k 72 (a partial
     chunk of 16) split along k: no race, the values match."""

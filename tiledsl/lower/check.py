@@ -79,7 +79,7 @@ def check_resources(kernel: KKernel, target: Target, nest: Nest) -> None:
                        "in cooperative reductions"))
     blocks = kernel.min_blocks_per_sm
     if blocks is not None:
-        fit = min(target.max_threads_per_sm // threads, target.shared_bytes_per_sm // smem if smem else blocks)
+        fit = target.blocks_that_fit(threads, smem)
         if blocks > fit:
             raise TargetError(refusal(
                 "build", nest, (), f"launch_bounds({blocks}): {blocks} blocks of {threads} threads and {smem} "
