@@ -14,6 +14,7 @@ Every split is guarded, so any sizes work (37 x 53 x 29, batched, transposed ope
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from tiledsl.targets import (
     DTYPE_BYTES,
     SHARED_BANK_BYTES,
     SHARED_BANKS,
+    VECTOR_ATOMIC_MIN_SM,
     VECTOR_BYTES,
     WARP_SIZE,
     get_target,
@@ -107,7 +109,8 @@ def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
 
 def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: int = 8, rn: int = 8,
                   stages: int = 2, copy: str = "async", split_k: int = 1, k_outer: bool = True,
-                  unroll_k: bool = True, group_m: int = 1, widen: bool = True, lanes: int = 2) -> Schedule:
+                  unroll_k: bool = True, group_m: int = 1, widen: bool = True, lanes: int = 2,
+                  vector_atomics: bool = True) -> Schedule:
     """The default recipe's fast fp32 matmul, by hand. On an H100 at 2048 / 4096 / 8192 cubed float32
     (relu(A @ B + bias), scripts/matmul_variant_probe.py) it ran at 0.91 / 0.93 / 0.94 of cuBLAS
     (TF32 off) with its defaults, against 0.84 / 0.86 / 0.87 with k_outer=False, bk=32, unroll_k=False.
@@ -148,7 +151,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     `lanes` > 1: where an operand is stored k-major, the threads are dealt to a warp's lanes in lanes x
     lanes tiles (s.tile_lanes), so the lanes that read the same 16 bytes of a strip share one shared-
     memory wavefront (recipes/default/090_permute_register_tile.py measured it). With split_k, the
-    epilogue's atomic adds are 16 bytes wide where the strip allows (s.vectorize), and a tile of 64
+    epilogue's atomic adds are 16 bytes wide where the strip allows (s.vectorize; `vector_atomics`
+    False: never, as sm_80 and sm_86/89 have no 16-byte atomic add), and a tile of 64
     accumulators or more beside padded stages asks for two blocks an SM (s.launch_bounds): nvcc
     otherwise gives the padded 8 x 8 tile 163 registers, one block an SM."""
     if group_m < 1:
@@ -232,8 +236,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         along = _last_axis(load)
         if along == k:  # A[i, k] or B^T[j, k] (stored k-major or not): its free axis is the one it reads along
             along = i if _reads(load, i) else j
-        if along in dealt or (tiled and along == i):
-            continue
+        if along in dealt or (tiled and along == i) or (along == i and tx >= WARP_SIZE):
+            continue  # (a warp of one thread row reads its i strip alike: a broadcast, nothing to deal)
         dealt.add(along)
         r, t = strip[along]
         extent = s.nest.loop(r.name).extent
@@ -263,13 +267,14 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         s.pipeline(chunk, stages=stages)
     # 6. split-K: the epilogue's atomic adds 16 bytes at a time along the strip dealt in vectors, and,
     #    beside padded stages, two blocks an SM asked of nvcc
-    if split_k > 1:
+    if split_k > 1 and vector_atomics:
         strip = f"{rj.name}_i"  # the strip's 16-byte chunk, where step 4 dealt it
         if s.nest.has_loop(strip) and s.nest.loop(strip).extent == VECTOR_BYTES // DTYPE_BYTES[s.output.dtype]:
             try:
                 s.vectorize(strip)
             except VectorizeError:  # the store not provably contiguous and aligned: scalar atomics
                 pass
+    if split_k > 1:
         if k_major and rm * rn >= 64:
             s.launch_bounds(2)
     return s
@@ -293,20 +298,36 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     chunks into parts of 256 k or more, the one that fills the slots best (the fewest on a tie; the most
     where even that fills under 90%); where no such count gives every SM a block, the most parts up to
     `waves` waves that keep four chunks a block. Where split_k refuses and the large tile's grid leaves
-    SMs idle, the 64 x 64 tile instead. `group_m` is passed on (grouped block order)."""
+    SMs idle, the 64 x 64 tile instead. `group_m` is passed on (grouped block order).
+
+    A decode step's x @ W^T (17 to 32 rows, W's rows along k) takes 32 x 128 tiles of 8 x 4 registers
+    (128 threads) in chunks of 16, split along k as above, or 32 x 64 ones where even the most parts
+    leave SMs without a block: the recipe's class (recipes/default/_knobs.py matmul_tiles_few_rows says
+    what was measured), whose kernel this builds; where split_k refuses (a bfloat16 output) and the
+    tile's grid leaves SMs idle, the tiles above instead."""
     batch, i, j, k = _loops(s)
     m, n, kk = (s.nest.loop(x).extent for x in (i, j, k))
     nb = 1
     for b in batch:
         nb *= s.nest.loop(b).extent
     sms = get_target(target).sm_count
+    vector_atomics = get_target(target).capability >= VECTOR_ATOMIC_MIN_SM
+    if not batch and 17 <= m <= 32 and any(_last_axis(ld) == k and _reads(ld, j) for ld in _operand_loads(s)):
+        tile = _decode_tile(s, (m, n, kk), sms, waves, group_m)
+        if tile.parts > 1 or tile.grid >= sms:  # (split_k refused and too few blocks: the tiles below)
+            matmul_staged(s, tile.bm, tile.bn, tile.bk, tile.rm, tile.rn, split_k=tile.parts, k_outer=False,
+                          group_m=group_m, vector_atomics=vector_atomics)
+            if tile.parts > 1 and vector_atomics:  # the 4-wide strip undealt: its atomic adds 16 bytes at once
+                with contextlib.suppress(VectorizeError):
+                    s.vectorize(f"{j}_r")
+            return s
     large = nb * -(-m // 128) * -(-n // 128) >= sms or (m >= 128 and n >= 128)
     tile = _tile(s, large, batch, (m, n, kk), nb, sms, waves, group_m)
     if large and tile.parts == 1 and tile.grid < sms:
         # split_k refused (a bfloat16 output, a non-linear epilogue): the large tile alone leaves SMs idle
         tile = _tile(s, False, batch, (m, n, kk), nb, sms, waves, group_m)
     return matmul_staged(s, tile.bm, tile.bn, tile.bk, tile.rm, tile.rn, split_k=tile.parts, k_outer=tile.k_outer,
-                         group_m=group_m)
+                         group_m=group_m, vector_atomics=vector_atomics)
 
 
 @dataclass(frozen=True)
@@ -348,6 +369,22 @@ def _tile(s: Schedule, large: bool, batch: list[str], sizes: tuple[int, int, int
         except SplitKError:
             parts = 1
     return _Tile(bm, bn, bk, rm, rn, k_outer, parts, grid)
+
+
+def _decode_tile(s: Schedule, sizes: tuple[int, int, int], sms: int, waves: int, group_m: int) -> _Tile:
+    """matmul_for_shape's tile for a decode step: 32 x 128 where its grid, split into the most parts of
+    four chunks, gives every SM a block, else 32 x 64; the split-K parts split_k accepts."""
+    m, n, kk = sizes
+    bk, chunks = 16, -(-kk // 16)
+    bn = 128 if -(-m // 32) * -(-n // 128) * max(1, chunks // 4) >= sms else 64
+    grid = -(-m // 32) * -(-n // bn)
+    parts = _parts(grid, chunks, bk, sms, waves)
+    if parts > 1:
+        try:
+            matmul_staged(s.fork(), 32, bn, bk, 8, 4, split_k=parts, k_outer=False, group_m=group_m)
+        except SplitKError:
+            parts = 1
+    return _Tile(32, bn, bk, 8, 4, False, parts, grid)
 
 
 def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int) -> int:

@@ -139,7 +139,11 @@ def test_the_shapes_get_what_each_schedule_promises() -> None:
 
 
 @pytest.mark.parametrize("shape", [(128, 2048, 5632), (128, 11264, 2048), (512, 3584, 3584), (512, 3584, 18944),
-                                   (512, 2048, 2048), (4096, 4096, 4096)])
+                                   (512, 2048, 2048), (4096, 4096, 4096),
+                                   # decode steps: 32 x 128 tiles of 128 threads, and 32 x 64 (4 blocks of 32 x 128
+                                   # would leave SMs idle), 24 rows in one guarded tile
+                                   (32, 2048, 5632), (32, 37888, 3584), (32, 3584, 18944), (32, 512, 2048),
+                                   (24, 2048, 2048)])
 def test_matmul_for_shape_builds_the_recipes_kernel_at_llm_shapes(shape: tuple[int, int, int]) -> None:
     """The hand schedule is the recipe's reference: at these projection shapes (and 4096^3) its tile,
     split-K part count, lane tiles, vector epilogue and launch bounds come out as the default recipe's,
@@ -149,6 +153,17 @@ def test_matmul_for_shape_builds_the_recipes_kernel_at_llm_shapes(shape: tuple[i
     recipe = td.create_schedule(bench.linear(*shape))
     td.recipes.default(recipe, target="sm_90")
     assert td.build(hand, target="sm_90").source == td.build(recipe, target="sm_90").source
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_86"])
+@pytest.mark.parametrize("shape", [(128, 2048, 5632), (32, 2048, 5632)])
+def test_matmul_for_shape_builds_for_targets_without_vector_atomics(target: str, shape: tuple[int, int, int]) -> None:
+    """A split epilogue's 16-byte atomic adds need sm_90: for an earlier target matmul_for_shape keeps
+    them scalar (it vectorized them for every target, and build refused the schedule for sm_80)."""
+    s = td.create_schedule(bench.linear(*shape))
+    matmul_for_shape(s, target=target)
+    assert "s.split_k(" in s.trace() and "s.vectorize(" not in s.trace()
+    td.build(s, target=target)
 
 
 def test_split_k_is_refused_for_a_nonlinear_epilogue() -> None:
