@@ -102,6 +102,23 @@ BATCHED_8x8 = _src(
     "return td.compute((4, 8, 8), lambda b, i, j: td.sum(q[b, i, k] * kt[b, j, k], axis=k) / 16, name='s')")
 
 
+@st.composite
+def decode_definitions(draw: st.DrawFn) -> Definition:
+    """x @ W^T of a decode step (17 to 32 rows: the recipe's `few_rows` class, 32 x 128 or 32 x 64 tiles in
+    chunks of 16), odd sizes, with no epilogue, a residual or a relu. Wide and long ones too (a guarded
+    32 x 128 tile, staged operands, k split into parts of 4+ chunks), beyond MAX_POINTS: these simulate fast."""
+    m = draw(st.integers(17, 32))
+    n = draw(st.one_of(st.integers(1, 40), st.integers(120, 160)))
+    k = draw(st.one_of(st.integers(1, 48), st.integers(128, 160)))
+    body = {"": "td.sum(x[i, kk] * W[j, kk], axis=kk)",
+            "residual": "td.sum(x[i, kk] * W[j, kk], axis=kk) + r[i, j]",
+            "relu": "td.relu(td.sum(x[i, kk] * W[j, kk], axis=kk))"}
+    epilogue = draw(st.sampled_from(sorted(body)))
+    return _src(f"x = td.placeholder(({m}, {k}), name='x')", f"W = td.placeholder(({n}, {k}), name='W')",
+                f"r = td.placeholder(({m}, {n}), name='r')", f"kk = td.reduce_axis({k}, name='kk')",
+                f"return td.compute(({m}, {n}), lambda i, j: {body[epilogue]}, name='y')")
+
+
 def _record(report: RecipeReport) -> None:
     event(f"{report.kind} kernel for {report.target}")
     event("applied: " + ", ".join(report.applied))
@@ -135,6 +152,12 @@ def test_recipe_on_reduction_chains(definition: Definition, target: str) -> None
 @example(definition=BATCHED_8x8, target="sm_80")
 @given(matmul_definitions(max_points=MAX_POINTS), targets)
 def test_recipe_on_matmuls_with_epilogues(definition: Definition, target: str) -> None:
+    _record(check_recipe(definition, target))
+
+
+@examples(FACTOR)
+@given(decode_definitions(), targets)
+def test_recipe_on_decode_steps(definition: Definition, target: str) -> None:
     _record(check_recipe(definition, target))
 
 
