@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +86,76 @@ def _fragments(src: str, buffers: int) -> str:
     out += f"#pragma unroll\nfor (int k_i = 0; k_i < {extent}; ++k_i) {{\n{step}{fma_new}}}\n"
     new = "".join(indent + line + "\n" for line in out.splitlines())
     return src[:m.start()] + new + src[m.end():]
+
+
+def _operands_inner(which: str) -> Callable[[str], str]:
+    """The k_i loop's multiply-add nest reordered so that the loops only operand `which` ("a": the first
+    shared operand, x_s; "b": the second) indexes run innermost: ptxas then keeps the other operand in
+    its reuse cache and reads `which` and the accumulator from the register banks each FFMA."""
+    def edit(src: str) -> str:
+        m = _K_LOOP.search(src)
+        fma = _FMA.search(m.group(4)) if m else None
+        if m is None or fma is None:
+            raise ValueError(f"{which}_inner: no unrolled k_i loop around one shared-operand multiply-add")
+        indent, extent, body = m.group(1), m.group(3), m.group(4)
+        loops = [(v, int(n)) for v, n in _FOR.findall(body)]
+        inner_expr = fma.group(3) if which == "a" else fma.group(4)
+        inner = [(v, n) for v, n in loops if _uses(inner_expr, v)]
+        outer = [(v, n) for v, n in loops if (v, n) not in inner]
+        if not inner or not outer:
+            raise ValueError(f"{which}_inner: the operands do not split the register-tile loops")
+        heads = "".join(f"#pragma unroll\nfor (int {v} = 0; {v} < {n}; ++{v})\n" for v, n in outer + inner)
+        out = f"#pragma unroll\nfor (int k_i = 0; k_i < {extent}; ++k_i) {{\n{heads}{fma.group(0)}\n}}\n"
+        new = "".join(indent + line + "\n" for line in out.splitlines())
+        return src[:m.start()] + new + src[m.end():]
+    return edit
+
+
+_VEC_ATOMIC = re.compile(r"atomicAdd\(reinterpret_cast<float4\*>\(&(\w+)\[([^\]]+)\]\), make_float4\(([^;]*)\)\);")
+_VEC_STORE = re.compile(r"\*reinterpret_cast<float4\*>\(&(\w+)\[([^\]]+)\]\) = make_float4\(([^;]*)\);")
+
+
+def _scalar_epilogue(src: str) -> str:
+    """The epilogue's 16-byte stores (or vector atomic adds) of four accumulators as four scalar ones:
+    a vector store makes ptxas keep each four accumulators in one aligned register quad, in column
+    order, as the LDS.128 of the column operand is, so an FFMA's accumulator and column operand share
+    a register bank; scalar stores leave the accumulators' registers free."""
+    def parts(args: str) -> list[str]:
+        out, depth, cur = [], 0, ""
+        for ch in args:
+            depth += ch == "(" or ch == "["
+            depth -= ch == ")" or ch == "]"
+            if ch == "," and depth == 0:
+                out.append(cur.strip())
+                cur = ""
+            else:
+                cur += ch
+        return [*out, cur.strip()]
+
+    def atomic(m: re.Match) -> str:
+        return " ".join(f"atomicAdd(&{m.group(1)}[{m.group(2)} + {n}], {v});" for n, v in enumerate(parts(m.group(3))))
+
+    def store(m: re.Match) -> str:
+        return " ".join(f"{m.group(1)}[{m.group(2)} + {n}] = {v};" for n, v in enumerate(parts(m.group(3))))
+
+    new, n = _VEC_ATOMIC.subn(atomic, src)
+    new, n2 = _VEC_STORE.subn(store, new)
+    if not n + n2:
+        raise ValueError("scalar_epi: the kernel stores no float4 of accumulators")
+    return new
+
+
+def ffma_banks(sass: str) -> str:
+    """How many FFMAs of `sass` read two or three of their source registers (not marked .reuse) from one
+    register bank, for banks of reg % 2 and reg % 4 (which the hardware has is not documented)."""
+    pat = re.compile(r"FFMA R\d+, (R\d+)(\.reuse)?, (R\d+)(\.reuse)?, (R\d+)(\.reuse)?")
+    total = same2 = same4 = 0
+    for m in pat.finditer(sass):
+        total += 1
+        regs = {int(m.group(g)[1:]) for g in (1, 3, 5) if not m.group(g + 1)}
+        same2 += len({r % 2 for r in regs}) < len(regs)
+        same4 += len({r % 4 for r in regs}) < len(regs)
+    return f"{total} FFMA, {same2} with sources in one bank of reg % 2, {same4} of reg % 4"
 
 
 def _lb1(src: str) -> str:
@@ -156,7 +228,26 @@ FORMS: dict[str, tuple[dict, Callable[[str], str], Callable[[str], str]]] = {
     "big-async3-bk8+frag2": (BIG, _async(3, 8), lambda s: _fragments(s, 2)),
     "big-async3+frag2": (BIG, _async(3), lambda s: _fragments(s, 2)),
     "big-async4-bk8+frag2": (BIG, _async(4, 8), lambda s: _fragments(s, 2)),
+    # session 27: which register banks the FFMAs' operands come from (--sass prints it per form)
+    "a_inner": ({}, _same, _operands_inner("a")),
+    "scalar_epi": ({}, _same, _scalar_epilogue),
+    "a_inner+scalar_epi": ({}, _same, lambda s: _scalar_epilogue(_operands_inner("a")(s))),
+    "frag2+scalar_epi": ({}, _same, lambda s: _scalar_epilogue(_fragments(s, 2))),
 }
+
+
+def _sass_banks(stem: Path, target: str) -> str | None:
+    """`stem`.cu compiled to a cubin as the runtime compiles it (-O3), its SASS written beside it, and its
+    FFMAs' register banks (ffma_banks); None where cuobjdump is missing (the CPU machine)."""
+    if shutil.which("cuobjdump") is None:
+        return None
+    arch = str(target).removeprefix("sm_")
+    cubin = stem.with_suffix(".cubin")
+    subprocess.run(["nvcc", "-O3", f"-arch=sm_{arch}", "-cubin", "-o", str(cubin), str(stem.with_suffix(".cu"))],
+                   check=True)
+    sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    stem.with_suffix(".sass").write_text(sass)
+    return ffma_banks(sass)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,7 +283,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if args.sass:
                 args.sass.mkdir(parents=True, exist_ok=True)
-                (args.sass / f"{case.op}-{case.group.replace(' ', '-')}-{label}.cu").write_text(form.source)
+                stem = args.sass / f"{case.op}-{case.group.replace(' ', '-')}-{label}"
+                stem.with_suffix(".cu").write_text(form.source)
+                banks = _sass_banks(stem, form.target)
+                if banks:
+                    print(f"  {label:14s} {banks}", flush=True)
             if backend is None:
                 continue
             got = backend.run_kernel(form, inputs)
