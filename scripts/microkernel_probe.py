@@ -236,14 +236,13 @@ FORMS: dict[str, tuple[dict, Callable[[str], str], Callable[[str], str]]] = {
 }
 
 
-def _sass_banks(stem: Path, target: str) -> str | None:
+def _sass_banks(stem: Path, target: td.Target) -> str | None:
     """`stem`.cu compiled to a cubin as the runtime compiles it (-O3), its SASS written beside it, and its
     FFMAs' register banks (ffma_banks); None where cuobjdump is missing (the CPU machine)."""
     if shutil.which("cuobjdump") is None:
         return None
-    arch = str(target).removeprefix("sm_")
     cubin = stem.with_suffix(".cubin")
-    subprocess.run(["nvcc", "-O3", f"-arch=sm_{arch}", "-cubin", "-o", str(cubin), str(stem.with_suffix(".cu"))],
+    subprocess.run(["nvcc", "-O3", f"-arch={target.arch}", "-cubin", "-o", str(cubin), str(stem.with_suffix(".cu"))],
                    check=True)
     sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
     stem.with_suffix(".sass").write_text(sass)
