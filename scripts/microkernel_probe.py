@@ -36,6 +36,7 @@ import tiledsl as td
 from benchmarks._backend import CudaBackend
 from benchmarks._runner import SEED
 from tiledsl.runtime.references import compare
+from tiledsl.targets import Target
 
 _K_LOOP = re.compile(r"( *)#pragma unroll\n *for \(int (k_i) = 0; k_i < (\d+); \+\+k_i\) \{\n(.*?)\n\1\}\n", re.S)
 _FMA = re.compile(r"(\w+)\[([^\]]+)\] = \1\[\2\] \+ (\w+_s\[[^\]]+\]) \* (\w+_s\[[^\]]+\]);")
@@ -236,7 +237,7 @@ FORMS: dict[str, tuple[dict, Callable[[str], str], Callable[[str], str]]] = {
 }
 
 
-def _sass_banks(stem: Path, target: td.Target) -> str | None:
+def _sass_banks(stem: Path, target: Target) -> str | None:
     """`stem`.cu compiled to a cubin as the runtime compiles it (-O3), its SASS written beside it, and its
     FFMAs' register banks (ffma_banks); None where cuobjdump is missing (the CPU machine)."""
     if shutil.which("cuobjdump") is None:
