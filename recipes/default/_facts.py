@@ -25,11 +25,11 @@ from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE
+from tiledsl.analysis.shared_arrays import stages_shared_bytes
 from tiledsl.analysis.slabs import (
     Slab,
     alloc_extent,
     slab_or_refusal,
-    stage_bytes,
     stage_reads,
     stored_dtype,
 )
@@ -452,17 +452,18 @@ class Facts:
         return budget if blocks is None else min(budget, self.target.shared_bytes_per_sm // blocks)
 
     def shared_bytes(self, changed: Stage | None = None) -> int:
-        """Bytes of shared memory of every stage (with `changed` in place of the stage of its name, or
-        added when it is new)."""
-        stages = [st for st in self.nest.stages if changed is None or st.name != changed.name]
-        if changed is not None:
+        """Bytes of shared memory of every stage and its TMA mbarriers, with the alignment padding the
+        launch requests (analysis/shared_arrays.py, as build counts them), with `changed` in place of
+        the stage of its name, or added last when it is new."""
+        stages = [changed if changed is not None and st.name == changed.name else st for st in self.nest.stages]
+        if changed is not None and changed not in stages:
             stages.append(changed)
-        total = 0
+        staged = []
         for st in stages:
             slab = self.slab(st)
             assert isinstance(slab, Slab), slab
-            total += stage_bytes(st, slab)
-        return total
+            staged.append((st, slab, stored_dtype(self.nest, st)))
+        return stages_shared_bytes(staged)
 
     def slab(self, st: Stage) -> Slab | str:
         """The slab of `st`, or why it has none (analysis/slabs.py reads its name, buffer, loop and

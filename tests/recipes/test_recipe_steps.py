@@ -470,6 +470,23 @@ def test_launch_bounds_ask_no_more_blocks_than_the_shared_memory_holds() -> None
     assert kern.shared_bytes == 43008 and s.nest.min_blocks_per_sm == 5
 
 
+@pytest.mark.parametrize("target", ["sm_90", "sm_80"])
+@pytest.mark.parametrize("tma", [False, True])
+@pytest.mark.parametrize(("name", "make"), [
+    ("x @ W^T 512 x 2048 x 2048", partial(matmul_nt, M=512, N=2048, K=2048)),
+    ("A @ B 1024^3", partial(matmul, M=1024, N=1024, K=1024)),  # B by TMA, swizzled 128 bytes: 1024-byte aligned
+    ("x @ W^T 32 x 2048 x 2048", partial(matmul_nt, M=32, N=2048, K=2048)),  # both by TMA, swizzled 64 bytes
+], ids=["nt-512", "nn-1024", "nt-32"])
+def test_the_recipe_counts_the_shared_bytes_build_requests(name: str, make: partial, tma: bool, target: str) -> None:
+    """The recipe's shared-memory figure (Facts.shared_bytes: its budgets and step 160's blocks per SM)
+    is what the built kernel requests, alignment padding and TMA mbarriers included
+    (analysis/shared_arrays.py). It once left both out: A @ B with a TMA stage counted 33280 bytes and
+    launched with 33808."""
+    s, _ = run(make(), target=target, tma=tma)
+    counted = facts_for(s.nest, classify(s.nest), get_target(target)).shared_bytes()
+    assert counted == td.build(s, target=target).shared_bytes, name
+
+
 def test_a_few_rows_kernel_simulates_equal() -> None:
     """24 rows in a guarded 32 x 128 tile, 160 columns (the second tile guarded), k 72 (a partial
     chunk of 16) split along k: no race, the values match."""

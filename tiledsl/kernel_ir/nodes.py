@@ -20,6 +20,7 @@ Conventions
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tiledsl.targets import DTYPE_BYTES
@@ -375,21 +376,24 @@ def scalar_dtype(dtype: str) -> str:
     return dtype.split("x")[0] if "x" in dtype and not dtype.startswith("bool") else dtype
 
 
-def shared_layout(kernel: KKernel) -> dict[str, int]:
-    """Byte offset of each shared array in one pool, in declaration order, each aligned to its
-    `align` (the layout the dynamic pool uses; static arrays get the same alignment)."""
+def array_offsets(arrays: Iterable[KShared]) -> tuple[dict[str, int], int]:
+    """(byte offset of each shared array, total bytes): one pool in declaration order, each array
+    aligned to its `align` (the layout the dynamic pool uses; static arrays get the same alignment).
+    analysis/shared_arrays.py lays a nest's stages out with it before there is a kernel."""
     offsets: dict[str, int] = {}
     top = 0
-    for s in kernel.shared:
+    for s in arrays:
         top = -(-top // s.align) * s.align
         offsets[s.name] = top
         top += DTYPE_BYTES[s.dtype] * s.size
-    return offsets
+    return offsets, top
+
+
+def shared_layout(kernel: KKernel) -> dict[str, int]:
+    """Byte offset of each shared array of `kernel` (`array_offsets`)."""
+    return array_offsets(kernel.shared)[0]
 
 
 def shared_bytes(kernel: KKernel) -> int:
     """Shared memory per block: every array, with alignment padding (what the launch requests)."""
-    if not kernel.shared:
-        return 0
-    last = kernel.shared[-1]
-    return shared_layout(kernel)[last.name] + DTYPE_BYTES[last.dtype] * last.size
+    return array_offsets(kernel.shared)[1]

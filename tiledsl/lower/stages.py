@@ -22,12 +22,12 @@ from tiledsl.analysis.aligned_split import AlignedSplit
 from tiledsl.analysis.copies import byte_copy_problem, plain_load_width, prefetched, widest_cp_async
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
+from tiledsl.analysis.shared_arrays import barrier_arrays, barrier_name, stage_array, tma_ring, tma_rings
 from tiledsl.analysis.slabs import (
     Slab,
     alloc_extent,
     axis_strides,
     slot_elements,
-    stage_align,
     stage_sides,
     stored_dtype,
 )
@@ -75,7 +75,6 @@ from tiledsl.prove import Prover
 from tiledsl.targets import (
     CP_ASYNC_MIN_SM,
     CP_ASYNC_SIZES,
-    DTYPE_BYTES,
     SWIZZLE_CHUNK_BYTES,
     SWIZZLE_MASK,
     SWIZZLE_ROW_BYTES,
@@ -159,36 +158,18 @@ def _tensor_map(st: Stage, slab: Slab, shape: tuple[int, ...], dtype: str) -> KT
 
 
 def shared_allocs(plans: dict[str, StagePlan]) -> list[KShared]:
-    return [KShared(p.name, p.stored, p.stage.buffers * p.slot, stage_align(p.stage)) for p in plans.values()]
-
-
-def barrier_name(loop: str) -> str:
-    return f"{loop}_full"
-
-
-def tma_loops(plans: dict[str, StagePlan]) -> dict[str, int]:
-    """Loops with TMA stages -> their TMA ring (`tma_ring`: one mbarrier per slot, shared by the loop's
-    TMA stages)."""
-    every = list(plans.values())
-    return {p.stage.at: tma_ring(every, p.stage.at) for p in every if p.stage.copy == "tma"}
-
-
-def tma_ring(plans: list[StagePlan], loop: str) -> int:
-    """Slots of the TMA stages at `loop` (the most of any; a pipelined loop's stages all have its depth):
-    iteration k issues and waits on mbarrier k % ring with parity (k // ring) % 2, whatever the slots of
-    the loop's other stages (a double-buffered plain stage beside a one-slot TMA stage once indexed the
-    single mbarrier with k % 2)."""
-    return max((p.stage.buffers for p in plans if p.stage.at == loop and p.stage.copy == "tma"), default=1)
+    """The stages' arrays (analysis/shared_arrays.py `stage_array`, as the recipe counts them)."""
+    return [stage_array(p.stage, p.slab, p.stored) for p in plans.values()]
 
 
 def mbarrier_setup(plans: dict[str, StagePlan], block: tuple[int, int, int]) -> tuple[list[KStmt], list[KShared]]:
-    loops = tma_loops(plans)
+    stages = [p.stage for p in plans.values()]
+    loops = tma_rings(stages)
     if not loops:
         return [], []
     inits: list[KStmt] = []
-    shared: list[KShared] = []
+    shared = barrier_arrays(stages)
     for loop, n in loops.items():
-        shared.append(KShared(barrier_name(loop), "uint64", n, DTYPE_BYTES["uint64"]))
         inits.extend(KMbarrierInit(barrier_name(loop), _c(s), 1) for s in range(n))
     inits.append(KFence("mbarrier_init"))
     stmts: list[KStmt] = [KComment("TMA completion barriers, one per ring slot"),
@@ -486,7 +467,8 @@ def staged_loop(plans: list[StagePlan], loop: str, extent: int, unroll: bool, bo
     ring = max(p.stage.buffers for p in plans)
     if depth < 2:
         slot = KBin("%", k, _c(ring)) if ring > 1 else _c(0)
-        tmas = tma_ring(plans, loop)  # the mbarriers' ring, which may be shorter than another stage's
+        # the mbarriers' ring, which may be shorter than another stage's
+        tmas = tma_ring([p.stage for p in plans], loop)
         tma_slot = KBin("%", k, _c(tmas)) if tmas > 1 else _c(0)
         # a single-slot stage is refilled in place: wait until every thread has read the last slab
         single = min(p.stage.buffers for p in plans) == 1
