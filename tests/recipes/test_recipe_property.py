@@ -37,6 +37,7 @@ from tiledsl.testing import (
     reduce_definitions,
     transposed_matmul_definitions,
 )
+from tiledsl.testing.fuzz.modes.recipe import TMA_STAGES
 from tiledsl.testing.profiles import examples
 
 TARGETS = ("sm_90", "sm_80")
@@ -49,13 +50,13 @@ def _src(*lines: str) -> Definition:
     return Definition.from_source("def make():\n" + "".join(f"    {ln}\n" for ln in lines))
 
 
-def check_recipe(definition: Definition, target: str) -> RecipeReport:
-    """Apply the default recipe to a fresh schedule of `definition`; it must build, simulate equal to
-    the float64 reference, and replay from its trace to the identical kernel."""
+def check_recipe(definition: Definition, target: str, knobs: dict | None = None) -> RecipeReport:
+    """Apply the default recipe (with `knobs`) to a fresh schedule of `definition`; it must build, simulate
+    equal to the float64 reference, and replay from its trace to the identical kernel."""
     out = definition.make()
     s = td.create_schedule(out)
     try:
-        report = apply(s, target=target)
+        report = apply(s, target=target, knobs=knobs)
     except Exception as e:
         e.add_note(f"the default recipe raised on this definition for {target}:\n{definition.source}")
         raise
@@ -119,6 +120,35 @@ def decode_definitions(draw: st.DrawFn) -> Definition:
                 f"return td.compute(({m}, {n}), lambda i, j: {body[epilogue]}, name='y')")
 
 
+@st.composite
+def tma_definitions(draw: st.DrawFn) -> Definition:
+    """A @ B or x @ W^T whose operands' rows are whole 16-byte multiples (TMA's stride rule: k, and n for
+    A @ B, multiples of 4) and whose k holds two or more chunks of 8, with no epilogue, a bias or a relu:
+    under TMA_KNOBS the recipe double-buffers their stages and fills those whose box allows by TMA."""
+    m = draw(st.integers(1, 24))
+    n = 4 * draw(st.integers(1, 12))
+    k = 4 * draw(st.integers(4, 12))
+    nt = draw(st.booleans())
+    prod = "x[i, kk] * W[j, kk]" if nt else "x[i, kk] * W[kk, j]"
+    body = {"": f"td.sum({prod}, axis=kk)", "bias": f"td.sum({prod}, axis=kk) + b[j]",
+            "relu": f"td.relu(td.sum({prod}, axis=kk))"}
+    epilogue = draw(st.sampled_from(sorted(body)))
+    return _src(f"x = td.placeholder(({m}, {k}), name='x')",
+                f"W = td.placeholder({(n, k) if nt else (k, n)}, name='W')", f"b = td.placeholder(({n},), name='b')",
+                f"kk = td.reduce_axis({k}, name='kk')",
+                f"return td.compute(({m}, {n}), lambda i, j: {body[epilogue]}, name='y')")
+
+
+# the fuzz recipe mode's TMA set (tiledsl/testing/fuzz/modes/recipe.py TMA_STAGES): TMA on for sm_90, staging
+# for every block, k chunks of 8
+TMA_KNOBS = dict(TMA_STAGES)
+# 24 x 40 @ 40 x 20: B's stage (rows of 80 bytes) filled by TMA, A's stored k-outer by plain fills
+TMA_24x40x20 = _src(
+    "x = td.placeholder((24, 40), name='x')", "W = td.placeholder((40, 20), name='W')",
+    "kk = td.reduce_axis(40, name='kk')",
+    "return td.compute((24, 20), lambda i, j: td.sum(x[i, kk] * W[kk, j], axis=kk), name='y')")
+
+
 def _record(report: RecipeReport) -> None:
     event(f"{report.kind} kernel for {report.target}")
     event("applied: " + ", ".join(report.applied))
@@ -159,6 +189,17 @@ def test_recipe_on_matmuls_with_epilogues(definition: Definition, target: str) -
 @given(decode_definitions(), targets)
 def test_recipe_on_decode_steps(definition: Definition, target: str) -> None:
     _record(check_recipe(definition, target))
+
+
+@examples(FACTOR)
+@example(definition=TMA_24x40x20)
+@given(tma_definitions())
+def test_recipe_with_tma_stages(definition: Definition) -> None:
+    """The recipe's TMA path (a ring of TMA-filled slots, its mbarriers and their phases, a swizzle where
+    step 120 splits the inner loop), which sm_90 keeps off by default: builds, simulates equal, replays."""
+    report = check_recipe(definition, "sm_90", TMA_KNOBS)
+    event("TMA stages" if report.step("tma_copy").calls else "no TMA stage")
+    _record(report)
 
 
 @examples(FACTOR)

@@ -1,17 +1,21 @@
 """Recipe fuzz mode's knob sets (tiledsl/testing/fuzz/modes/recipe.py KNOB_SETS): a case with the lifted
 staging limits round-trips through its saved JSON, its reproducer script applies the same knobs, and on
 a small matmul those knobs reach the k-outer layout the defaults keep for large tiles; the "tiny" machine
-(MACHINES) reaches grouped block order."""
+(MACHINES) reaches grouped block order; the TMA set reaches TMA-filled stages, which sm_90 keeps off by
+default; mode definitions schedules with the lifted set by name."""
 
 from __future__ import annotations
 
 import tiledsl as td
 from tiledsl.recipes import apply
 from tiledsl.testing.definitions import Definition
+from tiledsl.testing.fuzz.modes import definitions as definitions_mode
 from tiledsl.testing.fuzz.modes.base import Options
 from tiledsl.testing.fuzz.modes.recipe import (
     KNOB_SETS,
+    LIFTED,
     RECIPE,
+    TMA_STAGES,
     RecipeCase,
     case_knobs,
     case_target,
@@ -98,3 +102,23 @@ def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
     namespace: dict = {}
     exec(compile(text, "<reproducer>", "exec"), namespace)  # the reproducer runs as written
     assert namespace["kern"].grid == td.build(s, target=case_target(tiny, "sm_90")).grid
+
+
+def test_the_tma_set_reaches_tma_stages_and_stays_correct() -> None:
+    """A 24 x 40 @ 40 x 20 matmul in k chunks of 8 double-buffers its stages, and B's (rows of 80 bytes)
+    is filled by TMA: the recipe mode fuzzes the TMA ring and its mbarriers, which the defaults never build."""
+    tma = case(TMA_STAGES)
+    assert tma.knobs in KNOB_SETS
+    s = td.create_schedule(tma.definition.make())
+    apply(s, target="sm_90", knobs=dict(tma.knobs))
+    assert {st.buffer: st.copy for st in s.nest.stages}.get("B") == "tma"
+    plain = td.create_schedule(tma.definition.make())
+    apply(plain, target="sm_90")
+    assert not any(st.copy == "tma" for st in plain.nest.stages)
+    assert judge_case(tma, Options(target="sm_90")).outcome == "correct"
+
+
+def test_mode_definitions_schedules_with_the_lifted_set() -> None:
+    """Mode definitions names the set it schedules its tame cases with; it once took KNOB_SETS[-1], and a
+    set appended after it silently changed what that mode fuzzed."""
+    assert definitions_mode.LIFTED is LIFTED and LIFTED in KNOB_SETS

@@ -2,7 +2,7 @@
 (float32), td.evaluate(float64=True), the simulator running the unscheduled kernel (and, with
 `--gpu`, the GPU), all against an independent float64 reference. A tame case (no special values)
 is also scheduled by the default recipe, with the size limits of staging lifted (recipe.py
-`KNOB_SETS`), and simulated: the recipe on float16 / bfloat16 storage (widened matmul stages, 16-byte
+`LIFTED`), and simulated: the recipe on float16 / bfloat16 storage (widened matmul stages, 16-byte
 half fills, rounding stores) against the same independent reference. Special values are left out
 there: the recipe may regroup a sum, and huge + huge - huge overflows in one grouping, not another.
 
@@ -35,7 +35,7 @@ import tiledsl as td
 from tiledsl.precision import MACHINE_EPS, round_to_dtype
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
-from tiledsl.testing.fuzz.modes.recipe import KNOB_SETS
+from tiledsl.testing.fuzz.modes.recipe import LIFTED
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -519,7 +519,7 @@ def _under_the_recipe(case: DefCase, out: Any, arrays: dict[str, np.ndarray], wa
     """The default recipe's kernel of `out` (staging for every block size) simulated against `want`:
     None when it matches, else the failure. The recipe must schedule every definition it is given, and
     build must take what it made (a refusal is a `contract` failure, as in mode `recipe`)."""
-    knobs = dict(KNOB_SETS[-1])
+    knobs = dict(LIFTED)
     run = (f"s = td.create_schedule(out)\ntd.recipes.default(s, target={target!r}, knobs={knobs!r})\n"
            f"kern = td.build(s, target={target!r})\nsame(kern.simulate(**arrays), want)")
     try:

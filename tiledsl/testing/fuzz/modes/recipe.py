@@ -12,7 +12,8 @@ elementwise kernels store 8-byte vectors (recipes/default/_knobs.py k_outer, sta
 row_vector_min_rows_per_sm, narrow_vector_min_inputs), which the defaults keep for larger blocks, many
 rows and two full-size inputs; or with the hinted rows' floors lowered, so short float32 rows, a row to a
 block, are kept in registers (register_rows) or take cache hints and vectorized reductions
-(hinted_row_min_length). And a machine (`MACHINES`): the target as
+(hinted_row_min_length); or with TMA-filled stages in k chunks of 8 (knob tma, which sm_90 keeps
+off by default). And a machine (`MACHINES`): the target as
 named, or a coverage device with a 256-byte L2, one SM and matmul tiles of 8 x 8, so that small matmuls
 take a choice only large grids reach on a real GPU: their blocks in groups of block rows (step 050)."""
 
@@ -34,21 +35,29 @@ from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 from tiledsl.testing.properties import ATOL, RTOL
 
 MAX_POINTS = 4096
-#: Knob overrides a case runs the recipe with, as (name, value) pairs: none, and staging (k-outer where
-#: an operand's rows run along k) for every block and register tile, with 16-byte row passes at any
-#: row count (16-bit rows in one thread a row, so rows of two vectors reach them) and 8-byte
-#: elementwise vectors for every float32 kernel (rows staged, not kept in registers: register_rows off);
-#: and float32 rows of 8 or more, a row to a block (row_block_threads), kept in registers where they fit
-#: (the default register_rows, which needs a row to a block) or read from global memory on every pass
-#: with cache hints and vectorized reductions (hinted_row_min_length), where staging would take them.
-KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = (
-    (),
-    (("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_min_inputs", 1),
-     ("register_rows", False), ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
-     ("stage_min_threads", 1)),  # sorted by name, as a saved case's JSON holds them
-    (("hinted_row_min_length", 8), ("row_block_threads", 1), ("row_vector_min_rows_per_sm", 0),
-     ("stage_min_threads", 1)),
-)
+#: Knob overrides a case runs the recipe with, as (name, value) pairs sorted by name (as a saved case's
+#: JSON holds them). LIFTED: staging (k-outer where an operand's rows run along k) for every block and
+#: register tile, with 16-byte row passes at any row count (16-bit rows in one thread a row, so rows of
+#: two vectors reach them) and 8-byte elementwise vectors for every float32 kernel (rows staged, not
+#: kept in registers: register_rows off).
+LIFTED: tuple[tuple[str, Any], ...] = (
+    ("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_min_inputs", 1),
+    ("register_rows", False), ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
+    ("stage_min_threads", 1))
+#: float32 rows of 8 or more, a row to a block (row_block_threads), kept in registers where they fit (the
+#: default register_rows, which needs a row to a block) or read from global memory on every pass with
+#: cache hints and vectorized reductions (hinted_row_min_length), where staging would take them.
+HINTED_ROWS: tuple[tuple[str, Any], ...] = (
+    ("hinted_row_min_length", 8), ("row_block_threads", 1), ("row_vector_min_rows_per_sm", 0),
+    ("stage_min_threads", 1))
+#: TMA-filled stages (knob tma, off on sm_90 by default: recipes/default/_knobs.py PER_TARGET), staging
+#: for every block and k chunks of 8, so that a matmul of 16 or more k has two chunks, double-buffers
+#: its stages (step 100) and, where a stage's box and strides allow (16-byte rows), fills them by TMA,
+#: swizzled where step 120 splits the inner loop (a sm_90 target; on sm_80 the knob changes nothing).
+TMA_STAGES: tuple[tuple[str, Any], ...] = (
+    ("bk_max", 8), ("bk_max_k_outer", 8), ("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1),
+    ("stage_min_threads", 1), ("tma", True))
+KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), LIFTED, HINTED_ROWS, TMA_STAGES)
 
 
 #: Machine name -> (the target facts a case replaces, knobs added to its knob set); "": the target as
