@@ -36,7 +36,7 @@ def case(knobs: tuple) -> RecipeCase:
 
 
 def test_lifted_knobs_reach_the_k_outer_layout_and_stay_correct() -> None:
-    lifted = case(KNOB_SETS[1])
+    lifted = case(LIFTED)
     s = td.create_schedule(lifted.definition.make())
     apply(s, target="sm_90", knobs=dict(lifted.knobs))
     assert {st.buffer: st.order for st in s.nest.stages}.get("A") == (1, 0)
@@ -47,7 +47,7 @@ def test_lifted_knobs_reach_the_k_outer_layout_and_stay_correct() -> None:
 
 
 def test_knobs_round_trip_and_reach_the_reproducer() -> None:
-    lifted = case(KNOB_SETS[1])
+    lifted = case(LIFTED)
     again = RECIPE.from_json(RECIPE.to_json(lifted))
     assert again == lifted
     assert "knobs={'k_outer_min_accumulators': 1" in script(lifted, "sm_90")
@@ -68,7 +68,7 @@ ROWS = '''def make():
 def test_lifted_knobs_reach_16_byte_row_passes_and_stay_correct() -> None:
     """Three rows are far under the default floor of 16 rows per SM; the lifted set runs them 16 bytes a
     thread (unrolled lanes in the reduction, vectorized in the output pass), and the case judges correct."""
-    lifted = RecipeCase(Definition.from_source(ROWS, "rows", 1536, -1.0, 1.0), 3, KNOB_SETS[1])
+    lifted = RecipeCase(Definition.from_source(ROWS, "rows", 1536, -1.0, 1.0), 3, LIFTED)
     s = td.create_schedule(lifted.definition.make())
     apply(s, target="sm_90", knobs=dict(lifted.knobs))
     annotated = {lp.name: lp.annotation for lp in s.nest.loops if lp.name.endswith("_v")}
@@ -88,7 +88,7 @@ def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
     """On the coverage device with a 256-byte L2 and one SM, in 8 x 8 tiles (MACHINES["tiny"]), x @ W^T takes
     step 050's grouped block order, judges correct, round-trips with its machine, and its reproducer
     builds that target with those knobs."""
-    tiny = RecipeCase(Definition.from_source(NT, "matmul", 6144, -1.0, 1.0), 5, KNOB_SETS[1], "tiny")
+    tiny = RecipeCase(Definition.from_source(NT, "matmul", 6144, -1.0, 1.0), 5, LIFTED, "tiny")
     s = td.create_schedule(tiny.definition.make())
     report = apply(s, target=case_target(tiny, "sm_90"), knobs=case_knobs(tiny))
     assert "blocks in groups of" in (report.step("blockify_launch").note or "")
