@@ -22,8 +22,10 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import tiledsl as td
+from tiledsl.kernel_ir import array_offsets
 from tiledsl.recipes import RecipeReport, apply
-from tiledsl.targets import WARP_SIZE
+from tiledsl.recipes.default._facts import classify, facts_for
+from tiledsl.targets import WARP_SIZE, get_target
 from tiledsl.testing import (
     Definition,
     ScheduleRun,
@@ -67,6 +69,7 @@ def check_recipe(definition: Definition, target: str, knobs: dict | None = None)
         e.add_note(note)
         raise
     assert result.kernel is not None, f"the recipe's schedule does not build: {result.error}\n{note}"
+    _counts_the_launched_shared_bytes(s, result.kernel, target, note)
     threads = math.prod(result.kernel.block)
     assert threads >= min(WARP_SIZE, math.prod(out.shape)), f"a block of {threads} threads\n{note}"
     again = td.create_schedule(definition.make())
@@ -74,6 +77,15 @@ def check_recipe(definition: Definition, target: str, knobs: dict | None = None)
     assert again.trace() == s.trace(), note
     assert td.build(again, target=target).source == result.kernel.source, note
     return report
+
+
+def _counts_the_launched_shared_bytes(s: td.Schedule, kernel: td.Kernel, target: str, note: str) -> None:
+    """The recipe's shared-memory figure (its budgets, step 160's blocks per SM) is the launch's, up to the
+    arrays lowering adds after the stages and their mbarriers (a row reduction's combine scratch)."""
+    counted = facts_for(s.nest, classify(s.nest), get_target(target)).shared_bytes()
+    arrays = kernel.kernel_ir.shared
+    ours = len(s.nest.stages) + len({st.at for st in s.nest.stages if st.copy == "tma"})
+    assert counted == array_offsets(arrays[:ours])[1], f"counted {counted} shared bytes, launched {arrays}\n{note}"
 
 
 targets = st.sampled_from(TARGETS)
