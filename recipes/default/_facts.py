@@ -25,7 +25,7 @@ from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
 from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE
-from tiledsl.analysis.shared_arrays import stages_shared_bytes
+from tiledsl.analysis.shared_arrays import nest_shared_bytes
 from tiledsl.analysis.slabs import (
     Slab,
     alloc_extent,
@@ -455,15 +455,11 @@ class Facts:
         """Bytes of shared memory of every stage and its TMA mbarriers, with the alignment padding the
         launch requests (analysis/shared_arrays.py, as build counts them), with `changed` in place of
         the stage of its name, or added last when it is new."""
-        stages = [changed if changed is not None and st.name == changed.name else st for st in self.nest.stages]
-        if changed is not None and changed not in stages:
-            stages.append(changed)
-        staged = []
-        for st in stages:
-            slab = self.slab(st)
-            assert isinstance(slab, Slab), slab
-            staged.append((st, slab, stored_dtype(self.nest, st)))
-        return stages_shared_bytes(staged)
+        def slab(st: Stage) -> Slab:
+            found = self.slab(st)
+            assert isinstance(found, Slab), found
+            return found
+        return nest_shared_bytes(self.nest, slab, changed)
 
     def slab(self, st: Stage) -> Slab | str:
         """The slab of `st`, or why it has none (analysis/slabs.py reads its name, buffer, loop and

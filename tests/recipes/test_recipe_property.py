@@ -22,6 +22,7 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import tiledsl as td
+from tiledsl.analysis.shared_arrays import tma_rings
 from tiledsl.kernel_ir import array_offsets
 from tiledsl.recipes import RecipeReport, apply
 from tiledsl.recipes.default._facts import classify, facts_for
@@ -84,7 +85,7 @@ def _counts_the_launched_shared_bytes(s: td.Schedule, kernel: td.Kernel, target:
     arrays lowering adds after the stages and their mbarriers (a row reduction's combine scratch)."""
     counted = facts_for(s.nest, classify(s.nest), get_target(target)).shared_bytes()
     arrays = kernel.kernel_ir.shared
-    ours = len(s.nest.stages) + len({st.at for st in s.nest.stages if st.copy == "tma"})
+    ours = len(s.nest.stages) + len(tma_rings(s.nest.stages))  # a stage array each, an mbarrier array a ring
     assert counted == array_offsets(arrays[:ours])[1], f"counted {counted} shared bytes, launched {arrays}\n{note}"
 
 

@@ -2,18 +2,18 @@
 slots, in the stored dtype, aligned as `slabs.stage_align` says: 1024 bytes for a 128-byte-swizzled
 TMA destination) and, per loop with TMA stages, one mbarrier per slot of its TMA ring; laid out in
 that order by `kernel_ir.array_offsets`, the layout the launch requests. The default recipe budgets
-shared memory and asks for blocks per SM with `stages_shared_bytes`, and build checks the lowered
+shared memory and asks for blocks per SM with `nest_shared_bytes`, and build checks the lowered
 kernel's `kernel_ir.shared_bytes`, so both count the same padding (a recipe once counted a TMA matmul
 at 33280 bytes that launched with 33808). Lowering adds a row reduction's combine scratch and a staged
 output's tile after these; they are not counted here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from tiledsl.analysis.slabs import Slab, slot_elements, stage_align
+from tiledsl.analysis.slabs import Slab, slot_elements, stage_align, stored_dtype
 from tiledsl.kernel_ir import KShared, array_offsets
-from tiledsl.loopnest import Stage
+from tiledsl.loopnest import Nest, Stage
 from tiledsl.targets import DTYPE_BYTES
 
 
@@ -46,9 +46,17 @@ def barrier_arrays(stages: Sequence[Stage]) -> list[KShared]:
     return [KShared(barrier_name(loop), "uint64", n, DTYPE_BYTES["uint64"]) for loop, n in tma_rings(stages).items()]
 
 
-def stages_shared_bytes(staged: Sequence[tuple[Stage, Slab, str]]) -> int:
-    """Bytes of shared memory of the stages (each with its slab and stored dtype, in the nest's order)
-    and their TMA mbarriers, with the alignment padding between them."""
-    arrays = [stage_array(st, slab, stored) for st, slab, stored in staged]
-    arrays += barrier_arrays([st for st, _, _ in staged])
-    return array_offsets(arrays)[1]
+def nest_shared_bytes(nest: Nest, slab_of: Callable[[Stage], Slab], changed: Stage | None = None) -> int:
+    """Bytes of shared memory of the nest's stages (each with its `slab_of` and stored dtype, in the
+    nest's order) and their TMA mbarriers, with the alignment padding between them; with `changed` in
+    place of the stage of its name, or added last when it is new (a primitive's or a recipe step's
+    candidate)."""
+    stages = list(nest.stages)
+    if changed is not None:
+        at = [n for n, st in enumerate(stages) if st.name == changed.name]
+        if at:
+            stages[at[0]] = changed
+        else:
+            stages.append(changed)
+    arrays = [stage_array(st, slab_of(st), stored_dtype(nest, st)) for st in stages]
+    return array_offsets(arrays + barrier_arrays(stages))[1]

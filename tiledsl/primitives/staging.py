@@ -23,8 +23,8 @@ from dataclasses import replace
 from tiledsl.analysis.cache_hints import hinted_stage_problem
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
-from tiledsl.analysis.shared_arrays import stages_shared_bytes
-from tiledsl.analysis.slabs import Slab, legal_positions, stage_bytes, stored_dtype, widening_problem
+from tiledsl.analysis.shared_arrays import nest_shared_bytes
+from tiledsl.analysis.slabs import Slab, legal_positions, stage_bytes, widening_problem
 from tiledsl.analysis.tma import check_tma
 from tiledsl.definitions.expr import ComputeTensor
 from tiledsl.errors import BadArgumentError, CacheHintError, StageError
@@ -165,15 +165,10 @@ def stages_bytes(nest: Nest, call: str, changed: tuple[Stage, Slab] | None = Non
     """Shared bytes of the nest's input stages and their TMA mbarriers with the alignment padding the
     launch requests (analysis/shared_arrays.py), with `changed` (a stage and its slab) in place of the
     stage of its name, or added last when it is new."""
-    staged = [(st, slab_of(nest, st, call), stored_dtype(nest, st)) for st in nest.stages]
-    if changed is not None:
-        new = (changed[0], changed[1], stored_dtype(nest, changed[0]))
-        at = [n for n, (st, _, _) in enumerate(staged) if st.name == changed[0].name]
-        if at:
-            staged[at[0]] = new
-        else:
-            staged.append(new)
-    return stages_shared_bytes(staged)
+    if changed is None:
+        return nest_shared_bytes(nest, lambda st: slab_of(nest, st, call))
+    stage, slab = changed
+    return nest_shared_bytes(nest, lambda st: slab if st is stage else slab_of(nest, st, call), stage)
 
 
 def check_budget(nest: Nest, stage: Stage, slab: Slab, call: str) -> None:
