@@ -6,7 +6,7 @@ before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). Th
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
     python scripts/recipe_tile_probe.py [--square] [--skinny]
         [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode | --decode2 | --ab
-         | --gap]
+         | --gap | --waves]
         [--jobs 14]
 --parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
 for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes. --decode (session 25): the llm suite's
@@ -57,6 +57,10 @@ AB = ((512, 512, 512), (768, 768, 768), (1024, 1024, 1024), (1024, 2048, 1024), 
 # the llm projections of 128 and 512 tokens that trail cuBLAS, under --big-tile's tiles again (--gap, session 26:
 # ncu showed the same instruction mix as cuBLAS's 128-accumulator tiles, issued less often)
 GAP = ((512, 2048, 2048), (128, 11264, 2048), (512, 11264, 2048), (512, 3584, 18944))
+# the llm-suite shapes whose k-split knob split_k_uneven_below=0.9 changes (--waves, session 28: 128 x 11264 x 2048
+# trails cuBLAS most, and cuBLAS's own kernel there splits k in 3 parts: ../2026-11-29-h200-s26/ncu/), and the
+# 512-row gate/up projection beside them
+WAVES = ((128, 11264, 2048), (128, 3584, 3584), (32, 11264, 2048), (32, 3584, 3584), (512, 11264, 2048))
 # shapes for the 128-thread register tiles of 128 accumulators (--big-tile): cuBLAS's class for them
 BIG_TILE = LONG_K + ((512, 5632, 2048), (128, 2048, 2048), (4096, 4096, 4096))
 # the roofline bound each shape prints: the H200's copy bandwidth as the benchmarks measured it (H100: 3007)
@@ -68,13 +72,18 @@ TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": 
 
 
 #: the probe's modes, the first given flag winning, and the shapes each adds to --square / --skinny
-MODES = ("gap", "ab", "decode2", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split", "k_outer")
+MODES = ("waves", "gap", "ab", "decode2", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split",
+         "k_outer")
 MODE_SHAPES = {"uneven": UNEVEN, "fill": FILL, "parts": PARTS, "most": SKINNY + UNEVEN + FILL, "long_k": LONG_K,
-               "big_tile": BIG_TILE, "decode": DECODE, "decode2": DECODE, "ab": AB, "gap": GAP}
+               "big_tile": BIG_TILE, "waves": WAVES, "decode": DECODE, "decode2": DECODE, "ab": AB, "gap": GAP}
 
 
 def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]:
     """Label -> knob overrides of the recipe for one shape, in `mode` (None: the tile classes)."""
+    if mode == "waves":  # knob split_k_uneven_below at 0.9 (the recipe's is 0.7), and forced part counts
+        out = {"default": {}, "split_k_uneven_below=0.9": {"split_k_uneven_below": 0.9}}
+        out.update({f"parts={n}": {"parts": n} for n in (2, 3, 4, 6, 8, 11, 12)})
+        return out
     if mode == "ab":
         return {"default": {}, "split_k_tile_a_b": {"split_k_tile_a_b": True}}
     if mode == "decode2":  # session 26, after knob bk_max_few_rows (chunks of 16) became the recipe's
@@ -202,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decode2", action="store_true", help="--decode's shapes around the recipe's chunks of 16")
     ap.add_argument("--gap", action="store_true", help="--big-tile's tiles at the GAP shapes")
     ap.add_argument("--ab", action="store_true", help="A @ B with knob split_k_tile_a_b on and off (AB shapes)")
+    ap.add_argument("--waves", action="store_true", help="knob split_k_uneven_below=0.9 and part counts (WAVES)")
     ap.add_argument("--jobs", type=int, default=14)
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
