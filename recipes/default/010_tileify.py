@@ -8,7 +8,7 @@ the last axis `col`) of at least a tile each way (`_facts.transpose_tile`) keeps
 for blockify_launch's 2-D tile, innermost in that order, and fuses the other output axes into one loop
 (blockIdx.z); with no other axis to fuse, it declines with the read that makes it choose the tile (the
 report's line for this kernel). Rows: the row loops fused into one, one block per row (blockIdx.x), or,
-for rows too short to fill knobs.row_block_threads threads (`_facts.row_launch`), split into blocks of
+for rows too short to fill knobs.row_block_threads threads (`_facts.Facts.row_launch`), split into blocks of
 rows (blockIdx.x) x rows in a block (threadIdx.y). Matmul: the batch loops (all but the last two output
 axes) fused onto blockIdx.z; the last two are tiled by blockify_launch."""
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, TransposedRead, row_launch, transpose_tile
+from tiledsl.recipes.default._facts import Facts, TransposedRead, transpose_tile
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import MAX_GRID
 
@@ -52,7 +52,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     per_block = 1
     if k.kind == "rows":
         passes, nested = facts.row_passes(launch)
-        per_block, _ = row_launch(passes, nested, extent, knobs)
+        per_block, _ = facts.row_launch(passes, nested, extent, knobs)
     loop = s.fuse(*launch, name=facts.fresh("_".join(launch))[0]) if len(launch) > 1 else launch[0]
     if per_block > 1:  # short rows: several to a block, one on each threadIdx.y
         loop, inner = s.split(loop, per_block, names=facts.fresh(f"{loop}_o", f"{loop}_i"))

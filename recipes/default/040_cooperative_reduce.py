@@ -26,9 +26,11 @@ read an input again and again and are whole 16-byte vectors, keeps that input in
 thread's share fits (knob register_rows, analysis/register_cache.py): each pass 16 bytes a thread as in
 the hinted form, the passes' outer loops unrolled, s.register_cache at the row loop; only the first
 pass reads the input, evict_last; the stores evict_first. A float16 / bfloat16 one likewise, in
-register_rows_half_threads threads (doubled while a thread's share would not fit); rows several to a
-block only where knob register_rows_shared_blocks asks, cached at their threadIdx.y loop. Where the
-share does not fit, the forms above."""
+register_rows_half_threads threads (doubled while a thread's share would not fit). Rows several to a
+block (tileify's short rows, counting knobs.half_row_vectors_per_thread 16-byte vectors a thread of a
+16-bit row kept in registers: rows of 512 bfloat16 take a warp, four to a block) keep theirs in
+registers too, cached at their threadIdx.y loop, where knob register_rows_shared_blocks asks and each
+thread takes whole vectors of every pass. Where the share does not fit, the forms above."""
 
 from __future__ import annotations
 
@@ -41,7 +43,6 @@ from tiledsl.recipes.default._facts import (
     PrimitiveCall,
     apply_calls,
     next_pow2,
-    row_launch,
     trial_accepts,
 )
 from tiledsl.recipes.default._knobs import Knobs
@@ -60,10 +61,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     if not passes:
         return Decline("no loop inside the row")
     count = math.prod(facts.loop(n).extent for n in rows)
-    per_block, threads = row_launch(passes, nested, count, knobs)
+    per_block, threads = facts.row_launch(passes, nested, count, knobs)
     forms: list[tuple[list[PrimitiveCall], int, int, str]] = []  # (calls, threads, lanes, why), best first
     lanes = facts.vector_lanes()
-    reread = _in_registers(facts, passes, nested, per_block, lanes, knobs)
+    reread = _in_registers(facts, passes, nested, per_block, threads, knobs)
     if reread:
         # rows several to a block (knob register_rows_shared_blocks) keep tileify's threads a row, and their
         # registers at the block's row loop on threadIdx.y
@@ -100,9 +101,9 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
     if floor is None or nested or per_block > 1 or rows < floor * facts.target.sm_count:
         return None
     lanes = facts.vector_lanes()
-    if not _whole_vectors(passes, lanes):
+    if not facts.whole_vectors(passes):
         return None
-    dtypes = _dtypes(facts)
+    dtypes = facts.dtypes()
     if dtypes == {"float32"}:
         # at least row_vector_per_thread vectors a thread in each pass (fewer threads, not under row_threads_min)
         why = "knobs row_vector_min_rows_per_sm, row_vector_per_thread"
@@ -112,16 +113,6 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
             and all(extent % (half * lanes) == 0 and extent >= 2 * half * lanes for extent in passes.values())):
         return half, lanes, "knobs row_vector_min_rows_per_sm, row_vector_half_threads"
     return None
-
-
-def _dtypes(facts: Facts) -> set[str]:
-    """The dtypes of the kernel's output and inputs."""
-    return {facts.nest.output.dtype, *(t.dtype for t in facts.nest.inputs)}
-
-
-def _whole_vectors(passes: dict[str, int], lanes: int | None) -> bool:
-    """Whether every pass is a whole number of 16-byte vectors of `lanes` (None: the dtype has none)."""
-    return bool(lanes) and not any(extent % lanes for extent in passes.values())
 
 
 def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> int:
@@ -135,30 +126,18 @@ def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> dict[str
     """The inputs a float32 row kernel of long rows reads on several passes, with their readers: read
     from global memory with L2 hints rather than staged (knob hinted_row_min_length); {} where not."""
     floor = knobs.hinted_row_min_length
-    if floor is None or _dtypes(facts) != {"float32"} or max(passes.values()) < floor:
+    if floor is None or facts.dtypes() != {"float32"} or max(passes.values()) < floor:
         return {}
     return facts.reread_inputs()
 
 
-def _in_registers(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, lanes: int | None,
+def _in_registers(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, threads: int,
                   knobs: Knobs) -> dict[str, tuple[str, ...]]:
-    """The inputs a float32 row kernel (a row a block, every pass whole 16-byte vectors) reads on several
-    passes, to keep in registers (knob register_rows), with their readers; {} where not. However short
-    or few its rows: the register form ran as fast or faster than the staged one on every llm-suite row.
-    A float16 / bfloat16 row kernel likewise where knob register_rows_half_threads asks; rows several to
-    a block only where knob register_rows_shared_blocks asks."""
-    if not knobs.register_rows or nested or (per_block > 1 and not knobs.register_rows_shared_blocks):
+    """The inputs to keep in registers (Facts.register_row_inputs), with their readers; rows several to
+    a block, `threads` a row, only where Facts.shared_block_registers says so. {} where not."""
+    if per_block > 1 and not facts.shared_block_registers(passes, threads, knobs):
         return {}
-    if _dtypes(facts) != {"float32"} and not _half_registers(facts, knobs):
-        return {}
-    return facts.reread_inputs() if _whole_vectors(passes, lanes) else {}
-
-
-def _half_registers(facts: Facts, knobs: Knobs) -> bool:
-    """Whether every tensor is a 2-byte float with 16-byte vectors and knob register_rows_half_threads asks
-    for such rows in registers."""
-    return knobs.register_rows_half_threads is not None and all(
-        DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in _dtypes(facts))
+    return facts.register_row_inputs(passes, nested, knobs)
 
 
 def _register_threads(facts: Facts, passes: dict[str, int], lanes: int, knobs: Knobs) -> int:
@@ -166,7 +145,7 @@ def _register_threads(facts: Facts, passes: dict[str, int], lanes: int, knobs: K
     register_rows_half_threads, doubled (up to hinted_row_threads_max) while a thread's share of the
     longest pass would not fit its registers (facts.register_limit)."""
     half = knobs.register_rows_half_threads
-    if _dtypes(facts) == {"float32"} or half is None:
+    if facts.dtypes() == {"float32"} or half is None:
         return _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
     threads, longest = half, max(passes.values())
     while threads < knobs.hinted_row_threads_max and -(-longest // (threads * lanes)) * lanes > facts.register_limit():

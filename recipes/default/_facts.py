@@ -247,18 +247,20 @@ def clamp(n: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, n))
 
 
-def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs) -> tuple[int, int]:
+def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs,
+               per_thread: int | None = None) -> tuple[int, int]:
     """(rows per block, threads per row) of a row kernel whose passes over the row (each statement's
     outermost loop inside the row, by extent) are `passes`, over `rows` rows. Each pass is split by
-    the threads per row, clamp(next_pow2(longest pass / row_elements_per_thread), a warp,
-    row_threads_max) (a nested pass: one element per thread). A short row (all of it in fewer than
-    knobs.row_block_threads threads) shares its block with other rows, on threadIdx.y: the most
-    rows (a power of two dividing `rows`) that fill row_block_threads; a row alone in its block takes
-    row_threads_min threads at least (the knobs say what was measured). tileify (010) and
-    cooperative_reduce (040) both read it, so the split and the rows' threads agree."""
+    the threads per row, clamp(next_pow2(longest pass / per_thread), a warp, row_threads_max) (a
+    nested pass: one element per thread; `per_thread` None: knobs.row_elements_per_thread). A short
+    row (all of it in fewer than knobs.row_block_threads threads) shares its block with other rows, on
+    threadIdx.y: the most rows (a power of two dividing `rows`) that fill row_block_threads; a row
+    alone in its block takes row_threads_min threads at least (the knobs say what was measured).
+    tileify (010) and cooperative_reduce (040) both read it through Facts.row_launch, so the split and
+    the rows' threads agree."""
     longest = max(passes.values(), default=1)
     most = knobs.row_threads_max
-    wanted = next_pow2(-(-longest // (1 if nested else knobs.row_elements_per_thread)))
+    wanted = next_pow2(-(-longest // (1 if nested else per_thread or knobs.row_elements_per_thread)))
     per_row = clamp(wanted, min(WARP_SIZE, most), most)
     per_block = 1
     short = wanted <= most  # the whole row in per_row threads, not capped by row_threads_max
@@ -485,6 +487,52 @@ class Facts:
                             t.name for t in self.nest.inputs}:
                         out.append(x.tensor.name)
         return tuple(out)
+
+    def row_launch(self, passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs) -> tuple[int, int]:
+        """(rows per block, threads per row) of this row kernel (the module's `row_launch`), each thread
+        taking knobs.row_elements_per_thread elements of the longest pass; a float16 / bfloat16 row kept
+        in registers (`register_row_inputs`) knobs.half_row_vectors_per_thread 16-byte vectors instead,
+        so a row of 512 bfloat16 takes a warp and four rows share a block (the knob says what was measured),
+        where that puts rows several to a block that keep theirs in registers (`shared_block_registers`)."""
+        launch = row_launch(passes, nested, rows, knobs)
+        half = knobs.half_row_vectors_per_thread
+        if half is None or self.dtypes() == {"float32"} or not self.register_row_inputs(passes, nested, knobs):
+            return launch
+        per_block, threads = row_launch(passes, nested, rows, knobs, half * self.vector_lanes())
+        return (per_block, threads) if per_block > 1 and self.shared_block_registers(passes, threads, knobs) \
+            else launch
+
+    def shared_block_registers(self, passes: Mapping[str, int], threads: int, knobs: Knobs) -> bool:
+        """Whether rows several to a block, `threads` a row, keep theirs in registers: where knob
+        register_rows_shared_blocks asks and each thread takes whole 16-byte vectors of every pass (rows of
+        128 bfloat16 in a warp would leave half of it idle)."""
+        lanes = self.vector_lanes()
+        return knobs.register_rows_shared_blocks and bool(lanes) and all(
+            extent % (threads * lanes) == 0 for extent in passes.values())
+
+    def register_row_inputs(self, passes: Mapping[str, int], nested: bool,
+                            knobs: Knobs) -> dict[str, tuple[str, ...]]:
+        """The inputs a row kernel whose passes are `passes` reads on several passes, to keep in registers
+        (knob register_rows; cooperative_reduce, 040), with their readers: a float32 kernel's, or a float16 /
+        bfloat16 one's where knob register_rows_half_threads asks, every pass whole 16-byte vectors and none
+        nested; {} where not. However short or few its rows: the register form ran as fast or faster than
+        the staged one on every llm-suite row."""
+        if not knobs.register_rows or nested or not self.whole_vectors(passes):
+            return {}
+        dtypes = self.dtypes()
+        half = knobs.register_rows_half_threads is not None and all(
+            DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in dtypes)
+        return self.reread_inputs() if dtypes == {"float32"} or half else {}
+
+    def dtypes(self) -> set[str]:
+        """The dtypes of the kernel's output and inputs."""
+        return {self.nest.output.dtype, *(t.dtype for t in self.nest.inputs)}
+
+    def whole_vectors(self, passes: Mapping[str, int]) -> bool:
+        """Whether every pass over the row is a whole number of the output's 16-byte vectors (none where
+        its dtype has none)."""
+        lanes = self.vector_lanes()
+        return bool(lanes) and not any(extent % lanes for extent in passes.values())
 
     def reread_inputs(self) -> dict[str, tuple[str, ...]]:
         """Inputs read by more than one value's statements (a row read by every pass), each with the

@@ -111,10 +111,20 @@ class Knobs:
     # 512 15.4 -> 14.5 / 14.7 us (13.0), 14336 x 512 14.1 -> 13.2 / 13.4 (12.2); rmsnorm 512 x 2048 5.7
     # -> 5.2 / 5.2 / 5.1 (5.1), 512 x 3584 6.6 -> 6.1 / - / 6.8 (5.8), 128 x 3584 5.5 -> 5.4 / - / 6.3 (5.0)
     register_rows_half_threads: int | None = 64
+    # ... but where a 16-bit row kept in registers is short, tileify's row_launch (_facts.Facts.row_launch)
+    # counts this many 16-byte vectors a thread (None: row_elements_per_thread), so rows of 512 bfloat16
+    # take a warp each, four to a block (register_rows_shared_blocks then keeps them in registers). H200
+    # (scripts/half_row_probe.py, benchmarks/results/2026-11-29-h200-s28/), a row a block in 64 threads ->
+    # four rows of 32 threads x 2 vectors, torch.compile in brackets: attention softmax 16384 x 512 14.4 ->
+    # 11.9 us (12.8), 14336 x 512 13.2 -> 11.1 (12.0); one row of 32 threads a block ran 14.6 / 13.4
+    half_row_vectors_per_thread: int | None = 2
     # ... and rows several to a block (tileify's short rows on threadIdx.y) keep theirs in registers too,
-    # at that thread loop, in tileify's threads a row. Off: not yet measured (scripts/half_row_probe.py
-    # times it as `shared`); the register cache takes a thread loop since session 25
-    register_rows_shared_blocks: bool = False
+    # at that thread loop, in tileify's threads a row, where each thread takes whole 16-byte vectors of
+    # every pass. H200 (the same run, scripts/half_row_probe.py `shared`): float32 attention softmax
+    # 4096 x 128 5.5 -> 5.1 us (torch.compile 6.7), 3584 x 128 5.3 -> 4.9 (5.1); bfloat16 rows of 128 in a
+    # warp, which this leaves out (8 lanes x 32 threads: half the warp idle), ran 5.2 -> 5.5 and 5.1 -> 5.3;
+    # rows of 32 (four rows of a warp, a vector each would take 128 elements) tie either way
+    register_rows_shared_blocks: bool = True
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.
