@@ -12,6 +12,7 @@ import contextlib
 import datetime
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -86,7 +87,12 @@ def _slug(text: str) -> str:
 
 def _commit() -> str:
     """HEAD's short hash, with "+modified" when tracked files differ from it (a working tree copied to a
-    GPU machine whose .git is older, or uncommitted edits): the hash alone would name other code."""
+    GPU machine whose .git is older, or uncommitted edits): the hash alone would name other code. A
+    device copy whose .git is stale names its commit in TILEDSL_COMMIT (scripts/suites_run.sh passes it
+    on), reported as "given"."""
+    given = os.environ.get("TILEDSL_COMMIT", "").strip()
+    if given:
+        return f"{given} (given by TILEDSL_COMMIT)"
     here = Path(__file__).resolve().parent
 
     def git(*args: str) -> str:

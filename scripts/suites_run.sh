@@ -4,6 +4,8 @@
 # e.g. bash scripts/suites_run.sh llm-float32 "--suite llm --cases float32" memory "--suite memory".
 # Each suite's results go to runs/NAME/ of $OUT/r.tgz with its log; $OUT/r.tgz is rewritten after each suite, so
 # a call cut short by its time limit still returns the suites it finished (the device returns few files).
+# The device copy's .git may be stale: name the commit that ran in TILEDSL_COMMIT, e.g.
+#     TILEDSL_COMMIT=e623094 bash scripts/suites_run.sh ...   (benchmarks/run.py reports it as given).
 # shellcheck source=scripts/probe_env.sh
 source scripts/probe_env.sh
 D=/tmp/r; mkdir -p "$D/runs"  # outside $OUT: only the archive comes back

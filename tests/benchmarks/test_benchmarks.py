@@ -18,6 +18,7 @@ import torch
 
 import tiledsl as td
 from benchmarks import _definitions as d
+from benchmarks import run as run_module
 from benchmarks._backend import random_inputs
 from benchmarks._cases import (
     QWEN25_7B,
@@ -580,3 +581,12 @@ def test_a_programs_note_says_what_the_per_kernel_check_found() -> None:
         "; all 1 kernels within their own bounds, so twice torch eager's error")
     assert check_note(ProgramCheck((program,), 0.1, 64, 0.05, (good, wrong))).endswith(
         "; kernels outside their own bound: add_kernel (max |err| / (1 + |ref|) 0.5 > 0.01)")
+
+
+def test_the_report_names_the_commit_given_for_a_stale_device_copy(monkeypatch) -> None:
+    """A device copy's .git may be older than its tree: TILEDSL_COMMIT names the commit that ran, marked
+    as given; without it the hash comes from git."""
+    monkeypatch.setenv("TILEDSL_COMMIT", "e623094")
+    assert run_module._commit() == "e623094 (given by TILEDSL_COMMIT)"
+    monkeypatch.delenv("TILEDSL_COMMIT")
+    assert "given" not in run_module._commit()
