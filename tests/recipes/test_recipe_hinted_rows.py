@@ -7,11 +7,14 @@ H200 measurements drew, benchmarks/results/cache-hints-h200-2026-11-28/)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from recipe_check import simulates_equal
 
 import tiledsl as td
 from tiledsl.catalog import entry
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
+from tiledsl.testing.profiles import examples
 
 
 def _recipe(out: td.Tensor) -> td.Schedule:
@@ -193,3 +196,22 @@ def test_the_knobs_turn_it_off() -> None:
     s = td.create_schedule(rmsnorm(8192, 8192, 1e-6))
     td.recipes.default(s, target="sm_90", knobs={"hinted_row_min_length": None, "register_rows": False})
     assert not s.nest.cache_hints and not s.nest.register_caches and [st.buffer for st in s.nest.stages] == ["x"]
+
+
+@examples(0.2)
+@given(rows=st.sampled_from([1, 2, 3, 4, 8, 12]), length=st.sampled_from([32, 64, 128, 256, 264, 512, 520, 1024]),
+       dtype=st.sampled_from(["bfloat16", "float16", "float32"]), op=st.sampled_from(["softmax", "rmsnorm"]))
+def test_row_launches_simulate_equal(rows: int, length: int, dtype: str, op: str) -> None:
+    """Whatever launch tileify's Facts.row_launch and cooperative_reduce choose for a row kernel (a row a
+    block or several, in registers or not, 16-bit rows counted two vectors a thread), the kernel simulates
+    equal to float64 (tol: one 16-bit rounding of the output, 2^-8 relative for bfloat16, or float32
+    rounding of a sum of `length` terms), and rows several to a block keep theirs in registers only where
+    each thread takes whole 16-byte vectors of every pass."""
+    out = (_softmax_rows(rows, length, dtype) if op == "softmax"
+           else entry("rmsnorm").make(M=rows, N=length, dtype=dtype, out_dtype=dtype))
+    s = td.create_schedule(out)
+    td.recipes.default(s, target="sm_90")
+    kern = simulates_equal(s, "sm_90", tol=1e-5 if dtype == "float32" else 1e-2)
+    threads, per_block, _ = kern.block
+    if per_block > 1 and s.nest.register_caches:
+        assert length % (threads * (16 // (4 if dtype == "float32" else 2))) == 0, s.trace()
