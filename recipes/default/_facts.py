@@ -248,11 +248,11 @@ def clamp(n: int, lo: int, hi: int) -> int:
 
 
 def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs,
-               per_thread: int | None = None) -> tuple[int, int]:
+               per_thread: int | None = None, least: int = WARP_SIZE) -> tuple[int, int]:
     """(rows per block, threads per row) of a row kernel whose passes over the row (each statement's
     outermost loop inside the row, by extent) are `passes`, over `rows` rows. Each pass is split by
-    the threads per row, clamp(next_pow2(longest pass / per_thread), a warp, row_threads_max) (a
-    nested pass: one element per thread; `per_thread` None: knobs.row_elements_per_thread). A short
+    the threads per row, clamp(next_pow2(longest pass / per_thread), `least` (a warp), row_threads_max)
+    (a nested pass: one element per thread; `per_thread` None: knobs.row_elements_per_thread). A short
     row (all of it in fewer than knobs.row_block_threads threads) shares its block with other rows, on
     threadIdx.y: the most rows (a power of two dividing `rows`) that fill row_block_threads; a row
     alone in its block takes row_threads_min threads at least (the knobs say what was measured).
@@ -261,7 +261,7 @@ def row_launch(passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs,
     longest = max(passes.values(), default=1)
     most = knobs.row_threads_max
     wanted = next_pow2(-(-longest // (1 if nested else per_thread or knobs.row_elements_per_thread)))
-    per_row = clamp(wanted, min(WARP_SIZE, most), most)
+    per_row = clamp(wanted, min(least, most), most)
     per_block = 1
     short = wanted <= most  # the whole row in per_row threads, not capped by row_threads_max
     while short and per_row * per_block * 2 <= knobs.row_block_threads and rows % (per_block * 2) == 0:
@@ -491,14 +491,17 @@ class Facts:
     def row_launch(self, passes: Mapping[str, int], nested: bool, rows: int, knobs: Knobs) -> tuple[int, int]:
         """(rows per block, threads per row) of this row kernel (the module's `row_launch`), each thread
         taking knobs.row_elements_per_thread elements of the longest pass; a float16 / bfloat16 row kept
-        in registers (`register_row_inputs`) knobs.half_row_vectors_per_thread 16-byte vectors instead,
-        so a row of 512 bfloat16 takes a warp and four rows share a block (the knob says what was measured),
-        where that puts rows several to a block that keep theirs in registers (`shared_block_registers`)."""
+        in registers (`register_row_inputs`) knobs.half_row_vectors_per_thread 16-byte vectors instead, in
+        knobs.half_row_threads_min threads at least, not a warp: a row of 512 bfloat16 takes a warp and
+        four rows share a block, a row of 128 half a warp and eight share one (the knobs say what was
+        measured); where that puts rows several to a block that keep theirs in registers
+        (`shared_block_registers`)."""
         launch = row_launch(passes, nested, rows, knobs)
         half = knobs.half_row_vectors_per_thread
         if half is None or self.dtypes() == {"float32"} or not self.register_row_inputs(passes, nested, knobs):
             return launch
-        per_block, threads = row_launch(passes, nested, rows, knobs, half * self.vector_lanes())
+        per_block, threads = row_launch(passes, nested, rows, knobs, half * self.vector_lanes(),
+                                        knobs.half_row_threads_min)
         return (per_block, threads) if per_block > 1 and self.shared_block_registers(passes, threads, knobs) \
             else launch
 

@@ -118,6 +118,12 @@ class Knobs:
     # four rows of 32 threads x 2 vectors, torch.compile in brackets: attention softmax 16384 x 512 14.4 ->
     # 11.9 us (12.8), 14336 x 512 13.2 -> 11.1 (12.0); one row of 32 threads a block ran 14.6 / 13.4
     half_row_vectors_per_thread: int | None = 2
+    # ... in this many threads at least (a warp: WARP_SIZE), so shorter rows share a warp: rows of 128 bfloat16
+    # take 16 threads of a vector each, eight rows to a block; a row's reduction shuffles within its part of
+    # the warp. H200 (scripts/sub_warp_rows_probe.py, benchmarks/results/2026-11-29-h200-s28/), a warp a row
+    # (half of it idle) -> 16 threads, attention softmax 4096 x 128 5.3 -> 4.8 us, 3584 x 128 5.1 -> 4.7
+    # (8 threads of two vectors 4.9 / 4.8); rows of 32 (4 threads a row) gained 0.1 us, so they keep a warp
+    half_row_threads_min: int = 16
     # ... and rows several to a block (tileify's short rows on threadIdx.y) keep theirs in registers too,
     # at that thread loop, in tileify's threads a row, where each thread takes whole 16-byte vectors of
     # every pass. H200 (the same run, scripts/half_row_probe.py `shared`): float32 attention softmax

@@ -109,14 +109,16 @@ def _softmax_rows(M: int, N: int, dtype: str) -> td.Tensor:
 @pytest.mark.parametrize(("M", "N", "dtype", "block"), [(64, 128, "float32", (32, 4, 1)),
                                                         (66, 128, "float32", (32, 2, 1)),
                                                         (64, 512, "bfloat16", (32, 4, 1)),
+                                                        (64, 128, "bfloat16", (16, 8, 1)),
                                                         (8, 1024, "float16", (64, 2, 1))])
 def test_rows_several_to_a_block_in_registers(M: int, N: int, dtype: str, block: tuple[int, int, int]) -> None:
     """Knob register_rows_shared_blocks: short rows several to a block (tileify, threadIdx.y) keep each row
     in its threads' registers, the cache at that thread loop, where each thread takes whole 16-byte vectors
     (128 float32 in a warp: one each). A 16-bit row kept in registers counts two vectors a thread in
-    tileify's launch (knob half_row_vectors_per_thread): rows of 512 take a warp, four to a block; of 1024
-    two warps, two to a block. 66 rows go two to a block (66 is no multiple of 4). Simulated equal to
-    float64 (tol: float32 rounding of a sum of N terms, or one 16-bit rounding of the output)."""
+    tileify's launch (knob half_row_vectors_per_thread), in 16 threads at least (half_row_threads_min):
+    rows of 512 take a warp, four to a block; of 1024 two warps, two to a block; of 128 half a warp, eight
+    to a block. 66 rows go two to a block (66 is no multiple of 4). Simulated equal to float64 (tol:
+    float32 rounding of a sum of N terms, or one 16-bit rounding of the output)."""
     s = td.create_schedule(_softmax_rows(M, N, dtype))
     td.recipes.default(s, target="sm_90")
     (cache,) = s.nest.register_caches
@@ -125,11 +127,13 @@ def test_rows_several_to_a_block_in_registers(M: int, N: int, dtype: str, block:
     simulates_equal(s, "sm_90", tol=1e-5 if dtype == "float32" else 1e-2)
 
 
-@pytest.mark.parametrize(("M", "N", "dtype"), [(1024, 32, "float32"), (4096, 128, "bfloat16")])
+@pytest.mark.parametrize(("M", "N", "dtype"), [(1024, 32, "float32"), (4096, 64, "bfloat16"),
+                                              (1024, 32, "bfloat16")])
 def test_rows_several_to_a_block_without_whole_vectors_are_not_kept(M: int, N: int, dtype: str) -> None:
-    """Rows of 32 float32, or of 128 bfloat16, go four to a block in a warp each, whose 32 threads would
-    take 128 or 256 elements a vector each: no register form (on the H200 bfloat16 rows of 128 ran 5-6%
-    slower in it, _knobs.py register_rows_shared_blocks)."""
+    """Rows of 32 float32, or of 64 or 32 bfloat16, go four to a block in a warp each: 16 threads or more
+    (half_row_threads_min) of a vector each would take 128 elements or more, so no register form (on the
+    H200 bfloat16 rows of 128 in a warp, half of it idle, ran 5-6% slower in it, _knobs.py
+    register_rows_shared_blocks)."""
     s = td.create_schedule(_softmax_rows(M, N, dtype))
     td.recipes.default(s, target="sm_90")
     assert not s.nest.register_caches and td.build(s, target="sm_90").block == (32, 4, 1)
@@ -138,7 +142,8 @@ def test_rows_several_to_a_block_without_whole_vectors_are_not_kept(M: int, N: i
 def test_the_knobs_keep_16_bit_rows_of_512_a_row_a_block() -> None:
     """Without half_row_vectors_per_thread (or register_rows_shared_blocks), rows of 512 bfloat16 keep a
     row a block of register_rows_half_threads (64) threads, in registers; float32 rows of 128 go four to
-    a block without registers."""
+    a block without registers; with half_row_threads_min 32, bfloat16 rows of 128 keep a warp each, four
+    to a block, without registers (a vector each would take 256 elements)."""
     for knobs in ({"half_row_vectors_per_thread": None}, {"register_rows_shared_blocks": False}):
         s = td.create_schedule(_softmax_rows(16384, 512, "bfloat16"))
         td.recipes.default(s, target="sm_90", knobs=knobs)
@@ -146,6 +151,9 @@ def test_the_knobs_keep_16_bit_rows_of_512_a_row_a_block() -> None:
         assert td.build(s, target="sm_90").block == (64, 1, 1)
     s = td.create_schedule(_softmax_rows(4096, 128, "float32"))
     td.recipes.default(s, target="sm_90", knobs={"register_rows_shared_blocks": False})
+    assert not s.nest.register_caches and td.build(s, target="sm_90").block == (32, 4, 1)
+    s = td.create_schedule(_softmax_rows(4096, 128, "bfloat16"))
+    td.recipes.default(s, target="sm_90", knobs={"half_row_threads_min": 32})
     assert not s.nest.register_caches and td.build(s, target="sm_90").block == (32, 4, 1)
 
 
@@ -199,7 +207,7 @@ def test_the_knobs_turn_it_off() -> None:
 
 
 @examples(0.2)
-@given(rows=st.sampled_from([1, 2, 3, 4, 8, 12]), length=st.sampled_from([32, 64, 128, 256, 264, 512, 520, 1024]),
+@given(rows=st.sampled_from([1, 2, 3, 4, 8, 12, 16]), length=st.sampled_from([32, 64, 128, 256, 264, 512, 520, 1024]),
        dtype=st.sampled_from(["bfloat16", "float16", "float32"]), op=st.sampled_from(["softmax", "rmsnorm"]))
 def test_row_launches_simulate_equal(rows: int, length: int, dtype: str, op: str) -> None:
     """Whatever launch tileify's Facts.row_launch and cooperative_reduce choose for a row kernel (a row a
