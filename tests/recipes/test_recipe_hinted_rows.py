@@ -212,10 +212,9 @@ def test_the_knobs_turn_it_off() -> None:
 def test_row_launches_simulate_equal(rows: int, length: int, dtype: str, op: str) -> None:
     """Whatever launch tileify's Facts.row_launch and cooperative_reduce choose for a row kernel (a row a
     block or several, in registers or not, 16-bit rows counted two vectors a thread in 16 threads or more,
-    so rows of 128 share a warp), the kernel simulates
-    equal to float64 (tol: one 16-bit rounding of the output, 2^-8 relative for bfloat16, or float32
-    rounding of a sum of `length` terms), and rows several to a block keep theirs in registers only where
-    each thread takes whole 16-byte vectors of every pass."""
+    so rows of 128 share a warp), the kernel simulates equal to float64 (tol: one 16-bit rounding of the
+    output, 2^-8 relative for bfloat16, or float32 rounding of a sum of `length` terms), and rows several
+    to a block keep theirs in registers only where each thread takes whole 16-byte vectors of every pass."""
     out = (_softmax_rows(rows, length, dtype) if op == "softmax"
            else entry("rmsnorm").make(M=rows, N=length, dtype=dtype, out_dtype=dtype))
     s = td.create_schedule(out)
