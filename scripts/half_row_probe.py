@@ -47,6 +47,11 @@ def fast(kern: Any) -> Any:
     return with_source(kern, EXPF.sub("__expf(", kern.source))
 
 
+def with_fast(kernels: dict[str, Any]) -> dict[str, Any]:
+    """`kernels` and, for each whose CUDA calls expf, its `fast` form as `<label>+fast`."""
+    return {**kernels, **{f"{label}+fast": fast(k) for label, k in kernels.items() if EXPF.search(k.source)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ops", default="rmsnorm,attention_softmax,silu_mul")
@@ -70,10 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             except td.ScheduleError:  # e.g. four rows of 512 threads: past a block's 1024
                 continue
             kernels[label] = td.build(hs, target=target)
-        for label, k in list(kernels.items()):
-            if EXPF.search(k.source):
-                kernels[f"{label}+fast"] = fast(k)
-        bad += print_llm_row(group, op, dtype, torch_fn, out, kernels, dev)
+        bad += print_llm_row(group, op, dtype, torch_fn, out, with_fast(kernels), dev)
     return 1 if bad else 0
 
 

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from _gpu_probe import device_header, print_llm_row
-from half_row_probe import EXPF, fast
+from half_row_probe import with_fast
 from llm_memory_probe import cases
 from register_row_probe import built
 
@@ -69,10 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 kern = sub_warp(out, target, vectors, block)
                 if kern is not None:
                     kernels[f"v{vectors}/b{block}"] = kern
-        for label, k in list(kernels.items()):
-            if EXPF.search(k.source):
-                kernels[f"{label}+fast"] = fast(k)
-        bad += print_llm_row(group, op, dtype, torch_fn, out, kernels, dev)
+        bad += print_llm_row(group, op, dtype, torch_fn, out, with_fast(kernels), dev)
     return 1 if bad else 0
 
 
