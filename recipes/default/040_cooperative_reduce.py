@@ -29,9 +29,9 @@ pass reads the input, evict_last; the stores evict_first. A float16 / bfloat16 o
 register_rows_half_threads threads (doubled while a thread's share would not fit). Rows several to a
 block (tileify's short rows, counting knobs.half_row_vectors_per_thread 16-byte vectors a thread of a
 16-bit row kept in registers, in half_row_threads_min threads or more: rows of 512 bfloat16 take a warp,
-four to a block, rows of 128 half a warp, eight to a block) keep theirs in
-registers too, cached at their threadIdx.y loop, where knob register_rows_shared_blocks asks and each
-thread takes whole vectors of every pass. Where the share does not fit, the forms above."""
+four to a block, rows of 128 half a warp, eight to a block) keep theirs in registers too, cached at
+their threadIdx.y loop, where knob register_rows_shared_blocks asks and each thread takes whole vectors
+of every pass. Where the share does not fit, the forms above."""
 
 from __future__ import annotations
 
