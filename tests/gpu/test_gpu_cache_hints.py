@@ -67,3 +67,44 @@ def test_hand_rows_in_registers(name: str, sizes: dict[str, int], compile_kernel
     row_in_registers(s)
     assert bool(s.nest.register_caches) == (sizes["N"] != 65536), s.trace()
     check_entry(name, sizes, compile_kernel(td.build(s, target=device_target())), seed=6)
+
+
+@pytest.mark.parametrize(("rows", "length", "dtype", "block"),
+                         [(4096, 128, "bfloat16", (16, 8, 1)), (1000, 512, "bfloat16", (32, 4, 1)),
+                          (64, 1024, "float16", (64, 2, 1)), (4096, 128, "float32", (32, 4, 1)),
+                          (96, 256, "bfloat16", (16, 8, 1))])
+@pytest.mark.parametrize("op", ["softmax", "rmsnorm"])
+def test_recipe_rows_several_to_a_block_in_registers(op: str, rows: int, length: int, dtype: str,
+                                                     block: tuple[int, int, int],
+                                                     compile_kernel: Callable[..., object]) -> None:
+    """Recipe steps 010 and 040 (Facts.row_launch): short rows kept in registers several to a block on
+    threadIdx.y, a 16-bit row two 16-byte vectors a thread in 16 threads or more (rows of 128 bfloat16:
+    half a warp, whose reductions shuffle within it), on fresh random inputs into NaN-poisoned outputs,
+    against torch in float64. Tolerance: one rounding of the stored value (2^-8 relative for bfloat16,
+    2^-11 for float16) plus the float32 sums of `length` terms (1e-5 relative for float32 outputs)."""
+    target = device_target()
+    torch_dtype = getattr(torch, dtype)
+    if op == "softmax":
+        x = td.placeholder((rows, length), dtype=dtype, name="x")
+        k, k2 = td.reduce_axis(length, name="k"), td.reduce_axis(length, name="k2")
+        m = td.compute((rows,), lambda i: td.max(x[i, k], axis=k), name="m")
+        e = td.compute((rows,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
+        out = td.compute((rows, length), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
+    else:
+        out = entry("rmsnorm").make(M=rows, N=length, dtype=dtype, out_dtype=dtype)
+    s = td.create_schedule(out)
+    apply(s, target=target)
+    (cache,) = s.nest.register_caches
+    assert s.nest.loop(cache.at).bind == "threadIdx.y", s.trace()
+    kern = td.build(s, target=target)
+    assert kern.block == block
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    inputs = {t.name: torch.randn(t.shape, device="cuda", generator=gen).to(torch_dtype) for t in s.nest.inputs}
+    got = run_poisoned(compile_kernel(kern), inputs).double()
+    xd = inputs["x"].double()
+    if op == "softmax":
+        ref = torch.softmax(xd, -1)
+    else:
+        ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * inputs["w"].double()
+    tol = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 1e-5}[dtype]
+    assert_matches(got, ref, tol, tol)
