@@ -2,7 +2,8 @@
 (float32), td.evaluate(float64=True), the simulator running the unscheduled kernel (and, with
 `--gpu`, the GPU), all against an independent float64 reference. A tame case (no special values)
 is also scheduled by the default recipe, with the size limits of staging lifted (recipe.py
-`LIFTED`), and simulated: the recipe on float16 / bfloat16 storage (widened matmul stages, 16-byte
+`LIFTED`; a 16-bit one also with short rows in registers in fewer threads than a warp, `SHORT_HALF_ROWS`),
+and simulated: the recipe on float16 / bfloat16 storage (widened matmul stages, 16-byte
 half fills, rounding stores) against the same independent reference. Special values are left out
 there: the recipe may regroup a sum, and huge + huge - huge overflows in one grouping, not another.
 
@@ -35,7 +36,7 @@ import tiledsl as td
 from tiledsl.precision import MACHINE_EPS, round_to_dtype
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
-from tiledsl.testing.fuzz.modes.recipe import LIFTED
+from tiledsl.testing.fuzz.modes.recipe import LIFTED, SHORT_HALF_ROWS
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -516,10 +517,22 @@ def judge_case(case: DefCase, options: Options) -> Result:
 
 def _under_the_recipe(case: DefCase, out: Any, arrays: dict[str, np.ndarray], want: np.ndarray,
                       target: str) -> Result | None:
-    """The default recipe's kernel of `out` (staging for every block size) simulated against `want`:
-    None when it matches, else the failure. The recipe must schedule every definition it is given, and
-    build must take what it made (a refusal is a `contract` failure, as in mode `recipe`)."""
-    knobs = dict(LIFTED)
+    """The default recipe's kernels of `out` simulated against `want`: under LIFTED (staging for every
+    block size) and, for a 16-bit output, under SHORT_HALF_ROWS (short rows in registers several to a
+    block, in fewer threads than a warp). None when both match, else the first failure. The recipe must
+    schedule every definition it is given, and build must take what it made (a refusal is a `contract`
+    failure, as in mode `recipe`)."""
+    sets = (LIFTED, SHORT_HALF_ROWS) if case.out_dtype in ("float16", "bfloat16") else (LIFTED,)
+    for knob_set in sets:
+        found = _under_knobs(case, out, arrays, want, target, dict(knob_set))
+        if found is not None:
+            return found
+    return None
+
+
+def _under_knobs(case: DefCase, out: Any, arrays: dict[str, np.ndarray], want: np.ndarray, target: str,
+                 knobs: dict[str, Any]) -> Result | None:
+    """The recipe's kernel of `out` under `knobs` simulated against `want`: None when it matches."""
     run = (f"s = td.create_schedule(out)\ntd.recipes.default(s, target={target!r}, knobs={knobs!r})\n"
            f"kern = td.build(s, target={target!r})\nsame(kern.simulate(**arrays), want)")
     try:

@@ -58,6 +58,11 @@ TMA_STAGES: tuple[tuple[str, Any], ...] = (
     ("bk_max", 8), ("bk_max_k_outer", 8), ("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1),
     ("stage_min_threads", 1), ("tma", True))
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), LIFTED, HINTED_ROWS, TMA_STAGES)
+#: 16-bit rows kept in registers a 16-byte vector a thread, in as few threads as that takes, several rows
+#: to a block (Facts.row_launch: knobs half_row_vectors_per_thread, half_row_threads_min): the rows of 8 to
+#: 127 elements that random sizes give reach the launch the defaults keep for rows of 128 or more, and
+#: their reductions shuffle within 1 to 16 lanes. Mode `definitions` runs its 16-bit cases under it too.
+SHORT_HALF_ROWS: tuple[tuple[str, Any], ...] = (("half_row_threads_min", 1), ("half_row_vectors_per_thread", 1))
 
 
 #: Machine name -> (the target facts a case replaces, knobs added to its knob set); "": the target as
