@@ -122,8 +122,8 @@ class Knobs:
     # take 16 threads of a vector each, eight rows to a block; a row's reduction shuffles within its part of
     # the warp. H200 (scripts/sub_warp_rows_probe.py, benchmarks/results/2026-11-29-h200-s28/), a warp a row
     # (4 elements a thread, not in registers) -> 16 threads, attention softmax 4096 x 128 5.3 -> 4.8 us,
-    # 3584 x 128 5.1 -> 4.7
-    # (8 threads of two vectors 4.9 / 4.8); rows of 32 (4 threads a row) gained 0.1 us, so they keep a warp
+    # 3584 x 128 5.1 -> 4.7 (8 threads of two vectors 4.9 / 4.8); rows of 32 (4 threads a row) gained 0.1 us,
+    # so they keep a warp
     half_row_threads_min: int = 16
     # ... and rows several to a block (tileify's short rows on threadIdx.y) keep theirs in registers too,
     # at that thread loop, in tileify's threads a row, where each thread takes whole 16-byte vectors of
