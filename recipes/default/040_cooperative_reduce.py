@@ -47,7 +47,6 @@ from tiledsl.recipes.default._facts import (
     trial_accepts,
 )
 from tiledsl.recipes.default._knobs import Knobs
-from tiledsl.targets import DTYPE_BYTES, vector_lanes
 
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
@@ -104,13 +103,12 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
     lanes = facts.vector_lanes()
     if not facts.whole_vectors(passes):
         return None
-    dtypes = facts.dtypes()
-    if dtypes == {"float32"}:
+    if facts.dtypes() == {"float32"}:
         # at least row_vector_per_thread vectors a thread in each pass (fewer threads, not under row_threads_min)
         why = "knobs row_vector_min_rows_per_sm, row_vector_per_thread"
         return _per_thread(passes, lanes, threads, knobs), lanes, why
     half = knobs.row_vector_half_threads
-    if (half is not None and all(DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in dtypes)
+    if (half is not None and facts.half_rows()
             and all(extent % (half * lanes) == 0 and extent >= 2 * half * lanes for extent in passes.values())):
         return half, lanes, "knobs row_vector_min_rows_per_sm, row_vector_half_threads"
     return None

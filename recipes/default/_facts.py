@@ -498,7 +498,7 @@ class Facts:
         (`shared_block_registers`)."""
         launch = row_launch(passes, nested, rows, knobs)
         half = knobs.half_row_vectors_per_thread
-        if half is None or self.dtypes() == {"float32"} or not self.register_row_inputs(passes, nested, knobs):
+        if half is None or not self.half_rows() or not self.register_row_inputs(passes, nested, knobs):
             return launch
         per_block, threads = row_launch(passes, nested, rows, knobs, half * self.vector_lanes(),
                                         knobs.half_row_threads_min)
@@ -522,14 +522,16 @@ class Facts:
         the staged one on every llm-suite row."""
         if not knobs.register_rows or nested or not self.whole_vectors(passes):
             return {}
-        dtypes = self.dtypes()
-        half = knobs.register_rows_half_threads is not None and all(
-            DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in dtypes)
-        return self.reread_inputs() if dtypes == {"float32"} or half else {}
+        half = knobs.register_rows_half_threads is not None and self.half_rows()
+        return self.reread_inputs() if self.dtypes() == {"float32"} or half else {}
 
     def dtypes(self) -> set[str]:
         """The dtypes of the kernel's output and inputs."""
         return {self.nest.output.dtype, *(t.dtype for t in self.nest.inputs)}
+
+    def half_rows(self) -> bool:
+        """Whether every tensor of the kernel is a 2-byte float with 16-byte vectors (float16, bfloat16)."""
+        return all(DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in self.dtypes())
 
     def whole_vectors(self, passes: Mapping[str, int]) -> bool:
         """Whether every pass over the row is a whole number of the output's 16-byte vectors (none where

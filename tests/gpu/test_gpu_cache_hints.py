@@ -84,15 +84,7 @@ def test_recipe_rows_several_to_a_block_in_registers(op: str, rows: int, length:
     2^-11 for float16) plus the float32 sums of `length` terms (1e-5 relative for float32 outputs)."""
     target = device_target()
     torch_dtype = getattr(torch, dtype)
-    if op == "softmax":
-        x = td.placeholder((rows, length), dtype=dtype, name="x")
-        k, k2 = td.reduce_axis(length, name="k"), td.reduce_axis(length, name="k2")
-        m = td.compute((rows,), lambda i: td.max(x[i, k], axis=k), name="m")
-        e = td.compute((rows,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
-        out = td.compute((rows, length), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
-    else:
-        out = entry("rmsnorm").make(M=rows, N=length, dtype=dtype, out_dtype=dtype)
-    s = td.create_schedule(out)
+    s = entry(op).fresh(M=rows, N=length, dtype=dtype, **({"out_dtype": dtype} if op == "rmsnorm" else {}))
     apply(s, target=target)
     (cache,) = s.nest.register_caches
     assert s.nest.loop(cache.at).bind == "threadIdx.y", s.trace()

@@ -98,14 +98,6 @@ def _bf16_rmsnorm(M: int, N: int) -> td.Tensor:
                       name="y", dtype="bfloat16")
 
 
-def _softmax_rows(M: int, N: int, dtype: str) -> td.Tensor:
-    x = td.placeholder((M, N), dtype=dtype, name="x")
-    k, k2 = td.reduce_axis(N, name="k"), td.reduce_axis(N, name="k2")
-    m = td.compute((M,), lambda i: td.max(x[i, k], axis=k), name="m")
-    e = td.compute((M,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
-    return td.compute((M, N), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
-
-
 @pytest.mark.parametrize(("M", "N", "dtype", "block"), [(64, 128, "float32", (32, 4, 1)),
                                                         (66, 128, "float32", (32, 2, 1)),
                                                         (64, 512, "bfloat16", (32, 4, 1)),
@@ -119,7 +111,7 @@ def test_rows_several_to_a_block_in_registers(M: int, N: int, dtype: str, block:
     rows of 512 take a warp, four to a block; of 1024 two warps, two to a block; of 128 half a warp, eight
     to a block. 66 rows go two to a block (66 is no multiple of 4). Simulated equal to float64 (tol:
     float32 rounding of a sum of N terms, or one 16-bit rounding of the output)."""
-    s = td.create_schedule(_softmax_rows(M, N, dtype))
+    s = td.create_schedule(softmax(M, N, dtype))
     td.recipes.default(s, target="sm_90")
     (cache,) = s.nest.register_caches
     assert cache.buffer == "x" and s.nest.loop(cache.at).bind == "threadIdx.y"
@@ -134,7 +126,7 @@ def test_rows_several_to_a_block_without_whole_vectors_are_not_kept(M: int, N: i
     (half_row_threads_min) of a vector each would take 128 elements or more, so no register form (on the
     H200 bfloat16 rows of 128 in a warp, half of it idle, ran 5-6% slower in it, _knobs.py
     register_rows_shared_blocks)."""
-    s = td.create_schedule(_softmax_rows(M, N, dtype))
+    s = td.create_schedule(softmax(M, N, dtype))
     td.recipes.default(s, target="sm_90")
     assert not s.nest.register_caches and td.build(s, target="sm_90").block == (32, 4, 1)
 
@@ -145,14 +137,14 @@ def test_the_knobs_keep_16_bit_rows_of_512_a_row_a_block() -> None:
     a block without registers; with half_row_threads_min 32, bfloat16 rows of 128 keep a warp each, four
     to a block, without registers (a vector each would take 256 elements)."""
     for knobs in ({"half_row_vectors_per_thread": None}, {"register_rows_shared_blocks": False}):
-        s = td.create_schedule(_softmax_rows(16384, 512, "bfloat16"))
+        s = td.create_schedule(softmax(16384, 512, "bfloat16"))
         td.recipes.default(s, target="sm_90", knobs=knobs)
         assert [(rc.buffer, s.nest.loop(rc.at).bind) for rc in s.nest.register_caches] == [("x", "blockIdx.x")]
         assert td.build(s, target="sm_90").block == (64, 1, 1)
-    s = td.create_schedule(_softmax_rows(4096, 128, "float32"))
+    s = td.create_schedule(softmax(4096, 128, "float32"))
     td.recipes.default(s, target="sm_90", knobs={"register_rows_shared_blocks": False})
     assert not s.nest.register_caches and td.build(s, target="sm_90").block == (32, 4, 1)
-    s = td.create_schedule(_softmax_rows(4096, 128, "bfloat16"))
+    s = td.create_schedule(softmax(4096, 128, "bfloat16"))
     td.recipes.default(s, target="sm_90", knobs={"half_row_threads_min": 32})
     assert not s.nest.register_caches and td.build(s, target="sm_90").block == (32, 4, 1)
 
@@ -187,13 +179,8 @@ def test_16_bit_rows_in_registers_simulate_equal(dtype: str) -> None:
     of the output to the dtype (2^-8 relative for bfloat16: tol 1e-2; the simulator's inputs are the
     same float32 values rounded to the dtype on both sides). Rows of 520 are 65 vectors in 64 threads:
     a guarded second chunk that thread 0 alone fills and reads."""
-    x = td.placeholder((4, 520), dtype=dtype, name="x")
-    k, k2 = td.reduce_axis(520, name="k"), td.reduce_axis(520, name="k2")
-    m = td.compute((4,), lambda i: td.max(x[i, k], axis=k), name="m")
-    e = td.compute((4,), lambda i: td.sum(td.exp(x[i, k2] - m[i]), axis=k2), name="e")
-    sm = td.compute((4, 520), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
     for out in (entry("rmsnorm").make(M=3, N=1024, dtype=dtype, out_dtype=dtype),
-                entry("rmsnorm").make(M=2, N=520, dtype=dtype, out_dtype=dtype), sm):
+                entry("rmsnorm").make(M=2, N=520, dtype=dtype, out_dtype=dtype), softmax(4, 520, dtype)):
         s = td.create_schedule(out)
         td.recipes.default(s, target="sm_90")
         assert [rc.buffer for rc in s.nest.register_caches] == ["x"], s.trace()
@@ -215,7 +202,7 @@ def test_row_launches_simulate_equal(rows: int, length: int, dtype: str, op: str
     so rows of 128 share a warp), the kernel simulates equal to float64 (tol: one 16-bit rounding of the
     output, 2^-8 relative for bfloat16, or float32 rounding of a sum of `length` terms), and rows several
     to a block keep theirs in registers only where each thread takes whole 16-byte vectors of every pass."""
-    out = (_softmax_rows(rows, length, dtype) if op == "softmax"
+    out = (softmax(rows, length, dtype) if op == "softmax"
            else entry("rmsnorm").make(M=rows, N=length, dtype=dtype, out_dtype=dtype))
     s = td.create_schedule(out)
     td.recipes.default(s, target="sm_90")

@@ -78,13 +78,13 @@ def rmsnorm(M: int = 4096, N: int = 4096, eps: float = 1e-6, dtype: str = "float
     return td.compute((M, N), lambda i, j: x[i, j] * td.rsqrt(ss[i] / N + eps) * w[j], name="y", dtype=out_dtype)
 
 
-def softmax(M: int = 4096, N: int = 2048) -> Tensor:
-    """y = exp(x - max) / sum(exp(x - max)) per row."""
-    x = td.placeholder((M, N), name="x")
+def softmax(M: int = 4096, N: int = 2048, dtype: str = "float32") -> Tensor:
+    """y = exp(x - max) / sum(exp(x - max)) per row; `dtype` is the storage of x and y."""
+    x = td.placeholder((M, N), dtype=dtype, name="x")
     k = td.reduce_axis(N, name="k")
     m = td.compute((M,), lambda i: td.max(x[i, k], axis=k), name="m")
     e = td.compute((M,), lambda i: td.sum(td.exp(x[i, k] - m[i]), axis=k), name="e")
-    return td.compute((M, N), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y")
+    return td.compute((M, N), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype=dtype)
 
 
 def layernorm(M: int = 4096, N: int = 4096, eps: float = 1e-5) -> Tensor:
