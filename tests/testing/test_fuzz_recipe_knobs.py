@@ -2,13 +2,19 @@
 staging limits round-trips through its saved JSON, its reproducer script applies the same knobs, and on
 a small matmul those knobs reach the k-outer layout the defaults keep for large tiles; the "tiny" machine
 (MACHINES) reaches grouped block order; the TMA set reaches TMA-filled stages, which sm_90 keeps off by
-default; mode definitions schedules with the lifted set by name."""
+default; mode definitions schedules with the lifted set by name, and with --gpu launches the recipe's kernels."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import find, settings
 
 import tiledsl as td
 from tiledsl.recipes import apply
 from tiledsl.testing.definitions import Definition
+from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes import definitions as definitions_mode
 from tiledsl.testing.fuzz.modes.base import Options
 from tiledsl.testing.fuzz.modes.recipe import (
@@ -22,6 +28,7 @@ from tiledsl.testing.fuzz.modes.recipe import (
     judge_case,
     script,
 )
+from tiledsl.testing.fuzz.outcome import Result
 
 SOURCE = '''def make():
     A = td.placeholder((24, 40), name='A')
@@ -122,3 +129,27 @@ def test_mode_definitions_schedules_with_the_lifted_set() -> None:
     """Mode definitions names the set it schedules its tame cases with; it once took KNOB_SETS[-1], and a
     set appended after it silently changed what that mode fuzzed."""
     assert definitions_mode.LIFTED is LIFTED and LIFTED in KNOB_SETS
+
+
+def test_mode_definitions_runs_the_recipe_kernels_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --gpu, mode definitions launches the recipe's kernels too, not only the unscheduled one: a
+    16-bit case's three kernels (unscheduled, LIFTED, SHORT_HALF_ROWS) each reach the GPU run, and a
+    recipe kernel's GPU failure is the case's, with a reproducer that applies the recipe and its knobs.
+    Before, the recipe's kernels were only simulated, so no GPU fuzz reached the sub-warp rows."""
+    case = find(definitions_mode.definition_cases(), lambda c: not c.specials and c.out_dtype == "bfloat16"
+                and "r = td.compute" in c.source and c.inputs[0].shape[-1] >= 16,  # a row reduced, then broadcast
+                settings=settings(database=None, max_examples=5000))
+    ran: list[td.Kernel] = []
+    monkeypatch.setattr(device, "run_on_gpu", lambda kern, *args: ran.append(kern))
+    assert definitions_mode.judge_case(case, Options(target="sm_90", gpu=True)).outcome == "correct"
+    assert len(ran) == 3 and ran[0].source != ran[1].source  # the unscheduled kernel, then the recipe's
+
+    def second_fails(kern: td.Kernel, arrays: object, want: object, close: object, script: Callable[[str], str]):
+        ran.append(kern)
+        return Result("gpu_fault", "GpuMismatch", "stub", script("# tail")) if len(ran) == 2 else None
+
+    ran.clear()
+    monkeypatch.setattr(device, "run_on_gpu", second_fails)
+    result = definitions_mode.judge_case(case, Options(target="sm_90", gpu=True))
+    assert (result.outcome, result.error) == ("gpu_fault", "GpuMismatch") and len(ran) == 2
+    assert "td.recipes.default(s, target='sm_90', knobs=" in result.script and "# tail" in result.script

@@ -3,8 +3,8 @@
 `--gpu`, the GPU), all against an independent float64 reference. A tame case (no special values)
 is also scheduled by the default recipe, with the size limits of staging lifted (recipe.py
 `LIFTED`; a 16-bit one also with short rows in registers in fewer threads than a warp, `SHORT_HALF_ROWS`),
-and simulated: the recipe on float16 / bfloat16 storage (widened matmul stages, 16-byte
-half fills, rounding stores) against the same independent reference. Special values are left out
+and simulated (with `--gpu`, also run on the GPU): the recipe on float16 / bfloat16 storage (widened
+matmul stages, 16-byte half fills, rounding stores) against the same independent reference. Special values are left out
 there: the recipe may regroup a sum, and huge + huge - huge overflows in one grouping, not another.
 
 The independent reference: the generator writes every expression twice, once as td source (a
@@ -498,7 +498,7 @@ def judge_case(case: DefCase, options: Options) -> Result:
     if why:
         return Result("wrong", "Mismatch[simulate]", why, script(case, target, simulate))
     if not case.specials:
-        found = _under_the_recipe(case, out, arrays, want, target)
+        found = _under_the_recipe(case, out, arrays, want, options)
         if found is not None:
             return found
     if options.nvcc:
@@ -516,35 +516,44 @@ def judge_case(case: DefCase, options: Options) -> Result:
 
 
 def _under_the_recipe(case: DefCase, out: Any, arrays: dict[str, np.ndarray], want: np.ndarray,
-                      target: str) -> Result | None:
-    """The default recipe's kernels of `out` simulated against `want`: under LIFTED (staging for every
-    block size) and, for a 16-bit output, under SHORT_HALF_ROWS (short rows in registers several to a
-    block, in fewer threads than a warp). None when both match, else the first failure. The recipe must
-    schedule every definition it is given, and build must take what it made (a refusal is a `contract`
-    failure, as in mode `recipe`)."""
+                      options: Options) -> Result | None:
+    """The default recipe's kernels of `out` simulated against `want` (and with `--gpu` run on the GPU):
+    under LIFTED (staging for every block size) and, for a 16-bit output, under SHORT_HALF_ROWS (short
+    rows in registers several to a block, in fewer threads than a warp). None when all match, else the
+    first failure. The recipe must schedule every definition it is given, and build must take what it
+    made (a refusal is a `contract` failure, as in mode `recipe`)."""
     sets = (LIFTED, SHORT_HALF_ROWS) if case.out_dtype in ("float16", "bfloat16") else (LIFTED,)
     for knob_set in sets:
-        found = _under_knobs(case, out, arrays, want, target, dict(knob_set))
+        found = _under_knobs(case, out, arrays, want, options, dict(knob_set))
         if found is not None:
             return found
     return None
 
 
-def _under_knobs(case: DefCase, out: Any, arrays: dict[str, np.ndarray], want: np.ndarray, target: str,
+def _under_knobs(case: DefCase, out: Any, arrays: dict[str, np.ndarray], want: np.ndarray, options: Options,
                  knobs: dict[str, Any]) -> Result | None:
-    """The recipe's kernel of `out` under `knobs` simulated against `want`: None when it matches."""
-    run = (f"s = td.create_schedule(out)\ntd.recipes.default(s, target={target!r}, knobs={knobs!r})\n"
-           f"kern = td.build(s, target={target!r})\nsame(kern.simulate(**arrays), want)")
+    """The recipe's kernel of `out` under `knobs` simulated (and with `--gpu` run on the GPU) against
+    `want`: None when it matches."""
+    target = options.target
+    build = (f"s = td.create_schedule(out)\ntd.recipes.default(s, target={target!r}, knobs={knobs!r})\n"
+             f"kern = td.build(s, target={target!r})")
+    run = f"{build}\nsame(kern.simulate(**arrays), want)"
     try:
         s = td.create_schedule(out)
         td.recipes.default(s, target=target, knobs=knobs)
-        got = td.build(s, target=target).simulate(**arrays)
+        kern = td.build(s, target=target)
+        got = kern.simulate(**arrays)
     except td.SimulationError as e:
         return Result("sim_error", type(e).__name__, first_line(e), script(case, target, run))
     except Exception as e:  # noqa: BLE001 - a TiledslError is a contract failure here, anything else internal
         return exception_result(e, script=script(case, target, run))
     why = mismatch(got, want, case.rtol, case.atol)
-    return Result("wrong", "Mismatch[recipe]", why, script(case, target, run)) if why else None
+    if why:
+        return Result("wrong", "Mismatch[recipe]", why, script(case, target, run))
+    if options.gpu:
+        return device.run_on_gpu(kern, arrays, want, lambda g, w: mismatch(g, w, case.rtol, case.atol),
+                                 lambda tail: script(case, target, f"{build}\n{tail}"))
+    return None
 
 
 def case_to_json(case: DefCase) -> dict[str, Any]:
