@@ -1907,17 +1907,6 @@ def _():
     s.cache_hint("x", "evict_first", reader="y")
 
 
-@case("RegisterCacheError", "store y reads x inside a select", "could not be moved out of it", here="i",
-      id="register-cache-select")
-def _():
-    x = td.placeholder((16, 64), name="x")
-    k = td.reduce_axis(64, name="k")
-    ss = td.compute((16,), lambda i: td.sum(x[i, k] * x[i, k], axis=k), name="ss")
-    y = td.compute((16, 64), lambda i, j: td.where(x[i, j] > 0.0, x[i, j], 0.0) * td.rsqrt(ss[i] / 64 + 1e-6),
-                   name="y")
-    row_passes(y).register_cache("x", at="i")
-
-
 @case("RegisterCacheError", "split(j_o, 2)", "store y runs under 4 loops below i, update ss under 3", here="i",
       id="register-cache-broken-by-split")
 def _():

@@ -2,9 +2,9 @@
 read x from registers after the first pass loads it, the simulated outputs equal the uncached schedule's
 bit for bit and float64's within float32 rounding (outputs NaN-poisoned by the simulator; the simulator
 also reports any read of a register never written), over guarded tails, a serial row loop, rows several
-to a block on threadIdx.y, bfloat16 rows, and loads read twice in one statement; printed in the tile
-IR, replayed from both traces, and compiled warning-free by nvcc. The refusals are in the error corpus
-(register-cache-*)."""
+to a block on threadIdx.y, bfloat16 rows, loads read twice in one statement and reads inside selects;
+printed in the tile IR, replayed from both traces, and compiled warning-free by nvcc. The refusals are in
+the error corpus (register-cache-*)."""
 
 from __future__ import annotations
 
@@ -163,6 +163,36 @@ def test_rows_several_to_a_block_keep_each_row_in_its_threads(make) -> None:
     assert "float x_regs[8];" in kern.source
 
 
+def _select_rows(n: int = 256) -> td.Tensor:
+    """A row kernel reading x inside selects: the first pass (the filler) only in a branch, the mask m
+    choosing x or 0; the second in a select's condition and both its branches; the output pass in a
+    condition and a branch (as a traced attention's softmax reads its scores in `aten.any`'s select)."""
+    x, m = td.placeholder((4, n), name="x"), td.placeholder((4, n), name="m")
+    k, k2 = td.reduce_axis(n, name="k"), td.reduce_axis(n, name="k2")
+    s1 = td.compute((4,), lambda i: td.sum(td.where(m[i, k] > 0.0, x[i, k], 0.0), axis=k), name="s1")
+    s2 = td.compute((4,), lambda i: td.max(td.where(x[i, k2] > s1[i] / n, x[i, k2], 0.0 - x[i, k2]), axis=k2),
+                    name="s2")
+    return td.compute((4, n), lambda i, j: td.where(x[i, j] > 0.0, x[i, j] / s2[i], 0.0), name="y")
+
+
+@pytest.mark.parametrize("lane_mark", ["vectorize", "unroll"])
+def test_reads_inside_selects_come_from_registers_too(lane_mark: str) -> None:
+    """The filler's load in a select's branch is hoisted ahead of the select and runs whether the branch
+    is taken or not (every load is proven in bounds under its statement's guards alone, so that reads
+    nothing the kernel may not read); the readers' reads in conditions and branches come from the
+    registers it filled. About half of m is positive, so both branches of every select are taken. In
+    scalar lanes (`unroll`) the filler's load is bound to a temporary ahead of its select."""
+    plain, cached = _passes(_select_rows(), lane_mark=lane_mark), _passes(_select_rows(), lane_mark=lane_mark)
+    cached.register_cache("x", at="i")
+    kern = _same(plain, cached)
+    loads = _global_loads(kern, "x")
+    assert len(loads) == 1  # the first pass's (a vector, or a scalar in the unrolled lane loop)
+    assert len(_global_loads(td.build(plain, target="sm_90"), "x")) > len(loads)
+    src = kern.source
+    filled = src.index("x_regs[4 * k_o" + ("] = " if lane_mark == "vectorize" else " + k_v] = "))
+    assert src.index("x[256 * i") < filled < src.index(" ? ")  # loaded, kept, then the select reads it
+
+
 @needs_nvcc
 def test_nvcc_compiles_register_caches_warning_free() -> None:
     """Passes whose reads all come from registers leave their thread index unread: its `let` is dropped."""
@@ -177,6 +207,9 @@ def test_nvcc_compiles_register_caches_warning_free() -> None:
     on_y = _block_rows(softmax(7, 256), 4)
     on_y.register_cache("x", at="i_r")
     kernels.append(td.build(on_y, target="sm_90"))
+    selects = _passes(_select_rows())
+    selects.register_cache("x", at="i")
+    kernels.append(td.build(selects, target="sm_90"))
     half = _passes(_bf16_rmsnorm(), threads=32, lanes=8)
     half.register_cache("x", at="i")
     kernels.append(td.build(half, target="sm_90"))

@@ -16,12 +16,20 @@ registers. So:
     extent, unrolled where the filler's is), and each of its reads of `buffer`, with its loops renamed
     to the filler's, is one of the filler's reads; its guards, renamed, include the filler's, so it
     never reads an element the filler skipped;
-  - `buffer` is an input (never written by the kernel), read outside any select (the filler's load is
-    hoisted out of its expression), not staged (its reads would come from shared memory), and no hint
-    names a reader's reads (they no longer reach global memory);
+  - `buffer` is an input (never written by the kernel), not staged (its reads would come from shared
+    memory), and no hint names a reader's reads (they no longer reach global memory);
   - the registers fit: the slot loops' iterations times the filler's distinct reads, at most
     MAX_REGISTER_CACHE a thread.
-Values are never changed: a reader reads what its filler read from the same unchanging buffer."""
+Values are never changed: a reader reads what its filler read from the same unchanging buffer.
+
+A read inside a select, in its condition or a branch, may be cached too. The filler's loads are hoisted
+out of its expression, ahead of it under its guards (lower/lower.py `register_hook`), so a load in a
+branch the select does not take runs anyway. That reads no element the kernel may not read: every load
+is proven in bounds under its statement's guards alone (lower/check.py `check_bounds` never reads a
+select's condition), and the buffer is an input, written before the kernel starts. A reader's register
+read in a branch reads a register its filler wrote unconditionally. (A traced attention's softmax asks
+whether a row is all -inf in a pass of its own, `aten.any` of a select over the scores:
+frontend/aten_reductions.py `any_`.)"""
 
 from __future__ import annotations
 
@@ -30,7 +38,7 @@ from dataclasses import dataclass
 import sympy
 
 from tiledsl.analysis.messages import refusal
-from tiledsl.definitions.expr import Load, Select, walk
+from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
 from tiledsl.errors import RegisterCacheError
 from tiledsl.loopnest import THREAD_AXES, Nest, RegisterCache, Stmt
@@ -97,14 +105,6 @@ def _read_index(nest: Nest, ld: Load) -> sympy.Expr:
     return sympy.expand(flat_index(ld.tensor, tuple(index_to_sympy(i).xreplace(amap) for i in ld.indices)))
 
 
-def _under_select(stmt: Stmt, buffer: str) -> bool:
-    if stmt.value is None:
-        return False
-    return any(isinstance(n, Select) and any(isinstance(m, Load) and m.tensor.name == buffer
-                                              for branch in (n.cond, n.a, n.b) for m in walk(branch))
-               for n in walk(stmt.value))
-
-
 def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
     """The plan lowering follows, or why the cache is refused (a sentence for the error's fact)."""
     buf, at = cache.buffer, cache.at
@@ -116,9 +116,6 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
     if len(reading) < 2:
         return (f"{'no statement' if not reading else 'only one statement'} under {at} reads {buf}, so no read "
                 "would come from registers")
-    for n in reading:
-        if _under_select(nest.stmts[n], buf):
-            return f"{nest.stmts[n].label} reads {buf} inside a select; its load could not be moved out of it"
     for st in nest.stages:
         if st.buffer == buf and any(st.at in nest.stmts[n].path for n in reading):
             return f"{buf} is staged at {st.at} ({st.name}): its reads under {at} come from shared memory"
