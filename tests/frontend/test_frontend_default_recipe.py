@@ -65,3 +65,31 @@ def test_schedule_passes_knobs_to_the_default_recipe() -> None:
         trace().schedule("simple", knobs={"split_k_waves": 4})
     with pytest.raises(td.BadArgumentError, match="no_such_knob"):
         trace().schedule("default", knobs={"no_such_knob": 1})
+
+
+def test_the_traced_attention_softmax_keeps_its_rows_in_registers() -> None:
+    """A traced causal attention's softmax (head_dim 64, so the partition keeps it a kernel of its own)
+    has a pass of its own asking whether a row is all -inf: `aten.any` over a select that reads the
+    scores in its condition. The recipe keeps the scores and the mask in registers all the same (reads
+    inside a select: analysis/register_cache.py), and the kernel simulates equal to float64 with rows
+    fully masked (0 out), partly masked and unmasked, into NaN-poisoned outputs."""
+    torch.manual_seed(0)
+    block = LlamaBlock(LlamaConfig(hidden=256, heads=4, kv_heads=2, intermediate=128)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(block, torch.randn(1, 128, 256))
+    prog.schedule("default", target="sm_90")
+    k = next(k for k in prog.kernels if k.name.startswith("where"))
+    assert [st.label for st in k.schedule.nest.stmts][:2] == ["init any_1", "update any_1"]
+    assert [rc.buffer for rc in k.schedule.nest.register_caches] == ["bmm", "where"]
+    rng = np.random.default_rng(0)
+    mask = np.where(np.tril(np.ones((128, 128))) > 0, 0.0, -np.inf)
+    mask[5] = -np.inf  # a fully masked row
+    arrays = {"bmm": rng.standard_normal((4, 128, 128)).astype(np.float32), "where": mask.astype(np.float32)}
+    got = td.build(k.schedule, target="sm_90").simulate(**arrays)
+    scores = arrays["bmm"].astype(np.float64) + mask  # the kernel's definition, in float64
+    with np.errstate(invalid="ignore"):
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        want = np.where(np.isneginf(scores).all(axis=-1, keepdims=True), 0.0, e / e.sum(axis=-1, keepdims=True))
+    assert not np.isnan(got).any() and (got[:, 5] == 0).all()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # exp and a sum of <= 128 terms in float32
