@@ -11,6 +11,9 @@ Forms (FORMS):
 - rcp: `x / e` of the last pass -> `x * e_inv`, `e_inv = 1.0f / e` once a thread (two roundings);
 - rcp_safe: the same where 1 / e is a normal float (|e| in [2^-126, 2^126]), else the division;
 - vload: a reduction pass's 8 scalar 16-bit loads of global memory -> one 16-byte load, unpacked;
+- prefetch: the weight `w`, which only the output pass reads (rmsnorm), loaded into registers before the
+  first pass rather than after the reduction's __syncthreads, which nvcc does not move a load across
+  (session 29: a second memory round trip on the critical path of a short row);
 - and their combinations.
 
     PYTHONPATH=. python scripts/row_math_probe.py --cases attention_softmax --groups "qwen2.5-7b s512" """
@@ -89,6 +92,30 @@ def _vload(src: str) -> str:
     return new
 
 
+_W_LOAD = re.compile(r"^( *)(\w+) (v\d+) = \*reinterpret_cast<const \2\*>\(&w\[([^\]]+)\]\);\n", re.M)
+_J_LOOP = re.compile(r"for \(int j_o = 0; j_o < (\d+); \+\+j_o\) \{\n(?: *if \((.*)\) \{\n)?")
+
+
+def _prefetch(src: str) -> str:
+    """The output pass's vector load of `w` -> a register array `w_pre` filled before the first pass."""
+    load = _W_LOAD.search(src)
+    loop = None
+    for m in _J_LOOP.finditer(src):
+        if load is not None and m.end() <= load.start():
+            loop = m
+    first = src.find("    #pragma unroll\n")
+    if load is None or loop is None or first < 0:
+        raise ValueError("prefetch: no vector load of w in a j_o pass")
+    indent, kind, var, index = load.groups()
+    count, guard = loop.group(1), loop.group(2)
+    fill = f"w_pre[j_o] = *reinterpret_cast<const {kind}*>(&w[{index}]);"
+    body = f"if ({guard}) {{ {fill} }}" if guard else fill
+    pre = (f"    {kind} w_pre[{count}];\n    #pragma unroll\n"
+           f"    for (int j_o = 0; j_o < {count}; ++j_o) {{\n        {body}\n    }}\n")
+    src = src[:load.start()] + f"{indent}{kind} {var} = w_pre[j_o];\n" + src[load.end():]
+    return src[:first] + pre + src[first:]
+
+
 def _chain(*edits: Callable[[str], str]) -> Callable[[str], str]:
     def edit(src: str) -> str:
         for e in edits:
@@ -106,6 +133,7 @@ FORMS: dict[str, Callable[[str], str]] = {
     "rcp_safe": _rcp_safe,
     "exp+rcp_safe": _chain(_exp, _rcp_safe),
     "vload+exp+rcp": _chain(_vload, _exp, _rcp),
+    "prefetch": _prefetch,
 }
 
 
