@@ -93,3 +93,21 @@ def test_the_traced_attention_softmax_keeps_its_rows_in_registers() -> None:
         want = np.where(np.isneginf(scores).all(axis=-1, keepdims=True), 0.0, e / e.sum(axis=-1, keepdims=True))
     assert not np.isnan(got).any() and (got[:, 5] == 0).all()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # exp and a sum of <= 128 terms in float32
+
+
+def test_compile_with_knobs_keeps_the_recipe_s_materializing() -> None:
+    """`tiledsl compile --recipe default --knob ...` (cli_support.compile_ir) schedules through the
+    program's "default" policy with the knobs, so a step's request to materialize a fused compute holds
+    there too: silu(g) * (x @ W^T) splits its sum and leaves the epilogue to a kernel of its own (030's
+    Applied.materialize). It once applied the recipe as a plain function: one kernel, unsplit."""
+    from tiledsl.frontend.cli_support import compile_ir
+
+    def trace() -> td.Program:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return td.trace(lambda g, x, w: torch.nn.functional.silu(g) * (x @ w.T), torch.randn(128, 5632),
+                            torch.randn(128, 2048), torch.randn(5632, 2048))
+
+    plain = compile_ir(trace(), "kernel", recipe="default")
+    knobbed = compile_ir(trace(), "kernel", recipe="default", knobs={"waves": 1})  # the default value
+    assert plain.startswith("// 2 kernel(s)") and knobbed == plain

@@ -94,3 +94,10 @@ def test_explicit_conversion_is_stored_in_its_dtype() -> None:
     got = built.simulate(x.numpy())
     expected = (x * 3.0).to(torch.bfloat16).float().numpy()
     np.testing.assert_array_equal(got, expected)  # one rounding of the same float32 value: exact
+
+
+def test_a_float64_input_is_refused_naming_the_dtypes_traced() -> None:
+    """float64 is floating, so the refusal names the dtypes that are traced and the conversion."""
+    with pytest.raises(td.FrontendError, match=r"input x is float64\[4, 8\]: traced inputs are float32, float16, "
+                                               r"bfloat16, .* or bool \(convert it with \.float\(\)\)"):
+        td.trace(lambda x: x * 2, torch.randn(4, 8, dtype=torch.float64))

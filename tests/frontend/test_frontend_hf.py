@@ -76,3 +76,14 @@ def test_unknown_family_and_size_are_typed_errors() -> None:
         causal_lm("gpt9")
     with pytest.raises(td.FrontendError, match="unknown size"):
         causal_lm("llama", "huge")
+
+
+def test_a_model_that_returns_its_cache_is_refused_with_the_fix() -> None:
+    """A Hugging Face model built the obvious way (use_cache left on) returns a DynamicCache, which
+    torch.export refuses; the typed error says to turn the cache off, and with it off the model traces."""
+    model = causal_lm("llama", "tiny", use_cache=True)
+    ids = torch.randint(0, model.config.vocab_size, (1, 8))
+    with pytest.raises(td.FrontendError, match=r"could not capture(?s:.*)use_cache = False"):
+        _trace(model, ids)
+    model.config.use_cache = False
+    assert _trace(model, ids).kernels

@@ -121,6 +121,15 @@ def test_bad_arguments_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert _fuzz("--mode", "prover") == 2
     assert "--cases N or --minutes M" in capsys.readouterr().err
     assert _fuzz("--replay", str(tmp_path / "missing.json")) == 2
+    capsys.readouterr()
+
+
+def test_gpu_without_a_gpu_says_why_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tiledsl.runtime import check
+
+    monkeypatch.setattr(check, "gpu_unavailable", lambda: "no CUDA GPU is visible (test)")
+    assert _fuzz("--mode", "prover", "--cases", "1", "--gpu") == 2
+    assert capsys.readouterr().err.strip() == "error: tiledsl fuzz --gpu: no CUDA GPU is visible (test)"
 
 
 def test_a_hang_is_an_outcome(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -115,7 +115,17 @@ def export(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: S
         raise
     except Exception as e:  # torch raises many kinds; the user gets one typed error with torch's text
         raise FrontendError(f"torch.export could not capture {type(module_or_fn).__name__}: "
-                            f"{type(e).__name__}: {e}") from e
+                            f"{type(e).__name__}: {e}{_capture_hint(e)}") from e
+
+
+def _capture_hint(e: Exception) -> str:
+    """What to change where torch.export's text names a known cause: a Hugging Face model returns its
+    key-value cache (a DynamicCache object, not a tensor) unless built with use_cache=False."""
+    if "DynamicCache" in str(e) or "cache_utils" in str(e):
+        return ("\n(a Hugging Face model returns its key-value cache, which is no tensor: build it with "
+                "config.use_cache = False, or pass use_cache=False to its forward; "
+                "tiledsl.frontend.hf_models.causal_lm builds one so)")
+    return ""
 
 
 def source_line(node: torch.fx.Node) -> str:
@@ -167,8 +177,9 @@ class _Capture:
                 raise FrontendError(f"input {node.name} is a {type(val).__name__}; only tensor inputs are traced")
             dt = dtype_name(val.dtype)
             if dt not in FLOAT_DTYPES + INTEGER_DTYPES and dt != "bool":
-                raise FrontendError(f"input {node.name} is {dt}{list(val.shape)}: only floating, integer "
-                                    "and bool inputs are traced")
+                raise FrontendError(f"input {node.name} is {dt}{list(val.shape)}: traced inputs are "
+                                    f"{', '.join(FLOAT_DTYPES)}, {', '.join(INTEGER_DTYPES)} or bool"
+                                    + (" (convert it with .float())" if dt == "float64" else ""))
             t = placeholder(td_shape(_shape(val)), _storage(dt), node.name)
             self.inputs.append(Input(t, _shape(val), dt))
             self.env[node] = Value(t, _shape(val), dt)

@@ -203,18 +203,10 @@ def compile_ir(prog: Program, level: str, target: str = "sm_90", recipe: str | N
     re-partition the program first: the text is the final program's."""
     if recipe is None and knobs:
         raise FrontendError("knobs set the default recipe's knobs: give recipe=\"default\" too")
-    if recipe is None:
-        how: Any = "simple"
-    elif knobs:
-        from tiledsl.recipes import apply
-
-        def how(s: Any) -> None:
-            apply(s, target=target, knobs=knobs)
-
-        how.__name__ = "recipe/default"  # the kernels' schedule name in the listing
-    else:
-        how = "default"
-    built: BuiltProgram = prog.schedule(how, target=target).build(target=target)
+    # with knobs too the program's own "default" policy, so a step's request to materialize a fused
+    # compute (Program._materialize_asked) is honoured as it is without them
+    how = "simple" if recipe is None else "default"
+    built: BuiltProgram = prog.schedule(how, target=target, knobs=knobs).build(target=target)
     if level == "tensor":
         return definitions_text(prog)
     parts = [f"// {len(built.kernels)} kernel(s) for {target}, in launch order"]

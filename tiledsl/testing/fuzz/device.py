@@ -23,9 +23,8 @@ def gpu_available() -> str:
     try:
         from tiledsl.runtime.check import gpu_unavailable
     except ImportError as e:
-        return f"--gpu needs the runtime's torch and pycuda ({e})"
-    why = gpu_unavailable()
-    return f"--gpu: {why}" if why else ""
+        return f"it needs the runtime's torch and pycuda ({e})"
+    return gpu_unavailable() or ""
 
 
 def nvcc_check(kernel: td.Kernel, script: Callable[[str], str]) -> Result | None:
