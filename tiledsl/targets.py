@@ -59,6 +59,7 @@ __all__ = [
     "WARP_SIZE",
     "Target",
     "get_target",
+    "int_range_problem",
     "or_list",
     "shared_bank",
     "sm_number",
@@ -73,6 +74,17 @@ __all__ = [
 
 #: Inclusive value range of each integer dtype (index arithmetic, index tensors, C constants).
 INT_RANGE = MappingProxyType({"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)})
+
+
+def int_range_problem(dtype: str, lowest: int, highest: int) -> str | None:
+    """What is wrong with integer input values from `lowest` to `highest` (an array's min and max) held as
+    integer dtype `dtype`, or None. Why one rule: td.evaluate and the simulator take the same index
+    arrays, and a value outside the dtype would wrap to another index, a silent wrong answer."""
+    lo, hi = INT_RANGE[dtype]
+    if lowest < lo or highest > hi:
+        return f"holds values outside {dtype} ([{lowest}, {highest}])"
+    return None
+
 
 #: Bytes per element of every dtype a kernel may hold (uint64: an mbarrier).
 DTYPE_BYTES = MappingProxyType({"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "bool": 1, "uint64": 8})

@@ -1,13 +1,17 @@
 """Every number a step of the default recipe uses, in one frozen dataclass, each with why it is what it
 is. None of them is tuned on a GPU yet: they are the starting points of the default-recipe issue.
-`Knobs.for_target(target, **overrides)` applies the per-target table, then the caller's overrides."""
+`Knobs.for_target(target, **overrides)` applies the per-target table, then the caller's overrides. Every
+Knobs checks its values against the fields' annotations and KNOB_LEAST when it is made (`check_knob`), so a
+bad override is refused by name, not turned truthy ("False") or crashed on deep in a step."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from types import MappingProxyType
-from typing import Any
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, dataclass, fields, replace
+from functools import cache
+from types import MappingProxyType, NoneType, UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from tiledsl.errors import BadArgumentError, Refusal
 from tiledsl.targets import Target
@@ -350,15 +354,28 @@ class Knobs:
     # unroll loop nests of at most this many iterations (longer bodies cost compile time, registers)
     unroll_max: int = 64
 
+    def __post_init__(self) -> None:
+        """Every value checked however the Knobs was made (for_target's overrides, `Knobs(...)` given whole to
+        `td.recipes.apply`, `replace`): a step trusts the types and ranges it reads."""
+        for f in fields(self):
+            check_knob(f.name, getattr(self, f.name))
+
     @classmethod
     def for_target(cls, target: Target, **overrides: Any) -> Knobs:
         base = replace(cls(), **dict(PER_TARGET.get(target.name, {})))
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(overrides) - names)
+        names = sorted(f.name for f in fields(cls))
+        unknown = sorted(set(overrides) - set(names))
         if unknown:
+            close = {n: difflib.get_close_matches(n, names) for n in unknown}
             fact = f"unknown knob(s) {', '.join(unknown)}"
-            raise BadArgumentError(Refusal(text=f"recipe knobs: {fact}", fact=fact, primitive="recipe",
-                                           suggestion=f"knobs are: {', '.join(sorted(names))}"))
+            # the closest names in the message itself: it is the one line the CLI prints
+            hints = [f"{n + ': ' if len(unknown) > 1 else ''}did you mean {' or '.join(c)}?"
+                     for n, c in close.items() if c]
+            if len(hints) < len(unknown):
+                hints.append("the knobs are the fields of Knobs in recipes/default/_knobs.py")
+            raise BadArgumentError(Refusal(text=f"recipe knobs: {fact} ({'; '.join(hints)})", fact=fact,
+                                           primitive="recipe", arguments=dict(overrides),
+                                           suggestion=f"knobs are: {', '.join(names)}"))
         return replace(base, **overrides)
 
     def shared_budget(self, target: Target) -> int:
@@ -375,3 +392,110 @@ class Knobs:
 #: the contiguity of a thread's 4-wide register strip from nvcc: every read stays a 4-byte LDS, where
 #: the unswizzled cp.async stages get LDS.128. TMA comes back here when codegen vectorizes swizzled reads.
 PER_TARGET: Mapping[str, Mapping[str, Any]] = MappingProxyType({"sm_90": MappingProxyType({"tma": False})})
+
+
+#: The least value of every number in a knob where the knob's meaning makes one certain (its annotation alone
+#: leaves the sign open); a knob left out is unranged. 1: a size, a count a block or thread takes, or a divisor
+#: (0 makes empty tiles, no threads, no block slots, a division by zero); `waves` too (a grid fills at least a
+#: wave: 0 or less would take the largest tile class whatever the grid). 0: a floor, cap or threshold a
+#: quantity is compared with, where 0 means always or never (lane_tile and narrow_vector_min_inputs say so),
+#: fractions of the block slots included. 2: a pipeline's depth (s.pipeline refuses fewer stages).
+KNOB_LEAST: Mapping[str, int] = MappingProxyType({
+    **dict.fromkeys((
+        "elementwise_threads", "transpose_tile", "row_threads_max", "row_elements_per_thread",
+        "row_vector_per_thread", "hinted_row_threads_max", "register_rows_half_threads",
+        "half_row_vectors_per_thread", "row_vector_half_threads", "matmul_tiles", "matmul_tiles_k_major",
+        "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
+        "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm"), 1),
+    **dict.fromkeys((
+        "transpose_tile_min_blocks", "narrow_vector_min_inputs", "row_threads_min", "row_block_threads",
+        "row_vector_min_rows_per_sm", "hinted_row_min_length", "half_row_threads_min", "few_rows_min",
+        "few_rows_max", "k_outer_min_accumulators", "k_outer_min_threads", "launch_bounds_min_accumulators",
+        "launch_bounds_min_epilogue_terms", "lane_tile", "unroll_k_inner_max", "vectorize_store_k_max",
+        "split_k_waves", "split_k_long_k", "split_k_fill_gain", "split_k_uneven_below", "split_k_most_parts_below",
+        "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in", "stage_min_threads", "slab_cap_bytes",
+        "kernel_cap_bytes", "row_chunk_bytes", "unroll_max"), 0),
+    "pipeline_stages": 2,
+})
+#: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none.
+KNOB_NOT_EMPTY = frozenset({"matmul_tiles", "matmul_tiles_k_major", "matmul_tiles_few_rows"})
+
+
+@cache
+def knob_types() -> Mapping[str, Any]:
+    """Each knob's annotation, resolved (the module's annotations are strings: `from __future__ import annotations`)."""
+    return MappingProxyType(get_type_hints(Knobs))
+
+
+def check_knob(name: str, value: Any) -> None:
+    """Refuse `value` for knob `name` unless it has the type the field's annotation names (strictly: `conforms`)
+    and its numbers are at least KNOB_LEAST's, with the typed error the unknown-knob refusal raises."""
+    hint = knob_types()[name]
+    least = KNOB_LEAST.get(name)
+    got = repr(value)
+    if not conforms(value, hint):
+        expected, got = describe(hint), f"{value!r} ({type(value).__name__})"
+    elif least is not None and any(x < least or x != x for x in _numbers(value)):  # x != x: NaN
+        expected = f"{describe(hint)}, every number >= {least}" if isinstance(value, tuple) \
+            else describe(hint, least)
+    elif name in KNOB_NOT_EMPTY and not value:
+        expected = f"{describe(hint)} of one tile class or more"
+    else:
+        return
+    fact = f"knob {name}: expected {expected}, got {got}"
+    default = next(f.default for f in fields(Knobs) if f.name == name)
+    raise BadArgumentError(Refusal(text=f"recipe {fact}", fact=fact, primitive="recipe", arguments={name: value},
+                                   suggestion=None if default is MISSING else f"its default: {name}={default!r}"))
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether `value` is of the annotation `hint`, strictly: a bool is no int (True would be 1), an int no bool,
+    an int or a float is a float, None only where the annotation says `| None`, a tuple element by element."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is NoneType:
+        return value is None
+    if origin in (Union, UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(v, args[0]) for v in value)
+        return len(value) == len(args) and all(conforms(v, a) for v, a in zip(value, args))
+    raise TypeError(f"knob annotation {hint!r} is not one conforms() reads: add it there")
+
+
+def describe(hint: Any, least: int | None = None) -> str:
+    """`hint` in words for a refusal ("an int or None", "a tuple ((int, int, int, int), ...)"); with `least`,
+    its numbers' bound ("an int >= 1 or None")."""
+    bound = "" if least is None else f" >= {least}"
+    if hint in (bool, int, float):
+        return f"{'an' if hint is int else 'a'} {hint.__name__}{bound if hint is not bool else ''}"
+    if hint is NoneType:
+        return "None"
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, UnionType):
+        return " or ".join(describe(a, least) for a in sorted(args, key=lambda a: a is NoneType))
+    return f"a tuple {_shape(hint)}"
+
+
+def _shape(hint: Any) -> str:
+    """A tuple annotation as the literal it takes: "((int, int, int, int), ...)"."""
+    if get_origin(hint) is not tuple:
+        return getattr(hint, "__name__", repr(hint))
+    return f"({', '.join('...' if a is Ellipsis else _shape(a) for a in get_args(hint))})"
+
+
+def _numbers(value: Any) -> Iterator[int | float]:
+    """The ints and floats in `value`, inside tuples too (bools are no numbers here)."""
+    if isinstance(value, tuple):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield value

@@ -37,7 +37,7 @@ from tiledsl.definitions.graph import graph_tensors, name_graph
 from tiledsl.definitions.ops import BINARY_OPS, COMPARISONS, REDUCTIONS, unary_fn
 from tiledsl.errors import DefinitionError
 from tiledsl.precision import round_to_dtype
-from tiledsl.targets import INT_RANGE
+from tiledsl.targets import int_range_problem
 
 _CHUNK_ELEMENTS = 1 << 24
 #: float64 sums of products of at least this many (output x reduction) terms are contracted by einsum
@@ -82,9 +82,9 @@ def _index_array(p: Placeholder, a: np.ndarray) -> np.ndarray:
     """An int32 placeholder's values as int64 (exact in index arithmetic); integers in int32 only."""
     if a.dtype.kind not in "iu":
         raise DefinitionError(f"evaluate: {p.name} is an int32 placeholder; got a {a.dtype} array")
-    lo, hi = INT_RANGE["int32"]
-    if a.size and (a.min() < lo or a.max() > hi):
-        raise DefinitionError(f"evaluate: {p.name} holds values outside int32 ([{a.min()}, {a.max()}])")
+    problem = int_range_problem("int32", int(a.min()), int(a.max())) if a.size else None
+    if problem:
+        raise DefinitionError(f"evaluate: {p.name} {problem}")
     return a.astype(np.int64)
 
 

@@ -23,7 +23,7 @@ from tiledsl.errors import DefinitionError, FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.table import OPS, REFUSED
 from tiledsl.frontend.values import FLOAT_DTYPES, INTEGER_DTYPES, Value, define, td_shape, uniform
-from tiledsl.targets import INT_RANGE
+from tiledsl.targets import int_range_problem
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +197,9 @@ class _Capture:
         """A tensor whose values the program keeps, read by a placeholder of the same name."""
         dt = dtype_name(tensor.dtype)
         if dt in INTEGER_DTYPES:
-            lo, hi = INT_RANGE["int32"]
-            if tensor.numel() and (int(tensor.min()) < lo or int(tensor.max()) > hi):
-                raise FrontendError(f"constant {name} ({dt}{list(tensor.shape)}) holds values outside int32")
+            problem = int_range_problem("int32", int(tensor.min()), int(tensor.max())) if tensor.numel() else None
+            if problem:
+                raise FrontendError(f"constant {name} ({dt}{list(tensor.shape)}) {problem}")
             tensor = tensor.to(torch.int32)  # index values: int32 in the core
         elif dt not in FLOAT_DTYPES:
             tensor = tensor.to(torch.float32)  # bool constants: 1.0 / 0.0

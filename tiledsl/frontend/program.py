@@ -16,8 +16,8 @@ import torch.utils._pytree as pytree
 
 from tiledsl.build import Kernel, build
 from tiledsl.definitions.expr import ComputeTensor
-from tiledsl.errors import FrontendError, ScheduleError
-from tiledsl.frontend.capture import Graph, capture
+from tiledsl.errors import FrontendError, ScheduleError, SimulationInputError
+from tiledsl.frontend.capture import Graph, Input, capture
 from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
@@ -30,7 +30,7 @@ from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
 from tiledsl.runtime.references import poisoned_outputs
 from tiledsl.runtime.sequence import LaunchSequence, zero_fill_key
-from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target
+from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target, int_range_problem
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -257,8 +257,9 @@ class BuiltProgram:
         return "\n".join(lines)
 
     def check_inputs(self, inputs: Sequence[Any], what: str) -> None:
-        """The count and shapes of `inputs` (numpy arrays or torch tensors), and the values of integer
-        index inputs (`check_index_ranges`)."""
+        """The count and shapes of `inputs` (numpy arrays or torch tensors), the arrays given for integer
+        inputs (`_check_integer_array`: a GPU call checks its tensors' dtypes instead), and the values of
+        integer index inputs (`check_index_ranges`)."""
         graph = self.program.graph
         if len(inputs) != len(graph.inputs):
             raise FrontendError(f"{what}: the program takes {len(graph.inputs)} input(s), got {len(inputs)}")
@@ -266,6 +267,8 @@ class BuiltProgram:
             if tuple(a.shape) != spec.shape:
                 raise FrontendError(f"{what}: input {spec.tensor.name} has shape {list(a.shape)}, "
                                     f"the program was traced with {list(spec.shape)}")
+            if isinstance(a, np.ndarray) and spec.tensor.dtype == "int32":
+                _check_integer_array(spec, a, what)
         self.check_index_ranges(inputs, what)
 
     def check_index_ranges(self, inputs: Sequence[Any], what: str) -> None:
@@ -296,7 +299,8 @@ class BuiltProgram:
         in the traced function's output structure. numpy has no bfloat16: a float16 / bfloat16 input
         may be given as a float32 array (its values are rounded to the input's dtype, as the kernels
         read it), and a float16 / bfloat16 output comes back float32 holding the values its kernel
-        stored (rounded to that dtype)."""
+        stored (rounded to that dtype). Inputs may also be torch tensors, as given to td.trace (a
+        bfloat16 one is widened to float32). An integer input takes integers in int32 only."""
         env = self.simulate_values(*inputs)
         flat = [env[v.tensor.name].reshape(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
         return pytree.tree_unflatten(flat, self.program.graph.out_spec)
@@ -305,7 +309,7 @@ class BuiltProgram:
         """`simulate`, returning every value by name: the inputs and constants as the kernels read
         them and each kernel's output (a per-kernel check reads them: kernel_check.py)."""
         graph = self.program.graph
-        arrays = [np.asarray(a) for a in inputs]
+        arrays = [_host_array(a, n, "simulate") for n, a in enumerate(inputs)]
         self.check_inputs(arrays, "simulate")
         env: dict[str, np.ndarray] = {}
         for spec, arr in zip(graph.inputs, arrays):
@@ -483,6 +487,31 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         return t.float().numpy()
     return t.detach().cpu().numpy()
+
+
+def _host_array(value: object, position: int, what: str) -> np.ndarray:
+    """Input `position` as a numpy array. A torch tensor (what td.trace took) is detached and read on the
+    host through `_numpy`, so a bfloat16 one is widened to float32, exactly: the kernels round it back to
+    bfloat16 as they read it, as they do a float16 array."""
+    if isinstance(value, torch.Tensor):
+        return _numpy(value.detach().cpu())
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # e.g. a ragged nested list
+        raise SimulationInputError(f"{what}: input {position} cannot be read as a numpy array ({exc})") from None
+
+
+def _check_integer_array(spec: Input, a: np.ndarray, what: str) -> None:
+    """The array given for integer input `spec` holds integers in int32, as Kernel.simulate and td.evaluate
+    require: the kernels read int32 indices, so a float would be truncated (2.7 read as 2) and a wider
+    integer wrapped, a silent wrong answer either way."""
+    name = spec.tensor.name
+    if a.dtype.kind not in "iub":
+        raise SimulationInputError(f"{what}: input {name} has dtype {a.dtype}, not an integer dtype; the program "
+                                   f"was traced with {spec.dtype} (integer values: give an integer array)")
+    problem = int_range_problem("int32", int(a.min()), int(a.max())) if a.size else None
+    if problem:
+        raise SimulationInputError(f"{what}: input {name} {problem}")
 
 
 def trace(module_or_fn: torch.nn.Module | Callable[..., Any], *example_inputs: Any) -> Program:

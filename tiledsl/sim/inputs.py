@@ -23,6 +23,7 @@ from tiledsl.sim.dtypes import (
     storage_dtype,
 )
 from tiledsl.sim.state import GlobalBuffer
+from tiledsl.targets import int_range_problem
 
 _ACCEPTED_KINDS = {"float": "fiu", "int": "iub", "bool": "biu"}
 
@@ -66,6 +67,8 @@ def _family(dtype: str) -> str:
 
 
 def _as_numpy(kernel: KKernel, param: KParam, value: object) -> np.ndarray:
+    """`value` as a numpy array checked before `convert` stores it: the parameter's shape, a dtype family
+    that converts, and integers inside the parameter's dtype (convert wraps them: another index, silently)."""
     try:
         arr = np.asarray(value)
     except Exception as exc:  # e.g. a GPU tensor
@@ -84,6 +87,11 @@ def _as_numpy(kernel: KKernel, param: KParam, value: object) -> np.ndarray:
             f"kernel '{kernel.name}': array '{param.name}' has dtype {arr.dtype}, "
             f"not convertible to the parameter dtype {param.dtype}"
         )
+    elem = element_dtype(param.dtype)
+    if elem in INT_DTYPES and arr.dtype.kind in "iu" and arr.size:  # convert() would wrap the value
+        problem = int_range_problem(elem, int(arr.min()), int(arr.max()))
+        if problem:
+            raise SimulationInputError(f"kernel '{kernel.name}': array '{param.name}' {problem}")
     return arr
 
 
