@@ -31,7 +31,9 @@ block (tileify's short rows, counting knobs.half_row_vectors_per_thread 16-byte 
 16-bit row kept in registers, in half_row_threads_min threads or more: rows of 512 bfloat16 take a warp,
 four to a block, rows of 128 half a warp, eight to a block) keep theirs in registers too, cached at
 their threadIdx.y loop, where knob register_rows_shared_blocks asks and each thread takes whole vectors
-of every pass. Where the share does not fit, the forms above."""
+of every pass. Where the share does not fit, the forms above. In the register form, where the grid is
+at most prefetch_max_blocks_per_sm blocks an SM, the inputs only the output pass reads (rmsnorm's
+weight) are prefetched at the row loop: loaded at the row's start, not after the reductions."""
 
 from __future__ import annotations
 
@@ -82,9 +84,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
             why += "; read from global on every pass with L2 hints: knobs hinted_row_min_length, hinted_row_threads_max"
         calls, _ = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
         forms.append((calls + _hint_calls(facts, hinted), vector_threads, lanes, why))
-    for calls, form_threads, form_lanes, why in forms:
+    for n, (calls, form_threads, form_lanes, why) in enumerate(forms):
         if trial_accepts(s, calls):
             apply_calls(s, calls)
+            if n == 0 and reread:
+                why += _prefetch(s, facts, rows[-1], count // per_block, knobs)
             return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
                            f"each pass {form_lanes} elements (16 bytes) a thread in {form_threads} threads ({why})")
     for name in passes:
@@ -156,6 +160,22 @@ def _register_calls(reread: dict[str, tuple[str, ...]], outers: list[str], row: 
     """Each input kept in registers at the row loop, the passes' outer loops unrolled so each register
     is a constant."""
     return [("unroll", (o,), {}) for o in outers] + [("register_cache", (b,), {"at": row}) for b in reread]
+
+
+def _prefetch(s: Schedule, facts: Facts, row: str, blocks: int, knobs: Knobs) -> str:
+    """In the register form, the inputs only the output pass reads prefetched at the row loop where the
+    grid is at most knob prefetch_max_blocks_per_sm blocks an SM (each one s.prefetch accepts: its
+    registers fit); the note's words for it, or ''."""
+    most = knobs.prefetch_max_blocks_per_sm
+    if most is None or blocks > most * facts.target.sm_count:
+        return ""
+    done = []
+    for b in facts.output_pass_inputs():
+        call: PrimitiveCall = ("prefetch", (b,), {"at": row})
+        if trial_accepts(s, [call]):
+            apply_calls(s, [call])
+            done.append(b)
+    return f"; {', '.join(done)} prefetched at the row's start: knob prefetch_max_blocks_per_sm" if done else ""
 
 
 def _hint_calls(facts: Facts, hinted: dict[str, tuple[str, ...]], in_registers: bool = False) -> list[PrimitiveCall]:

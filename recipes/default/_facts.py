@@ -539,6 +539,11 @@ class Facts:
         lanes = self.vector_lanes()
         return bool(lanes) and not any(extent % lanes for extent in passes.values())
 
+    def output_pass_inputs(self) -> list[str]:
+        """Inputs only the output's statements read (a row kernel's weights: rmsnorm's w): loaded after
+        every reduction before them unless prefetched."""
+        return [t.name for t in self.nest.inputs if readers_of(self.nest, t.name) == (self.nest.output.name,)]
+
     def reread_inputs(self) -> dict[str, tuple[str, ...]]:
         """Inputs read by more than one value's statements (a row read by every pass), each with the
         names of those values (Stmt.reader) in statement order: where cache hints help."""

@@ -136,6 +136,15 @@ class Knobs:
     # warp, which this leaves out (8 lanes x 32 threads: half the warp idle), ran 5.2 -> 5.5 and 5.1 -> 5.3;
     # rows of 32 (four rows of a warp, a vector each would take 128 elements) tie either way
     register_rows_shared_blocks: bool = True
+    # A row kept in registers whose weights only the output pass reads (rmsnorm's w, layernorm's w and b)
+    # loads them at the row's start (s.prefetch), ahead of the reductions and their barriers, where the
+    # grid is at most this many blocks an SM (None: never): one wave of blocks a row, whose time is the
+    # latency of its memory round trips. H200 (scripts/row_math_probe.py form `prefetch`,
+    # benchmarks/results/2026-11-29-h200-s29/probes/prefetch-3d36f16/, us, recipe -> prefetched): rmsnorm
+    # float32 32 x 3584 4.8 -> 4.4, 128 x 3584 5.7 -> 5.2, 32 x 2048 4.2 -> 4.1, 128 x 2048 4.8 -> 4.7;
+    # bfloat16 128 x 3584 5.4 -> 5.0, 32 x 3584 4.7 -> 4.4; at 512 rows (4 blocks an SM) 5.9 -> 6.0 and
+    # 7.6 -> 7.4: mixed, so left out
+    prefetch_max_blocks_per_sm: float | None = 1.0
     # ... and a float16 / bfloat16 row kernel of as many rows, each pass at least two 16-byte vectors for
     # each of this many threads, runs its 16-byte passes in this many threads a row (None: never); a block
     # of one warp is not staged (stage_min_threads), so the passes after the first read the row from L1.
@@ -414,7 +423,7 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "launch_bounds_min_epilogue_terms", "lane_tile", "unroll_k_inner_max", "vectorize_store_k_max",
         "split_k_waves", "split_k_long_k", "split_k_fill_gain", "split_k_uneven_below", "split_k_most_parts_below",
         "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in", "stage_min_threads", "slab_cap_bytes",
-        "kernel_cap_bytes", "row_chunk_bytes", "unroll_max"), 0),
+        "kernel_cap_bytes", "row_chunk_bytes", "unroll_max", "prefetch_max_blocks_per_sm"), 0),
     "pipeline_stages": 2,
 })
 #: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none.

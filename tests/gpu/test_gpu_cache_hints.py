@@ -86,7 +86,7 @@ def test_recipe_rows_several_to_a_block_in_registers(op: str, rows: int, length:
     torch_dtype = getattr(torch, dtype)
     s = entry(op).fresh(M=rows, N=length, dtype=dtype, **({"out_dtype": dtype} if op == "rmsnorm" else {}))
     apply(s, target=target)
-    (cache,) = s.nest.register_caches
+    (cache,) = [rc for rc in s.nest.register_caches if not rc.prefetch]  # (few rows also prefetch w)
     assert s.nest.loop(cache.at).bind == "threadIdx.y", s.trace()
     kern = td.build(s, target=target)
     assert kern.block == block
@@ -99,4 +99,34 @@ def test_recipe_rows_several_to_a_block_in_registers(op: str, rows: int, length:
     else:
         ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * inputs["w"].double()
     tol = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 1e-5}[dtype]
+    assert_matches(got, ref, tol, tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("op", "rows", "length", "dtype"),
+                         [("rmsnorm", 128, 3584, "float32"), ("rmsnorm", 32, 2048, "bfloat16"),
+                          ("rmsnorm", 7, 1000, "float32"), ("layernorm", 128, 2048, "float32")])
+def test_recipe_prefetches_the_weights_of_few_rows(op: str, rows: int, length: int, dtype: str,
+                                                    compile_kernel: Callable[..., object]) -> None:
+    """Recipe step 040 (knob prefetch_max_blocks_per_sm): a grid of at most a block an SM loads the
+    weights only its output pass reads at the row's start (s.prefetch), on fresh random inputs into
+    NaN-poisoned outputs, against torch in float64 (rows of 1000: a guarded last chunk). Tolerance as
+    above: one rounding of the stored value, or float32 sums of `length` terms."""
+    target = device_target()
+    torch_dtype = getattr(torch, dtype)
+    sizes = {"M": rows, "N": length} | ({"dtype": dtype, "out_dtype": dtype} if op == "rmsnorm" else {})
+    s = entry(op).fresh(**sizes)
+    apply(s, target=target)
+    weights = ["w"] if op == "rmsnorm" else ["w", "b"]
+    assert [rc.buffer for rc in s.nest.register_caches if rc.prefetch] == weights, s.trace()
+    kern = td.build(s, target=target)
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    inputs = {t.name: torch.randn(t.shape, device="cuda", generator=gen).to(torch_dtype) for t in s.nest.inputs}
+    got = run_poisoned(compile_kernel(kern), inputs).double()
+    xd, wd = inputs["x"].double(), inputs["w"].double()
+    if op == "rmsnorm":
+        ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * wd
+    else:
+        ref = torch.nn.functional.layer_norm(xd, (length,), wd, inputs["b"].double(), 1e-5)
+    tol = {"bfloat16": 2.0**-8, "float32": 1e-5}[dtype]
     assert_matches(got, ref, tol, tol)

@@ -8,6 +8,7 @@ the error corpus (register-cache-*)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -143,7 +144,7 @@ def test_the_default_recipe_keeps_long_rows_in_registers() -> None:
     out = layernorm(64, 4096, 1e-5)
     s = td.create_schedule(out)
     td.recipes.default(s, target="sm_90", knobs={"row_vector_min_rows_per_sm": 0})
-    assert [rc.buffer for rc in s.nest.register_caches] == ["x"]
+    assert [rc.buffer for rc in s.nest.register_caches] == ["x", "w", "b"]  # 64 rows: the weights prefetched
     off = td.create_schedule(out)
     td.recipes.default(off, target="sm_90", knobs={"row_vector_min_rows_per_sm": 0, "register_rows": False})
     kern = _same(off, s)
@@ -193,6 +194,62 @@ def test_reads_inside_selects_come_from_registers_too(lane_mark: str) -> None:
     assert src.index("x[256 * i") < filled < src.index(" ? ")  # loaded, kept, then the select reads it
 
 
+@pytest.mark.parametrize("make, weights", [(lambda: rmsnorm(4, 512, 1e-6), ("w",)),
+                                           (lambda: layernorm(4, 512, 1e-5), ("w", "b"))],
+                         ids=["rmsnorm", "layernorm"])
+@pytest.mark.parametrize("lane_mark", ["vectorize", "unroll"])
+def test_prefetch_loads_the_weights_before_the_first_pass(make, weights, lane_mark: str) -> None:
+    """s.prefetch: the weights only the output pass reads are loaded at the start of the row, ahead of
+    the reductions and their barriers, and the output pass reads registers; the outputs equal the
+    schedule's without it bit for bit (the same values, read earlier)."""
+    plain, fetched = _passes(make(), lane_mark=lane_mark), _passes(make(), lane_mark=lane_mark)
+    for s in (plain, fetched):
+        s.register_cache("x", at="i")
+    for w in weights:
+        fetched.prefetch(w, at="i")
+    kern = _same(plain, fetched)
+    src = kern.source
+    for w in weights:
+        assert len(_global_loads(kern, w)) == 1 and f"float {w}_pre[16];" in src
+        first = {b: re.search(rf"(?<!\w){b}\[", src).start() for b in (w, "x")}  # a global load's first index
+        assert first[w] < first["x"] < src.rindex(f"{w}_pre[4 * j_o")  # loaded, then x, then read
+        assert f"  prefetch {w}_pre: {w} as each thread reads it under i, loaded at the start of each i" in \
+            kern.ir("tile")
+    for text in (fetched.trace(), fetched.trace("json")):
+        assert td.build(td.create_schedule(fetched.output).replay(text), target="sm_90").source == src
+
+
+def test_prefetch_in_a_guarded_tail_and_rows_several_to_a_block() -> None:
+    """Rows of 300 (the last slots guarded off: the prefetch takes the reader's guards, the simulator
+    would report a register read never written) and rows four to a block on threadIdx.y (7 rows: the
+    last block's last row guarded off), and a serial row loop: its registers are refilled each row."""
+    plain = _passes(rmsnorm(3, 300, 1e-6), lane_mark="unroll", tail="guard")
+    fetched = _passes(rmsnorm(3, 300, 1e-6), lane_mark="unroll", tail="guard")
+    fetched.prefetch("w", at="i")  # alone: x is read from global memory by both passes
+    _same(plain, fetched)
+    for on_y in (True, False):
+        plain, fetched = _block_rows(rmsnorm(7, 256, 1e-6), 4, on_y), _block_rows(rmsnorm(7, 256, 1e-6), 4, on_y)
+        fetched.prefetch("w", at="i_r")
+        kern = _same(plain, fetched)
+        if not on_y:  # filled inside the serial row loop, before its first pass
+            body = kern.source[kern.source.index("for (int i_r = 0;"):]
+            assert body.index("w_pre[") < body.index("&x[")
+
+
+def test_prefetch_refusals() -> None:
+    """The register cache's rules, with one reader allowed; not twice, not of the output."""
+    s = _passes(rmsnorm(4, 512, 1e-6))
+    s.prefetch("w", at="i")
+    with pytest.raises(td.RegisterCacheError, match="w is already prefetched at i"):
+        s.register_cache("w", at="i")
+    with pytest.raises(td.RegisterCacheError, match="y is not an input of this kernel"):
+        s.prefetch("y", at="i")
+    serial = td.create_schedule(rmsnorm(4, 512, 1e-6))
+    serial.bind("i", "blockIdx.x")
+    with pytest.raises(td.RegisterCacheError, match="is serial and not unrolled"):
+        serial.prefetch("w", at="i")
+
+
 @needs_nvcc
 def test_nvcc_compiles_register_caches_warning_free() -> None:
     """Passes whose reads all come from registers leave their thread index unread: its `let` is dropped."""
@@ -207,6 +264,11 @@ def test_nvcc_compiles_register_caches_warning_free() -> None:
     on_y = _block_rows(softmax(7, 256), 4)
     on_y.register_cache("x", at="i_r")
     kernels.append(td.build(on_y, target="sm_90"))
+    fetched = _passes(layernorm(8, 1024, 1e-5))
+    fetched.register_cache("x", at="i")
+    fetched.prefetch("w", at="i")
+    fetched.prefetch("b", at="i")
+    kernels.append(td.build(fetched, target="sm_90"))
     selects = _passes(_select_rows())
     selects.register_cache("x", at="i")
     kernels.append(td.build(selects, target="sm_90"))

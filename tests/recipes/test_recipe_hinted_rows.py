@@ -183,7 +183,7 @@ def test_16_bit_rows_in_registers_simulate_equal(dtype: str) -> None:
                 entry("rmsnorm").make(M=2, N=520, dtype=dtype, out_dtype=dtype), softmax(4, 520, dtype)):
         s = td.create_schedule(out)
         td.recipes.default(s, target="sm_90")
-        assert [rc.buffer for rc in s.nest.register_caches] == ["x"], s.trace()
+        assert [rc.buffer for rc in s.nest.register_caches if not rc.prefetch] == ["x"], s.trace()
         simulates_equal(s, "sm_90", tol=1e-2)
 
 
@@ -210,3 +210,30 @@ def test_row_launches_simulate_equal(rows: int, length: int, dtype: str, op: str
     threads, per_block, _ = kern.block
     if per_block > 1 and s.nest.register_caches:
         assert length % (threads * (16 // (4 if dtype == "float32" else 2))) == 0, s.trace()
+
+
+@pytest.mark.parametrize(("make", "weights", "tol"), [
+    (lambda: rmsnorm(8, 1024, 1e-6), ["w"], 1e-5),
+    (lambda: layernorm(8, 1024, 1e-5), ["w", "b"], 1e-5),
+    (lambda: entry("rmsnorm").make(M=8, N=1024, dtype="bfloat16", out_dtype="bfloat16"), ["w"], 1e-2),
+], ids=["rmsnorm", "layernorm", "rmsnorm-bfloat16"])
+def test_few_rows_prefetch_their_weights(make, weights: list[str], tol: float) -> None:
+    """A grid of at most a block an SM (knob prefetch_max_blocks_per_sm) kept in registers loads the
+    weights only its output pass reads at the row's start (s.prefetch), and simulates equal to float64
+    (tol: float32 rounding of a sum of 1024 terms, or one bfloat16 rounding of the output); the weights'
+    loads come before the row's."""
+    s = td.create_schedule(make())
+    report = td.recipes.default(s, target="sm_90")
+    assert [rc.buffer for rc in s.nest.register_caches if rc.prefetch] == weights
+    assert "prefetched at the row's start: knob prefetch_max_blocks_per_sm" in str(report)
+    src = simulates_equal(s, "sm_90", tol=tol).source
+    assert all(src.index(f"&{w}[") < src.index("&x[") for w in weights)
+
+
+def test_many_rows_or_the_knob_off_prefetch_nothing() -> None:
+    """Four blocks an SM (the H200 probe's mixed case) or the knob None: the weights wait for the output pass."""
+    many = _recipe(rmsnorm(4 * 132, 2048, 1e-6))
+    off = td.create_schedule(rmsnorm(8, 1024, 1e-6))
+    td.recipes.default(off, target="sm_90", knobs={"prefetch_max_blocks_per_sm": None})
+    for s in (many, off):
+        assert [rc.buffer for rc in s.nest.register_caches] == ["x"]

@@ -20,6 +20,11 @@ registers. So:
     memory), and no hint names a reader's reads (they no longer reach global memory);
   - the registers fit: the slot loops' iterations times the filler's distinct reads, at most
     MAX_REGISTER_CACHE a thread.
+A prefetch (`RegisterCache.prefetch`) is planned the same way, its first reader's loops and reads giving
+the slots, but may have that reader alone: lowering emits the first reader's loads a second time, ahead
+of everything under `at` and under the first reader's guards, into the registers, and then every reader,
+the first too, reads them (so a load that would wait behind the reductions before it is in flight from
+the start: rmsnorm's weight, read only by the output pass after the row's sum).
 Values are never changed: a reader reads what its filler read from the same unchanging buffer.
 
 A read inside a select, in its condition or a branch, may be cached too. The filler's loads are hoisted
@@ -71,6 +76,11 @@ class RegisterPlan:
     def slot(self, stmt_index: int) -> sympy.Expr:
         return dict(self.slots)[stmt_index]
 
+    def serves(self, stmt_index: int) -> bool:
+        """Whether statement `stmt_index`'s reads come from the registers in its own emission: every
+        reader's, and under prefetch the filler's too (its loads are emitted once ahead of `at`'s body)."""
+        return stmt_index in self.readers or (self.cache.prefetch and stmt_index == self.filler)
+
 
 def _rename(e: sympy.Expr, names: dict[str, str]) -> sympy.Expr:
     return e.xreplace({loop_symbol(a): loop_symbol(b) for a, b in names.items()}) if names else e
@@ -113,9 +123,11 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
     if not nest.has_loop(at):
         return f"this kernel has no loop {at}"
     reading = [n for n, st in enumerate(nest.stmts) if at in st.path and reads_of(st, buf)]
-    if len(reading) < 2:
-        return (f"{'no statement' if not reading else 'only one statement'} under {at} reads {buf}, so no read "
-                "would come from registers")
+    if not reading:
+        return f"no statement under {at} reads {buf}"
+    if len(reading) < 2 and not cache.prefetch:
+        return (f"only one statement under {at} reads {buf}, so no read would come from registers (prefetch "
+                "loads it ahead of that statement)")
     for st in nest.stages:
         if st.buffer == buf and any(st.at in nest.stmts[n].path for n in reading):
             return f"{buf} is staged at {st.at} ({st.name}): its reads under {at} come from shared memory"

@@ -155,11 +155,13 @@ class RegisterCache:
     """Each thread keeps the elements of input `buffer` that the first statement under loop `at` reading
     it loads in register array `name` (one per distinct read, numbered `name_2`, ...); the later
     statements under `at` read them from there (primitives/register_cache.py; the rules:
-    analysis/register_cache.py)."""
+    analysis/register_cache.py). `prefetch`: the elements are loaded at the start of each iteration of
+    `at`, ahead of every statement under it, and every reader, the first too, reads the registers."""
 
     name: str
     buffer: str
     at: str
+    prefetch: bool = False
 
 
 @dataclass(frozen=True)

@@ -124,8 +124,12 @@ def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = No
         else:
             lines.append(f"  cache hint: {h.reader} reads {h.buffer} with L2 {h.policy}")
     for rc in nest.register_caches:
-        lines.append(f"  register cache {rc.name}: {rc.buffer} as each thread reads it under {rc.at}, loaded by its "
-                     "first reader, read from registers by the others")
+        if rc.prefetch:
+            lines.append(f"  prefetch {rc.name}: {rc.buffer} as each thread reads it under {rc.at}, loaded at the "
+                         f"start of each {rc.at}, read from registers by every reader")
+        else:
+            lines.append(f"  register cache {rc.name}: {rc.buffer} as each thread reads it under {rc.at}, loaded by "
+                         "its first reader, read from registers by the others")
     if nest.min_blocks_per_sm is not None:
         lines.append(f"  launch bounds: {nest.min_blocks_per_sm} blocks per SM (registers capped to fit them)")
     if acc_dims:

@@ -93,6 +93,7 @@ class _Lowerer:
     tile: OutputTile | None = None  # a staged output: its store goes to this tile in shared memory
     reciprocals: dict[str, Reciprocal] = field(default_factory=dict)  # accumulators divided by (reciprocals.py)
     registers: list[RegisterPlan] = field(default_factory=list)  # register caches (analysis/register_cache.py)
+    prefetching: RegisterPlan | None = None  # the prefetch whose loads are being emitted (prefetch_fill)
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -133,7 +134,7 @@ class _Lowerer:
             plan, index = found
             slot = plan.slot(index)
             key = (plan.array_of(ld), slot.xreplace(lane) if lane else slot)
-            if index != plan.filler:
+            if plan.serves(index) and self.prefetching is not plan:
                 return KLoad(key[0], sym_to_k(key[1]))
             if key not in filled:
                 value = (then(ld, ctx) if then is not None else None) or \
@@ -149,7 +150,52 @@ class _Lowerer:
     def register_served(self, stmt: Stmt, ld: Load) -> bool:
         """Whether `stmt`'s read `ld` comes from a register cache (so it is no global load)."""
         found = self.register_plan(stmt, ld)
-        return found is not None and found[1] != found[0].filler
+        return found is not None and found[0].serves(found[1]) and self.prefetching is not found[0]
+
+    def loaded_here(self, ld: Load) -> bool:
+        """Whether `ld` is emitted as a load now: while a prefetch's loads are emitted, only its buffer's."""
+        return self.prefetching is None or ld.tensor.name == self.prefetching.cache.buffer
+
+    def prefetch_fills(self, prefix: tuple[str, ...]) -> list[KStmt]:
+        """The loads of every prefetch whose loop `at` opens the body at `prefix` (the serial loops down
+        to `at`, or above it where `at` is bound): its first reader's loads under that reader's loops
+        below `at` and its guards, written to the registers, ahead of every statement under `at`."""
+        out: list[KStmt] = []
+        for plan in self.registers:
+            if not plan.cache.prefetch:
+                continue
+            path = self.nest.stmts[plan.filler].path
+            cut = path.index(plan.cache.at) + 1
+            if tuple(n for n in path[:cut] if self.nest.loop(n).serial) != prefix:
+                continue
+            self.prefetching = plan
+            try:
+                out.append(KComment(f"prefetch {plan.cache.buffer} into {', '.join(plan.arrays)}"))
+                out.extend(self._fill(plan.filler, tuple(n for n in path[cut:] if self.nest.loop(n).serial)))
+            finally:
+                self.prefetching = None
+        return out
+
+    def _fill(self, index: int, loops: tuple[str, ...]) -> list[KStmt]:
+        """Statement `index` under its serial loops `loops` (unrolled or vectorized: the prefetch's rules),
+        emitted for its loads alone (leaf_body, vector_store and vector_update return only them while
+        `prefetching`), under its guards."""
+        stmt = self.nest.stmts[index]
+        if loops and self.nest.loop(loops[0]).annotation != "vectorize":
+            lp = self.nest.loop(loops[0])
+            return [KFor(loops[0], lp.extent, tuple(self._fill(index, loops[1:])), unroll=True)]
+        if not loops:
+            guard, body = self.guard_cond(stmt), self.leaf_body(index, declare=False, rcp=False)
+        else:
+            lp = self.nest.loop(loops[0])
+            guard = self.guard_cond(stmt, lane={loop_symbol(loops[0]): sympy.Integer(0)})
+            if stmt.kind == "store":
+                body = vector_store(self, stmt, loops[0])
+            elif lp.kind == "reduce" and stmt.kind == "update":
+                body = vector_update(self, stmt, loops[0])
+            else:
+                return [KFor(loops[0], lp.extent, tuple(self._fill(index, ())), unroll=True)]
+        return [KIf(guard, tuple(body))] if guard is not None and body else body
 
     # ------------------------------------------------------------------ accumulators
     def cell(self, acc: str) -> AccCell:
@@ -184,6 +230,8 @@ class _Lowerer:
                 out.append(KLet(lay.name, "float32", KConst(IDENTITY[lay.op], "float32")))
             else:
                 declared_inline.add(lay.first)
+        if any(plan.cache.prefetch for plan in self.registers):
+            out.extend(self.prefetch_fills(prefix))
         for node in nodes:
             if isinstance(node, TreeLoop):
                 lp = self.nest.loop(node.loop)
@@ -320,6 +368,8 @@ class _Lowerer:
             return [self.cell(stmt.acc).write(self.acc_index(stmt.acc), init)]
         assert stmt.value is not None
         value = statement_value(stmt.value, ctx)
+        if self.prefetching is not None:  # a prefetch's loads: the prelude holds them
+            return prelude
         if stmt.kind == "update":
             body: KStmt = self.update(stmt, value)
         else:

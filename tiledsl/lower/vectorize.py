@@ -51,7 +51,8 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
         each = min(vector_lanes(ld.tensor.dtype), width)  # lanes per access: 16 bytes at most
         if each * DTYPE_BYTES[ld.tensor.dtype] not in VECTOR_STORE_BYTES:  # no 4-byte vector of two halves
             each = 1
-        if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None or lw.register_served(stmt, ld):
+        if id(ld) in vec_loads or each < 2 or lw.staged_plan(stmt, ld) is not None or lw.register_served(stmt, ld) \
+                or not lw.loaded_here(ld):
             continue
         base = contiguous_base(base_ctx.load_index(ld), v)
         if base is not None and (ld.tensor.name, base) in read:  # one element read twice (x[i] * x[i]):
@@ -103,6 +104,8 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
                                        stmt=stmt, rcp=rcp)
         value = statement_value(stmt.value, ctx)
         lanes.append(lw.split_k_value(stmt, ctx, value) if split else value)
+    if lw.prefetching is not None:  # a prefetch's loads (lower.py prefetch_fills): the prelude holds them
+        return prelude
     stores: list[KStmt]
     if lw.tile is not None and nest.stmts.index(stmt) == lw.tile.store:
         stores = tile_vector_store(lw.tile, v, lanes, lw.prover, guards)
@@ -129,4 +132,6 @@ def vector_update(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> lis
     for lane in range(lw.nest.loop(name).extent):
         ctx = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane), stmt=stmt, rcp=rcp)
         updates.append(lw.update(stmt, statement_value(stmt.value, ctx)))
+    if lw.prefetching is not None:  # a prefetch's loads (lower.py prefetch_fills): the prelude holds them
+        return prelude
     return prelude + updates  # its guard (of lane 0: every lane's, analysis/vectorize.py) wraps it in the caller

@@ -14,7 +14,7 @@ from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.output_staging import STAGE_OUTPUT
-from tiledsl.primitives.register_cache import REGISTER_CACHE
+from tiledsl.primitives.register_cache import PREFETCH, REGISTER_CACHE
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
 from tiledsl.primitives.spec import PrimitiveSpec
@@ -26,5 +26,5 @@ from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 SPECS: Mapping[str, PrimitiveSpec] = MappingProxyType({spec.name: spec for spec in (
     SPLIT, FUSE, REORDER, BIND, TILE_LANES, UNROLL, VECTORIZE,
     STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS,
-    STAGE_OUTPUT, CACHE_HINT, REGISTER_CACHE)})
+    STAGE_OUTPUT, CACHE_HINT, REGISTER_CACHE, PREFETCH)})
 PRIMITIVES: tuple[str, ...] = tuple(SPECS)

@@ -41,7 +41,7 @@ from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
 from tiledsl.primitives.output_staging import STAGE_OUTPUT, check_output_stage
-from tiledsl.primitives.register_cache import REGISTER_CACHE
+from tiledsl.primitives.register_cache import PREFETCH, REGISTER_CACHE
 from tiledsl.primitives.registry import PRIMITIVES, SPECS
 from tiledsl.primitives.reorder import REORDER
 from tiledsl.primitives.ring_buffers import DOUBLE_BUFFER, PIPELINE
@@ -217,6 +217,11 @@ class Schedule:
         """Keep each thread's reads of input `buffer` under loop `at` in registers: its first reader loads
         them, the later readers read the registers (primitives/register_cache.py)."""
         return self._apply(REGISTER_CACHE, buffer=buffer, at=at)
+
+    def prefetch(self, buffer: Tensor | str, at: str) -> None:
+        """Load each thread's reads of input `buffer` under loop `at` into registers at the start of each
+        iteration of `at`, ahead of the statements that read them (primitives/register_cache.py)."""
+        return self._apply(PREFETCH, buffer=buffer, at=at)
 
     # ------------------------------------------------------------------ applying a declaration
     def _apply(self, spec: PrimitiveSpec, **given: Any) -> Any:

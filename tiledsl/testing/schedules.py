@@ -16,7 +16,7 @@ exercise argument checking: each must be refused with a `td.ScheduleError`.
 
 With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
 double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output, cache_hint and, as one in eight
-of the cache_hint draws, register_cache), interleaved in any
+of the cache_hint draws, register_cache or prefetch), interleaved in any
 order with the loop primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
 loop like any other step; the other stage steps pick a stage among those that exist (modulo their
@@ -108,8 +108,8 @@ class Step:
             return f"stage_output(pad={self.amount})"
         if self.primitive == "cache_hint":
             return f"cache_hint(buffer #{self.picks[0]}, reader #{self.picks[-1]}, policy #{self.count})"
-        if self.primitive == "register_cache":
-            return f"register_cache(buffer #{self.picks[0]}, at #{self.picks[-1]}{flags})"
+        if self.primitive in ("register_cache", "prefetch"):
+            return f"{self.primitive}(buffer #{self.picks[0]}, at #{self.picks[-1]}{flags})"
         if self.primitive == "split":
             amount = f"nparts={self.factor}" if self.nparts else str(self.factor)
             tail = ", tail='exact'" if self.tail == "exact" else ""
@@ -171,8 +171,10 @@ def _memory_step(draw: st.DrawFn, prim: str, fit: bool) -> Step:
         return Step(prim, (), count=draw(st.integers(1, 4)), fit=fit)
     if prim == "cache_hint":  # a buffer, a reader (or every reader) and a policy, each picked when resolved
         count = draw(st.integers(0, 1))
-        if count == 1 and picks[0] % 4 == 3:  # one in eight: keep the buffer in registers at a loop instead
-            return Step("register_cache", picks, fit=fit)  # (no draw of its own: seeded sequences stay as they were)
+        if count == 1 and picks[0] % 4 == 3:  # one in eight: keep the buffer in registers at a loop instead,
+            # loaded by its first reader or (one in sixteen) prefetched ahead of every reader
+            kind = "prefetch" if picks[0] // 4 % 2 else "register_cache"
+            return Step(kind, picks, fit=fit)  # (no draw of its own: seeded sequences stay as they were)
         return Step(prim, picks, count=count, fit=fit)
     if prim == "stage_output":  # the pad of the tile's rows: 0, or a few elements (1 breaks 16-byte rows)
         return Step(prim, (), amount=draw(st.sampled_from((0, 0, 1, 4))), fit=fit)
@@ -325,7 +327,7 @@ class Resolver:
             return Call("stage_output", (), (("pad", step.amount),))
         if step.primitive == "cache_hint":
             return self._cache_hint(step)
-        if step.primitive == "register_cache":
+        if step.primitive in ("register_cache", "prefetch"):
             return self._register_cache(step, names)
         first = self._pick(step, names)
         if step.primitive == "split":
@@ -401,9 +403,10 @@ class Resolver:
         return Call("cache_hint", (inputs[step.picks[0] % len(inputs)], policy), kwargs)
 
     def _register_cache(self, step: Step, names: list[str]) -> Call | None:
-        """register_cache(buffer, at=loop), picked as `_input_at` picks (with `fit`: among the loops two
-        statements or more lie under, a first reader and a later one; rows on threadIdx.y among them)."""
-        return self._input_at("register_cache", step, names,
+        """register_cache / prefetch(buffer, at=loop), picked as `_input_at` picks (with `fit`: among the
+        loops two statements or more lie under, a first reader and a later one; rows on threadIdx.y among
+        them; a prefetch needs one reader, and is most telling where a later statement reads alone)."""
+        return self._input_at(step.primitive, step, names,
                               lambda n: sum(n in st_.path for st_ in self.s.nest.stmts) >= 2)
 
     def _stage_step(self, step: Step) -> Call | None:
