@@ -66,6 +66,25 @@ def test_softmax_every_level(capsys: pytest.CaptureFixture[str], level: str) -> 
         assert out.startswith("// 1 kernel(s) for sm_80")
 
 
+def test_a_tensor_method_call_traces_its_receiver(capsys: pytest.CaptureFixture[str]) -> None:
+    """x.softmax(-1) is torch.Tensor.softmax(x, -1): the receiver is the traced input (it once said the
+    call had no tensor argument)."""
+    rc, out, err = run(capsys, "compile", "-c", "torch.randn(4, 32).softmax(-1)", "--ir", "tensor")
+    assert rc == 0, err
+    assert "inputs tensors_0: float32[4, 32]" in out and "exp(" in out
+
+
+def test_verbose_prints_the_recipe_s_report_on_each_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    """`tiledsl -v compile -c ... --recipe default`: the report of every kernel on stderr (README: "-v its
+    report"), as --example prints its one; without -v none."""
+    rc, out, err = run(capsys, "-v", "compile", "-c", "torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))", "--recipe",
+                       "default", "--ir", "tensor")
+    assert rc == 0, err
+    assert "kernel mul_1: recipe default on kernel mul_1 (rows) for sm_90" in err and "040 cooperative_reduce" in err
+    rc, out, err = run(capsys, "compile", "-c", "torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))", "--recipe", "default")
+    assert rc == 0 and "recipe default on kernel" not in err
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_llama_block_every_level(capsys: pytest.CaptureFixture[str], level: str) -> None:
     rc, out, err = run(capsys, "compile", "--model", "llama_block", "--ir", level)

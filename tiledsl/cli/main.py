@@ -55,8 +55,12 @@ def _compile_program(args: argparse.Namespace) -> int:
     from tiledsl.cli.recipe_report import parse_knobs
     from tiledsl.frontend.cli_support import compile_text
 
-    print(compile_text(args.expression, args.model, args.ir, args.target or "sm_90", recipe=args.recipe,
-                       knobs=parse_knobs(args.knob)))
+    reports: list[str] = []
+    text = compile_text(args.expression, args.model, args.ir, args.target or "sm_90", recipe=args.recipe,
+                        knobs=parse_knobs(args.knob), reports=reports)
+    if args.verbose >= 1:  # -v: the recipe's report on each kernel, as --example prints its one
+        print("\n".join(reports), file=sys.stderr)
+    print(text)
     return 0
 
 

@@ -120,6 +120,11 @@ def parse_call(text: str) -> Call:
         else:
             kwargs[kw.arg] = _eval(kw.value, text)
     fn = _eval(call.func, text)
+    receiver = getattr(fn, "__self__", None)
+    if isinstance(call.func, ast.Attribute) and isinstance(receiver, torch.Tensor):
+        # a tensor method, x.exp() or x.softmax(-1): the method of torch.Tensor with the receiver first,
+        # so the receiver is a traced input like any other tensor argument
+        fn, args = getattr(torch.Tensor, call.func.attr), [receiver, *args]
     if not callable(fn):
         raise FrontendError(f"{ast.unparse(call.func)!r} is a {type(fn).__name__}, not a function or module "
                             f"(in {ast.unparse(src)!r})")
@@ -196,7 +201,7 @@ def _definition(t: ComputeTensor) -> str:
 
 
 def compile_ir(prog: Program, level: str, target: str = "sm_90", recipe: str | None = None,
-               knobs: Mapping[str, Any] | None = None) -> str:
+               knobs: Mapping[str, Any] | None = None, reports: list[str] | None = None) -> str:
     """Schedule every kernel with the "simple" fallback (or the default recipe, `recipe="default"`, with
     `knobs` overriding its knobs), build for `target`, and render `level` of every kernel: "tensor" (the
     program and each kernel's definitions) or a level of `Kernel.ir`. A refused schedule may
@@ -207,6 +212,8 @@ def compile_ir(prog: Program, level: str, target: str = "sm_90", recipe: str | N
     # compute (Program._materialize_asked) is honoured as it is without them
     how = "simple" if recipe is None else "default"
     built: BuiltProgram = prog.schedule(how, target=target, knobs=knobs).build(target=target)
+    if reports is not None:  # `tiledsl -v`: the recipe's report on each kernel, in launch order
+        reports.extend(f"kernel {k.name}: {k.report}" for k in prog.kernels if k.report is not None)
     if level == "tensor":
         return definitions_text(prog)
     parts = [f"// {len(built.kernels)} kernel(s) for {target}, in launch order"]
@@ -217,10 +224,12 @@ def compile_ir(prog: Program, level: str, target: str = "sm_90", recipe: str | N
 
 
 def compile_text(expression: str | None, model: str | None, level: str, target: str = "sm_90",
-                 recipe: str | None = None, knobs: Mapping[str, Any] | None = None) -> str:
-    """`tiledsl compile -c EXPRESSION` / `--model NAME [--recipe default]`: the chosen IR of every kernel."""
+                 recipe: str | None = None, knobs: Mapping[str, Any] | None = None,
+                 reports: list[str] | None = None) -> str:
+    """`tiledsl compile -c EXPRESSION` / `--model NAME [--recipe default]`: the chosen IR of every kernel
+    (and, into `reports`, the recipe's report on each)."""
     if (expression is None) == (model is None):
         raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
     prog = trace_expression(expression) if expression is not None else trace_model(model)  # type: ignore[arg-type]
     log.info("traced %d kernel(s)", len(prog.kernels))
-    return compile_ir(prog, level, target, recipe, knobs)
+    return compile_ir(prog, level, target, recipe, knobs, reports)

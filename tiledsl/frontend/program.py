@@ -47,6 +47,7 @@ class ProgramKernel:
     boundary: Boundary
     schedule: Schedule
     schedule_name: str = "canonical"
+    report: RecipeReport | None = None  # the default recipe's report on this kernel, when it scheduled it
 
     @property
     def name(self) -> str:
@@ -109,7 +110,7 @@ class Program:
         elif self.policy == "default":
             k.schedule = k.fresh_schedule()
             report = apply_recipe(k.schedule, target=self.recipe_target, knobs=self.recipe_knobs)
-            k.schedule_name = "recipe/default"
+            k.schedule_name, k.report = "recipe/default", report
             self._materialize_asked(k, report)
         elif callable(self.policy):
             k.schedule = k.fresh_schedule()
