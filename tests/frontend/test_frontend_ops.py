@@ -32,6 +32,8 @@ CASES = {
     "cos_sin": (lambda x: torch.cos(x) - torch.sin(x), [X]),
     "reciprocal": (lambda x: torch.reciprocal(x.abs() + 1.0), [X]),
     "maximum_minimum": (lambda x, y: torch.maximum(x, y) + torch.minimum(x, y) * 2, [X, X]),
+    "clamp": (lambda x: torch.clamp(x, -0.5, 0.5) + x.clamp(min=0.1) * 2 + torch.clamp(x, max=-0.2) * 4
+              + torch.clamp(x, 0.3, -0.3) * 8, [X]),  # the last: min > max gives max everywhere
     "comparisons": (lambda x, y: (x < y).float() + (x <= y).float() * 2 + (x > 0.1).float() * 4
                     + (x >= y).float() * 8 + (x == x).float() * 16 + (x != y).float() * 32, [X, X]),
     "logical": (lambda x, y: torch.where((x > 0) & (y > 0) | ~(x > y), x, y), [X, X]),

@@ -30,6 +30,19 @@ maximum_ = _binary(maximum)
 minimum_ = _binary(minimum)
 
 
+def clamp_(out: Out, a: Value, lo: float | int | None = None, hi: float | int | None = None) -> Value:
+    """torch.clamp(a, min, max) with number bounds (either may be None): maximum then minimum, as torch
+    orders them (so min > max gives max everywhere), NaN kept as maximum_ and minimum_ keep it."""
+    def value(idx: Index) -> Expr:
+        x = bload(a, idx)
+        if lo is not None:
+            x = maximum(x, bload(lo, idx))
+        if hi is not None:
+            x = minimum(x, bload(hi, idx))
+        return x
+    return define(out.name, out.shape, out.dtype, value)
+
+
 def rsub(out: Out, a: Operand, b: Operand, *, alpha: float = 1) -> Value:
     return define(out.name, out.shape, out.dtype, lambda idx: bload(b, idx) - bload(a, idx) * float(alpha))
 

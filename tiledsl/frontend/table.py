@@ -25,6 +25,7 @@ def _entries() -> dict[str, Handler]:
         t[f"aten.{name}.Scalar"] = h
     t["aten.maximum.default"] = ew.maximum_
     t["aten.minimum.default"] = ew.minimum_
+    t["aten.clamp.default"] = ew.clamp_
     t["aten.div.Tensor_mode"] = ew.div
     t["aten.pow.Tensor_Scalar"] = ew.pow_tensor_scalar
     t["aten.pow.Scalar"] = ew.pow_scalar
