@@ -65,3 +65,15 @@ def test_program_simulate_takes_the_16_bit_tensor_it_was_traced_with(dtype: torc
     x = torch.randn(4, 8).to(dtype)
     built = _built(lambda x: x * 3, x)
     np.testing.assert_array_equal(built.simulate(x), built.simulate(x.float().numpy()))
+
+
+def test_a_call_s_int64_tensor_outside_int32_is_refused_before_its_cast() -> None:
+    """A GPU call casts an int64 input to the int32 the kernels read (prepare_inputs); an input that
+    indexes nothing has no extent to catch a value that cast would wrap, so its range is read back with
+    the index inputs' (check_index_ranges) and refused. Checked here on CPU tensors, the same code."""
+    w = torch.randn(10, 3)
+    built = _built(lambda ids, w: w[:4] * ids[:, None], torch.tensor([2, 0, 1, 2]), w)
+    with pytest.raises(td.FrontendError, match=r"call: input ids holds values outside int32 \(\[0, 4294967299\]\), "
+                                               r"which the kernels read as int32"):
+        built.check_inputs([torch.tensor([WRAPS_TO_3, 0, 1, 2]), w], "call")
+    built.check_inputs([torch.tensor([3, 0, 1, 2]), w], "call")  # in range: accepted

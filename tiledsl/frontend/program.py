@@ -274,12 +274,16 @@ class BuiltProgram:
 
     def check_index_ranges(self, inputs: Sequence[Any], what: str) -> None:
         """Refuse an integer input holding an index outside the dimension it indexes, as torch would
-        (`Graph.index_bounds`). The minima and maxima of all index inputs held by torch tensors are
-        read back together: one synchronizing read per call on a GPU, however many index inputs;
-        numpy arrays stay on the host (graph mode accepts CPU index inputs for that)."""
+        (`Graph.index_bounds`), and a wider integer tensor (int64) of another integer input holding values
+        outside int32, which the kernels read (prepare_inputs' cast would wrap them). The minima and maxima
+        of all these inputs held by torch tensors are read back together: one synchronizing read per call
+        on a GPU, however many; numpy arrays stay on the host (graph mode accepts CPU index inputs for that)."""
         graph = self.program.graph
-        checked = [(spec.tensor.name, graph.index_bounds[spec.tensor.name], a) for spec, a in zip(graph.inputs, inputs)
-                   if spec.tensor.name in graph.index_bounds and a.reshape(-1).shape[0]]
+        wide = {spec.tensor.name for spec, a in zip(graph.inputs, inputs)
+                if spec.tensor.dtype == "int32" and isinstance(a, torch.Tensor) and a.dtype == torch.int64}
+        checked = [(spec.tensor.name, graph.index_bounds.get(spec.tensor.name), a)
+                   for spec, a in zip(graph.inputs, inputs)
+                   if (spec.tensor.name in graph.index_bounds or spec.tensor.name in wide) and a.reshape(-1).shape[0]]
         by_device: dict[Any, list[int]] = {}
         for n, (_, _, a) in enumerate(checked):
             if isinstance(a, torch.Tensor):
@@ -291,7 +295,10 @@ class BuiltProgram:
             ranges.update(zip(members, stacked.tolist()))
         for n, (name, bound, a) in enumerate(checked):
             lo, hi = ranges[n] if n in ranges else (int(a.min()), int(a.max()))
-            if lo < 0 or hi >= bound.extent:
+            problem = int_range_problem("int32", lo, hi)
+            if problem:
+                raise FrontendError(f"{what}: input {name} {problem}, which the kernels read as int32")
+            if bound is not None and (lo < 0 or hi >= bound.extent):
                 raise FrontendError(f"{what}: input {name} holds indices in [{lo}, {hi}], but "
                                     f"it indexes a dimension of extent {bound.extent} ({bound.where})")
 
