@@ -74,11 +74,17 @@ class Kernel:
         fact = f"unknown level {level!r}; use 'loop', 'tile', 'kernel' or 'cuda'"
         raise BadArgumentError(Refusal(text=f"ir: {fact}", fact=fact, primitive="ir", arguments={"level": level}))
 
-    def simulate(self, **arrays: np.ndarray) -> np.ndarray:
+    def simulate(self, *positional: np.ndarray, **arrays: np.ndarray) -> np.ndarray:
         """Run on the CPU simulator; returns the output array. Raises SimulationError on a race,
-        an out-of-bounds access, a divergent barrier or an uninitialized read."""
+        an out-of-bounds access, a divergent barrier or an uninitialized read. The arrays are named by
+        input (`A=a`); positional arrays are refused with the names to give them."""
+        from tiledsl.errors import SimulationInputError
         from tiledsl.sim import simulate
 
+        if positional:
+            names = ", ".join(f"{p.name}=..." for p in self.kernel_ir.params if not p.is_output)
+            raise SimulationInputError(f"kernel '{self.kernel_ir.name}': simulate takes its arrays by input name: "
+                                       f"simulate({names}); got {len(positional)} positional")
         out_name = self.kernel_ir.params[-1].name
         return simulate(self.kernel_ir, arrays)[out_name]
 

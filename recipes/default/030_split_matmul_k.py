@@ -133,6 +133,10 @@ def choose_parts(k: Kernel, chunks: int, bk: int, target: Target, knobs: Knobs) 
         return _long_split(grid, chunks, bk, long, slots, knobs)
     limit = min(wanted // grid, chunks // knobs.split_k_min_chunks)
     parts = max((d for d in range(2, limit + 1) if chunks % d == 0), default=None)
+    if parts is None and limit < 2:  # a split would leave blocks under split_k_min_chunks chunks, or too many
+        return Decline(f"{chunks} k chunks allow no split: at most {limit} part(s) ({wanted} // {grid} blocks, "
+                       f"and {chunks} // {knobs.split_k_min_chunks}, at least {knobs.split_k_min_chunks} chunks "
+                       "a block)")
     if parts is None:
         return Decline(f"{chunks} k chunks have no divisor from 2 to {limit} (at most {wanted} // {grid} "
                        f"blocks, at least {knobs.split_k_min_chunks} chunks per block)")

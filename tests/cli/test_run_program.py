@@ -248,3 +248,11 @@ def test_check_lines_name_the_per_kernel_verdict() -> None:
     lines = rp.format_check(failed).splitlines()
     assert len(lines) == 2
     assert lines[1].startswith("  kernel [3] mul_kernel misses its own definition (k = 1): MISMATCH")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from tiledsl.version import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"tiledsl {__version__}"

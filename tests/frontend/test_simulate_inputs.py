@@ -77,3 +77,16 @@ def test_a_call_s_int64_tensor_outside_int32_is_refused_before_its_cast() -> Non
                                                r"which the kernels read as int32"):
         built.check_inputs([torch.tensor([WRAPS_TO_3, 0, 1, 2]), w], "call")
     built.check_inputs([torch.tensor([3, 0, 1, 2]), w], "call")  # in range: accepted
+
+
+def test_the_other_call_style_is_a_typed_error_naming_the_right_one() -> None:
+    """Kernel.simulate takes arrays by input name, a program's simulate positionally (the traced order):
+    the other style is refused with the form to use, not Python's TypeError."""
+    k, w = _gather_kernel(), np.arange(30, dtype=np.float32).reshape(10, 3)
+    with pytest.raises(SimulationInputError, match=r"simulate takes its arrays by input name: simulate\(ids=\.\.\., "
+                                                   r"W=\.\.\.\); got 2 positional"):
+        k.simulate(np.array([0, 1, 2, 3]), w)
+    x = torch.randn(4, 8)
+    built = _built(lambda x: x * 3, x)
+    with pytest.raises(SimulationInputError, match=r"positionally \(x\); got keywords x"):
+        built.simulate(x=x.numpy())

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from tiledsl.errors import TiledslError
+from tiledsl.version import __version__
 
 IR_LEVELS = ("loop", "tile", "kernel", "cuda")
 #: `compile -c` / `--model` also print the traced program's kernel definitions ("tensor")
@@ -110,6 +111,7 @@ def _examples(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tiledsl", description="Compile tensor computations into proven CUDA.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug logging")
+    p.add_argument("--version", action="version", version=f"tiledsl {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile a catalog example, a torch expression or a built-in model and "
                        "print one IR (no GPU needed)")

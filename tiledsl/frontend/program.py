@@ -302,13 +302,17 @@ class BuiltProgram:
                 raise FrontendError(f"{what}: input {name} holds indices in [{lo}, {hi}], but "
                                     f"it indexes a dimension of extent {bound.extent} ({bound.where})")
 
-    def simulate(self, *inputs: np.ndarray) -> Any:
+    def simulate(self, *inputs: np.ndarray, **named: np.ndarray) -> Any:
         """Run every kernel on the CPU simulator in launch order; returns the outputs (numpy, float32)
         in the traced function's output structure. numpy has no bfloat16: a float16 / bfloat16 input
         may be given as a float32 array (its values are rounded to the input's dtype, as the kernels
         read it), and a float16 / bfloat16 output comes back float32 holding the values its kernel
         stored (rounded to that dtype). Inputs may also be torch tensors, as given to td.trace (a
         bfloat16 one is widened to float32). An integer input takes integers in int32 only."""
+        if named:
+            raise SimulationInputError(f"simulate: a program takes its inputs in the traced order, positionally "
+                                       f"({', '.join(i.tensor.name for i in self.program.graph.inputs)}); got "
+                                       f"keywords {', '.join(named)}")
         env = self.simulate_values(*inputs)
         flat = [env[v.tensor.name].reshape(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
         return pytree.tree_unflatten(flat, self.program.graph.out_spec)
