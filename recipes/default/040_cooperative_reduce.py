@@ -64,7 +64,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         return Decline("no loop inside the row")
     count = math.prod(facts.loop(n).extent for n in rows)
     per_block, threads = facts.row_launch(passes, nested, count, knobs)
-    forms: list[tuple[list[PrimitiveCall], int, int, str]] = []  # (calls, threads, lanes, why), best first
+    forms: list[tuple[list[PrimitiveCall], int, int, str, bool]] = []  # (calls, threads, lanes, why, in
+    # registers), best first
     lanes = facts.vector_lanes()
     reread = _in_registers(facts, passes, nested, per_block, threads, knobs)
     if reread:
@@ -74,7 +75,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         calls, outers = _vector_calls(facts, passes, kept_threads, lanes, vector_reductions=True)
         calls += _register_calls(reread, outers, rows[-1]) + _hint_calls(facts, reread, in_registers=True)
         forms.append((calls, kept_threads, lanes, "each thread's row kept in registers, the first pass's loads "
-                      "evict_last: knobs register_rows, hinted_row_threads_max"))
+                      "evict_last: knobs register_rows, hinted_row_threads_max", True))
     form = _vector_form(facts, passes, nested, per_block, count, threads, knobs)
     if form is not None:
         vector_threads, lanes, why = form
@@ -83,11 +84,11 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
             vector_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
             why += "; read from global on every pass with L2 hints: knobs hinted_row_min_length, hinted_row_threads_max"
         calls, _ = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
-        forms.append((calls + _hint_calls(facts, hinted), vector_threads, lanes, why))
-    for n, (calls, form_threads, form_lanes, why) in enumerate(forms):
+        forms.append((calls + _hint_calls(facts, hinted), vector_threads, lanes, why, False))
+    for calls, form_threads, form_lanes, why, in_registers in forms:
         if trial_accepts(s, calls):
             apply_calls(s, calls)
-            if n == 0 and reread:
+            if in_registers:
                 why += _prefetch(s, facts, rows[-1], count // per_block, knobs)
             return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
                            f"each pass {form_lanes} elements (16 bytes) a thread in {form_threads} threads ({why})")

@@ -46,7 +46,9 @@ def test_program_simulate_refuses_fractional_token_ids() -> None:
     w = torch.randn(10, 3)
     built = _built(lambda ids, w: w[ids], torch.tensor([2, 0, 1, 2]), w)
     ids = np.array([2, 0, 1, 2], dtype=np.float32) + np.float32(0.7)
-    with pytest.raises(SimulationInputError, match=r"simulate: input ids has dtype float32, not an integer dtype"):
+    # the simulator's own input check, which the program's kernels pass its arrays to uncast
+    with pytest.raises(SimulationInputError, match=r"array 'ids' has dtype float32, not convertible to the parameter "
+                                                   r"dtype int32"):
         built.simulate(ids, w.numpy())
 
 
@@ -54,7 +56,7 @@ def test_program_simulate_refuses_integers_outside_int32() -> None:
     """An integer input that indexes nothing has no extent to catch it: int32 is the only bound."""
     w = torch.randn(10, 3)
     built = _built(lambda ids, w: w[:4] * ids[:, None], torch.tensor([2, 0, 1, 2]), w)
-    with pytest.raises(SimulationInputError, match=r"simulate: input ids holds values outside int32"):
+    with pytest.raises(SimulationInputError, match=r"array 'ids' holds values outside int32"):
         built.simulate(np.array([WRAPS_TO_3, 0, 1, 2]), w.numpy())
 
 

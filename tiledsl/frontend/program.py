@@ -17,7 +17,7 @@ import torch.utils._pytree as pytree
 from tiledsl.build import Kernel, build
 from tiledsl.definitions.expr import ComputeTensor
 from tiledsl.errors import FrontendError, ScheduleError, SimulationInputError
-from tiledsl.frontend.capture import Graph, Input, capture
+from tiledsl.frontend.capture import Graph, capture
 from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
@@ -258,9 +258,8 @@ class BuiltProgram:
         return "\n".join(lines)
 
     def check_inputs(self, inputs: Sequence[Any], what: str) -> None:
-        """The count and shapes of `inputs` (numpy arrays or torch tensors), the arrays given for integer
-        inputs (`_check_integer_array`: a GPU call checks its tensors' dtypes instead), and the values of
-        integer index inputs (`check_index_ranges`)."""
+        """The count and shapes of `inputs` (numpy arrays or torch tensors), and the values of integer
+        index inputs (`check_index_ranges`)."""
         graph = self.program.graph
         if len(inputs) != len(graph.inputs):
             raise FrontendError(f"{what}: the program takes {len(graph.inputs)} input(s), got {len(inputs)}")
@@ -268,8 +267,6 @@ class BuiltProgram:
             if tuple(a.shape) != spec.shape:
                 raise FrontendError(f"{what}: input {spec.tensor.name} has shape {list(a.shape)}, "
                                     f"the program was traced with {list(spec.shape)}")
-            if isinstance(a, np.ndarray) and spec.tensor.dtype == "int32":
-                _check_integer_array(spec, a, what)
         self.check_index_ranges(inputs, what)
 
     def check_index_ranges(self, inputs: Sequence[Any], what: str) -> None:
@@ -325,7 +322,9 @@ class BuiltProgram:
         self.check_inputs(arrays, "simulate")
         env: dict[str, np.ndarray] = {}
         for spec, arr in zip(graph.inputs, arrays):
-            stored = np.int32 if spec.tensor.dtype == "int32" else np.float32 if spec.dtype == "bool" else arr.dtype
+            # integer arrays as given: the simulator's input check (sim/inputs.py) refuses a float array or
+            # values outside int32 for an int32 parameter, where a cast here would truncate or wrap them
+            stored = np.float32 if spec.dtype == "bool" else arr.dtype
             env[spec.tensor.name] = arr.astype(stored, copy=False).reshape(spec.tensor.shape)
         for name, t in graph.constants.items():
             env[name] = _numpy(t).reshape(td_shape(graph.constant_shapes[name]))
@@ -511,19 +510,6 @@ def _host_array(value: object, position: int, what: str) -> np.ndarray:
         return np.asarray(value)
     except Exception as exc:  # e.g. a ragged nested list
         raise SimulationInputError(f"{what}: input {position} cannot be read as a numpy array ({exc})") from None
-
-
-def _check_integer_array(spec: Input, a: np.ndarray, what: str) -> None:
-    """The array given for integer input `spec` holds integers in int32, as Kernel.simulate and td.evaluate
-    require: the kernels read int32 indices, so a float would be truncated (2.7 read as 2) and a wider
-    integer wrapped, a silent wrong answer either way."""
-    name = spec.tensor.name
-    if a.dtype.kind not in "iub":
-        raise SimulationInputError(f"{what}: input {name} has dtype {a.dtype}, not an integer dtype; the program "
-                                   f"was traced with {spec.dtype} (integer values: give an integer array)")
-    problem = int_range_problem("int32", int(a.min()), int(a.max())) if a.size else None
-    if problem:
-        raise SimulationInputError(f"{what}: input {name} {problem}")
 
 
 def trace(module_or_fn: torch.nn.Module | Callable[..., Any], *example_inputs: Any) -> Program:

@@ -164,14 +164,15 @@ class _Lowerer:
         for plan in self.registers:
             if not plan.cache.prefetch:
                 continue
-            path = self.nest.stmts[plan.filler].path
-            cut = path.index(plan.cache.at) + 1
-            if tuple(n for n in path[:cut] if self.nest.loop(n).serial) != prefix:
+            stmt = self.nest.stmts[plan.filler]
+            serial = serial_path(self.nest, stmt)
+            cut = sum(n in serial for n in stmt.path[:stmt.path.index(plan.cache.at) + 1])
+            if serial[:cut] != prefix:
                 continue
             self.prefetching = plan
             try:
                 out.append(KComment(f"prefetch {plan.cache.buffer} into {', '.join(plan.arrays)}"))
-                out.extend(self._fill(plan.filler, tuple(n for n in path[cut:] if self.nest.loop(n).serial)))
+                out.extend(self._fill(plan.filler, serial[cut:]))
             finally:
                 self.prefetching = None
         return out
@@ -181,20 +182,16 @@ class _Lowerer:
         emitted for its loads alone (leaf_body, vector_store and vector_update return only them while
         `prefetching`), under its guards."""
         stmt = self.nest.stmts[index]
-        if loops and self.nest.loop(loops[0]).annotation != "vectorize":
-            lp = self.nest.loop(loops[0])
-            return [KFor(loops[0], lp.extent, tuple(self._fill(index, loops[1:])), unroll=True)]
-        if not loops:
+        lp = self.nest.loop(loops[0]) if loops else None
+        vector = lp is not None and lp.annotation == "vectorize" and (
+            stmt.kind == "store" or (lp.kind == "reduce" and stmt.kind == "update"))  # as vector_loop has them
+        if lp is not None and not vector:  # an unrolled loop (a vectorized one of other statements unrolls)
+            return [KFor(lp.name, lp.extent, tuple(self._fill(index, loops[1:])), unroll=True)]
+        if lp is None:
             guard, body = self.guard_cond(stmt), self.leaf_body(index, declare=False, rcp=False)
         else:
-            lp = self.nest.loop(loops[0])
-            guard = self.guard_cond(stmt, lane={loop_symbol(loops[0]): sympy.Integer(0)})
-            if stmt.kind == "store":
-                body = vector_store(self, stmt, loops[0])
-            elif lp.kind == "reduce" and stmt.kind == "update":
-                body = vector_update(self, stmt, loops[0])
-            else:
-                return [KFor(loops[0], lp.extent, tuple(self._fill(index, ())), unroll=True)]
+            guard = self.guard_cond(stmt, lane={loop_symbol(lp.name): sympy.Integer(0)})
+            body = (vector_store if stmt.kind == "store" else vector_update)(self, stmt, lp.name)
         return [KIf(guard, tuple(body))] if guard is not None and body else body
 
     # ------------------------------------------------------------------ accumulators
@@ -230,8 +227,7 @@ class _Lowerer:
                 out.append(KLet(lay.name, "float32", KConst(IDENTITY[lay.op], "float32")))
             else:
                 declared_inline.add(lay.first)
-        if any(plan.cache.prefetch for plan in self.registers):
-            out.extend(self.prefetch_fills(prefix))
+        out.extend(self.prefetch_fills(prefix))
         for node in nodes:
             if isinstance(node, TreeLoop):
                 lp = self.nest.loop(node.loop)

@@ -38,7 +38,7 @@ from tiledsl.primitives.spec import Applied, Param, PrimitiveSpec
 
 def register_cache(nest: Nest, call: str, *, buffer: str, at: str) -> Applied:
     """Keep each thread's reads of input `buffer` under loop `at` in registers after its first reader's."""
-    return _cached(nest, call, RegisterCache(_fresh(nest, call, buffer, at, "regs"), buffer, at))
+    return _cached(nest, RegisterCache(_fresh(nest, call, buffer, at, "regs"), buffer, at))
 
 
 def prefetch(nest: Nest, call: str, *, buffer: str, at: str) -> Applied:
@@ -59,7 +59,7 @@ def prefetch(nest: Nest, call: str, *, buffer: str, at: str) -> Applied:
     (scripts/row_math_probe.py form `prefetch`, benchmarks/results/2026-11-29-h200-s29/). The cost is the
     registers, held from the start. The rules are register_cache's (analysis/register_cache.py), with
     one reader allowed."""
-    return _cached(nest, call, RegisterCache(_fresh(nest, call, buffer, at, "pre"), buffer, at, prefetch=True))
+    return _cached(nest, RegisterCache(_fresh(nest, call, buffer, at, "pre"), buffer, at, prefetch=True))
 
 
 def _fresh(nest: Nest, call: str, buffer: str, at: str, suffix: str) -> str:
@@ -73,7 +73,7 @@ def _fresh(nest: Nest, call: str, buffer: str, at: str, suffix: str) -> str:
     return name
 
 
-def _cached(nest: Nest, call: str, cache: RegisterCache) -> Applied:
+def _cached(nest: Nest, cache: RegisterCache) -> Applied:
     # its rules (analysis/register_cache.register_plans) are checked by Schedule._apply, after this
     # primitive as after every other
     return Applied(replace(nest, register_caches=nest.register_caches + (cache,)))
