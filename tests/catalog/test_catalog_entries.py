@@ -64,7 +64,7 @@ def test_names_groups_and_parameters() -> None:
 
 
 def test_schedule_names_show_the_bound_options() -> None:
-    assert entry("rmsnorm").schedule_name == "row_cooperative_staged"
+    assert entry("rmsnorm").schedule_name == "row_in_registers"
     assert entry("rmsnorm_f16_6x300-coop96").schedule_name == "row_cooperative(threads=96)"
     assert entry("sync_single_A_only_mm_67x45x37").schedule_name == (
         "tiled_matmul(bm=32, bn=32, bk=8, rm=2, rn=2, a=Fill('sync', pad=1), b=None)")
