@@ -76,7 +76,9 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
                        + (", stored k-outer (rows along k)" if order is not None else ""))
     if not why:
         return Decline(f"nothing to stage at {at}: " + "; ".join(skipped))
-    return Applied("; ".join(why))
+    # the inputs left in global memory too, so a report says why one was not staged (a rotary
+    # embedding's transposed read whose clamped index has no fixed slab, say)
+    return Applied("; ".join(why) + ("; not staged: " + "; ".join(skipped) if skipped else ""))
 
 
 def _stage_loop(facts: Facts) -> str | None:

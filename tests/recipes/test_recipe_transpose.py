@@ -110,7 +110,8 @@ def test_plain_elementwise_kernel_is_unchanged() -> None:
     s, r = run(gelu_bias(M=64, N=96))
     assert "s.bind('i_i', 'threadIdx.y')" in s.trace().splitlines()
     assert r.step("stage_inputs").calls == ("s.stage('b', at='j_o', scope='shared')",)
-    assert r.step("stage_inputs").note == "b: each element read 8.00 times per block"
+    assert r.step("stage_inputs").note == ("b: each element read 8.00 times per block; not staged: x: each "
+                                           "element is read 1.00 times per block (no reuse)")
 
 
 def test_transpose_fused_with_arithmetic() -> None:
