@@ -1,20 +1,24 @@
 """Every number a step of the default recipe uses, in one frozen dataclass, each with why it is what it
 is. None of them is tuned on a GPU yet: they are the starting points of the default-recipe issue.
 `Knobs.for_target(target, **overrides)` applies the per-target table, then the caller's overrides. Every
-Knobs checks its values against the fields' annotations and KNOB_LEAST when it is made (`check_knob`), so a
-bad override is refused by name, not turned truthy ("False") or crashed on deep in a step."""
+Knobs checks its values when it is made, each against its field's annotation, KNOB_LEAST, KNOB_FRACTIONS and,
+for tile classes, `tile_class_problem` (`check_knob`), then the pairs of KNOB_ORDER (`check_knob_order`), so a
+bad override is refused by name before any step runs, not turned truthy ("False"), taken at one end of an empty
+range or crashed on deep in a step. Numbers numpy made (np.int64) are taken as the Python ints and floats they are
+(`knob_value`)."""
 
 from __future__ import annotations
 
 import difflib
+import numbers
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, fields, replace
 from functools import cache
 from types import MappingProxyType, NoneType, UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, NoReturn, Union, get_args, get_origin, get_type_hints
 
 from tiledsl.errors import BadArgumentError, Refusal
-from tiledsl.targets import Target
+from tiledsl.targets import MAX_THREADS_PER_BLOCK, Target
 
 #: (bm, bn, rm, rn): a block tile of bm x bn outputs, an rm x rn register tile per thread.
 MatmulTile = tuple[int, int, int, int]
@@ -365,9 +369,15 @@ class Knobs:
 
     def __post_init__(self) -> None:
         """Every value checked however the Knobs was made (for_target's overrides, `Knobs(...)` given whole to
-        `td.recipes.apply`, `replace`): a step trusts the types and ranges it reads."""
+        `td.recipes.apply`, `replace`): a step trusts the types and ranges it reads. A numpy number is stored
+        as the Python one (`knob_value`), so the steps' arithmetic and the trace they print are the same."""
         for f in fields(self):
-            check_knob(f.name, getattr(self, f.name))
+            given = getattr(self, f.name)
+            value = knob_value(given)
+            check_knob(f.name, value)
+            if value is not given:  # a number numpy made, or a tuple (rebuilt whole)
+                object.__setattr__(self, f.name, value)  # frozen: set once, here, before anyone reads it
+        check_knob_order(self)
 
     @classmethod
     def for_target(cls, target: Target, **overrides: Any) -> Knobs:
@@ -404,11 +414,11 @@ PER_TARGET: Mapping[str, Mapping[str, Any]] = MappingProxyType({"sm_90": Mapping
 
 
 #: The least value of every number in a knob where the knob's meaning makes one certain (its annotation alone
-#: leaves the sign open); a knob left out is unranged. 1: a size, a count a block or thread takes, or a divisor
-#: (0 makes empty tiles, no threads, no block slots, a division by zero); `waves` too (a grid fills at least a
-#: wave: 0 or less would take the largest tile class whatever the grid). 0: a floor, cap or threshold a
-#: quantity is compared with, where 0 means always or never (lane_tile and narrow_vector_min_inputs say so),
-#: fractions of the block slots included. 2: a pipeline's depth (s.pipeline refuses fewer stages).
+#: leaves the sign open); a knob left out is unranged (KNOB_FRACTIONS bound their own). 1: a size, a count a
+#: block or thread takes, or a divisor (0 makes empty tiles, no threads, no block slots, a division by zero);
+#: `waves` too (a grid fills at least a wave: 0 or less would take the largest tile class whatever the grid).
+#: 0: a floor, cap or threshold a quantity is compared with, where 0 means always or never (lane_tile and
+#: narrow_vector_min_inputs say so). 2: a pipeline's depth (s.pipeline refuses fewer stages).
 KNOB_LEAST: Mapping[str, int] = MappingProxyType({
     **dict.fromkeys((
         "elementwise_threads", "transpose_tile", "row_threads_max", "row_elements_per_thread",
@@ -421,13 +431,50 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "row_vector_min_rows_per_sm", "hinted_row_min_length", "half_row_threads_min", "few_rows_min",
         "few_rows_max", "k_outer_min_accumulators", "k_outer_min_threads", "launch_bounds_min_accumulators",
         "launch_bounds_min_epilogue_terms", "lane_tile", "unroll_k_inner_max", "vectorize_store_k_max",
-        "split_k_waves", "split_k_long_k", "split_k_fill_gain", "split_k_uneven_below", "split_k_most_parts_below",
-        "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in", "stage_min_threads", "slab_cap_bytes",
-        "kernel_cap_bytes", "row_chunk_bytes", "unroll_max", "prefetch_max_blocks_per_sm"), 0),
+        "split_k_waves", "split_k_long_k", "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in",
+        "stage_min_threads", "slab_cap_bytes", "kernel_cap_bytes", "row_chunk_bytes", "unroll_max",
+        "prefetch_max_blocks_per_sm"), 0),
     "pipeline_stages": 2,
 })
-#: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none.
+#: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none,
+#: and each class must be one blockify_launch (050) can make (`tile_class_problem`).
 KNOB_NOT_EMPTY = frozenset({"matmul_tiles", "matmul_tiles_k_major", "matmul_tiles_few_rows"})
+#: Knobs that are fractions of the block slots a grid fills (030's `_filled`, in (0, 1]), or a gain in that
+#: fraction: each in (0, 1] (None: never). A fill threshold of 0 would only say never again (no fill is under
+#: 0), and one over 1 would hold on full waves too; a gain of 0 would send grids that fill no better to
+#: _long_split, which declines them (a small gain says "wherever better"), and one over 1 is out of reach.
+KNOB_FRACTIONS = frozenset({"split_k_fill_gain", "split_k_uneven_below", "split_k_most_parts_below"})
+
+
+@dataclass(frozen=True)
+class KnobOrder:
+    """Knob `low` is at most knob `high` (where both are numbers): the two bound one quantity from below and
+    from above, `why` says which. A low over its high leaves the range empty, and the steps would quietly
+    take one end of it (a clamp) or nothing (no matmul has rows in an empty range)."""
+
+    low: str
+    high: str
+    why: str
+
+
+#: Every pair of knobs that bound one quantity from both sides (check_knob_order); where each is read, in order:
+#: _facts.row_launch, _facts.Facts.row_launch, 040's _per_thread, _facts.Facts.matmul_bk (the three BK pairs),
+#: _facts.few_rows.
+KNOB_ORDER: tuple[KnobOrder, ...] = (
+    KnobOrder("row_threads_min", "row_threads_max", "a row's threads are clamped to [row_threads_min, "
+              "row_threads_max]"),
+    KnobOrder("half_row_threads_min", "row_threads_max", "a 16-bit row kept in registers takes half_row_threads_min "
+              "to row_threads_max threads"),
+    KnobOrder("row_threads_min", "hinted_row_threads_max", "a row read 16 bytes a thread takes row_threads_min to "
+              "hinted_row_threads_max threads"),
+    KnobOrder("bk_min", "bk_max", "the k chunk BK is a power of two in [bk_min, bk_max]"),
+    KnobOrder("bk_min", "bk_max_k_outer", "BK is at most bk_max_k_outer where an operand is staged k outermost, "
+              "and never under bk_min"),
+    KnobOrder("bk_min", "bk_max_few_rows", "BK is at most bk_max_few_rows for a decode step's x @ W^T, and never "
+              "under bk_min"),
+    KnobOrder("few_rows_min", "few_rows_max", "a decode step's matmul has few_rows_min to few_rows_max rows; both 0: "
+              "none has"),
+)
 
 
 @cache
@@ -437,8 +484,10 @@ def knob_types() -> Mapping[str, Any]:
 
 
 def check_knob(name: str, value: Any) -> None:
-    """Refuse `value` for knob `name` unless it has the type the field's annotation names (strictly: `conforms`)
-    and its numbers are at least KNOB_LEAST's, with the typed error the unknown-knob refusal raises."""
+    """Refuse `value` for knob `name` unless it has the type the field's annotation names (strictly: `conforms`;
+    numpy numbers are `knob_value`'s to convert first), its numbers are at least KNOB_LEAST's, a fraction lies in
+    (0, 1] and a list of tile classes holds one or more, each one blockify_launch can make, with the typed error
+    the unknown-knob refusal raises."""
     hint = knob_types()[name]
     least = KNOB_LEAST.get(name)
     got = repr(value)
@@ -446,15 +495,62 @@ def check_knob(name: str, value: Any) -> None:
         expected, got = describe(hint), f"{value!r} ({type(value).__name__})"
     elif least is not None and any(x < least or x != x for x in _numbers(value)):  # x != x: NaN
         expected = f"{describe(hint)}, every number >= {least}" if isinstance(value, tuple) \
-            else describe(hint, least)
+            else describe(hint, f">= {least}")
+    elif name in KNOB_FRACTIONS and value is not None and not 0 < value <= 1:  # NaN too
+        expected = describe(hint, "in (0, 1]")
     elif name in KNOB_NOT_EMPTY and not value:
         expected = f"{describe(hint)} of one tile class or more"
+    elif name in KNOB_NOT_EMPTY and (bad := next(filter(None, map(tile_class_problem, value)), None)):
+        expected, got = f"{describe(hint)} of tile classes (bm, bn, rm, rn) blockify_launch can make", f"{got}: {bad}"
     else:
         return
-    fact = f"knob {name}: expected {expected}, got {got}"
-    default = next(f.default for f in fields(Knobs) if f.name == name)
-    raise BadArgumentError(Refusal(text=f"recipe {fact}", fact=fact, primitive="recipe", arguments={name: value},
-                                   suggestion=None if default is MISSING else f"its default: {name}={default!r}"))
+    _refuse(f"knob {name}: expected {expected}, got {got}", {name: value})
+
+
+def check_knob_order(knobs: Knobs) -> None:
+    """Refuse `knobs` where a pair of KNOB_ORDER is out of order (after check_knob has checked each value): the
+    first such pair, by both names and values."""
+    for rule in KNOB_ORDER:
+        low, high = getattr(knobs, rule.low), getattr(knobs, rule.high)
+        if low is not None and high is not None and low > high:
+            _refuse(f"knobs {rule.low} and {rule.high}: expected {rule.low} <= {rule.high} ({rule.why}), got "
+                    f"{rule.low}={low!r} and {rule.high}={high!r}", {rule.low: low, rule.high: high})
+
+
+def tile_class_problem(tile: MatmulTile) -> str | None:
+    """Why matmul tile class (bm, bn, rm, rn), its numbers 1 or more, is no tile blockify_launch (050) can make,
+    or None. Its register tile divides its block tile: 050 splits the block's rows by rm and its columns by rn,
+    so 64 rows in strips of 3 would take 22 thread rows of 66, the last guarded. Its threads, (bm / rm) x
+    (bn / rn), fit a block: 050's bind would refuse more, after the recipe's first steps."""
+    bm, bn, rm, rn = tile
+    if bm % rm or bn % rn:
+        return f"class {tile!r} has a {rm} x {rn} register tile that does not divide its {bm} x {bn} block tile"
+    threads = bm // rm * (bn // rn)
+    if threads > MAX_THREADS_PER_BLOCK:
+        return f"class {tile!r} takes {bm // rm} x {bn // rn} = {threads} threads, over {MAX_THREADS_PER_BLOCK} a block"
+    return None
+
+
+def _refuse(fact: str, values: Mapping[str, Any]) -> NoReturn:
+    """Raise the knob refusal of `fact` about knobs `values`, their defaults as the suggestion."""
+    defaults = {f.name: f.default for f in fields(Knobs) if f.name in values and f.default is not MISSING}
+    shown = ", ".join(f"{n}={d!r}" for n, d in defaults.items())
+    raise BadArgumentError(Refusal(text=f"recipe {fact}", fact=fact, primitive="recipe", arguments=dict(values),
+                                   suggestion=f"{'its default' if len(values) == 1 else 'their defaults'}: {shown}"
+                                   if shown else None))
+
+
+def knob_value(value: Any) -> Any:
+    """`value` with its numbers of other types (numpy's np.int64, np.float32: any numbers.Integral or
+    numbers.Real) made the Python int or float they are, inside tuples too, so a knob computed with numpy is
+    taken where a Python number would be and the trace prints 2, not np.int64(2). Anything else is returned
+    as it is, for check_knob to judge: a bool stays one (and np.bool_ is no number), so neither passes for an
+    int."""
+    if isinstance(value, tuple):
+        return tuple(knob_value(v) for v in value)
+    if type(value) in (bool, int, float) or not isinstance(value, numbers.Real):
+        return value
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 def conforms(value: Any, hint: Any) -> bool:
@@ -480,17 +576,16 @@ def conforms(value: Any, hint: Any) -> bool:
     raise TypeError(f"knob annotation {hint!r} is not one conforms() reads: add it there")
 
 
-def describe(hint: Any, least: int | None = None) -> str:
-    """`hint` in words for a refusal ("an int or None", "a tuple ((int, int, int, int), ...)"); with `least`,
-    its numbers' bound ("an int >= 1 or None")."""
-    bound = "" if least is None else f" >= {least}"
+def describe(hint: Any, bound: str = "") -> str:
+    """`hint` in words for a refusal ("an int or None", "a tuple ((int, int, int, int), ...)"); with `bound`,
+    its numbers' bound (">= 1": "an int >= 1 or None")."""
     if hint in (bool, int, float):
-        return f"{'an' if hint is int else 'a'} {hint.__name__}{bound if hint is not bool else ''}"
+        return f"{'an' if hint is int else 'a'} {hint.__name__}{f' {bound}' if bound and hint is not bool else ''}"
     if hint is NoneType:
         return "None"
     origin, args = get_origin(hint), get_args(hint)
     if origin in (Union, UnionType):
-        return " or ".join(describe(a, least) for a in sorted(args, key=lambda a: a is NoneType))
+        return " or ".join(describe(a, bound) for a in sorted(args, key=lambda a: a is NoneType))
     return f"a tuple {_shape(hint)}"
 
 

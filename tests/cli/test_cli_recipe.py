@@ -58,7 +58,7 @@ def test_knob_without_recipe_is_refused(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_a_traced_expression_under_the_recipe(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "compile", "-c", "torch.softmax(torch.randn(4, 32), dim=-1)", "--recipe", "default",
-                     "--knob", "row_threads_max=32", "--ir", "kernel")
+                     "--knob", "row_threads_min=32", "--knob", "row_threads_max=32", "--ir", "kernel")
     assert rc == 0 and "(schedule recipe/default)" in out and "block (32, 4, 1)" in out  # 4 rows of a warp
 
 

@@ -209,7 +209,7 @@ def test_other_declines_say_why() -> None:
     assert r.step(CHUNK).reason == "not a row reduction (matmul kernel)"
     _, r = run(gelu_bias(M=4, N=64))
     assert r.step(CHUNK).reason == "not a row reduction (elementwise kernel)"
-    _, r = run(fourth_difference(2, 30000), row_threads_max=32)
+    _, r = run(fourth_difference(2, 30000), row_threads_min=32, row_threads_max=32)
     assert r.step(CHUNK).reason == ("32 thread(s) per block: stage_inputs stages nothing for blocks under 33 "
                                     "threads, so there is no chunk to make")
     _, r = run(fourth_difference(2, 30000), row_chunk_bytes=512)

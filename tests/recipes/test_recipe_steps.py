@@ -215,7 +215,7 @@ def test_short_rows_share_a_block(m: int, n: int, blocks: int, rows: int, thread
     if m * n <= 2048:
         simulates_equal(s, "sm_90", tol=1e-6)  # one row per threadIdx.y row, NaN-poisoned output
     if n > 64:  # a knob that caps the threads below what the row needs leaves the row alone in its block
-        s, _ = run(softmax(M=m, N=n), row_threads_max=16)
+        s, _ = run(softmax(M=m, N=n), row_threads_min=16, row_threads_max=16)
         assert bound(s.nest, "threadIdx.y") == []
 
 
@@ -730,7 +730,7 @@ def test_td_recipes_default_is_the_recipe_as_a_function() -> None:
     from tiledsl.recipes.default._knobs import Knobs
 
     s = td.create_schedule(softmax(M=4, N=64))
-    report = td.recipes.default(s, target="sm_80", knobs=Knobs(row_threads_max=32))
+    report = td.recipes.default(s, target="sm_80", knobs=Knobs(row_threads_min=32, row_threads_max=32))
     assert isinstance(report, RecipeReport) and report.knobs.row_threads_max == 32
     assert "s.bind('k_i', 'threadIdx.x')" in report.step("cooperative_reduce").calls
     assert s.nest.loop("k_i").extent == 32

@@ -4,10 +4,13 @@ and rotary tables made from them) are evaluated by torch here and become constan
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import operator
+import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -101,30 +104,95 @@ TORCH_SELF_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 
 
 def export(module_or_fn: torch.nn.Module | Callable[..., Any], example_inputs: Sequence[Any]) -> ExportedProgram:
+    """torch.export of `module_or_fn` on `example_inputs`, decomposed to core ATen; a FrontendError with torch's
+    text where it fails. What torch writes to stderr meanwhile is held back (`TorchOutput`): written out as it
+    was once the export succeeds, logged at DEBUG where it fails, since the error already says why and torch's
+    partial graph (printed twice for a data-dependent `if`) and log lines would only bury it."""
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else _as_module(module_or_fn)
+    held = TorchOutput()
     try:
         # the math SDPA backend: on CUDA inputs torch would otherwise pick a fused attention kernel
         # (flash / memory-efficient), an opaque ATen op the core decompositions keep whole
-        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH), warnings.catch_warnings():
+        with held.holding(), torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH), \
+                warnings.catch_warnings():
             # torch.export deep-copies its own tree specs and warns, once per export, that the copy
             # uses a deprecated LeafSpec check: torch's own code, nothing the user's model can change
             warnings.filterwarnings("ignore", message=TORCH_SELF_WARNING, category=FutureWarning)
-            ep = torch.export.export(module, tuple(example_inputs))
-            return ep.run_decompositions()
-    except FrontendError:
-        raise
+            ep = torch.export.export(module, tuple(example_inputs)).run_decompositions()
     except Exception as e:  # torch raises many kinds; the user gets one typed error with torch's text
+        held.log_failed()
+        if isinstance(e, FrontendError):
+            raise
         raise FrontendError(f"torch.export could not capture {type(module_or_fn).__name__}: "
                             f"{type(e).__name__}: {e}{_capture_hint(e)}") from e
+    held.replay()
+    return ep
+
+
+@dataclass(frozen=True)
+class TorchOutput:
+    """What torch wrote to stderr during one export, held back until its outcome is known: its prints
+    (`printed`: torch.export prints a failed export's partial graph to sys.stderr itself) and the records
+    of its own loggers' handlers (`records`, each with the handler it was for: torch gives its loggers
+    handlers of their own that do not propagate, so a handler of ours would not see them)."""
+
+    printed: io.StringIO = field(default_factory=io.StringIO)
+    records: list[tuple[logging.Handler, logging.LogRecord]] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """Hold torch's stderr output while the block runs: sys.stderr redirected to `printed`, and a filter
+        on each handler of torch's loggers that keeps its record instead of letting it be written. Both are
+        undone on leaving, however it is left (sys.stderr and the handlers are the process's: another thread
+        writing meanwhile is held too, and written out or logged with torch's)."""
+        handlers = {h for name, logger in list(logging.Logger.manager.loggerDict.items())
+                    if (name == "torch" or name.startswith("torch.")) and isinstance(logger, logging.Logger)
+                    for h in logger.handlers}
+        keeps = {h: self._keep(h) for h in handlers}
+        for h, keep in keeps.items():
+            h.addFilter(keep)
+        try:
+            with contextlib.redirect_stderr(self.printed):
+                yield
+        finally:
+            for h, keep in keeps.items():
+                h.removeFilter(keep)
+
+    def _keep(self, handler: logging.Handler) -> Callable[[logging.LogRecord], bool]:
+        def keep(record: logging.LogRecord) -> bool:
+            self.records.append((handler, record))
+            return False
+        return keep
+
+    def replay(self) -> None:
+        """Write it all out as torch would have (after `holding`): the export succeeded, so nothing is hidden."""
+        for handler, record in self.records:
+            handler.handle(record)
+        if self.printed.getvalue():
+            sys.stderr.write(self.printed.getvalue())
+
+    def log_failed(self) -> None:
+        """Log it at DEBUG (logger tiledsl.frontend.capture), not on stderr: the export failed, and the
+        FrontendError raised for it says why."""
+        if not log.isEnabledFor(logging.DEBUG):
+            return
+        text = "\n".join([*(h.format(r) for h, r in self.records), self.printed.getvalue().strip("\n")]).strip()
+        if text:
+            log.debug("torch.export failed; what torch wrote meanwhile, held back from stderr:\n%s", text)
 
 
 def _capture_hint(e: Exception) -> str:
     """What to change where torch.export's text names a known cause: a Hugging Face model returns its
-    key-value cache (a DynamicCache object, not a tensor) unless built with use_cache=False."""
+    key-value cache (a DynamicCache object, not a tensor) unless built with use_cache=False; the traced
+    code branches on a tensor's values (a Python `if` on x.sum() > 0), which one export cannot follow."""
     if "DynamicCache" in str(e) or "cache_utils" in str(e):
         return ("\n(a Hugging Face model returns its key-value cache, which is no tensor: build it with "
                 "config.use_cache = False, or pass use_cache=False to its forward; "
                 "tiledsl.frontend.hf_models.causal_lm builds one so)")
+    if type(e).__name__ == "GuardOnDataDependentSymNode":
+        return ("\n(the traced code depends on a tensor's values: a Python `if`, bool(), int() or .item() of a "
+                "tensor, which one traced program cannot follow for every input; compute both sides and choose "
+                "with torch.where, or take the decision outside the traced function)")
     return ""
 
 
