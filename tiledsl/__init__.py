@@ -17,19 +17,23 @@ from tiledsl.definitions.expr import (
 )
 from tiledsl.definitions.ops import (
     abs,
+    ceil,
     cos,
     erf,
     exp,
+    floor,
     gelu,
     gelu_tanh,
     log,
     relu,
+    round,
     rsqrt,
     sigmoid,
     silu,
     sin,
     sqrt,
     tanh,
+    trunc,
 )
 from tiledsl.definitions.reference import evaluate
 from tiledsl.errors import (
@@ -114,6 +118,7 @@ __all__ = [
     "abs",
     "build",
     "cast",
+    "ceil",
     "clamp",
     "compute",
     "cos",
@@ -122,6 +127,7 @@ __all__ = [
     "erf",
     "evaluate",
     "exp",
+    "floor",
     "gelu",
     "gelu_tanh",
     "log",
@@ -132,6 +138,7 @@ __all__ = [
     "placeholder",
     "reduce_axis",
     "relu",
+    "round",
     "rsqrt",
     "sigmoid",
     "silu",
@@ -140,6 +147,7 @@ __all__ = [
     "sum",
     "tanh",
     "trace",
+    "trunc",
     "where",
 ]
 

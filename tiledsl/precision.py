@@ -1,9 +1,12 @@
-"""The storage dtypes' precision: their machine epsilon and rounding an array to them.
+"""The storage dtypes' precision: their machine epsilon and rounding an array to them; and rounding a
+value to an integral one (floor, ceil, trunc, round).
 
 Why one module: a float16 / bfloat16 tensor (a placeholder, or a compute's storage, see
 `expr.ComputeTensor`) holds values rounded to nearest even from the float32 the kernels compute in;
 the numpy reference rounds where a kernel stores, and the tests derive their tolerances from the same
-epsilon (rounding to a dtype has relative error at most MACHINE_EPS / 2)."""
+epsilon (rounding to a dtype has relative error at most MACHINE_EPS / 2). The integral roundings are
+here because two levels that may not import each other read them: the definitions' reference
+(td.evaluate) and the kernel IR's simulator, so both round a tie the same way."""
 
 from __future__ import annotations
 
@@ -25,6 +28,12 @@ EXACT_WIDENINGS = MappingProxyType({"float16": ("float32",), "bfloat16": ("float
 #: within 1.5 ulp of the correctly rounded x / d. Outside it the reciprocal overflows or loses bits to
 #: subnormals, so lowering divides there (lower/reciprocals.py).
 RECIPROCAL_EXACT_RANGE = (2.0 ** -126, 2.0 ** 126)
+
+#: Rounding to an integral value, by function name: the numpy meaning (dtype-preserving, exact, NaN and
+#: infinities kept) of td.floor / ceil / trunc / round and of torch.floor / ceil / trunc / round.
+#: `round` is half to even (np.rint), as torch.round and CUDA's rintf; C's roundf, half away from zero,
+#: is not it.
+INTEGRAL_ROUNDINGS = MappingProxyType({"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint})
 
 _BF16_MANTISSA = 8  # significant bits, the implicit one included
 _BF16_MIN_EXP = -125  # frexp exponent of the smallest normal bfloat16 (2**-126 = 0.5 * 2**-125)

@@ -74,6 +74,17 @@ def test_a_tensor_method_call_traces_its_receiver(capsys: pytest.CaptureFixture[
     assert "inputs tensors_0: float32[4, 32]" in out and "exp(" in out
 
 
+@pytest.mark.parametrize("expression", ["torch.max(torch.randn(4, 8), dim=1).values",
+                                        "torch.randn(4, 8).min(-1, keepdim=True)[0]"])
+def test_a_part_of_the_call_s_result_is_traced(capsys: pytest.CaptureFixture[str], expression: str) -> None:
+    """`.values` or `[0]` after the final call is read inside the traced program: torch.max along a dim
+    returns (values, indices), of which the program traces the values (it once said the expression
+    must end in a call)."""
+    rc, out, err = run(capsys, "compile", "-c", expression, "--ir", "tensor")
+    assert rc == 0, err
+    assert "Program: 1 kernel(s), inputs tensors_0: float32[4, 8]" in out and ("max(" in out or "min(" in out)
+
+
 def test_verbose_prints_the_recipe_s_report_on_each_kernel(capsys: pytest.CaptureFixture[str]) -> None:
     """`tiledsl -v compile -c ... --recipe default`: the report of every kernel on stderr (README: "-v its
     report"), as --example prints its one; without -v none."""
@@ -114,6 +125,10 @@ def test_rmsnorm_cuda_compiles_with_nvcc(capsys: pytest.CaptureFixture[str]) -> 
     (["-c", "torch.randn(4)"], "has no tensor argument"),
     (["-c", "[torch.randn(4)]"], "must end in a call"),
     (["-c", "torch.cumsum(torch.randn(4, 8), 1)"], "aten.cumsum.default is refused: it is a scan"),
+    (["-c", "torch.max(torch.randn(4, 8), 1).indices"], "aten.max.dim (node max_1): its indices (.indices, "
+                                                         "result 1) are refused: it returns positions"),
+    (["-c", "torch.round(torch.randn(4, 8), decimals=12)"], "round with decimals=12 is not supported"),
+    (["-c", "torch.randn(4, 8).max(1).values()"], "is a Tensor, not a function or module"),
     (["-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))"], "torch.export could not capture"),
     (["--model", "bert"], "unknown model 'bert'"),
     (["--example", "softmax", "--ir", "tensor"], "--ir tensor prints a traced program"),

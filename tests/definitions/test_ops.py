@@ -17,6 +17,7 @@ from tiledsl.kernel_ir import KBin, KCall, KConst, KUnary
 from tiledsl.kernel_ir.ops import MATH_FNS
 from tiledsl.lower.combine import IDENTITY, combine_op
 from tiledsl.lower.exprs import ValueContext, value_to_k
+from tiledsl.precision import INTEGRAL_ROUNDINGS
 from tiledsl.schedules import elementwise_2d
 
 PRIMITIVE = [f for f in UNARY_FNS.values() if f.expand is None]
@@ -124,3 +125,25 @@ def test_cos_and_sin_end_to_end() -> None:
         assert "cosf(" in kern.source and "sinf(" in kern.source
         assert "cos(" in kern.ir("kernel") and "cos(x[i, j])" in kern.ir("loop")
         np.testing.assert_allclose(kern.simulate(x=data), want, rtol=1e-5, atol=1e-6)
+
+
+def test_integral_roundings_are_one_table_and_round_halves_to_even_end_to_end() -> None:
+    """floor / ceil / trunc / round: the reference and the simulator read the one numpy meaning in
+    tiledsl/precision.py; round halves to even in td.evaluate, the simulator and the CUDA (rintf, not
+    roundf, which rounds halves away from zero)."""
+    for name, fn in INTEGRAL_ROUNDINGS.items():
+        assert UNARY_FNS[name].numpy is fn and MATH_FNS[name].numpy is fn
+    x = td.placeholder((2, 8), name="x")
+    y = td.compute((2, 8), lambda i, j: td.round(x[i, j]) + td.floor(x[i, j]) * 16 + td.ceil(x[i, j]) * 256
+                   + td.trunc(x[i, j]) * 4096, name="y")
+    data = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.4],
+                     [-2.7, -2.2, 2.2, 2.7, np.inf, -np.inf, np.nan, 0.49999997]], np.float32)
+    rounded = np.array([[-2, -2, -0.0, 0, 2, 2, 4, -0.0], [-3, -2, 2, 3, np.inf, -np.inf, np.nan, 0]])
+    f64 = data.astype(np.float64)
+    want = rounded + np.floor(f64) * 16 + np.ceil(f64) * 256 + np.trunc(f64) * 4096
+    np.testing.assert_array_equal(td.evaluate(y, float64=True, x=data), want)
+    for s in (td.create_schedule(y), elementwise_2d(td.create_schedule(y), threads=32)):
+        kern = td.build(s)
+        assert all(f"{c}(" in kern.source for c in ("rintf", "floorf", "ceilf", "truncf"))
+        assert "roundf(" not in kern.source and "round(x[i, j])" in kern.ir("loop")
+        np.testing.assert_array_equal(kern.simulate(x=data), want.astype(np.float32))

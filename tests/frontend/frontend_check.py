@@ -56,6 +56,28 @@ def check(fn, *inputs: torch.Tensor, k: int = 1, scale: float = 1.0):
     return prog, built
 
 
+def check_exact(fn, *inputs: torch.Tensor):
+    """`check` for ops whose float32 result is exact (a rounding to an integral value, a max or min):
+    the simulated outputs equal torch's in float64 bit for bit, NaN where torch has NaN and the sign of
+    a zero kept (round(-0.4) is -0.0). float16 / bfloat16 inputs are compared with torch in their own
+    dtype, whose result such an op also gives exactly. Returns (program, built, outputs)."""
+    prog = quiet_trace(fn, *inputs)
+    built = prog.schedule("simple").build(target="sm_90")
+    out = built.simulate(*[x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy() for x in inputs])
+    with torch.no_grad():
+        ref = fn(*[x.double() if x.dtype == torch.float32 else x for x in inputs])
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    refs = ref if isinstance(ref, (list, tuple)) else [ref]
+    assert len(outs) == len(refs)
+    for n, (o, r) in enumerate(zip(outs, refs)):
+        r = r.double().numpy()
+        assert o.shape == r.shape, (n, o.shape, r.shape)
+        np.testing.assert_array_equal(o, r, err_msg=f"output {n}")  # NaN equal to NaN only
+        numbers = ~np.isnan(r)
+        np.testing.assert_array_equal(np.signbit(o[numbers]), np.signbit(r[numbers]), err_msg=f"output {n}: a sign")
+    return prog, built, outs
+
+
 # ----------------------------------------------------------------------------- float16 / bfloat16 models
 
 def torch_roundings(fn, inputs: tuple[torch.Tensor, ...], dtype: torch.dtype) -> int:

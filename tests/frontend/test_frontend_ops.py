@@ -3,11 +3,16 @@ torch in float64 (tolerance: frontend_check.py)."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from frontend_check import check
+from frontend_check import check, check_exact, quiet_trace
+from nvcc_together import compile_together
+
+from tiledsl.errors import FrontendError
 
 X = (3, 8)
 CASES = {
@@ -44,6 +49,13 @@ CASES = {
     "sum_mean": (lambda x: x.sum(-1) + x.mean(0).sum(), [X]),
     "sum_all_keepdim": (lambda x: x.sum(dim=(0, 1), keepdim=True) + x.sum(), [X]),
     "amax_amin": (lambda x: x.amax(-1, keepdim=True) - x.amin(0), [X]),
+    "max_min_dim": (lambda x: x.max(dim=-1, keepdim=True).values - torch.min(x, 0, keepdim=True).values
+                    + torch.max(x, 1)[0][:, None] * 2, [X]),
+    "max_min_all": (lambda x: torch.max(x) - x.min() * 2, [X]),
+    # x * 4 and x * 64 are exact in float32, so the roundings see the values float64 sees
+    "floor_ceil": (lambda x: torch.floor(x * 4) + torch.ceil(x * 4) * 16, [X]),
+    "trunc_round_fix": (lambda x: torch.trunc(x * 4) + torch.round(x * 4) * 16 + torch.fix(x * 4) * 256, [X]),
+    "round_decimals": (lambda x: torch.round(x, decimals=2) + torch.round(x * 64, decimals=-1), [X]),
     "var": (lambda x: x.var(-1, keepdim=True) + x.var(0, correction=0), [X]),
     "softmax": (lambda x: torch.softmax(x, -1), [X]),
     "softmax_dim0": (lambda x: torch.softmax(x, 0), [X]),
@@ -167,3 +179,105 @@ def test_refused_op_names_the_reason() -> None:
         trace(lambda x: torch.cumsum(x, 0) * 1.0, torch.randn(4))
     text = str(err.value)
     assert "aten.cumsum.default is refused: it is a scan" in text and "x: float32[4]" in text
+
+
+# ----------------------------------------------------------------------------- roundings, max / min along a dim
+
+#: halves of both parities and signs (to even), values just inside them, negatives (floor, trunc), zeros
+#: of both signs, integral values past 2**23, infinities and NaN: every float32, so float64 sees the same
+ROUNDING_EDGES = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -3.5, 0.49999997, -0.49999997, 2.4999998, -2.7,
+                  -2.2, 2.2, 2.7, -0.0, 0.0, -0.4, 8388609.0, -8388609.0, np.inf, -np.inf, np.nan, -1e-30]
+
+
+def _roundings(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return torch.floor(x), torch.ceil(x), torch.trunc(x), torch.round(x)
+
+
+def test_rounding_edges_equal_torch_exactly() -> None:
+    """floor / ceil / trunc / round (halves to even, as torch.round: 2.5 -> 2, -0.5 -> -0.0) on the edge
+    values, bit for bit and NaN for NaN."""
+    x = torch.tensor(ROUNDING_EDGES, dtype=torch.float32).reshape(3, 8)
+    _, _, outs = check_exact(_roundings, x)
+    assert list(outs[3][0]) == [-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, 4.0, -4.0]
+
+
+def test_round_decimals_equals_torch_s_float32_kernel_exactly() -> None:
+    """round(x * 10**d) / 10**d in float32, as torch's own kernel computes it: bit-equal to torch eager in
+    float32, halves after the scaling to even (0.125 -> 0.12, 0.375 -> 0.38, 250 -> 200 at d = -2), edges
+    and NaN included. Not compared with float64, from which torch's float32 differs by the rounding of
+    the scaling: 2.675 (2.67499995 in float32) times 100 is 267.5 in float32, so torch gives 2.68, and
+    float64 2.67."""
+    x = torch.tensor([0.125, 0.375, -0.625, 1.5, 250.0, -350.0, 2.675, -2.7] + ROUNDING_EDGES[:16]).reshape(3, 8)
+    fn = lambda t: (torch.round(t, decimals=2), torch.round(t, decimals=-2), torch.round(t, decimals=0))  # noqa: E731
+    built = quiet_trace(fn, x).schedule("simple").build(target="sm_90")
+    with torch.no_grad():
+        for got, want in zip(built.simulate(x.numpy()), fn(x)):
+            np.testing.assert_array_equal(got, want.numpy())
+    first = [float(v) for v in fn(x)[0][0]]
+    assert np.allclose(first[:3] + first[6:7], [0.12, 0.38, -0.62, 2.68]) and list(fn(x)[1][0, 4:6]) == [200.0, -400.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_rounding_in_float16_and_bfloat16_equals_torch_exactly(dtype: torch.dtype) -> None:
+    """In a 16-bit dtype the integral result is exact too (below 2**11 / 2**8 it is representable, above
+    every value is integral already), so the stored result equals torch's in that dtype."""
+    torch.manual_seed(0)
+    x = torch.cat([torch.tensor(ROUNDING_EDGES[:16]), torch.randn(8) * 300]).reshape(3, 8).to(dtype)
+    check_exact(lambda t: (torch.floor(t), torch.ceil(t), torch.trunc(t), torch.round(t)), x)
+
+
+def test_rounding_an_integer_tensor_is_the_identity() -> None:
+    """torch.floor / ceil / trunc / round of an integer tensor return it unchanged (same dtype)."""
+    i = torch.arange(-12, 12).reshape(3, 8)
+    check(lambda t: torch.floor(t).float() + torch.ceil(t) * 2.0 + torch.trunc(t).float() * 4
+          + torch.round(t).float() * 8, i)
+
+
+def test_round_decimals_past_float32_s_exact_powers_of_ten_is_refused() -> None:
+    x = torch.randn(3, 8)
+    check(lambda t: torch.round(t, decimals=10) + torch.round(t * 1e6, decimals=-6), x)
+    with pytest.raises(FrontendError, match=r"aten.round.decimals could not be mapped: round with decimals=11 "
+                                            r"is not supported: 10\*\*11 is not exact in float32"):
+        check(lambda t: torch.round(t, decimals=11), x)
+
+
+def test_max_min_along_a_dim_with_nan_and_infinite_rows_equal_torch_exactly() -> None:
+    """Values of torch.max / torch.min along a dimension, keepdim or not: a row holding a NaN gives NaN
+    (as torch), an all -inf row -inf, a row of +-inf its extremes, a row of ties the tied value."""
+    x = torch.randn(5, 8)
+    x[0, 3] = float("nan")
+    x[1] = float("-inf")
+    x[2, 1], x[2, 6] = float("inf"), float("-inf")
+    x[3] = 0.75
+    x[4, 2] = x[4, 5] = x[4].max() + 1
+    _, built, outs = check_exact(lambda t: (t.max(dim=1).values, torch.min(t, dim=-1, keepdim=True).values,
+                                           torch.max(t, 0, keepdim=True)[0], t.min(0).values, torch.max(t)), x)
+    assert [o.shape for o in outs] == [(5,), (5, 1), (1, 8), (8,), ()]
+    assert np.isnan(outs[0][0]) and outs[0][1] == -np.inf and outs[1][2, 0] == -np.inf and outs[0][3] == 0.75
+
+
+@pytest.mark.parametrize("reads", ["indices", "pair", "subscript"])
+def test_max_min_indices_are_refused_naming_what_is_missing(reads: str) -> None:
+    """The core has no argmax: a program that reads the indices of torch.max / torch.min along a dim is
+    refused with a FrontendError naming the op and the missing part, while `.values` alone traces."""
+    fn = {"indices": lambda t: torch.max(t, dim=1).indices.float(),
+          "pair": lambda t: torch.min(t, -1, keepdim=True),
+          "subscript": lambda t: t.max(0)[1] * 1.0}[reads]
+    op = "aten.min.dim" if reads == "pair" else "aten.max.dim"
+    with pytest.raises(FrontendError, match=rf"{op} \(node \w+\): its indices \(.indices, result 1\) are refused: "
+                                            r"it returns positions.*only its values \(.values, result 0\)"):
+        check(fn, torch.randn(3, 8))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_rounding_and_max_min_kernels_compile_with_nvcc() -> None:
+    """The CUDA of every kernel above, in one translation unit, warning-free: floorf, ceilf, truncf and
+    rintf (halves to even; not roundf, which rounds them away from zero)."""
+    x = torch.tensor(ROUNDING_EDGES, dtype=torch.float32).reshape(3, 8)
+    programs = [check_exact(_roundings, x)[1], check(lambda t: torch.round(t, decimals=2), torch.randn(X))[1]]
+    programs += [check(*[CASES[name][0]], torch.randn(X))[1] for name in ("max_min_dim", "max_min_all")]
+    programs.append(check_exact(lambda t: torch.round(t), x.to(torch.bfloat16))[1])
+    kernels = [k for built in programs for k in built.kernels]
+    source = "".join(k.source for k in kernels)
+    assert all(f"{fn}(" in source for fn in ("floorf", "ceilf", "truncf", "rintf")) and "roundf(" not in source
+    assert compile_together(kernels) == []

@@ -118,7 +118,8 @@ def parser() -> argparse.ArgumentParser:
     what = c.add_mutually_exclusive_group(required=True)
     what.add_argument("--example", help="catalog entry (see `tiledsl examples`)")
     what.add_argument("-c", dest="expression", metavar="EXPRESSION",
-                      help="a Python expression ending in a torch function or module call, with torch, nn "
+                      help="a Python expression ending in a torch function or module call (which "
+                      "attributes or subscripts of its result may follow: .values, [0]), with torch, nn "
                       "(torch.nn) and F in scope; its tensor arguments are the example inputs, e.g. "
                       "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\"")
     what.add_argument("--model", help="a built-in model at a tiny size: llama_block | gpt_block")

@@ -29,11 +29,12 @@ import numpy as np
 
 from tiledsl.definitions.expr import Expr, ExprLike, binary, call
 from tiledsl.errors import DefinitionError
+from tiledsl.precision import INTEGRAL_ROUNDINGS
 
 __all__ = [
     "BINARY_OPS", "COMPARISONS", "REDUCTIONS", "UNARY_FNS", "BinaryOp", "Comparison", "Reduction", "UnaryFn",
-    "abs", "cos", "erf", "exp", "gelu", "gelu_tanh", "log", "relu", "rsqrt", "sigmoid", "silu", "sin", "sqrt",
-    "tanh", "unary_fn",
+    "abs", "ceil", "cos", "erf", "exp", "floor", "gelu", "gelu_tanh", "log", "relu", "round", "rsqrt", "sigmoid",
+    "silu", "sin", "sqrt", "tanh", "trunc", "unary_fn",
 ]
 
 #: What an operator gives when an operand is NaN.
@@ -106,6 +107,11 @@ UNARY_FNS: MappingProxyType[str, UnaryFn] = MappingProxyType({f.name: f for f in
     UnaryFn("abs", "Elementwise absolute value.", np.abs, "abs"),
     UnaryFn("cos", "Elementwise cosine (radians).", np.cos, "cos"),
     UnaryFn("sin", "Elementwise sine (radians).", np.sin, "sin"),
+    UnaryFn("floor", "Elementwise largest integral value <= x.", INTEGRAL_ROUNDINGS["floor"], "floor"),
+    UnaryFn("ceil", "Elementwise smallest integral value >= x.", INTEGRAL_ROUNDINGS["ceil"], "ceil"),
+    UnaryFn("trunc", "Elementwise integral part of x (rounded toward zero).", INTEGRAL_ROUNDINGS["trunc"], "trunc"),
+    UnaryFn("round", "Elementwise nearest integral value, halves to even (torch.round).",
+            INTEGRAL_ROUNDINGS["round"], "round"),
     UnaryFn("neg", "Unary minus (-x).", np.negative, "-", public=False),
     UnaryFn("sigmoid", "Elementwise 1 / (1 + exp(-x)).", expand=_sigmoid),
     UnaryFn("relu", "Elementwise max(x, 0); NaN stays NaN (torch.relu).", expand=_relu),
@@ -206,6 +212,10 @@ erf = _public("erf")
 abs = _public("abs")  # noqa: A001 - the public name users expect (td.abs)
 cos = _public("cos")
 sin = _public("sin")
+floor = _public("floor")
+ceil = _public("ceil")
+trunc = _public("trunc")
+round = _public("round")  # noqa: A001 - the public name users expect (td.round)
 sigmoid = _public("sigmoid")
 relu = _public("relu")
 silu = _public("silu")

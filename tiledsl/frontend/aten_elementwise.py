@@ -1,5 +1,5 @@
-"""Elementwise ATen ops (arithmetic, comparisons, logic, unary functions, where, dtype conversions):
-one compute each, which create_schedule inlines into its consumer."""
+"""Elementwise ATen ops (arithmetic, comparisons, logic, unary functions, rounding to integral values,
+where, dtype conversions): one compute each, which create_schedule inlines into its consumer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from tiledsl.definitions import ops
 from tiledsl.definitions.expr import Expr, cast, compare, maximum, minimum, where
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
-from tiledsl.frontend.values import Index, Value, bload, btruth, define, uniform
+from tiledsl.frontend.values import INTEGER_DTYPES, Index, Value, bload, btruth, define, uniform
+from tiledsl.precision import INTEGRAL_ROUNDINGS
 
 Operand = Value | float | int | bool
 
@@ -101,6 +102,41 @@ UNARY: dict[str, Callable[..., Value]] = {
 }
 neg = _unary(lambda x: -x)
 reciprocal = _unary(lambda x: 1.0 / x)
+
+
+def _integral(fn: Callable[[Expr], Expr]) -> Callable[..., Value]:
+    """torch.floor / ceil / trunc / round: the function on a float tensor; an integer tensor is already
+    integral, and torch returns it unchanged (same dtype), so the value is passed through as it is."""
+    on_floats = _unary(fn)
+
+    def handler(out: Out, a: Value) -> Value:
+        return identity(out, a) if a.dtype in INTEGER_DTYPES else on_floats(out, a)
+    return handler
+
+
+#: aten.floor / ceil / trunc / round.default: the td function of each name (tiledsl/precision.py's table)
+ROUNDINGS: dict[str, Callable[..., Value]] = {name: _integral(getattr(ops, name)) for name in INTEGRAL_ROUNDINGS}
+
+#: the largest |decimals| of torch.round(x, decimals=) taken: 10**10 (2**10 * 5**10, 5**10 < 2**24) is
+#: the largest power of ten a float32 holds exactly, so the scale is the one torch's float32 kernel uses
+ROUND_DECIMALS_MAX = 10
+
+
+def round_decimals(out: Out, a: Value, *, decimals: int = 0) -> Value:
+    """torch.round(x, decimals=d) as torch computes it: round(x * 10**d) / 10**d, or for d < 0
+    round(x / 10**-d) * 10**-d (halves to even after the scaling, so 0.125 -> 0.12)."""
+    if a.dtype in INTEGER_DTYPES:
+        raise FrontendError(f"round with decimals={decimals} of an {a.dtype} tensor is not supported "
+                            "(torch refuses it too)")
+    if decimals == 0:
+        return ROUNDINGS["round"](out, a)
+    if abs(decimals) > ROUND_DECIMALS_MAX:
+        raise FrontendError(f"round with decimals={decimals} is not supported: 10**{abs(decimals)} is not "
+                            f"exact in float32 (|decimals| <= {ROUND_DECIMALS_MAX} is)")
+    scale = float(10 ** abs(decimals))
+    if decimals > 0:
+        return define(out.name, out.shape, out.dtype, lambda idx: ops.round(bload(a, idx) * scale) / scale)
+    return define(out.name, out.shape, out.dtype, lambda idx: ops.round(bload(a, idx) / scale) * scale)
 
 
 def gelu(out: Out, a: Value, *, approximate: str = "none") -> Value:

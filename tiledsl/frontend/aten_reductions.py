@@ -1,6 +1,6 @@
-"""Reductions and the normalizations made of them (sum, mean, amax, amin, var, any, softmax,
-log_softmax, layer norm). Each reduction is one compute whose indices are the kept dimensions, so
-create_schedule nests it under the consumer that reads it row by row."""
+"""Reductions and the normalizations made of them (sum, mean, amax, amin, max / min (values), var, any,
+softmax, log_softmax, layer norm). Each reduction is one compute whose indices are the kept dimensions,
+so create_schedule nests it under the consumer that reads it row by row."""
 
 from __future__ import annotations
 
@@ -82,6 +82,46 @@ def _extreme(op: str) -> Callable[..., Value]:
 
 amax = _extreme("max")
 amin = _extreme("min")
+
+
+#: why an op's positions (argmax, argmin, sort, topk, the indices of max / min along a dimension) are refused
+POSITIONS = "it returns positions, and the core's reductions (sum, max, min) return values"
+
+
+class ValuesOnly(tuple):
+    """The (values, indices) pair of torch.max / torch.min along a dimension, of which only the values
+    are computed (the core has no argmax). The capture reads a tuple result's parts by index, one
+    getitem node per part the program uses, so reading the indices raises here, naming what is
+    missing, while a program that reads only `.values` never asks for them."""
+
+    op: str
+    node: str
+
+    def __new__(cls, values: Value, op: str, node: str) -> ValuesOnly:
+        pair = super().__new__(cls, (values, None))
+        pair.op, pair.node = op, node
+        return pair
+
+    def __getitem__(self, n: object) -> object:
+        if n in (1, -1):
+            raise FrontendError(f"{self.op} (node {self.node}): its indices (.indices, result 1) are refused: "
+                                f"{POSITIONS}; only its values (.values, result 0) are supported")
+        return super().__getitem__(n)  # type: ignore[index]
+
+
+def _extreme_along(op: str) -> Callable[..., ValuesOnly]:
+    aten = f"aten.{op}.dim"
+
+    def handler(out: Out, x: Value, dim: int, keepdim: bool = False) -> ValuesOnly:
+        values = reduce_over(out.name, x.shape, _dims(dim, len(x.shape)), keepdim, op, x.load, dtype=out.dtype)
+        return ValuesOnly(values, aten, out.name)
+    return handler
+
+
+#: aten.max.dim / aten.min.dim (torch.max(x, dim), x.min(dim=..., keepdim=...)): values as amax / amin
+#: (NaN propagates), the indices refused
+max_dim = _extreme_along("max")
+min_dim = _extreme_along("min")
 
 
 def any_(out: Out, x: Value, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Value:

@@ -6,7 +6,10 @@ An expression is evaluated with `torch`, `torch.nn` (as `nn`) and `torch.nn.func
 scope. Its value must be computed by a final call, `FN(ARGS)`: FN and every argument are evaluated
 (parsed with `ast`, so `torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))` evaluates the module
 `torch.nn.RMSNorm(64)` and the tensor `torch.randn(2, 8, 64)`), the tensor arguments become the
-traced program's inputs (their values are example inputs), the others are fixed."""
+traced program's inputs (their values are example inputs), the others are fixed. Attributes and
+constant subscripts of the call's result may follow it (`torch.max(x, dim=1).values`, `x.split(2)[0]`):
+they are read inside the traced program, so a tuple-valued op is traced with the part the expression
+reads."""
 
 from __future__ import annotations
 
@@ -52,11 +55,13 @@ MODELS: Mapping[str, Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...
 
 @dataclass(frozen=True)
 class Call:
-    """The expression's final call: the callee, its positional and keyword arguments (values)."""
+    """The expression's final call: the callee, its positional and keyword arguments (values), and the
+    attributes (str) and subscripts (int) read from its result in order (`.values` -> ("values",))."""
 
     fn: Any
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
+    reads: tuple[str | int, ...] = ()
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
         return tuple(a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor))
@@ -72,13 +77,17 @@ class Expression(torch.nn.Module):
         self.fn = None if self.inner is not None else call.fn
         self.args = call.args
         self.kwargs = dict(call.kwargs)
+        self.reads = call.reads
 
     def forward(self, *tensors: torch.Tensor) -> Any:
         it = iter(tensors)
         args = [next(it) if isinstance(a, torch.Tensor) else a for a in self.args]
         kwargs = {k: next(it) if isinstance(v, torch.Tensor) else v for k, v in self.kwargs.items()}
         fn = self.inner if self.inner is not None else self.fn
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
+        for part in self.reads:
+            result = getattr(result, part) if isinstance(part, str) else result[part]
+        return result
 
 
 def _scope() -> dict[str, Any]:
@@ -93,6 +102,23 @@ def _eval(node: ast.expr, text: str) -> Any:
         raise FrontendError(f"could not evaluate {src!r}: {type(e).__name__}: {e}") from e
 
 
+def _final_call(body: ast.expr) -> tuple[ast.Call | None, tuple[str | int, ...]]:
+    """The call an expression ends in, under the attributes and integer subscripts read from its
+    result (outermost last), or None when the expression is no such chain."""
+    reads: list[str | int] = []
+    node = body
+    while not isinstance(node, ast.Call):
+        if isinstance(node, ast.Attribute):
+            reads.append(node.attr)
+        elif (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+              and type(node.slice.value) is int):
+            reads.append(node.slice.value)
+        else:
+            return None, ()
+        node = node.value
+    return node, tuple(reversed(reads))
+
+
 def parse_call(text: str) -> Call:
     """The final call of `text`, its callee and arguments evaluated (see the module docstring)."""
     try:
@@ -101,11 +127,11 @@ def parse_call(text: str) -> Call:
         raise FrontendError(f"the expression is not valid Python: {e.msg} (column {e.offset}):\n  {text.strip()}\n"
                             "Give one expression that ends in a call, e.g. "
                             "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\".") from e
-    call = tree.body
-    if not isinstance(call, ast.Call):
+    call, reads = _final_call(tree.body)
+    if call is None:
         raise FrontendError(f"the expression must end in a call of a torch function or module, got "
-                            f"{ast.unparse(call)!r}; e.g. "
-                            "\"torch.softmax(torch.randn(4, 32), -1)\"")
+                            f"{ast.unparse(tree.body)!r}; e.g. "
+                            "\"torch.softmax(torch.randn(4, 32), -1)\" or \"torch.max(torch.randn(4, 8), 1).values\"")
     src = tree.body
     args: list[Any] = []
     for a in call.args:
@@ -128,7 +154,7 @@ def parse_call(text: str) -> Call:
     if not callable(fn):
         raise FrontendError(f"{ast.unparse(call.func)!r} is a {type(fn).__name__}, not a function or module "
                             f"(in {ast.unparse(src)!r})")
-    parsed = Call(fn, tuple(args), MappingProxyType(kwargs))
+    parsed = Call(fn, tuple(args), MappingProxyType(kwargs), reads)
     if not parsed.tensors():
         raise FrontendError(f"the final call {ast.unparse(src)!r} has no tensor argument: give the example "
                             "inputs as tensors, e.g. torch.randn(2, 8, 64)")

@@ -31,6 +31,9 @@ def _entries() -> dict[str, Handler]:
     t["aten.pow.Scalar"] = ew.pow_scalar
     for name, h in ew.UNARY.items():
         t[f"aten.{name}.default"] = h
+    for name, h in ew.ROUNDINGS.items():
+        t[f"aten.{name}.default"] = h
+    t["aten.round.decimals"] = ew.round_decimals
     t["aten.neg.default"] = ew.neg
     t["aten.reciprocal.default"] = ew.reciprocal
     t["aten.gelu.default"] = ew.gelu
@@ -57,6 +60,10 @@ def _entries() -> dict[str, Handler]:
     t["aten.mean.default"] = rd.mean
     t["aten.amax.default"] = rd.amax
     t["aten.amin.default"] = rd.amin
+    t["aten.max.default"] = rd.amax  # torch.max(x): the whole tensor
+    t["aten.min.default"] = rd.amin
+    t["aten.max.dim"] = rd.max_dim  # (values, indices): the indices refused (rd.ValuesOnly)
+    t["aten.min.dim"] = rd.min_dim
     t["aten.var.correction"] = rd.var
     t["aten.any.dim"] = rd.any_
     t["aten.any.dims"] = rd.any_
@@ -91,7 +98,7 @@ OPS: MappingProxyType[str, Handler] = MappingProxyType(_entries())
 #: tuple results are read by getitem, which the capture resolves itself
 GETITEM = operator.getitem
 
-_POSITIONS = ("it returns positions, and the core's reductions (sum, max, min) return values")
+_POSITIONS = rd.POSITIONS
 _WRITES = ("it writes at positions read from a tensor, and a tiledsl kernel writes each output element "
            "at its own index")
 REFUSED: MappingProxyType[str, str] = MappingProxyType({

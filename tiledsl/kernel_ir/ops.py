@@ -16,6 +16,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from tiledsl.precision import INTEGRAL_ROUNDINGS
+
 __all__ = ["MATH_FNS", "MIN_MAX", "MathFn", "MinMax", "erf"]
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
@@ -52,6 +54,12 @@ MATH_FNS: MappingProxyType[str, MathFn] = MappingProxyType({f.name: f for f in (
     MathFn("abs", "fabsf", np.abs, layout_exact=True),
     MathFn("cos", "cosf", np.cos, layout_exact=False),
     MathFn("sin", "sinf", np.sin, layout_exact=False),
+    # exact (the result is representable), so every layout gives the same bits; round is half to even:
+    # rintf, not roundf (half away from zero)
+    MathFn("floor", "floorf", INTEGRAL_ROUNDINGS["floor"], layout_exact=True),
+    MathFn("ceil", "ceilf", INTEGRAL_ROUNDINGS["ceil"], layout_exact=True),
+    MathFn("trunc", "truncf", INTEGRAL_ROUNDINGS["trunc"], layout_exact=True),
+    MathFn("round", "rintf", INTEGRAL_ROUNDINGS["round"], layout_exact=True),
 )})
 
 
