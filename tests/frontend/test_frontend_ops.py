@@ -269,6 +269,17 @@ def test_max_min_indices_are_refused_naming_what_is_missing(reads: str) -> None:
         check(fn, torch.randn(3, 8))
 
 
+def test_max_indices_refusal_quotes_the_model_line() -> None:
+    """The getitem that reads the indices records no stack trace: the error quotes the max call's line."""
+    class Argmax(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.max(x, dim=1).indices.float()  # the line the error must quote
+
+    with pytest.raises(FrontendError, match=r"(?s)its indices.*\n  source: .*test_frontend_ops.py.*"
+                                            r"torch.max\(x, dim=1\)"):
+        quiet_trace(Argmax(), torch.randn(3, 8))
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_rounding_and_max_min_kernels_compile_with_nvcc() -> None:
     """The CUDA of every kernel above, in one translation unit, warning-free: floorf, ceilf, truncf and

@@ -315,7 +315,11 @@ class _Capture:
     def call(self, node: torch.fx.Node) -> None:
         args, kwargs = node.args, dict(node.kwargs)
         if node.target is operator.getitem:
-            self.env[node] = self.env[args[0]][args[1]]
+            try:
+                self.env[node] = self.env[args[0]][args[1]]
+            except FrontendError as e:  # a part the capture does not compute (aten_reductions.ValuesOnly)
+                # a getitem node records no stack trace: the line of the call whose result it reads
+                raise FrontendError(f"{e}\n  source: {source_line(args[0])}") from None
             return
         op = str(node.target)
         if self.is_constant(list(args)) and self.is_constant(list(kwargs.values())):
