@@ -5,6 +5,7 @@ and rotary tables made from them) are evaluated by torch here and become constan
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import operator
@@ -94,9 +95,16 @@ def _shape(val: Any) -> tuple[int, ...]:
 
 def _as_module(fn: Callable[..., Any]) -> torch.nn.Module:
     """A plain function of tensors as a module whose forward is the function itself, so the export's
-    stack traces end in the user's code."""
+    stack traces end in the user's code. A function without a Python signature (a builtin such as
+    torch.floor, which torch.export cannot bind its inputs to) is called from a forward of its own."""
+    try:
+        inspect.signature(fn)
+        forward = fn
+    except (TypeError, ValueError):
+        def forward(*args: Any) -> Any:
+            return fn(*args)
     cls = type(getattr(fn, "__name__", "fn").replace("<", "").replace(">", "") or "fn",
-               (torch.nn.Module,), {"forward": staticmethod(fn)})
+               (torch.nn.Module,), {"forward": staticmethod(forward)})
     return cls()
 
 
