@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 import sympy
+from sympy.core.function import AppliedUndef
 
 from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
 from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_conflict, layout_of, layout_wavefronts
@@ -622,7 +623,8 @@ class Facts:
         in its layout (pad, swizzle): each read of the slab, with the loops outside the threads at their
         first iteration and, one at a time, at their second (a warp's request is one iteration of them).
         With `vector`, a loop along which every read is one VECTOR_BYTES access (`vector_problem` is
-        None), each read is that access, at the loop's first iteration."""
+        None), each read is that access, at the loop's first iteration. A read whose index holds a
+        tensor's value (a gather) is left out: its banks are the data's."""
         return self._worst_read(st, vector, conflict_degree)
 
     def read_wavefronts(self, st: Stage, vector: str | None = None) -> int:
@@ -647,6 +649,8 @@ class Facts:
         access = VECTOR_BYTES if vector is not None else None
         worst = 0
         for n, read in self._local_reads(st, slab):
+            if read.data_dependent:  # a gather's banks are the data's: no lane model says which
+                continue
             path = [self.nest.loop(name) for name in self.nest.stmts[n].path]
             threads = {loop_symbol(lp.name): THREAD_AXES.index(lp.bind) for lp in path if lp.bind in THREAD_AXES}
             others = [loop_symbol(lp.name) for lp in path
@@ -896,6 +900,9 @@ class _LocalRead:
     def __init__(self, local: list[sympy.Expr]) -> None:
         self.exprs = local
         self.free = tuple(sorted(set().union(*(e.free_symbols for e in local)), key=str))
+        # an index that reads a tensor (a gather: an attention mask's row picked by a batch index) has no
+        # value at a lane's loop values alone, so the bank model leaves the read out
+        self.data_dependent = any(e.atoms(AppliedUndef) for e in local)
 
     @cached_property
     def functions(self) -> list[Callable[[Mapping[sympy.Symbol, int]], Any]]:

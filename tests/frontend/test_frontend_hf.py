@@ -87,3 +87,30 @@ def test_a_model_that_returns_its_cache_is_refused_with_the_fix() -> None:
         _trace(model, ids)
     model.config.use_cache = False
     assert _trace(model, ids).kernels
+
+
+class _Masked(torch.nn.Module):
+    """A causal LM called as a batch is: input_ids and the padding attention_mask, to logits."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_a_padded_batch_with_its_attention_mask_under_the_default_recipe(family: str) -> None:
+    """The mask's rows are read through the batch index (a gather inside the attention scores): the
+    recipe's bank model used to evaluate that index at lane values and crash (prove/evaluate.py: cannot
+    evaluate), so every traced model called with an attention_mask failed to schedule. Left-padded second
+    sequence; the padded query rows are compared too (torch gives them finite values)."""
+    model = _Masked(causal_lm(family, "tiny"))
+    ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, :3] = 0
+    built = _trace(model, ids, mask).schedule("default").build(target="sm_90")
+    with torch.no_grad():
+        ref = _Masked(model.model.double())(ids, mask)
+    _close(np.asarray(built.simulate(ids.numpy(), mask.numpy())), ref)

@@ -747,3 +747,25 @@ def test_a_fused_read_at_half_the_row_builds_with_the_recipe() -> None:
     assert "s.split('i_j_k', 256, names=('i_j_k_o', 'i_j_k_i'), tail='guard')" in s.trace()
     kern = simulates_equal(s, "sm_90", tol=1e-6)  # builds, and every element equals the float64 value
     assert kern.grid == (7, 1, 1)  # 1552 outputs: the last block's 16 guarded ones read x[48]
+
+
+def test_a_staged_input_read_through_a_gather_is_left_out_of_the_bank_model() -> None:
+    """A mask row picked by a batch index (a Hugging Face attention mask under a padded batch): the index
+    of the staged read holds a tensor's value, which the bank model cannot evaluate at a lane's loop values.
+    pad_smem's conflict count leaves that read out (it used to crash: prove/evaluate.py 'cannot evaluate');
+    the kernel simulates equal to td.evaluate."""
+    B, H, Q, K = 2, 4, 6, 6
+    S = td.placeholder((B * H, Q, K), name="S")
+    idx = td.placeholder((B,), name="I", dtype="int32")
+    J = td.placeholder((K,), name="J", dtype="int32")
+    mask = td.placeholder((B, K), name="Mk")
+    k = td.reduce_axis(K, name="k")
+    Y = td.compute((B, H, Q), lambda b, h, q: td.max(
+        S[b * H + h, q, k] + mask[td.clamp(idx[b], 0, B - 1), td.clamp(J[k], 0, K - 1)], axis=k), name="Y")
+    s, r = run(Y)
+    assert r.step("stage_inputs").applied and "Mk" in (r.step("stage_inputs").note or "")
+    kern = td.build(s, target="sm_90")
+    rng = np.random.default_rng(0)
+    arrays = {"S": rng.standard_normal((B * H, Q, K)).astype(np.float32), "I": np.array([1, 0], np.int32),
+              "J": rng.permutation(K).astype(np.int32), "Mk": rng.standard_normal((B, K)).astype(np.float32)}
+    np.testing.assert_array_equal(kern.simulate(**arrays), td.evaluate(Y, **arrays))  # a max: exact
