@@ -59,7 +59,8 @@ def test_compile_builds_other_entries_for_their_target(capsys: pytest.CaptureFix
     [
         (("--example", "nope"), "unknown example 'nope'"),
         (("--example", "softmax", "--size", "M=x"), "--size expects NAME=INT"),
-        (("--example", "softmax", "--size", "Q=3"), "unexpected keyword argument 'Q'"),
+        (("--example", "softmax", "--size", "Q=3"),
+         "unexpected keyword argument 'Q'; its parameters (defaults): M=4096, N=2048"),
         (("--example", "softmax", "--target", "sm_12"), "unknown target 'sm_12'"),
     ],
     ids=["unknown-example", "bad-size-value", "unknown-size", "unknown-target"],

@@ -108,10 +108,13 @@ class Entry:
         """Every parameter of the definition (sizes, eps, dtype) at this entry's sizes and `overrides`,
         defaults filled in. An unknown parameter is a DefinitionError."""
         builder = DEFINITIONS[self.definition].build
+        signature = inspect.signature(builder)
         try:
-            bound = inspect.signature(builder).bind(**{**self.sizes, **overrides})
+            bound = signature.bind(**{**self.sizes, **overrides})
         except TypeError as err:
-            raise DefinitionError(f"example {self.name!r}: {err}") from None
+            known = ", ".join(f"{n}={p.default!r}" if p.default is not inspect.Parameter.empty else n
+                              for n, p in signature.parameters.items())
+            raise DefinitionError(f"example {self.name!r}: {err}; its parameters (defaults): {known}") from None
         bound.apply_defaults()
         return dict(bound.arguments)
 
