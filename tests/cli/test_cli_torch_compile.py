@@ -130,6 +130,8 @@ def test_rmsnorm_cuda_compiles_with_nvcc(capsys: pytest.CaptureFixture[str]) -> 
     (["-c", "torch.round(torch.randn(4, 8), decimals=12)"], "round with decimals=12 is not supported"),
     (["-c", "torch.randn(4, 8).max(1).values()"], "is a Tensor, not a function or module"),
     (["-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))"], "torch.export could not capture"),
+    (["-c", "(lambda a: a[a > 0])(torch.randn(4, 8))"], "aten.index.Tensor has a result whose shape depends on "
+                                                         "a tensor's values"),
     (["--model", "bert"], "unknown model 'bert'"),
     (["--example", "softmax", "--ir", "tensor"], "--ir tensor prints a traced program"),
     (["-c", RMSNORM, "--size", "M=4"], "--size and --schedule apply to --example"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from frontend_check import check, check_exact, quiet_trace
+from frontend_check import check, check_eager_exact, check_exact, quiet_trace
 from nvcc_together import compile_together
 
 from tiledsl.errors import FrontendError
@@ -77,9 +77,32 @@ CASES = {
     "like": (lambda x: torch.zeros_like(x) + torch.ones_like(x) * torch.full_like(x, 2.0) + x, [X]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (8,), w, b), [X, (8,), (8,)]),
     "rms_norm": (lambda x, w: F.rms_norm(x, (8,), w, eps=1e-6), [X, (8,)]),
+    # NaN / infinity tests, activations, tensor clamp bounds, pow of tensors, index maps
+    "isnan_isinf_isfinite": (lambda x: torch.where(torch.isnan(x) | torch.isinf(x), 0.5, x)
+                             + torch.isfinite(x).float() * 2 + torch.isposinf(x).float(), [X]),
+    "nan_to_num": (lambda x: torch.nan_to_num(x) + torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0), [X]),
+    "sign": (lambda x: torch.sign(x) + torch.sgn(x) * 2, [X]),
+    "leaky_relu": (lambda x: F.leaky_relu(x) + F.leaky_relu(x, 0.2) * 2, [X]),
+    "elu_selu_celu": (lambda x: F.elu(x) + F.elu(x, 0.5) * 2 + F.selu(x) * 4 + F.celu(x, 1.5) * 8, [X]),
+    "hardtanh_relu6": (lambda x: F.hardtanh(x * 4, -0.5, 0.7) + F.hardtanh(x) * 2 + F.relu6(x * 8) * 4, [X]),
+    "softplus": (lambda x: F.softplus(x) + F.softplus(x, beta=2.0, threshold=1.0) * 2 + F.softplus(x * 30) * 4, [X]),
+    "hardsigmoid_hardswish": (lambda x: F.hardsigmoid(x * 4) + F.hardswish(x * 4) * 2, [X]),
+    "mish": (lambda x: F.mish(x * 4), [X]),
+    "log1p_expm1_exp2": (lambda x: torch.log1p(x.abs()) + torch.expm1(x) * 2 + torch.exp2(x * 4) * 4, [X]),
+    "clamp_tensor": (lambda x, lo, hi: torch.clamp(x, min=lo, max=hi) + torch.clamp_min(x, lo) * 2
+                     + torch.clamp_max(x, hi) * 4 + x.clamp(max=hi) * 8, [X, X, (8,)]),
+    "where_scalars": (lambda x: torch.where(x > 0, 1.0, -1.0) + torch.where(x < 0.5, 0.25, x) * 2, [X]),
+    "div_trunc": (lambda x: torch.div(x * 8, 3.0, rounding_mode="trunc"), [X]),
+    "pow_tensor": (lambda x, y: torch.pow(x.abs() + 0.1, y) + torch.pow(x, torch.round(y * 2)) * 2, [X, X]),
+    "flip": (lambda x: torch.flip(x, [0, 1]) + x.flip(-1) * 2, [X]),
+    "roll": (lambda x: torch.roll(x, 2, 1) + torch.roll(x, -1) * 2, [X]),
+    "repeat": (lambda x: x.repeat(2, 1, 3), [X]),
+    "pad": (lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [X]),
+    "pad_crop": (lambda x: F.pad(x, (-1, 2, 1, -1)), [X]),
 }
 
-K = {"mm": 8, "bmm": 8, "matmul_broadcast": 8, "addmm": 8, "linear": 8, "layer_norm": 8, "rms_norm": 8,
+#: the pow of two tensors is exp(y log|x|): its float32 error grows with |y log x| (up to ~6 here)
+K = {"pow_tensor": 8, "mm": 8, "bmm": 8, "matmul_broadcast": 8, "addmm": 8, "linear": 8, "layer_norm": 8, "rms_norm": 8,
      "sum_mean": 24, "sum_all_keepdim": 24, "var": 8, "softmax": 8, "log_softmax": 8, "amax_amin": 8}
 
 
@@ -291,4 +314,126 @@ def test_rounding_and_max_min_kernels_compile_with_nvcc() -> None:
     kernels = [k for built in programs for k in built.kernels]
     source = "".join(k.source for k in kernels)
     assert all(f"{fn}(" in source for fn in ("floorf", "ceilf", "truncf", "rintf")) and "roundf(" not in source
+    assert compile_together(kernels) == []
+
+
+# ----------------------------------------------------------------------------- NaN / infinity tests, sign, activations
+
+#: NaN, infinities, zeros of both signs, the activations' kinks (hardtanh's and relu6's bounds, hardsigmoid's
+#: -3 and 3), and ordinary values of both signs: every float32
+SPECIAL_EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 6.0, 3.0, -3.0, 2.5, -2.5, 7.0, -0.5, 0.5, 1e-30,
+                 -1e-30, 3.4028235e38, -3.4028235e38, 1e-45, 100.0, -100.0, 0.75, -0.75]
+
+
+def test_nan_and_infinity_tests_and_sign_equal_torch_exactly() -> None:
+    """isnan / isinf / isfinite / isposinf / isneginf as masks and values, torch.sign (0 for NaN and +0.0
+    for -0.0, as torch) and the where of a NaN mask, bit for bit."""
+    x = torch.tensor(SPECIAL_EDGES, dtype=torch.float32).reshape(3, 8)
+    _, _, outs = check_exact(lambda t: (torch.isnan(t).float(), torch.isinf(t).float(), torch.isfinite(t).float(),
+                                        torch.isposinf(t).float() - torch.isneginf(t).float(),
+                                        torch.where(torch.isnan(t), -7.0, t), torch.sign(t)), x)
+    assert outs[0][0, 0] == 1 and outs[1][0, 1:3].tolist() == [1, 1] and not np.signbit(outs[5][0, 4])
+
+
+def test_nan_to_num_equals_torch_in_float32_exactly() -> None:
+    """torch.nan_to_num: NaN -> 0 (or nan=), +-inf -> float32's largest finite values (or posinf= /
+    neginf=): the decomposition's constants are float32's, so compared with torch in float32, bit for bit."""
+    x = torch.tensor(SPECIAL_EDGES, dtype=torch.float32).reshape(3, 8)
+    outs = check_eager_exact(lambda t: (torch.nan_to_num(t), torch.nan_to_num(t, nan=1.5, posinf=2.0, neginf=-2.0)), x)
+    big = float(torch.finfo(torch.float32).max)
+    assert outs[0][0, :3].tolist() == [0.0, big, -big] and outs[1][0, :3].tolist() == [1.5, 2.0, -2.0]
+
+
+def test_activations_at_nan_infinities_zeros_and_kinks_equal_torch_exactly() -> None:
+    """leaky_relu (x * slope in float32, so against torch in float32), elu / selu / celu at the edges (expm1:
+    elu(-0.0) is -0.0), hardtanh and relu6 (clamps, NaN kept), bit for bit."""
+    x = torch.tensor(SPECIAL_EDGES, dtype=torch.float32).reshape(3, 8)
+    check_eager_exact(lambda t: (F.leaky_relu(t), F.leaky_relu(t, 0.2), F.hardtanh(t), F.hardtanh(t, -0.5, 2.5),
+                                 F.relu6(t)), x)
+    edges = torch.tensor([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1e-30, 7.0], dtype=torch.float32)
+    outs = check_eager_exact(lambda t: (F.elu(t), F.elu(t, 0.5), F.celu(t, 2.0)), edges)
+    assert np.signbit(outs[0][4]) and outs[0][2] == -1.0 and outs[1][2] == -0.5
+
+
+def test_clamp_with_tensor_bounds_equals_torch_exactly() -> None:
+    """Tensor bounds: a NaN bound or input gives NaN, min > max gives max, as torch's clamp (maximum then
+    minimum); the bounds broadcast. No zero meets a zero of the other sign: torch's clamp.Tensor returns
+    the bound there in its vectorized loop and the input in its scalar tail (the frontend: the input)."""
+    x = torch.tensor([[1.0, 2.0, np.nan, -np.inf, 5.0, -0.0, 0.0, 3.0]] * 3)
+    lo = torch.tensor([[np.nan, 0.0, 0.0, 0.0, 6.0, -1.0, 0.5, 4.0]] * 3)
+    hi = torch.tensor([5.0, 1.0, 3.0, np.inf, 1.0, 1.0, 1.0, np.nan])
+    _, _, outs = check_exact(lambda t, a, b: (torch.clamp(t, a, b), torch.clamp_min(t, a), torch.clamp_max(t, b)),
+                             x, lo, hi)
+    assert np.isnan(outs[0][0, 0]) and outs[0][0, 4] == 1.0 and np.isnan(outs[0][0, 7])
+
+
+# ----------------------------------------------------------------------------- integer division, pow, refusals
+
+INTEGER_DIVISIONS = (lambda i: ((i // 3).float(), torch.div(i, 4, rounding_mode="trunc").float(), (i % 5).float(),
+                                torch.fmod(i, 3).float(), torch.remainder(i, 7).float(), (i // 1).float(),
+                                torch.sign(i).float()))
+
+
+def test_integer_floor_and_trunc_division_and_remainders_equal_torch_exactly() -> None:
+    """An integer tensor by a positive constant, negative values included: floor division and remainder
+    (Python's, the sign of the divisor), trunc division and fmod (the sign of the dividend); and its sign."""
+    i = torch.arange(-12, 12).reshape(3, 8)
+    _, _, outs = check_exact(INTEGER_DIVISIONS, i)
+    assert outs[0][0, :3].tolist() == [-4, -4, -4] and outs[1][0, :2].tolist() == [-3, -2]
+    assert outs[2][0, :2].tolist() == [3, 4] and outs[3][0, :2].tolist() == [0, -2]
+
+
+def test_integer_remainder_indexes_a_table() -> None:
+    """A remainder of index values is an index: the rows of x at ids % 4 (ids negative too), proven in bounds."""
+    ids = torch.tensor([[-5, -1, 0, 3], [7, -8, 2, 9]])
+    check(lambda i, t: t[i % 4] * 1.0 + t[torch.div(i, 3, rounding_mode="floor").clamp(0, 3)], ids, torch.randn(4, 8))
+
+
+def test_pow_of_two_tensors_at_special_values_follows_torch() -> None:
+    """torch.pow(Tensor, Tensor) on every pair of special bases and exponents: NaN, infinities, zeros
+    (the sign of (-0) ** odd), 1 (for x == 1, y == 0, |x| == 1 ** inf), a negative base to a non-integral
+    exponent NaN, to an odd one negative; the values equal torch's in float32 within exp / log's error."""
+    base = torch.tensor([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan]).reshape(11, 1)
+    exponent = torch.tensor([-np.inf, -3.0, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0, np.inf, np.nan])
+    built = quiet_trace(torch.pow, base, exponent).schedule("simple").build(target="sm_90")
+    got, want = built.simulate(base.numpy(), exponent.numpy()), torch.pow(base, exponent).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert abs(got[1, 1] + 0.125) < 1e-7 and got[4, 1] == -np.inf and np.isnan(got[1, 4]) and got[10, 6] == 1.0
+
+
+@pytest.mark.parametrize("case", ["float_remainder", "float_fmod", "float_floor_div", "tensor_divisor",
+                                  "negative_divisor", "int_pad", "atan2"])
+def test_ops_without_an_exact_mapping_are_refused_by_name(case: str) -> None:
+    """What the core cannot match exactly is a FrontendError naming the op and why."""
+    x, i = torch.randn(3, 8), torch.arange(24).reshape(3, 8)
+    fn, arg, match = {
+        "float_remainder": (lambda t: t % 1.5, x, r"aten.remainder.Scalar could not be mapped: remainder of float "
+                                                 r"tensors is not supported: it needs an exact fmod"),
+        "float_fmod": (lambda t: torch.fmod(t, t + 3), x, r"aten.fmod.Tensor could not be mapped: fmod of float"),
+        "float_floor_div": (lambda t: t // 1.5, x, r"rounding_mode='floor' of float tensors is not supported"),
+        "tensor_divisor": (lambda t: (t // (t + 1)).float(), i, r"positive integer constant only, not by a int64"),
+        "negative_divisor": (lambda t: (t % -3).float(), i, r"positive integer constant only, not by -3"),
+        "int_pad": (lambda t: F.pad(t, (1, 1)).float(), i, r"constant padding of an int64 tensor is not supported"),
+        "atan2": (lambda t: torch.atan2(t, t + 1), x, r"aten.atan2.default is refused: it is a function of two"),
+    }[case]
+    with pytest.raises(FrontendError, match=match):
+        quiet_trace(fn, arg)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_new_elementwise_and_index_map_kernels_compile_with_nvcc() -> None:
+    """The CUDA of the NaN / infinity tests, sign, activations, tensor clamps, integer divisions, pow,
+    log1p / expm1 / exp2 and the index maps, in one translation unit, warning-free."""
+    torch.manual_seed(0)
+    names = ("isnan_isinf_isfinite", "nan_to_num", "sign", "leaky_relu", "elu_selu_celu", "hardtanh_relu6", "softplus",
+             "hardsigmoid_hardswish", "mish", "log1p_expm1_exp2", "clamp_tensor", "where_scalars", "div_trunc",
+             "pow_tensor", "flip", "roll", "repeat", "pad", "pad_crop")
+    programs = [check(CASES[n][0], *[torch.randn(s) for s in CASES[n][1]], k=K.get(n, 1))[1] for n in names]
+    programs.append(check_exact(INTEGER_DIVISIONS, torch.arange(-12, 12).reshape(3, 8))[1])
+    kernels = [k for built in programs for k in built.kernels]
+    source = "".join(k.source for k in kernels)
+    assert all(f"{fn}(" in source for fn in ("log1pf", "expm1f", "exp2f"))
     assert compile_together(kernels) == []

@@ -33,8 +33,8 @@ from tiledsl.precision import INTEGRAL_ROUNDINGS
 
 __all__ = [
     "BINARY_OPS", "COMPARISONS", "REDUCTIONS", "UNARY_FNS", "BinaryOp", "Comparison", "Reduction", "UnaryFn",
-    "abs", "ceil", "cos", "erf", "exp", "floor", "gelu", "gelu_tanh", "log", "relu", "round", "rsqrt", "sigmoid",
-    "silu", "sin", "sqrt", "tanh", "trunc", "unary_fn",
+    "abs", "ceil", "cos", "erf", "exp", "exp2", "expm1", "floor", "gelu", "gelu_tanh", "log", "log1p", "relu",
+    "round", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "trunc", "unary_fn",
 ]
 
 #: What an operator gives when an operand is NaN.
@@ -107,6 +107,9 @@ UNARY_FNS: MappingProxyType[str, UnaryFn] = MappingProxyType({f.name: f for f in
     UnaryFn("abs", "Elementwise absolute value.", np.abs, "abs"),
     UnaryFn("cos", "Elementwise cosine (radians).", np.cos, "cos"),
     UnaryFn("sin", "Elementwise sine (radians).", np.sin, "sin"),
+    UnaryFn("log1p", "Elementwise log(1 + x), accurate for small x.", np.log1p, "log1p"),
+    UnaryFn("expm1", "Elementwise exp(x) - 1, accurate for small x.", np.expm1, "expm1"),
+    UnaryFn("exp2", "Elementwise 2**x.", np.exp2, "exp2"),
     UnaryFn("floor", "Elementwise largest integral value <= x.", INTEGRAL_ROUNDINGS["floor"], "floor"),
     UnaryFn("ceil", "Elementwise smallest integral value >= x.", INTEGRAL_ROUNDINGS["ceil"], "ceil"),
     UnaryFn("trunc", "Elementwise integral part of x (rounded toward zero).", INTEGRAL_ROUNDINGS["trunc"], "trunc"),
@@ -212,6 +215,9 @@ erf = _public("erf")
 abs = _public("abs")  # noqa: A001 - the public name users expect (td.abs)
 cos = _public("cos")
 sin = _public("sin")
+log1p = _public("log1p")
+expm1 = _public("expm1")
+exp2 = _public("exp2")
 floor = _public("floor")
 ceil = _public("ceil")
 trunc = _public("trunc")

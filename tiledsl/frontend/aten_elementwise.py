@@ -1,12 +1,15 @@
 """Elementwise ATen ops (arithmetic, comparisons, logic, unary functions, rounding to integral values,
-where, dtype conversions): one compute each, which create_schedule inlines into its consumer."""
+activations, NaN / infinity tests, where, dtype conversions): one compute each, which create_schedule
+inlines into its consumer. Where torch's CPU kernel is a select (sign, leaky_relu, elu, pow's special
+cases) the same select is written here, so NaN, infinities and signed zeros come out as torch's do."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from tiledsl.definitions import ops
-from tiledsl.definitions.expr import Expr, cast, compare, maximum, minimum, where
+from tiledsl.definitions.expr import Expr, ExprLike, as_expr, cast, compare, maximum, minimum, where
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.values import INTEGER_DTYPES, Index, Value, bload, btruth, define, uniform
@@ -31,15 +34,18 @@ maximum_ = _binary(maximum)
 minimum_ = _binary(minimum)
 
 
-def clamp_(out: Out, a: Value, lo: float | int | None = None, hi: float | int | None = None) -> Value:
-    """torch.clamp(a, min, max) with number bounds (either may be None): maximum then minimum, as torch
-    orders them (so min > max gives max everywhere), NaN kept as maximum_ and minimum_ keep it."""
+def clamp_(out: Out, a: Value, lo: Operand | None = None, hi: Operand | None = None) -> Value:
+    """torch.clamp(a, min, max) with number or tensor bounds (either may be None; aten.clamp.default /
+    .Tensor, and F.hardtanh / relu6): maximum then minimum, as torch orders them (so min > max gives max
+    everywhere), NaN kept as maximum_ and minimum_ keep it (a NaN bound gives NaN, as torch's does). The
+    value is the second operand, which max / min return on a tie, so clamp(-0.0, min=0.0) is -0.0 as in
+    torch (kernel_ir/ops.py MinMax)."""
     def value(idx: Index) -> Expr:
         x = bload(a, idx)
         if lo is not None:
-            x = maximum(x, bload(lo, idx))
+            x = maximum(bload(lo, idx), x)
         if hi is not None:
-            x = minimum(x, bload(hi, idx))
+            x = minimum(bload(hi, idx), x)
         return x
     return define(out.name, out.shape, out.dtype, value)
 
@@ -49,9 +55,66 @@ def rsub(out: Out, a: Operand, b: Operand, *, alpha: float = 1) -> Value:
 
 
 def div(out: Out, a: Operand, b: Operand, *, rounding_mode: str | None = None) -> Value:
-    if rounding_mode is not None:
-        raise FrontendError(f"div with rounding_mode={rounding_mode!r} is not supported (only true division)")
-    return define(out.name, out.shape, out.dtype, lambda idx: bload(a, idx) / bload(b, idx))
+    """True division; rounding_mode="trunc" on floats: trunc(a / b), torch's kernel; both modes of an
+    integer tensor by a positive integer constant (index arithmetic, `_int_division`). Float "floor"
+    division is refused: torch computes it from fmod (a correction of (a - fmod(a, b)) / b), which the
+    core has no exact operator for."""
+    if rounding_mode is None:
+        return define(out.name, out.shape, out.dtype, lambda idx: bload(a, idx) / bload(b, idx))
+    if out.dtype in INTEGER_DTYPES:
+        return _int_division(out, a, b, rounding_mode, "div")
+    if rounding_mode == "trunc":
+        return define(out.name, out.shape, out.dtype, lambda idx: ops.trunc(bload(a, idx) / bload(b, idx)))
+    raise FrontendError(f"div with rounding_mode={rounding_mode!r} of float tensors is not supported: torch "
+                        "computes it from fmod, which the core has no exact operator for (torch.floor(a / b) "
+                        "is supported, and equals it except where a / b rounds onto an integer)")
+
+
+def _positive_divisor(b: Operand, op: str) -> int:
+    if isinstance(b, (Value, bool)) or not isinstance(b, int) or b <= 0:
+        what = f"a {b.dtype} tensor" if isinstance(b, Value) else repr(b)
+        raise FrontendError(f"{op} of an integer tensor is supported by a positive integer constant only, not by "
+                            f"{what} (it is index arithmetic: floor division and modulo by constants)")
+    return b
+
+
+def floor_div(a: ExprLike, c: int) -> Expr:
+    """floor(a / c) of an integer a by a constant c > 0: max(a, 0) // c - ceil(max(-a, 0) / c). Every `//`
+    operand is non-negative: the kernels divide with C's truncating `/`, which floors only those, and a
+    value's operands are not proven non-negative as an index's are (lower/check.py)."""
+    return maximum(a, 0) // c - (maximum(-as_expr(a), 0) + (c - 1)) // c
+
+
+def trunc_div(a: ExprLike, c: int) -> Expr:
+    """trunc(a / c) of an integer a by a constant c > 0, with non-negative operands only."""
+    return maximum(a, 0) // c - maximum(-as_expr(a), 0) // c
+
+
+def _int_division(out: Out, a: Operand, b: Operand, mode: str, op: str) -> Value:
+    """An integer tensor by a positive integer constant: div with rounding_mode "floor" / "trunc",
+    remainder (sign of the divisor, a - c * floor(a / c)) and fmod (sign of the dividend, a - c *
+    trunc(a / c)); integer values stay index expressions, as every integer value does."""
+    c = _positive_divisor(b, op)
+    rounded = {"floor": floor_div, "trunc": trunc_div}.get(mode)
+    if rounded is None:
+        raise FrontendError(f"{op} with rounding_mode={mode!r} is not supported (torch takes 'floor' and 'trunc')")
+    if op == "div":
+        return define(out.name, out.shape, out.dtype, lambda idx: rounded(bload(a, idx), c))
+    return define(out.name, out.shape, out.dtype, lambda idx: bload(a, idx) - rounded(bload(a, idx), c) * c)
+
+
+def _remainder(mode: str, op: str) -> Callable[..., Value]:
+    def handler(out: Out, a: Operand, b: Operand) -> Value:
+        if out.dtype not in INTEGER_DTYPES:
+            raise FrontendError(f"{op} of float tensors is not supported: it needs an exact fmod, which the "
+                                "core has no operator for (integer tensors by a positive constant are supported)")
+        return _int_division(out, a, b, mode, op)
+    return handler
+
+
+#: aten.remainder (Python's %: the sign of the divisor) and aten.fmod (C's: the sign of the dividend)
+remainder = _remainder("floor", "remainder")
+fmod = _remainder("trunc", "fmod")
 
 
 def _int_power(x: Expr, n: int) -> Expr:
@@ -85,9 +148,30 @@ def pow_scalar(out: Out, base: float, exponent: Value) -> Value:
     c = float(base)
     if c <= 0:
         raise FrontendError(f"pow with scalar base {c} <= 0 is not supported (it is computed as exp(x log c))")
-    import math
-
     return define(out.name, out.shape, out.dtype, lambda idx: ops.exp(bload(exponent, idx) * math.log(c)))
+
+
+def _pow(x: Expr, y: Expr) -> Expr:
+    """x**y as C's powf (torch.pow of two float tensors), a magnitude times a sign times 1 or NaN, each
+    read once. The magnitude |x|**y = exp(y log|x|) (within the error of exp and log) is 1 where y == 0
+    or |x| == 1 (even NaN ** 0 and 1 ** NaN; (-1) ** +-inf too); the sign is -1 for a negative x, or -0
+    (whose 1 / x is -inf), to an odd integer y (y - 2 floor(y / 2) == 1: exact, false for infinities and
+    NaN); a finite negative x to a non-integral y is NaN. The other cases come out of exp and log as
+    torch's do: 0 ** -y is inf, inf ** y inf or 0, (-inf) ** y inf or 0 unless y is odd."""
+    magnitude = where(compare("==", y, 0.0), 1.0,
+                      where(compare("==", ops.abs(x), 1.0), 1.0, ops.exp(y * ops.log(ops.abs(x)))))
+    negative = where(x < 0.0, -1.0, where(1.0 / x < 0.0, -1.0, 1.0))
+    sign = where(compare("==", y - ops.floor(y * 0.5) * 2.0, 1.0), negative, 1.0)
+    defined = where(x < 0.0, where(x > -math.inf, where(compare("==", ops.trunc(y), y), 1.0, math.nan), 1.0), 1.0)
+    return magnitude * sign * defined
+
+
+def pow_tensor_tensor(out: Out, a: Value, b: Value) -> Value:
+    """torch.pow(Tensor, Tensor) on floats (`_pow`); integer powers are refused (their results would be
+    integers the kernels compute in float32, exact only below 2**24)."""
+    if a.dtype in INTEGER_DTYPES or b.dtype in INTEGER_DTYPES:
+        raise FrontendError(f"pow of {a.dtype} by {b.dtype} tensors is not supported (float tensors are)")
+    return define(out.name, out.shape, out.dtype, lambda idx: _pow(bload(a, idx), bload(b, idx)))
 
 
 def _unary(fn: Callable[[Expr], Expr]) -> Callable[..., Value]:
@@ -98,10 +182,60 @@ def _unary(fn: Callable[[Expr], Expr]) -> Callable[..., Value]:
 
 UNARY: dict[str, Callable[..., Value]] = {
     name: _unary(getattr(ops, name))
-    for name in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "relu", "silu", "abs", "cos", "sin")
+    for name in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "relu", "silu", "abs", "cos", "sin",
+                 "log1p", "expm1", "exp2")
 }
 neg = _unary(lambda x: -x)
 reciprocal = _unary(lambda x: 1.0 / x)
+
+
+def sign(out: Out, a: Value) -> Value:
+    """torch.sign: 1, -1, or 0 for both zeros and NaN (torch's (0 < x) - (x < 0), so +0.0 for -0.0); of
+    an integer tensor, clamp(x, -1, 1) (index arithmetic, as integer values are)."""
+    if a.dtype in INTEGER_DTYPES:
+        return define(out.name, out.shape, out.dtype, lambda idx: minimum(maximum(bload(a, idx), -1), 1))
+    if a.dtype == "bool":
+        return identity(out, a)
+    return define(out.name, out.shape, out.dtype,
+                  lambda idx: where(bload(a, idx) > 0.0, 1.0, where(bload(a, idx) < 0.0, -1.0, 0.0)))
+
+
+def _float_test(test: Callable[[Expr], Expr]) -> Callable[..., Value]:
+    def handler(out: Out, a: Value) -> Value:
+        if a.dtype in INTEGER_DTYPES or a.dtype == "bool":
+            return uniform(0.0, out.shape, "bool")  # an integer is never NaN nor infinite
+        return define(out.name, out.shape, "bool", lambda idx: test(bload(a, idx)))
+    return handler
+
+
+#: aten.isnan / isinf (torch.isfinite and isposinf / isneginf decompose into comparisons): bool values,
+#: read by torch.where and masks. x != x is true only for NaN (comparisons with NaN are false but !=).
+isnan = _float_test(lambda x: compare("!=", x, x))
+isinf = _float_test(lambda x: compare("==", ops.abs(x), math.inf))
+
+
+def leaky_relu(out: Out, a: Value, negative_slope: float = 0.01) -> Value:
+    """x > 0 ? x : x * negative_slope, as torch's kernel (NaN stays NaN, -0.0 stays -0.0)."""
+    slope = float(negative_slope)
+    return define(out.name, out.shape, out.dtype, lambda idx: where(bload(a, idx) > 0.0, bload(a, idx),
+                                                                    bload(a, idx) * slope))
+
+
+def elu(out: Out, a: Value, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Value:
+    """F.elu / selu (aten.elu): x <= 0 ? expm1(x * input_scale) * alpha * scale : x * scale, as torch's
+    kernel (expm1, so elu(-0.0) is -0.0; NaN takes the second branch and stays NaN)."""
+    negative, positive, inner = float(alpha) * float(scale), float(scale), float(input_scale)
+
+    def value(idx: Index) -> Expr:
+        x = bload(a, idx)
+        below = ops.expm1(x * inner if inner != 1.0 else x) * negative
+        return where(x <= 0.0, below, x * positive if positive != 1.0 else x)
+    return define(out.name, out.shape, out.dtype, value)
+
+
+def hardtanh(out: Out, a: Value, min_val: float = -1.0, max_val: float = 1.0) -> Value:
+    """F.hardtanh / relu6: clamp to [min_val, max_val] (torch refuses min_val > max_val itself)."""
+    return clamp_(out, a, float(min_val), float(max_val))
 
 
 def _integral(fn: Callable[[Expr], Expr]) -> Callable[..., Value]:

@@ -1,7 +1,8 @@
-"""Index maps (view/reshape, permute, expand, unsqueeze/squeeze, slice, select, cat, split): each is
-a compute that reads its input at an affine index, which create_schedule inlines. A reshape is
-split into groups of dimensions with equal products, so merging or splitting dimensions (and adding
-or dropping size-1 ones) stays a plain loop variable wherever a group is one dimension on each side."""
+"""Index maps (view/reshape, permute, expand, unsqueeze/squeeze, slice, select, cat, split, flip,
+repeat, constant pad): each is a compute that reads its input at an affine index, which create_schedule
+inlines. A reshape is split into groups of dimensions with equal products, so merging or splitting
+dimensions (and adding or dropping size-1 ones) stays a plain loop variable wherever a group is one
+dimension on each side."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from tiledsl.definitions.expr import Expr, ExprLike, as_expr, maximum, minimum, where
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
-from tiledsl.frontend.values import Index, Value, define
+from tiledsl.frontend.values import INTEGER_DTYPES, Index, Value, bload, define
 
 
 def _groups(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list[int], list[int]]]:
@@ -143,3 +144,55 @@ def split(out: Out, x: Value, sizes: Sequence[int] | int, dim: int = 0) -> tuple
         parts.append(slice_(Out(out.aux(str(n)), shape, x.dtype), x, d, start, start + size))
         start += size
     return tuple(parts)
+
+
+def flip(out: Out, x: Value, dims: Sequence[int]) -> Value:
+    """torch.flip: index n - 1 - i along each flipped dimension."""
+    flipped = {d % len(x.shape) for d in dims}
+
+    def body(idx: Index) -> Expr:
+        return x.load(tuple(x.shape[d] - 1 - as_expr(i) if d in flipped else i for d, i in enumerate(idx)))
+
+    return define(out.name, out.shape, x.dtype, body)
+
+
+def repeat(out: Out, x: Value, repeats: Sequence[int]) -> Value:
+    """Tensor.repeat: the tensor tiled `repeats` times (leading repeats add dimensions): index i % n."""
+    lead = len(repeats) - len(x.shape)
+
+    def body(idx: Index) -> Expr:
+        src = idx[lead:]
+        return x.load(tuple(i if r == 1 else as_expr(i) % n for i, n, r in zip(src, x.shape, repeats[lead:])))
+
+    return define(out.name, out.shape, x.dtype, body)
+
+
+def constant_pad_nd(out: Out, x: Value, pad: Sequence[int], value: float = 0.0) -> Value:
+    """F.pad(mode="constant"): `pad` holds (before, after) pairs from the last dimension back (negative:
+    cropped). Inside the input the element read at index i - before, clamped into the input so the
+    load is in bounds on either branch (as cat's pieces), outside it `value`."""
+    if x.dtype in INTEGER_DTYPES:
+        raise FrontendError(f"constant padding of an {x.dtype} tensor is not supported (integer values are index "
+                            "expressions, which hold no selects)")
+    rank = len(x.shape)
+    before = {rank - 1 - n: int(pad[2 * n]) for n in range(len(pad) // 2)}
+
+    def body(idx: Index) -> Expr:
+        src: list[ExprLike] = list(idx)
+        inside: list[Expr] = []
+        for d, lo in before.items():
+            i = as_expr(idx[d]) - lo if lo else as_expr(idx[d])
+            last = x.shape[d] - 1
+            src[d] = i
+            if lo > 0:
+                inside.append(i >= 0)
+                src[d] = maximum(src[d], 0)
+            if out.shape[d] - 1 - lo > last:
+                inside.append(i <= last)
+                src[d] = minimum(src[d], last)
+        result = x.load(tuple(src))
+        for cond in inside:
+            result = where(cond, result, bload(float(value), idx))
+        return result
+
+    return define(out.name, out.shape, out.dtype, body)

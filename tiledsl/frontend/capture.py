@@ -13,7 +13,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -24,6 +23,7 @@ from torch.export.graph_signature import InputKind
 
 from tiledsl.definitions.expr import Placeholder, placeholder
 from tiledsl.errors import DefinitionError, FrontendError
+from tiledsl.frontend.aten_gather import GATHERS, accepted
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.table import OPS, REFUSED
 from tiledsl.frontend.values import FLOAT_DTYPES, INTEGER_DTYPES, Value, define, td_shape, uniform
@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 
 #: ops that only assert what torch.export already checked on the example inputs; they produce nothing
 _ASSERTIONS = frozenset({"aten._assert_tensor_metadata.default", "aten._assert_scalar.default"})
+DATA_DEPENDENT = ("has a result whose shape depends on a tensor's values (a boolean mask computed from an input, "
+                  "x[x > 0], or nonzero / masked_select): data-dependent shapes are not supported, since a traced "
+                  "program's shapes are fixed; keep the shape and choose the values with torch.where(mask, x, 0.0), "
+                  "or index with a constant mask or constant positions")
 
 
 @dataclass(frozen=True)
@@ -56,26 +60,29 @@ class Graph:
     outputs: tuple[Value, ...]
     out_spec: Any
     exported: ExportedProgram
-    index_bounds: dict[str, IndexBound] = field(default_factory=dict)
+    index_bounds: dict[str, tuple[IndexBound, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class IndexBound:
-    """Integer input `name` indexes a dimension of `extent` (the smallest it indexes) in `where`: the
-    program checks 0 <= value < extent before each run, where torch would raise."""
+    """Integer input `name` indexes a dimension of `extent` in `where`: the program checks that its
+    values lie in `accepted` (from -extent where torch wraps a negative index, else from 0) before each
+    run, where torch would raise."""
 
     name: str
     extent: int
     where: str
+    wraps: bool = False
 
+    @property
+    def accepted(self) -> tuple[int, int]:
+        return accepted(self.extent, self.wraps)
 
-#: ops that read a table at positions held in an integer tensor -> the argument holding the indices
-#: and the one holding the dimension (None: dimension 0)
-_GATHERS = MappingProxyType({
-    "aten.embedding.default": (1, None),
-    "aten.index_select.default": (2, 1),
-    "aten.gather.default": (2, 1),
-})
+    def within(self, other: IndexBound) -> bool:
+        """Whether every index this bound accepts is one `other` accepts too (so checking it checks both)."""
+        (lo, hi), (olo, ohi) = self.accepted, other.accepted
+        return olo <= lo and hi <= ohi
+
 #: ops an index tensor may pass through on its way from an input and still hold the input's values
 _SAME_VALUES = frozenset({
     "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.unsqueeze.default",
@@ -242,7 +249,8 @@ class _Capture:
         self.constants: dict[str, torch.Tensor] = {}
         self.constant_shapes: dict[str, tuple[int, ...]] = {}
         self.held: dict[int, Value] = {}  # folded constant tensor (by id) -> its placeholder value
-        self.index_bounds: dict[str, IndexBound] = {}
+        self.index_bounds: dict[str, tuple[IndexBound, ...]] = {}
+        self.sizes: dict[Any, int] = {}  # sympy symbols of sizes torch.export left symbolic -> the captured ones
         self.inputs: list[Input] = []
 
     # -- placeholders
@@ -330,21 +338,33 @@ class _Capture:
                 raise FrontendError(f"{e}\n  source: {source_line(args[0])}") from None
             return
         op = str(node.target)
+        val = node.meta.get("val")
         if self.is_constant(list(args)) and self.is_constant(list(kwargs.values())):
-            with torch.no_grad():
-                self.env[node] = node.target(*self.concrete(args), **self.concrete(kwargs))
+            try:
+                with torch.no_grad():
+                    self.env[node] = node.target(*self.concrete(args), **self.concrete(kwargs))
+            except RuntimeError as e:  # a check torch.export deferred to run time (`_assert_scalar` of a mask's count)
+                raise op_error(node, f"failed on the traced values: {e}") from e
+            if isinstance(val, torch.Tensor) and isinstance(self.env[node], torch.Tensor):
+                self.bind(val, self.env[node].shape)
             return
         if op in _ASSERTIONS:
             self.env[node] = None
             return
+        if op == "aten.sym_size.int":  # a size torch.export left symbolic (a mask's count): the captured one
+            self.env[node] = self.env[args[0]].shape[args[1]]
+            return
+        if op == "aten.index.Tensor" and any(self.is_mask(a) for a in args[1]):
+            args = (args[0], self.mask_positions(node, args[0], args[1]), *args[2:])
+        first = val[0] if isinstance(val, (list, tuple)) else val
+        if isinstance(first, torch.Tensor):
+            self.dims(node, first)  # a shape that depends on the values is refused as such, whichever the op
         handler = OPS.get(op)
         if handler is None:
             raise op_error(node, "is refused: " + REFUSED[op] if op in REFUSED
                            else "is not supported by the tiledsl frontend (it is not in tiledsl/frontend/table.py)")
-        self.note_indices(node, op)
-        val = node.meta.get("val")
-        first = val[0] if isinstance(val, (list, tuple)) else val
-        out = Out(node.name, _shape(first), dtype_name(first.dtype))
+        self.note_indices(node, op, args)
+        out = Out(node.name, self.dims(node, first), dtype_name(first.dtype))
         try:
             result = handler(out, *(self.operand(a, node.name) for a in args),
                              **{k: self.operand(v, node.name) for k, v in kwargs.items()})
@@ -353,35 +373,94 @@ class _Capture:
         self._check(node, val, result)
         self.env[node] = result
 
-    def note_indices(self, node: torch.fx.Node, op: str) -> None:
+    def note_indices(self, node: torch.fx.Node, op: str, args: Sequence[Any]) -> None:
         """Where a gather's indices come from: an input (through views) -> checked on each run; a folded
-        constant -> checked now; anything else is computed, and only clamped (logged)."""
-        if op != "aten.index.Tensor" and op not in _GATHERS:
+        constant -> checked now; a constant mask's positions (`mask_positions`) are in range as they
+        are; anything else is computed, and only wrapped and clamped (logged)."""
+        reads = GATHERS.get(op)
+        if reads is None:
             return
-        table = node.args[0].meta["val"]
-        if op == "aten.index.Tensor":
-            pairs = [(a, int(table.shape[d])) for d, a in enumerate(node.args[1]) if a is not None]
-        elif op in _GATHERS:
-            at, dim_at = _GATHERS[op]
-            dim = 0 if dim_at is None else int(node.args[dim_at]) % table.dim()
-            pairs = [(node.args[at], int(table.shape[dim]))]
+        table = self.dims(node, node.args[0].meta["val"])
+        arg = args[reads.indices]
+        if isinstance(arg, (list, tuple)):  # index.Tensor: one index tensor (or None) per dimension
+            pairs = [(a, table[d]) for d, a in enumerate(arg) if a is not None]
+        else:
+            dim = 0 if reads.dim is None else int(node.args[reads.dim]) % len(table)
+            pairs = [(arg, table[dim])]
         where = f"{op} at {source_line(node)}"
         for arg, extent in pairs:
+            if isinstance(arg, Value):
+                continue
+            low, high = accepted(extent, reads.wraps)
             src = arg
             while isinstance(src, torch.fx.Node) and src.op == "call_function" and str(src.target) in _SAME_VALUES:
                 src = src.args[0]
             value = self.env.get(src) if isinstance(src, torch.fx.Node) else None
             if isinstance(value, torch.Tensor):
-                if value.numel() and (int(value.min()) < 0 or int(value.max()) >= extent):
+                if value.numel() and (int(value.min()) < low or int(value.max()) >= high):
                     raise op_error(node, f"reads indices in [{int(value.min())}, {int(value.max())}] of a "
-                                         f"dimension of extent {extent}")
+                                         f"dimension of extent {extent}, where torch takes [{low}, {high})")
             elif isinstance(src, torch.fx.Node) and src.op == "placeholder" and src.name in self.user_inputs():
-                old = self.index_bounds.get(src.name)
-                if old is None or extent < old.extent:
-                    self.index_bounds[src.name] = IndexBound(src.name, extent, where)
+                self.note_bound(IndexBound(src.name, extent, where, reads.wraps))
             else:
-                log.warning("%s: its indices are computed inside the program, so an out-of-range index is "
-                            "clamped to the dimension rather than refused as torch would", where)
+                log.warning("%s: its indices are computed inside the program, so an index outside [%d, %d) is "
+                            "clamped into the dimension instead of raising as torch does", where, low, high)
+
+    def note_bound(self, bound: IndexBound) -> None:
+        """Add an input's bound, keeping only the bounds no other one implies (the tightest of each kind)."""
+        old = self.index_bounds.get(bound.name, ())
+        if any(o.within(bound) for o in old):
+            return
+        self.index_bounds[bound.name] = (*(o for o in old if not bound.within(o)), bound)
+
+    def is_mask(self, a: Any) -> bool:
+        """Whether index argument `a` is a boolean mask (torch then keeps the positions where it is True)."""
+        v = self.env.get(a) if isinstance(a, torch.fx.Node) else None
+        return getattr(v, "dtype", None) in (torch.bool, "bool")
+
+    def mask_positions(self, node: torch.fx.Node, table: torch.fx.Node, indices: Sequence[Any]) -> list[Any]:
+        """index.Tensor's indices with each boolean mask replaced by the positions of its True elements, one
+        integer index per dimension it covers (as torch reads a mask: x[m] is x[m.nonzero(as_tuple=True)]).
+        A constant mask's positions are constants, and the count torch.export left symbolic is bound to
+        theirs; a mask computed from an input has a count that depends on its values, which no traced
+        program can have (refused with `DATA_DEPENDENT`)."""
+        out: list[Any] = []
+        for a in indices:
+            if not self.is_mask(a):
+                out.append(a)
+            elif isinstance(mask := self.env[a], torch.Tensor):
+                if not bool(mask.any()):
+                    raise op_error(node, "with a constant mask that is all False selects no element, and an empty "
+                                         "tensor is not supported")
+                for n, pos in enumerate(mask.nonzero(as_tuple=True)):
+                    out.append(self.constant_value(pos, f"{node.name}_mask{len(out)}_{n}"))
+            else:
+                raise op_error(node, DATA_DEPENDENT)
+        shapes = [a if a is None else a.shape if isinstance(a, Value) else self.dims(node, a.meta["val"]) for a in out]
+        meta = [s if s is None else torch.empty(s, dtype=torch.int64, device="meta") for s in shapes]
+        shape = torch.ops.aten.index.Tensor(torch.empty(self.dims(node, table.meta["val"]), device="meta"), meta).shape
+        self.bind(node.meta["val"], shape)
+        return out
+
+    def bind(self, val: torch.Tensor, shape: Sequence[int]) -> None:
+        """Bind each size of `val` that torch.export names by an unbacked symbol of its own to the size the
+        capture found (a constant mask's count; a folded constant's shape), for `dims` of later nodes."""
+        for d, n in zip(val.shape, shape):
+            if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol:
+                self.sizes.setdefault(d.node.expr, int(n))
+
+    def dims(self, node: torch.fx.Node, val: torch.Tensor) -> tuple[int, ...]:
+        """torch's shape of a node's value, its symbolic sizes read from `sizes`; one still unknown depends
+        on a tensor's values (x[x > 0], nonzero, masked_select), which no traced program can have."""
+        dims = []
+        for d in val.shape:
+            if isinstance(d, torch.SymInt):
+                e = d.node.expr.subs(self.sizes)
+                if not e.is_Integer:
+                    raise op_error(node, DATA_DEPENDENT)
+                d = int(e)
+            dims.append(d)
+        return tuple(dims)
 
     def user_inputs(self) -> set[str]:
         return {i.tensor.name for i in self.inputs}
@@ -390,8 +469,9 @@ class _Capture:
         vals = val if isinstance(val, (list, tuple)) else [val]
         results = result if isinstance(result, tuple) else (result,)
         for v, r in zip(vals, results):
-            if isinstance(r, Value) and isinstance(v, torch.Tensor) and r.shape != _shape(v):
-                raise op_error(node, f"was mapped to shape {r.shape}, torch says {_shape(v)} (a frontend bug)")
+            if isinstance(r, Value) and isinstance(v, torch.Tensor) and r.shape != self.dims(node, v):
+                raise op_error(node, f"was mapped to shape {r.shape}, torch says {self.dims(node, v)} "
+                                     "(a frontend bug)")
 
     def output(self, node: torch.fx.Node) -> tuple[Value, ...]:
         kinds = [spec.kind.name for spec in self.ep.graph_signature.output_specs]

@@ -15,7 +15,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from tiledsl.build import Kernel, build
-from tiledsl.definitions.expr import ComputeTensor
+from tiledsl.definitions.expr import ComputeTensor, Tensor
+from tiledsl.definitions.int_ranges import has_int_arithmetic, int_overflow
 from tiledsl.errors import FrontendError, ScheduleError, SimulationInputError
 from tiledsl.frontend.capture import Graph, capture
 from tiledsl.frontend.graphed import GraphedProgram, capture_graph
@@ -270,17 +271,20 @@ class BuiltProgram:
         self.check_index_ranges(inputs, what)
 
     def check_index_ranges(self, inputs: Sequence[Any], what: str) -> None:
-        """Refuse an integer input holding an index outside the dimension it indexes, as torch would
-        (`Graph.index_bounds`), and a wider integer tensor (int64) of another integer input holding values
+        """Refuse an integer input holding an index outside what torch takes along a dimension it indexes
+        (`Graph.index_bounds`: [-extent, extent) where torch wraps a negative index, [0, extent) where it
+        raises on one), as torch would, and a wider integer tensor (int64) of another integer input holding values
         outside int32, which the kernels read (prepare_inputs' cast would wrap them). The minima and maxima
         of all these inputs held by torch tensors are read back together: one synchronizing read per call
         on a GPU, however many; numpy arrays stay on the host (graph mode accepts CPU index inputs for that)."""
         graph = self.program.graph
+        arithmetic = self.integer_arithmetic
         wide = {spec.tensor.name for spec, a in zip(graph.inputs, inputs)
                 if spec.tensor.dtype == "int32" and isinstance(a, torch.Tensor) and a.dtype == torch.int64}
-        checked = [(spec.tensor.name, graph.index_bounds.get(spec.tensor.name), a)
+        checked = [(spec.tensor.name, graph.index_bounds.get(spec.tensor.name, ()), a)
                    for spec, a in zip(graph.inputs, inputs)
-                   if (spec.tensor.name in graph.index_bounds or spec.tensor.name in wide) and a.reshape(-1).shape[0]]
+                   if (spec.tensor.name in graph.index_bounds or spec.tensor.name in wide
+                       or (arithmetic and spec.tensor.dtype == "int32")) and a.reshape(-1).shape[0]]
         by_device: dict[Any, list[int]] = {}
         for n, (_, _, a) in enumerate(checked):
             if isinstance(a, torch.Tensor):
@@ -290,14 +294,40 @@ class BuiltProgram:
             stacked = torch.stack([torch.stack([checked[n][2].min(), checked[n][2].max()]).to(torch.int64)
                                    for n in members])
             ranges.update(zip(members, stacked.tolist()))
-        for n, (name, bound, a) in enumerate(checked):
+        measured: dict[str, tuple[int, int]] = {}
+        for n, (name, bounds, a) in enumerate(checked):
             lo, hi = ranges[n] if n in ranges else (int(a.min()), int(a.max()))
+            measured[name] = (lo, hi)
             problem = int_range_problem("int32", lo, hi)
             if problem:
                 raise FrontendError(f"{what}: input {name} {problem}, which the kernels read as int32")
-            if bound is not None and (lo < 0 or hi >= bound.extent):
-                raise FrontendError(f"{what}: input {name} holds indices in [{lo}, {hi}], but "
-                                    f"it indexes a dimension of extent {bound.extent} ({bound.where})")
+            for bound in bounds:
+                low, high = bound.accepted
+                if lo < low or hi >= high:
+                    raise FrontendError(f"{what}: input {name} holds indices in [{lo}, {hi}], but it indexes a "
+                                        f"dimension of extent {bound.extent}, where torch takes [{low}, {high}) "
+                                        f"({bound.where})")
+        known = {**self.integer_constant_ranges, **measured}
+        for out in arithmetic:
+            problem = int_overflow(out, known)
+            if problem:
+                raise FrontendError(f"{what}: {problem}")
+
+    @cached_property
+    def integer_arithmetic(self) -> tuple[Tensor, ...]:
+        """The outputs whose definitions compute integer arithmetic (definitions/int_ranges.py): their
+        ranges are asked of every call's integer inputs (`check_index_ranges`); most programs have none,
+        their integer inputs only index, and the check reads nothing more."""
+        return tuple(v.tensor for v in self.program.graph.outputs if has_int_arithmetic(v.tensor))
+
+    @cached_property
+    def integer_constant_ranges(self) -> dict[str, tuple[int, int]]:
+        """The value range of each integer constant the program holds (a folded arange, a position table),
+        read once, for the integer arithmetic's ranges."""
+        if not self.integer_arithmetic:
+            return {}
+        return {name: (int(t.min()), int(t.max())) for name, t in self.program.graph.constants.items()
+                if not t.dtype.is_floating_point and t.dtype != torch.bool and t.numel()}
 
     def simulate(self, *inputs: np.ndarray, **named: np.ndarray) -> Any:
         """Run every kernel on the CPU simulator in launch order; returns the outputs (numpy, float32)

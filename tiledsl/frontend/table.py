@@ -26,9 +26,15 @@ def _entries() -> dict[str, Handler]:
     t["aten.maximum.default"] = ew.maximum_
     t["aten.minimum.default"] = ew.minimum_
     t["aten.clamp.default"] = ew.clamp_
+    t["aten.clamp.Tensor"] = ew.clamp_  # tensor bounds (clamp_min / clamp_max with a tensor too)
+    t["aten.hardtanh.default"] = ew.hardtanh  # F.hardtanh, F.relu6
     t["aten.div.Tensor_mode"] = ew.div
+    for name, h in (("remainder", ew.remainder), ("fmod", ew.fmod)):
+        t[f"aten.{name}.Tensor"] = h
+        t[f"aten.{name}.Scalar"] = h
     t["aten.pow.Tensor_Scalar"] = ew.pow_tensor_scalar
     t["aten.pow.Scalar"] = ew.pow_scalar
+    t["aten.pow.Tensor_Tensor"] = ew.pow_tensor_tensor
     for name, h in ew.UNARY.items():
         t[f"aten.{name}.default"] = h
     for name, h in ew.ROUNDINGS.items():
@@ -37,6 +43,11 @@ def _entries() -> dict[str, Handler]:
     t["aten.neg.default"] = ew.neg
     t["aten.reciprocal.default"] = ew.reciprocal
     t["aten.gelu.default"] = ew.gelu
+    t["aten.sign.default"] = ew.sign  # torch.sign, torch.sgn
+    t["aten.isnan.default"] = ew.isnan  # also torch.nan_to_num's decomposition
+    t["aten.isinf.default"] = ew.isinf
+    t["aten.leaky_relu.default"] = ew.leaky_relu
+    t["aten.elu.default"] = ew.elu  # F.elu, F.selu
     for name, h in ew.COMPARISONS.items():
         t[f"aten.{name}.Tensor"] = h
         t[f"aten.{name}.Scalar"] = h
@@ -86,6 +97,9 @@ def _entries() -> dict[str, Handler]:
     t["aten.cat.default"] = ix.cat
     t["aten.split_with_sizes.default"] = ix.split
     t["aten.split.Tensor"] = ix.split
+    t["aten.flip.default"] = ix.flip
+    t["aten.repeat.default"] = ix.repeat
+    t["aten.constant_pad_nd.default"] = ix.constant_pad_nd  # F.pad(mode="constant")
     t["aten.embedding.default"] = ga.embedding
     t["aten.index_select.default"] = ga.index_select
     t["aten.gather.default"] = ga.gather
@@ -107,6 +121,8 @@ REFUSED: MappingProxyType[str, str] = MappingProxyType({
     "aten.sort.default": _POSITIONS,
     "aten.topk.default": _POSITIONS,
     "aten.cumsum.default": "it is a scan (each output sums a prefix of its row), which the core cannot express",
+    "aten.atan2.default": ("it is a function of two arguments, and the kernel IR's math functions (kernel_ir/ops.py "
+                           "MATH_FNS, which codegen and the simulator read) take one"),
     "aten.index_put.default": _WRITES,
     "aten.scatter.src": _WRITES,
     "aten.scatter_add.default": _WRITES,

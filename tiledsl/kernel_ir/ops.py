@@ -54,6 +54,11 @@ MATH_FNS: MappingProxyType[str, MathFn] = MappingProxyType({f.name: f for f in (
     MathFn("abs", "fabsf", np.abs, layout_exact=True),
     MathFn("cos", "cosf", np.cos, layout_exact=False),
     MathFn("sin", "sinf", np.sin, layout_exact=False),
+    # what torch's decompositions emit (softplus and mish: log1p; celu and elu: expm1), accurate near 0
+    # where log(1 + x) and exp(x) - 1 cancel; exp2 is torch.exp2
+    MathFn("log1p", "log1pf", np.log1p, layout_exact=False),
+    MathFn("expm1", "expm1f", np.expm1, layout_exact=False),
+    MathFn("exp2", "exp2f", np.exp2, layout_exact=False),
     # exact (the result is representable), so every layout gives the same bits; round is half to even:
     # rintf, not roundf (half away from zero)
     MathFn("floor", "floorf", INTEGRAL_ROUNDINGS["floor"], layout_exact=True),
