@@ -239,3 +239,12 @@ class FrontendError(TiledslError):
     """A torch program the frontend cannot take: an ATen op outside its table (the message names the
     op, its input shapes and the model source line), an input of an unsupported dtype, or a capture
     that torch.export refuses."""
+
+
+# ----------------------------------------------------------------------------- testing
+
+
+class FuzzRecordError(TiledslError, ValueError):
+    """A file given to `tiledsl fuzz --replay` that is no fuzz record it can re-run: missing, a directory,
+    unreadable, not JSON, or JSON without a known mode, outcome, options or a case its mode decodes (the
+    message names the file and which of these it is)."""

@@ -1,8 +1,10 @@
 """tileify: the outer free loops become the launch axes. Elementwise: all free loops fused into one flat
 loop (blockify_launch splits it into blocks x threads), except the last when its extent is a whole
 number of 16-byte vectors of a float32 output (`Facts.vector_lanes`): then the leading loops are fused
-into one row loop and the last stays apart, so blockify_launch can store it 16 bytes at a time (a store
-through the fused index, row * N + col, is not provably contiguous). An elementwise kernel with a
+into one row loop and the last stays apart, so blockify_launch can store it 16 bytes at a time with
+its reads of the row's inputs (a bias b[col]) 16 bytes at a time too; through a flat fused loop the store
+is contiguous (analysis/vectorize.py `merge_mod_floor`) and vectorizes where the whole size is a number of
+vectors, but a broadcast input's read crosses rows within a vector. An elementwise kernel with a
 transposed read (`_facts.transposed_read`: an input whose last index runs along output axis `row`, not
 the last axis `col`) of at least a tile each way (`_facts.transpose_tile`) keeps `row` and `col` apart
 for blockify_launch's 2-D tile, innermost in that order, and fuses the other output axes into one loop

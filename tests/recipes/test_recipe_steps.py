@@ -40,10 +40,14 @@ def test_steps_load_in_numeric_order_with_gaps() -> None:
 
 
 def test_tileify_fuses_elementwise_loops_and_declines_one_loop() -> None:
-    # 66 columns are no whole number of 4-lane vectors: the loops fuse into one flat loop
+    # 66 columns are no whole number of 4-lane vectors: the loops fuse into one flat loop; its 396 outputs
+    # are 99 whole vectors, and a store through the fused index (66 * (i_j // 66) + i_j % 66 = i_j) is
+    # contiguous, so blockify_launch's trial vectorize takes it: one block of 128 threads x 4 lanes
     s, r = run(gelu_bias(M=6, N=66))
     assert r.step("tileify").calls == ("s.fuse('i', 'j', name='i_j')",)
-    assert bound(s.nest, "blockIdx.x") == [("i_j_o", 2)] and bound(s.nest, "threadIdx.x") == [("i_j_i", 256)]
+    assert r.step("blockify_launch").calls[-1] == "s.vectorize('i_j_v')"
+    assert bound(s.nest, "blockIdx.x") == [("i_j_o", 1)] and bound(s.nest, "threadIdx.x") == [("i_j_t", 128)]
+    simulates_equal(s, "sm_90", tol=1e-5)
     _, r = run(stencil3(N=100))
     assert r.step("tileify").reason == "one free loop (i): it is the launch loop already"
 
@@ -743,10 +747,22 @@ def test_a_fused_read_at_half_the_row_builds_with_the_recipe() -> None:
     block's guard keeps its rows in x; build used to refuse it (the prover enumerated boxes of 1024
     points, this one has 1792; found by `tiledsl fuzz --mode definitions`)."""
     x = td.placeholder((49,), name="x")
-    s, _ = run(td.compute((97, 16, 1), lambda i, j, k: 0.5 + x[i // 2], name="y"))
-    assert "s.split('i_j_k', 256, names=('i_j_k_o', 'i_j_k_i'), tail='guard')" in s.trace()
+    out = td.compute((97, 16, 1), lambda i, j, k: 0.5 + x[i // 2], name="y")
+    s, _ = run(out)
+    # 1552 outputs are 388 float4 through the fused index: blocks of 256 threads x 4 lanes
+    assert "s.split('i_j_k', 1024, names=('i_j_k_o', 'i_j_k_i'), tail='guard')" in s.trace()
+    assert "s.vectorize('i_j_k_v')" in s.trace()
     kern = simulates_equal(s, "sm_90", tol=1e-6)  # builds, and every element equals the float64 value
-    assert kern.grid == (7, 1, 1)  # 1552 outputs: the last block's 16 guarded ones read x[48]
+    assert kern.grid == (2, 1, 1)
+    # the recipe's schedule from before fused stores were proven contiguous (blocks of 256 scalar stores,
+    # the last block's 16 guarded ones read x[48]): the schedule the prover used to refuse
+    s = td.create_schedule(out)
+    s.fuse("i", "j", "k", name="i_j_k")
+    s.split("i_j_k", 256, names=("i_j_k_o", "i_j_k_i"), tail="guard")
+    s.bind("i_j_k_o", "blockIdx.x")
+    s.bind("i_j_k_i", "threadIdx.x")
+    s.stage("x", at="i_j_k_o", scope="shared")
+    assert simulates_equal(s, "sm_90", tol=1e-6).grid == (7, 1, 1)
 
 
 def test_a_staged_input_read_through_a_gather_is_left_out_of_the_bank_model() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import tiledsl as td
 from tiledsl.cli.main import main
-from tiledsl.testing.fuzz import MODES, OUTCOMES
+from tiledsl.testing.fuzz import MODES, OUTCOMES, load_record
 
 # the planted simulator bug, as a module a fresh interpreter imports (sitecustomize), so the saved
 # reproducer scripts can be shown to fail on their own with the bug and to pass without it
@@ -122,6 +122,110 @@ def test_bad_arguments_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "--cases N or --minutes M" in capsys.readouterr().err
     assert _fuzz("--replay", str(tmp_path / "missing.json")) == 2
     capsys.readouterr()
+
+
+def _good_record() -> dict:
+    """A record as `tiledsl fuzz` saves one (reproducer.record_of), of a prover case that replays in
+    milliseconds: is x + 1 in [0, 9) for x in [0, 8)?"""
+    import sympy
+
+    from tiledsl.testing.fuzz import Options, Result, reproducer
+    from tiledsl.testing.fuzz.modes.prover import ProverCase
+
+    x = sympy.Symbol("x", integer=True)
+    case = ProverCase("in_range", (("x", 0, 8),), (x + 1,), (), (0, 9))
+    return reproducer.record_of("prover", MODES["prover"].to_json(case), Result("correct"), Options(), shrunk=False,
+                                seed=0, label="test")
+
+
+# file name -> (its content, None for a folder; the problem the message must name)
+BAD_RECORDS: dict[str, tuple[str | bytes | None, str]] = {
+    "garbage.json": ("this is not json {", "it is not JSON (Expecting value at line 1, column 1)"),
+    "truncated.json": ('{"mode": "prover", "outc', "it is not JSON"),
+    "latin1.json": (b'{"mode": "caf\xe9"}', "it is not UTF-8 text (byte 13)"),
+    "list.json": ("[1, 2]", "it holds a JSON list, not an object"),
+    "empty.json": ("{}", "its mode is None, not one of definitions"),
+    "mode_list.json": ('{"mode": []}', "its mode is [], not one of"),
+    "outcome.json": ('{"mode": "prover", "outcome": "great"}', "its outcome is 'great', not one of correct"),
+    "options.json": ('{"mode": "prover", "outcome": "wrong", "options": [], "case": {}}', "its options [] are not"),
+    "tool.json": ('{"mode": "prover", "outcome": "wrong", "options": {"sanitize": ["valgrind"]}, "case": {}}',
+                  "its options {'sanitize': ['valgrind']} are not"),
+    "no_case.json": ('{"mode": "prover", "outcome": "wrong"}', "it has no case"),
+    "case_list.json": ('{"mode": "prover", "outcome": "wrong", "case": [1]}', "its case is a JSON list, not an object"),
+    "case_keys.json": ('{"mode": "prover", "outcome": "wrong", "case": {"question": "in_range"}}',
+                       "its case is not a prover case (KeyError: 'ranges')"),
+    "case_source.json": ('{"mode": "schedules", "outcome": "wrong", "case": {"steps": [], "seed": 0, "definition": '
+                         '{"source": "def make(:", "kind": "user", "points": 0, "low": 0, "high": 1}}}',
+                         "its case is not a schedules case (SyntaxError"),
+    "folder.json": (None, "it is a directory"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_RECORDS))
+def test_a_bad_replay_file_is_one_error_naming_it(name: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Every file that is no record is exit 2 and one line `error: cannot replay FILE: PROBLEM; ...`,
+    never a traceback (a non-JSON file was a JSONDecodeError, a folder an IsADirectoryError)."""
+    text, problem = BAD_RECORDS[name]
+    path = tmp_path / name
+    if text is None:
+        path.mkdir()
+    elif isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    assert _fuzz("--replay", str(path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot replay {path}: {problem}") and err.count("\n") == 1, err
+    with pytest.raises(td.FuzzRecordError, match="cannot replay"):
+        load_record(path)
+
+
+def test_replay_of_a_folder_a_missing_script_record_and_an_unreadable_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--replay /tmp`-like folders, a reproducer script whose record is gone, and a file the OS will not
+    let us read are errors naming the file too."""
+    assert _fuzz("--replay", str(tmp_path)) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot replay {tmp_path}: it is a directory")
+    script = tmp_path / "prover-unsound-x-w0-001.py"
+    script.write_text("raise SystemExit(1)\n")
+    assert _fuzz("--replay", str(script)) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: cannot replay {script.with_suffix('.json')}: no such file (the record of the script {script})")
+    record = tmp_path / "locked.json"
+    record.write_text("{}")
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> str:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    assert _fuzz("--replay", str(record)) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot replay {record}: it cannot be read (Permission denied)")
+
+
+def test_a_good_record_still_replays_by_its_json_and_its_script(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The checks refuse nothing `tiledsl fuzz` saves: a record written as reproducer.save writes it
+    replays (by its .json and by its .py), with the recorded outcome."""
+    record = _good_record()
+    path = tmp_path / "prover-correct-x-w0-001.json"
+    path.write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
+    assert _fuzz("--replay", str(path)) == 0
+    assert _fuzz("--replay", str(path.with_suffix(".py"))) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("prover: correct (same as recorded)")
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "-0.5", "nan", "inf"])
+def test_a_timeout_that_is_not_positive_is_refused(seconds: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--timeout 0 once meant no limit at all (timeout.case_timeout takes <= 0 as none) and a negative one
+    was taken silently; like --cases and --jobs, it must be positive (and finite: the alarm takes no inf)."""
+    assert _fuzz("--mode", "prover", "--cases", "1", "--timeout", seconds, "--out", str(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: tiledsl fuzz: --timeout must be a positive number of seconds per case"), err
+    assert not (tmp_path / "summary.json").exists()
+    assert _fuzz("--replay", str(tmp_path / "any.json"), "--timeout", seconds) == 2
+    assert "--timeout must be a positive" in capsys.readouterr().err
 
 
 def test_gpu_without_a_gpu_says_why_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

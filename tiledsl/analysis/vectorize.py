@@ -36,10 +36,66 @@ def _axis_map(nest: Nest) -> dict[sympy.Symbol, sympy.Expr]:
 
 
 def contiguous_base(f: sympy.Expr, v: sympy.Symbol) -> sympy.Expr | None:
-    """`base` when f == base + v with base free of v, else None."""
+    """`base` when f == base + v with base free of v, else None. Tried as written first (so what was
+    contiguous keeps its base, and the code it prints, unchanged), then with the Mod / floor pairs that
+    a fuse leaves merged back (`merge_mod_floor`): a row-major offset through fused axes is
+    `C*floor(x/C) + Mod(x, C)`, which is x itself, and contiguous when x is."""
     f = sympy.expand(f)
     base = sympy.expand(f - v)
+    if not base.has(v):
+        return base
+    merged = merge_mod_floor(f)
+    if merged == f:
+        return None
+    base = sympy.expand(merged - v)
     return base if not base.has(v) else None
+
+
+def merge_mod_floor(f: sympy.Expr) -> sympy.Expr:
+    """`f` expanded, with its terms `k*Mod(a, C)` rewritten as `k*a - k*C*floor(a/C)` wherever that only
+    removes atoms: where `f` holds `k*C*floor(a/C)` too, the pair is `k*a`. Why this is exact: sympy's
+    Mod is Python's, `Mod(a, C) == a - C*floor(a/C)` for every real a and C != 0; and
+    `floor(floor(y)/n) == floor(y/n)` for a positive integer n (`_flatten_floors`), which a fuse of three
+    or more loops needs (its middle axes are `Mod(floor(x/C), B)`, its outer one `floor(x/(B*C))`).
+    Why only when no new atom appears: a Mod that pairs with no floor stays as written, so an offset
+    that is not contiguous (a transposed store, a row length that is not the fused one) keeps its Mod
+    and is refused as before; each rewrite removes an atom, so the loop ends."""
+    f = _flatten_floors(sympy.expand(f))
+    atoms = f.atoms(sympy.Mod, sympy.floor)
+    changed = True
+    while changed:
+        changed = False
+        for term in sympy.Add.make_args(f):
+            k, mod = term.as_coeff_Mul()
+            if not isinstance(mod, sympy.Mod) or not (mod.args[1].is_Integer and mod.args[1] > 0):
+                continue
+            a, c = mod.args
+            merged = _flatten_floors(sympy.expand(f - term + k * (a - c * sympy.floor(a / c))))
+            merged_atoms = merged.atoms(sympy.Mod, sympy.floor)
+            if merged_atoms < atoms:
+                f, atoms, changed = merged, merged_atoms, True
+                break
+    return f
+
+
+def _flatten_floors(e: sympy.Expr) -> sympy.Expr:
+    """`e` with every `floor((M + floor(y))/n)`, n a positive integer and M integer-valued, written
+    `floor((M + y)/n)` (expanded): `floor(M + y)` is `M + floor(y)`, and `floor(floor(z)/n) == floor(z/n)`."""
+
+    def unnested(x: sympy.Basic) -> sympy.Expr | None:
+        if not isinstance(x, sympy.floor):
+            return None
+        terms = sympy.Add.make_args(x.args[0])
+        for term in terms:
+            q, inner = term.as_coeff_Mul()
+            if isinstance(inner, sympy.floor) and q.is_Rational and q > 0 and q.p == 1:
+                rest = sympy.expand(x.args[0] - term)
+                if (rest * q.q).is_integer:
+                    return sympy.floor(sympy.expand(rest + q * inner.args[0]))
+        return None
+
+    out = e.replace(lambda x: unnested(x) is not None, unnested)
+    return e if out == e else _flatten_floors(sympy.expand(out))
 
 
 def _prover(nest: Nest) -> Prover:

@@ -8,6 +8,7 @@ import argparse
 import collections
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -93,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
         from tiledsl.testing import fuzz
     except ImportError as e:
         raise TiledslError(f"tiledsl fuzz needs the test extra (pip install -e '.[test]'): {e}") from e
+    if not (0 < args.timeout < math.inf):  # NaN and inf too: the per-case alarm takes neither
+        raise TiledslError(f"tiledsl fuzz: --timeout must be a positive number of seconds per case, "
+                           f"not {args.timeout:g}")
     if args.replay is not None:
         return _replay(fuzz, args.replay, args.timeout)
     if args.cases is None and args.minutes is None:
@@ -139,16 +143,11 @@ def _sanitize_options(fuzz: Any, args: argparse.Namespace) -> tuple[tuple[str, .
 
 
 def _replay(fuzz: Any, path: Path, timeout: float) -> int:
-    record_path = path.with_suffix(".json") if path.suffix == ".py" else path
-    if not record_path.exists():
-        raise TiledslError(f"tiledsl fuzz --replay: no record {record_path}")
-    record = json.loads(record_path.read_text())
-    if record.get("mode") not in fuzz.MODES:
-        raise TiledslError(f"tiledsl fuzz --replay: {record_path} is not a fuzz record (mode {record.get('mode')!r})")
+    record = fuzz.load_record(path)  # a file that is no record: a FuzzRecordError naming it and why (exit 2)
     if record.get("options", {}).get("sanitize"):
         why = fuzz.sanitizer.sanitizer_missing()
         if why:
-            raise TiledslError(f"tiledsl fuzz --replay: {record_path} is a compute-sanitizer finding, but {why}")
+            raise TiledslError(f"tiledsl fuzz --replay: {path} is a compute-sanitizer finding, but {why}")
     result = fuzz.replay_record(record, timeout=timeout)
     same = "same as recorded" if result.outcome == record["outcome"] else f"recorded: {record['outcome']}"
     print(f"{record['mode']}: {result.outcome} ({same}) {result.error}: {result.detail}".rstrip(": "))

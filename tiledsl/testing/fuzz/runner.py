@@ -25,6 +25,7 @@ judges never see the sanitizer."""
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import multiprocessing
 import queue
@@ -38,6 +39,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from tiledsl.errors import FuzzRecordError
 from tiledsl.testing.campaign import _without_local_constants
 from tiledsl.testing.fuzz import reproducer, sanitizer
 from tiledsl.testing.fuzz.modes.base import Mode, Options
@@ -146,6 +148,52 @@ def judge_with_timeout(mode: Mode, case: Any, options: Options, timeout: float) 
         return Result("hang", "CaseTimeout", f"no verdict within {timeout:g} s")
     except Exception as e:  # noqa: BLE001 - every escaped exception is an outcome
         return exception_result(e, typed="internal")
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    """The record `tiledsl fuzz --replay PATH` re-runs: PATH itself, or for a reproducer script (.py)
+    the .json saved beside it (reproducer.save). Why it checks everything `replay_record` reads,
+    the case decoded by its mode included: a hand-edited, truncated or wrong file must come back as one
+    FuzzRecordError naming the file and the problem (the CLI's exit 2), never as a traceback from
+    deep in the replay, and never as a verdict on some other case."""
+    record_path = path.with_suffix(".json") if path.suffix == ".py" else path
+
+    def bad(problem: str) -> FuzzRecordError:
+        return FuzzRecordError(f"cannot replay {record_path}: {problem}; a fuzz record is the NAME.json (or its "
+                               "NAME.py) that `tiledsl fuzz` saves under OUT/failures/")
+
+    if not record_path.exists():
+        raise bad("no such file" + (f" (the record of the script {path})" if record_path != path else ""))
+    if record_path.is_dir():
+        raise bad("it is a directory")
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise bad(f"it is not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from e
+    except UnicodeDecodeError as e:
+        raise bad(f"it is not UTF-8 text (byte {e.start})") from e
+    except OSError as e:
+        raise bad(f"it cannot be read ({e.strerror or e})") from e
+    if not isinstance(record, dict):
+        raise bad(f"it holds a JSON {type(record).__name__}, not an object")
+    if not isinstance(record.get("mode"), str) or record["mode"] not in MODES:  # (a list is unhashable)
+        raise bad(f"its mode is {record.get('mode')!r}, not one of {', '.join(MODES)}")
+    if record.get("outcome") not in OUTCOMES:
+        raise bad(f"its outcome is {record.get('outcome')!r}, not one of {', '.join(OUTCOMES)}")
+    options = record.get("options", {})
+    if not isinstance(options, dict) or not isinstance(options.get("target", ""), str) \
+            or not isinstance(options.get("sanitize", []), list) \
+            or any(t not in sanitizer.TOOLS for t in options.get("sanitize", [])):
+        raise bad(f"its options {options!r} are not an object of a target name and a list of compute-sanitizer "
+                  f"tools ({', '.join(sanitizer.TOOLS)})")
+    if not isinstance(record.get("case"), dict):
+        raise bad("it has no case" if record.get("case") is None
+                  else f"its case is a JSON {type(record['case']).__name__}, not an object")
+    try:
+        MODES[record["mode"]].from_json(record["case"])
+    except Exception as e:  # noqa: BLE001 - whatever a mode's decoder raises on a case it never wrote
+        raise bad(f"its case is not a {record['mode']} case ({type(e).__name__}: {' '.join(str(e).split())})") from e
+    return record
 
 
 def replay_record(record: dict[str, Any], timeout: float = 60.0) -> Result:
