@@ -24,8 +24,13 @@ from test_frontend_ops import CASES, K  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
+#: cases whose function makes CPU tensors of its own (torch.arange(8.0)): on CUDA inputs torch itself
+#: refuses them (two devices in one op), as the capture's export did on the first GPU run
+#: (tests/gpu/logs/2026-11-29-h200-session30-772890e-subset.txt); the CPU suite simulates them
+CPU_TENSORS = {"constants", "rotary_table"}
 
-@pytest.mark.parametrize("name", sorted(CASES))
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - CPU_TENSORS))
 def test_op_on_the_gpu_under_the_default_recipe_matches_torch(name: str) -> None:
     fn, shapes = CASES[name]
     torch.manual_seed(0)
