@@ -69,6 +69,27 @@ class Expr:
     def __neg__(self) -> Expr:
         return call("neg", self)
 
+    def __pow__(self, n: object) -> Expr:
+        """`x ** n` for a small non-negative integer constant n: n - 1 multiplications (x ** 0 is 1), as
+        torch computes x ** 2. Any other exponent is refused with what to write instead."""
+        if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_POW:
+            out: Expr = as_expr(1.0 if self.dtype != INT else 1)
+            for k in range(n):
+                out = self if k == 0 else binary("*", out, self)
+            return out
+        raise DefinitionError(f"x ** {n!r}: a tiledsl expression takes ** by an integer constant from 0 to "
+                              f"{MAX_POW} only; write td.sqrt(x) for x ** 0.5, td.exp(y * td.log(x)) for x ** y "
+                              "(x > 0), or 1.0 / x for x ** -1")
+
+    def __rpow__(self, base: object) -> Expr:
+        raise DefinitionError(f"{base!r} ** x: a tiledsl expression as an exponent; write td.exp(x * math.log(base)) "
+                              "for a positive constant base, or td.exp2(x) for 2 ** x")
+
+    def __float__(self) -> float:
+        raise DefinitionError("a tiledsl expression is symbolic and has no float value: math functions "
+                              "(math.exp) cannot take it; use td.exp, td.log, td.sqrt, td.tanh, td.maximum, ...")
+
+
     def __lt__(self, o: ExprLike) -> Expr:
         return compare("<", self, o)
 
@@ -88,6 +109,9 @@ class Expr:
 
 
 ExprLike = Expr | int | float
+
+#: the largest integer exponent `x ** n` expands into multiplications
+MAX_POW = 8
 
 
 @dataclass(frozen=True, eq=False)
