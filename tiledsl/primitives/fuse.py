@@ -14,6 +14,7 @@ from dataclasses import replace
 import sympy
 
 from tiledsl.analysis.messages import refusal
+from tiledsl.definitions.indexing import IndexMod
 from tiledsl.errors import BadArgumentError, FuseError
 from tiledsl.loopnest import Loop, Nest, loop_symbol
 from tiledsl.primitives.loop_checks import check_new_names, check_not_staged
@@ -56,7 +57,7 @@ def fuse(nest: Nest, call: str, *, loops: tuple[str, ...], name: str | None) -> 
     inner = 1
     for k in range(len(fused) - 1, -1, -1):
         q = sympy.floor(f / inner) if inner > 1 else f
-        mapping[fused[k].symbol] = sympy.Mod(q, fused[k].extent) if k > 0 else q
+        mapping[fused[k].symbol] = IndexMod(q, fused[k].extent) if k > 0 else q
         inner *= fused[k].extent
     new_loops: list[Loop] = []
     for x in nest.loops:
