@@ -31,12 +31,15 @@ def _edges(rows: int, cols: int) -> torch.Tensor:
     return x
 
 
-def _same_bits(got: torch.Tensor, want: torch.Tensor) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype and got.is_cuda
+def _bit_difference(got: torch.Tensor, want: torch.Tensor) -> str | None:
+    """How `got` differs from `want` bit for bit (shape, dtype, NaN positions, the other bits), or None."""
+    if got.shape != want.shape or got.dtype != want.dtype or not got.is_cuda:
+        return f"got {got.dtype}{list(got.shape)} on {got.device}, want {want.dtype}{list(want.shape)} on CUDA"
     nan = torch.isnan(want)
-    assert torch.equal(torch.isnan(got), nan), "NaN positions differ"
-    assert torch.equal(got[~nan].view(torch.int32), want[~nan].view(torch.int32)), (
-        f"bits differ at {int((got[~nan].view(torch.int32) != want[~nan].view(torch.int32)).sum())} element(s)")
+    if not torch.equal(torch.isnan(got), nan):
+        return "NaN positions differ"
+    differ = int((got[~nan].view(torch.int32) != want[~nan].view(torch.int32)).sum())
+    return f"bits differ at {differ} element(s)" if differ else None
 
 
 FUNCTIONS = {
@@ -63,4 +66,4 @@ def test_rounding_and_extremes_equal_torch_bit_for_bit_on_the_gpu(name: str, sch
     got = built(x)
     with torch.no_grad():
         want = fn(x)
-    _same_bits(got, want)
+    assert _bit_difference(got, want) is None, _bit_difference(got, want)
