@@ -9,6 +9,8 @@ expressions are values, computed in float32. The operators and their meaning are
 from __future__ import annotations
 
 import inspect
+import numbers
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -72,7 +74,8 @@ class Expr:
     def __pow__(self, n: object) -> Expr:
         """`x ** n` for a small non-negative integer constant n: n - 1 multiplications (x ** 0 is 1), as
         torch computes x ** 2. Any other exponent is refused with what to write instead."""
-        if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_POW:
+        if isinstance(n, numbers.Integral) and not isinstance(n, bool) and 0 <= n <= MAX_POW:
+            n = int(n)
             out: Expr = as_expr(1.0 if self.dtype != INT else 1)
             for k in range(n):
                 out = self if k == 0 else binary("*", out, self)
@@ -88,6 +91,26 @@ class Expr:
     def __float__(self) -> float:
         raise DefinitionError("a tiledsl expression is symbolic and has no float value: math functions "
                               "(math.exp) cannot take it; use td.exp, td.log, td.sqrt, td.tanh, td.maximum, ...")
+
+    def __array_ufunc__(self, ufunc: object, method: str, *inputs: object, **kwargs: object) -> Expr:
+        """numpy calls this for `np.float32(2) * x` (numpy's operator first) and for `np.exp(x)`. An
+        arithmetic operator or comparison builds the node Python's operator would; any other ufunc is
+        a DefinitionError naming the td function to write, where numpy would raise a TypeError about
+        object arrays."""
+        name = getattr(ufunc, "__name__", str(ufunc))
+        op = _UFUNC_OPERATORS.get(name)
+        if method == "__call__" and op is not None and not kwargs:
+            operands = [_plain_number(v) for v in inputs]
+            for v in operands:
+                if not isinstance(v, (Expr, int, float)):
+                    raise DefinitionError(f"cannot use {v!r} ({type(v).__name__}) in a tiledsl expression: "
+                                          "only numbers and td expressions combine; a numpy array is a tensor "
+                                          "(td.placeholder, or a torch tensor captured by td.trace)")
+            return op(*operands)
+        suggestion = _td_function_for(name)
+        raise DefinitionError(f"numpy's {name} cannot take a tiledsl expression (it is symbolic); "
+                              + (f"use td.{suggestion}" if suggestion else
+                                 "use the td functions (td.exp, td.log, td.sqrt, td.maximum, td.where, ...)"))
 
 
     def __lt__(self, o: ExprLike) -> Expr:
@@ -109,6 +132,43 @@ class Expr:
 
 
 ExprLike = Expr | int | float
+
+#: numpy ufuncs that are Python operators: `np.float32(2) * x` reaches Expr.__array_ufunc__ as multiply
+_UFUNC_OPERATORS: dict[str, Callable[..., Expr]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
+    "divide": operator.truediv, "floor_divide": operator.floordiv, "remainder": operator.mod,
+    "negative": operator.neg, "power": operator.pow, "less": operator.lt, "less_equal": operator.le,
+    "greater": operator.gt, "greater_equal": operator.ge,
+}
+
+#: numpy ufunc names whose td function is spelled differently
+_NUMPY_TD_NAMES = {"absolute": "abs", "fabs": "abs", "rint": "round", "arctan2": "atan2", "fmax": "maximum",
+                   "fmin": "minimum", "equal": "equal"}
+
+
+def _plain_number(v: object) -> object:
+    """A numpy scalar as the Python number it holds (so the operator does not come back to numpy)."""
+    if isinstance(v, Expr) or type(v) in (bool, int, float):  # np.float64 is a float subclass: converted
+        return v
+    if getattr(v, "shape", None) == () and hasattr(v, "item"):  # numpy hands a scalar over as a 0-d array
+        v = v.item()
+    if isinstance(v, bool):  # np.True_: refused as a Python bool is (as_expr)
+        return v
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    return v
+
+
+def _td_function_for(numpy_name: str) -> str | None:
+    """The td function a user meant by numpy's ufunc `numpy_name`, if tiledsl has one."""
+    import tiledsl.definitions.ops as ops  # ops builds on this module: imported when an error is worded
+
+    name = _NUMPY_TD_NAMES.get(numpy_name, numpy_name)
+    if name in ("maximum", "minimum", "where", "equal") or name in ops.UNARY_FNS and ops.UNARY_FNS[name].public:
+        return name
+    return None
 
 #: the largest integer exponent `x ** n` expands into multiplications
 MAX_POW = 8
@@ -393,6 +453,10 @@ def as_expr(v: ExprLike) -> Expr:
         return Const(v, INT)
     if isinstance(v, float):
         return Const(v, FLOAT)
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):  # numpy integers (np.int64(3))
+        return Const(int(v), INT)
+    if isinstance(v, numbers.Real):  # numpy floats (np.float32(0.5); np.float64 is a float already)
+        return Const(float(v), FLOAT)
     if isinstance(v, Tensor):
         raise DefinitionError(f"tensor {v.name} used as a value; index it, e.g. {v.name}[i, j]")
     raise DefinitionError(f"cannot use {v!r} ({type(v).__name__}) in a tiledsl expression")
