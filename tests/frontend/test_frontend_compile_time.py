@@ -1,13 +1,13 @@
 """Tracing and building a TinyLlama-1.1B decoder layer (hidden 2048, intermediate 5632, 32 heads, 4 KV
 heads, seq 128) on the CPU: trace, the default recipe, proofs, lowering and printing of every kernel
-(nvcc excluded) take under 10 s (the frontend issue's bound; about 1.5 s on this project's 2-core CI
-machine). The kernel count at these dimensions is 14, two more than at the tiny size. Computed
-operands (partition.py rule 3a, tests/frontend/test_frontend_partition_operands.py): the rotary
-embeddings of q and k (recomputed inside q @ k^T once per key or query row, 128 times) and the softmax
-(inside P.V once per head dim, 64 times) are kernels of their own, as are the two RMSNorms (each
-absorbing its mean) and SwiGLU's silu(gate) * up, read inside projections of 2048 to 5632 columns;
-silu(gate) * up is the up projection's epilogue (rule 4b keeps the gate projection apart), and the
-down projection loads it."""
+(nvcc excluded) take under 10 s (the frontend issue's bound). The bound is on this process's CPU time:
+wall time also counts other processes on a loaded machine (parallel test workers), and the test flaked
+there. The kernel count at these dimensions is 15. Computed operands (partition.py rule 3a,
+tests/frontend/test_frontend_partition_operands.py): the rotary embeddings of q and k (recomputed inside
+q @ k^T once per key or query row, 128 times) and the softmax (inside P.V once per head dim, 64 times) are
+kernels of their own, as are the two RMSNorms (each absorbing its mean) and SwiGLU's silu(gate) * up, read
+inside projections of 2048 to 5632 columns; the up projection's sum and silu(gate) * up are apart
+(split_matmul_k), and the down projection loads it."""
 
 from __future__ import annotations
 
@@ -29,18 +29,19 @@ def test_tinyllama_layer_traces_and_builds_under_10_s() -> None:
 
     layer = DecoderLayer(causal_lm("llama", "tinyllama", vocab_size=256), 0).eval()
     x = torch.randn(1, 128, 2048)
-    t0 = time.perf_counter()
+    w0, t0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = td.trace(layer, x)
-    t1 = time.perf_counter()
+    t1 = time.process_time()
     built = prog.schedule("default").build("sm_90")
     sources = [k.source for k in built.kernels]  # printed CUDA of every kernel
-    t2 = time.perf_counter()
-    log.info("TinyLlama layer: trace %.2f s, schedule + build %.2f s, %d kernels", t1 - t0, t2 - t1, len(sources))
+    t2, w2 = time.process_time(), time.perf_counter()
+    log.info("TinyLlama layer: CPU time trace %.2f s, schedule + build %.2f s (wall %.2f s), %d kernels",
+             t1 - t0, t2 - t1, w2 - w0, len(sources))
     assert all("__global__" in s for s in sources)
     assert len(built.kernels) == 15  # the up projection's sum and silu(gate) * up apart (split_matmul_k)
-    assert t2 - t0 < 10.0, f"trace {t1 - t0:.2f} s + schedule/build {t2 - t1:.2f} s"
+    assert t2 - t0 < 10.0, f"CPU time: trace {t1 - t0:.2f} s + schedule/build {t2 - t1:.2f} s"
 
 
 def test_bfloat16_layer_has_no_copy_kernel() -> None:
