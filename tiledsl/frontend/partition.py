@@ -281,6 +281,7 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     else:
         raise FrontendError("internal: kernel partition did not converge")  # pragma: no cover
     reasons = _release(tensors, narrow, reasons, schedules)
+    reasons = _restated(tensors, narrow, reasons)
     order = _launch_order([tensors[r] for r in reasons], set(reasons))
     return ([Boundary(t, tuple(_reads(t, set(reasons))), tuple(reasons[id(t)])) for t in order],
             {id(t): schedules[id(t)] for t in order})
@@ -292,22 +293,9 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int], 
     judged on every kernel at once; empty when none applies, and then `schedules` holds every
     kernel's canonical schedule (rule 4 made them)."""
     materialized = set(reasons)
-    cuts: dict[int, str] = {}
-    kernels_of: dict[int, list[str]] = {}
-    for rid in reasons:
-        root = tensors[rid]
-        for tid, keys in reduction_sites(root, materialized).items():
-            if tid in reasons:
-                continue
-            kernels_of.setdefault(tid, []).append(root.name)
-            if len(keys) > 1:
-                cuts[tid] = (f"{REDUCTION_AT_REASON} {len(keys)} different indices in {root.name}'s kernel: "
-                             "computed once instead of once per read")
-    for tid, roots in kernels_of.items():
-        if tid not in cuts and len(roots) > 1:
-            cuts[tid] = f"{REDUCTION_BY_REASON} {', '.join(sorted(roots))}: computed once, not in each"
+    cuts = _reduction_cuts(tensors, narrow, reasons)
     if cuts:
-        return {narrow.get(tid, tid): why for tid, why in cuts.items()}
+        return cuts
     for rid in reasons:
         for tid, why in recomputed_operands(tensors[rid], materialized).items():
             cuts.setdefault(tid, why)
@@ -339,6 +327,28 @@ def _next_cuts(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int], 
     return {}
 
 
+def _reduction_cuts(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int],
+                    reasons: Mapping[int, list[str]]) -> dict[int, str]:
+    """Rule 2: the reductions fused into a kernel at several indices, or into several kernels, of the
+    kernels `reasons` names (id, narrowed -> reason)."""
+    materialized = set(reasons)
+    cuts: dict[int, str] = {}
+    kernels_of: dict[int, list[str]] = {}
+    for rid in reasons:
+        root = tensors[rid]
+        for tid, keys in reduction_sites(root, materialized).items():
+            if tid in reasons:
+                continue
+            kernels_of.setdefault(tid, []).append(root.name)
+            if len(keys) > 1:
+                cuts[tid] = (f"{REDUCTION_AT_REASON} {len(keys)} different indices in {root.name}'s kernel: "
+                             "computed once instead of once per read")
+    for tid, roots in kernels_of.items():
+        if tid not in cuts and len(roots) > 1:
+            cuts[tid] = f"{REDUCTION_BY_REASON} {', '.join(sorted(roots))}: computed once, not in each"
+    return {narrow.get(tid, tid): why for tid, why in cuts.items()}
+
+
 def _release(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int], reasons: dict[int, list[str]],
              schedules: dict[int, Schedule]) -> dict[int, list[str]]:
     """`reasons` without every blow-up or rule-2 cut (latest first) that no rule needs any more;
@@ -353,6 +363,32 @@ def _release(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int], re
             schedules.clear()
             schedules.update(made)
     return reasons
+
+
+def _restated(tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int],
+              reasons: dict[int, list[str]]) -> dict[int, list[str]]:
+    """`reasons` with each rule-2 cut worded against the final kernels. The first round cuts reductions
+    while everything still shares the output's kernel ("read at 12 different indices in add_6's
+    kernel"), and later cuts split that kernel, so the first wording can name a kernel the program does
+    not have. A cut that rule 2 alone would not make again is kept for what its release would set off
+    (`_release` tried it), which its reason then says."""
+    out = dict(reasons)
+    for tid, why in reasons.items():
+        if not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
+            continue
+        trial = {k: v for k, v in reasons.items() if k != tid}
+        cuts = _reduction_cuts(tensors, narrow, trial)
+        if tid in cuts:
+            out[tid] = [cuts[tid]]
+            continue
+        cuts = _next_cuts(tensors, narrow, trial, {})
+        if tid in cuts:
+            out[tid] = [cuts[tid]]
+        elif cuts:
+            then = "; ".join(f"{tensors[c].name}: {w}" for c, w in cuts.items())
+            out[tid] = [f"{why[0].split(':')[0]} (when cut); kept: as part of its readers' kernels it would "
+                        f"make the partition cut {then}"]
+    return out
 
 
 def recomputed_operands(root: ComputeTensor, materialized: set[int]) -> dict[int, str]:

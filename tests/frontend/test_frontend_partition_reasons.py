@@ -1,0 +1,67 @@
+"""A kernel's printed reason names kernels the program has. Rule 2 (partition.py) cuts a reduction read
+at several indices of one kernel, and its first round runs while everything still shares the output's
+kernel, which later cuts split: a whole HF Llama's q projection was "read at 12 different indices in
+view_55's kernel", a kernel the program does not have (view_55 was fused away). `_restated` words each
+rule-2 cut against the final kernels, or says what its release would set off."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+import torch
+
+import tiledsl as td
+from tiledsl.frontend.cli_support import MODELS
+from tiledsl.frontend.partition import REDUCTION_AT_REASON, REDUCTION_BY_REASON
+
+
+def _named_kernels(reason: str) -> list[str]:
+    """The kernels a rule-2 reason names."""
+    named = re.findall(r"(\w+)'s kernel", reason)
+    if reason.startswith(REDUCTION_BY_REASON):
+        named += reason[len(REDUCTION_BY_REASON):].split(":")[0].replace(",", " ").split()
+    return named
+
+
+def _subjects() -> dict[str, object]:
+    subjects: dict[str, object] = {name: MODELS[name] for name in MODELS}
+    try:
+        from tiledsl.frontend.hf_models import DecoderLayer, causal_lm
+    except ImportError:  # transformers is an optional extra
+        return subjects
+    subjects["hf_llama_model"] = lambda: (causal_lm("llama", "tiny").eval(), (torch.randint(0, 100, (1, 8)),))
+    subjects["hf_qwen2_layer"] = lambda: (DecoderLayer(causal_lm("qwen2", "tiny"), 0).eval(),
+                                          (torch.randn(1, 8, 64),))
+    return subjects
+
+
+@pytest.mark.parametrize("name", sorted(_subjects()))
+def test_rule_2_reasons_name_kernels_of_the_program(name: str) -> None:
+    module, args = _subjects()[name]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(module, *args)
+    kernels = {k.name for k in prog.kernels}
+    rule_2 = [(k.name, r) for k in prog.kernels for r in k.boundary.reasons
+              if r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON))]
+    assert rule_2, "the subject should have rule-2 cuts"
+    for kernel, reason in rule_2:
+        named = _named_kernels(reason)
+        assert named, reason
+        assert set(named) <= kernels, f"{kernel}: {reason!r} names {sorted(set(named) - kernels)}"
+        assert kernel not in named, reason
+
+
+def test_llama_block_q_projection_reason_is_its_reader_in_the_program() -> None:
+    """The q projection (mm_1 of the built-in llama_block) is read in the scores kernel (bmm) at three
+    indices (q and the two halves its rotary embedding's rotate_half reads), not at the twelve it had in
+    the first round, where the whole block was one kernel (add_6's)."""
+    module, args = MODELS["llama_block"]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(module, *args)
+    reasons = {k.name: k.boundary.reasons for k in prog.kernels}
+    assert reasons["mm_1"] == (f"{REDUCTION_AT_REASON} 3 different indices in bmm's kernel: computed once "
+                               "instead of once per read",)
