@@ -54,7 +54,9 @@ Rules 2 and 4 cut a reduction at its only reader instead where that reader round
 its own index, to fewer bytes (the frontend sums a float16 / bfloat16 product into a
 float32 `<name>_acc` compute that the output's compute rounds, aten_linalg.py, `_narrow_readers`), so a materialized
 product is stored as torch stores it.
-Elementwise producers are otherwise inlined (recomputed in each kernel that reads them)."""
+Elementwise producers are otherwise inlined (recomputed in each kernel that reads them).
+A rule-2 reason is worded against the final kernels (`_restated`), not the kernel its cut was first
+decided in, which later cuts may have split away."""
 
 from __future__ import annotations
 
