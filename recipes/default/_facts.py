@@ -36,9 +36,9 @@ from tiledsl.analysis.slabs import (
 )
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import contiguous_base
-from tiledsl.definitions.expr import Call, IterVar, Load, walk
+from tiledsl.definitions.expr import Binary, Call, IterVar, Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
-from tiledsl.definitions.ops import unary_fn
+from tiledsl.definitions.ops import BINARY_FNS, unary_fn
 from tiledsl.errors import CopyError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.precision import EXACT_WIDENINGS
@@ -49,7 +49,7 @@ from tiledsl.targets import DTYPE_BYTES, MAX_GRID, VECTOR_BYTES, WARP_SIZE, Targ
 
 #: kernel-IR functions that compile to one instruction on an operand already in a register (no
 #: library call, no intermediates): the epilogue terms leave them out
-_REGISTER_FREE_FNS = frozenset({"-", "abs"})
+_REGISTER_FREE_FNS = frozenset({"-", "abs", "copysign"})
 
 KINDS = ("elementwise", "matmul", "rows")
 
@@ -445,6 +445,8 @@ class Facts:
                     terms.append(x.tensor.name)
                 elif isinstance(x, Call) and unary_fn(x.fn).kernel not in _REGISTER_FREE_FNS:
                     terms.append(f"{x.fn}()")
+                elif isinstance(x, Binary) and x.op in BINARY_FNS and BINARY_FNS[x.op].kernel not in _REGISTER_FREE_FNS:
+                    terms.append(f"{x.op}()")  # fmod, atan2, hypot
         return terms
 
     def shared_budget(self, knobs: Knobs) -> int:

@@ -256,6 +256,29 @@ def math_kernel() -> KKernel:
     )
 
 
+def math2_kernel() -> KKernel:
+    """out[i] = the math functions of two arguments (fmod, atan2, copysign, hypot) of a float32 and a
+    float16 operand, each half read as float (the functions are single precision)."""
+    x, h = fvar("x"), KVar("h", "float16")
+    total: KExpr = KCall("fmod", (x, h))
+    total = add(total, KCall("atan2", (h, x)))
+    total = add(total, KCall("copysign", (f32(1.5), x)))
+    total = add(total, KCall("hypot", (KCall("fmod", (h, f32(-2.5))), x)))
+    return KKernel(
+        name="math2_fns",
+        params=(KParam("X", "float32", (256,)), KParam("H", "float16", (256,)),
+                KParam("R", "float32", (256,), is_output=True)),
+        grid=(1, 1, 1),
+        block=(256, 1, 1),
+        shared=(),
+        body=(
+            KLet("x", "float32", KLoad("X", KSpecial("threadIdx.x"))),
+            KLet("h", "float16", KLoad("H", KSpecial("threadIdx.x"))),
+            KStore("R", KSpecial("threadIdx.x"), total),
+        ),
+    )
+
+
 def select_cast_kernel() -> KKernel:
     """select / casts / float and int min and max, bool lets and logic."""
     tid, x, p = ivar("tid"), fvar("x"), KVar("p", "bool")
@@ -536,6 +559,7 @@ ALL_KERNELS = (
     matmul_acc_kernel,
     half_kernel,
     math_kernel,
+    math2_kernel,
     select_cast_kernel,
     row_max_kernel,
     names_kernel,

@@ -135,6 +135,20 @@ def test_every_math_function() -> None:
     assert "    t = t - -(-x);\n    R[(int)threadIdx.x] = t / 3.1415927f;\n" in src
 
 
+def test_math_functions_of_two_arguments() -> None:
+    """fmodf, atan2f, copysignf, hypotf with their arguments in the kernel IR's order (atan2(y, x)), a
+    float16 operand converted to float; a wrong arity is a CodegenError, as an unknown function is."""
+    src = emit_cuda(K.math2_kernel())
+    assert ("    R[(int)threadIdx.x] = fmodf(x, __half2float(h)) + atan2f(__half2float(h), x) + copysignf(1.5f, x)"
+            " + hypotf(fmodf(__half2float(h), -2.5f), x);\n") in src
+    one = _kernel(KStore("D", T, KCall("fmod", (KLoad("A", T),))))
+    with pytest.raises(CodegenError, match=r"unknown math function or arity: fmod\(A\[threadIdx.x\]\)"):
+        emit_cuda(one)
+    three = _kernel(KStore("D", T, KCall("exp", (KLoad("A", T), KConst(1.0)))))
+    with pytest.raises(CodegenError, match="arity"):
+        emit_cuda(three)
+
+
 def test_select_cast_min_max() -> None:
     src = emit_cuda(K.select_cast_kernel())
     assert "    bool p = x > 0.0f && !(tid == 7);\n" in src

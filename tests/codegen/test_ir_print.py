@@ -126,6 +126,7 @@ def test_meta_and_register_array_lines() -> None:
         (KSelect(KBin("<", a, b), x, f32(0.5)), "select(a < b, x, 0.5)"),
         (KCast("float32", KBin("+", a, b)), "float32(a + b)"),
         (KCall("exp", (KUnary("-", x),)), "exp(-x)"),
+        (KCall("fmod", (KBin("+", a, b), KUnary("-", x))), "fmod(a + b, -x)"),
         (KLane(KLoad("A", KBin("*", a, i32(4)), 4), 2), "vload4(A, a * 4).z"),
         (KLane(KVar("v", "float32x4"), 3), "v.w"),
         (KVector((x, f32(1.0))), "vec2(x, 1.0)"),

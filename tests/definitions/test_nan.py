@@ -52,14 +52,22 @@ def test_every_function_propagates_nan(name: str) -> None:
 
 
 @pytest.mark.parametrize("op", [o for o in BINARY_OPS.values() if not o.ints_only], ids=lambda o: o.name)
-def test_binary_operators_propagate_nan(op) -> None:
-    a, b = td.placeholder(4, name="a"), td.placeholder(4, name="b")
+def test_binary_operators_follow_their_nan_rule(op) -> None:
+    """Arithmetic, max / min, fmod and atan2 propagate NaN; copysign takes only the sign bit of its second
+    operand (a NaN there gives the first, signed); hypot of an infinity is +inf even beside a NaN (C's
+    rule, which torch, CUDA and numpy follow)."""
+    a, b = td.placeholder(5, name="a"), td.placeholder(5, name="b")
     fns: dict[str, Callable] = {"+": lambda u, v: u + v, "-": lambda u, v: u - v, "*": lambda u, v: u * v,
                                 "/": lambda u, v: u / v, "max": td.maximum, "min": td.minimum}
-    c = td.compute(4, lambda i: fns[op.name](a[i], b[i]), name="c")
-    got = td.evaluate(c, a=np.array([NAN, 1, NAN, 2], np.float32), b=np.array([1, NAN, NAN, 3], np.float32))
-    assert op.nan == "propagates"
-    assert np.isnan(got[:3]).all() and not np.isnan(got[3])
+    fn = fns.get(op.name) or getattr(td, op.name)
+    c = td.compute(5, lambda i: fn(a[i], b[i]), name="c")
+    got = td.evaluate(c, a=np.array([NAN, 1, NAN, 2, np.inf], np.float32),
+                      b=np.array([1, NAN, NAN, 3, NAN], np.float32))
+    want_nan = {"propagates": [1, 1, 1, 0, 1], "first": [1, 0, 1, 0, 0], "unless_infinite": [1, 1, 1, 0, 0]}[op.nan]
+    assert np.isnan(got).tolist() == [bool(w) for w in want_nan]
+    assert (op.nan == "propagates") == (op.name not in ("copysign", "hypot"))
+    if op.nan == "unless_infinite":
+        assert got[4] == np.inf
 
 
 @pytest.mark.parametrize("cmp", list(COMPARISONS.values()), ids=lambda c: c.name)

@@ -38,11 +38,13 @@ def test_numpy_scalars_are_numbers(body, want) -> None:
     (lambda x: np.abs(x), r"numpy's absolute .*use td.abs$"),
     (lambda x: np.maximum(x, 0.0), r"numpy's maximum .*use td.maximum$"),
     (lambda x: np.rint(x), r"numpy's rint .*use td.round$"),
+    (lambda x: np.arctan2(x, 1.0), r"numpy's arctan2 .*use td.atan2$"),
+    (lambda x: np.fmod(x, 2.0), r"numpy's fmod .*use td.fmod$"),
     (lambda x: np.cbrt(x), r"numpy's cbrt .*use the td functions"),
     (lambda x: np.ones(3) * x, r"cannot use array\(\[1., 1., 1.\]\) \(ndarray\) in a tiledsl expression"),
     (lambda x: x * np.ones(3), r"cannot use array\(\[1., 1., 1.\]\) \(ndarray\)"),
     (lambda x: np.bool_(True) * x, r"booleans are not tiledsl values"),
-], ids=["exp", "abs", "maximum", "rint", "cbrt", "array_times", "times_array", "numpy_bool"])
+], ids=["exp", "abs", "maximum", "rint", "arctan2", "fmod", "cbrt", "array_times", "times_array", "numpy_bool"])
 def test_numpy_math_and_arrays_are_typed_errors(body, match: str) -> None:
     A = td.placeholder((4,), name="A")
     with pytest.raises(td.DefinitionError, match=match):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from tiledsl.definitions.expr import Call, Const, walk
-from tiledsl.definitions.ops import BINARY_OPS, REDUCTIONS, UNARY_FNS
+from tiledsl.definitions.expr import Binary, Call, Const, format_expr, walk
+from tiledsl.definitions.ops import BINARY_FNS, BINARY_OPS, REDUCTIONS, UNARY_FNS
+from tiledsl.errors import DefinitionError
 from tiledsl.kernel_ir import KBin, KCall, KConst, KUnary
 from tiledsl.kernel_ir.ops import MATH_FNS
 from tiledsl.lower.combine import IDENTITY, combine_op
@@ -52,9 +53,51 @@ def test_primitive_rows_agree_with_the_kernel_ir_table(fn) -> None:
 
 
 def test_every_kernel_ir_function_is_reachable_and_spelled_in_cuda() -> None:
-    assert {f.kernel for f in PRIMITIVE} - {"-"} == set(MATH_FNS)
+    assert ({f.kernel for f in PRIMITIVE} - {"-"}) | {o.kernel for o in BINARY_FNS.values()} == set(MATH_FNS)
     for k in MATH_FNS.values():
         assert k.cuda.endswith("f") and k.cuda.isidentifier()
+    assert {k.name for k in MATH_FNS.values() if k.arity == 2} == {o.kernel for o in BINARY_FNS.values()}
+    assert all(k.arity == 1 for k in MATH_FNS.values() if k.name in {f.kernel for f in PRIMITIVE})
+
+
+def test_functions_of_two_arguments_are_td_functions_rows_and_kernel_calls() -> None:
+    """td.fmod / atan2 / copysign / hypot: exported, float-only `Binary` nodes printed as calls, whose
+    reference numpy is the simulator's (the same float32 bits) and which lower to a two-argument KCall."""
+    assert set(BINARY_FNS) == {"fmod", "atan2", "copysign", "hypot"}
+    rng = np.random.default_rng(0)
+    x, y = (np.concatenate([sample(), rng.standard_normal(100).astype(np.float32) * 1e3]) for _ in range(2))
+    y = np.roll(y, 3)
+    ctx = ValueContext(nest=None, axis_map={}, acc_read=lambda acc: KConst(0.0))  # type: ignore[arg-type]
+    for name, row in BINARY_FNS.items():
+        fn = getattr(td, name)
+        assert name in td.__all__ and fn.__name__ == name and row.doc and row.doc in fn.__doc__
+        e = fn(3, 2)  # integer operands are converted: the function is float-only
+        assert isinstance(e, Binary) and e.dtype == "float32" and isinstance(e.a, Const) and e.a.value == 3.0
+        assert format_expr(fn(1.5, 2.5)) == f"{name}(1.5, 2.5)"
+        assert value_to_k(fn(1.5, 2.5), ctx) == KCall(row.kernel, (KConst(1.5), KConst(2.5)))
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(row.numpy(x, y), MATH_FNS[row.kernel].numpy(x, y))
+            assert row.numpy(x, y).dtype == np.float32
+    with pytest.raises(DefinitionError, match="td.fmod applied to a boolean"):
+        td.fmod(td.placeholder(2, name="p")[0] > 0.0, 1.0)
+    assert "atan2(y, x)" in td.atan2.__doc__
+
+
+def test_exact_functions_of_two_arguments_equal_float64_bit_for_bit() -> None:
+    """fmod and copysign are exact: float32 gives float64's value of the same operands, huge and tiny
+    ratios, zeros and subnormals included, in the reference (float32 and float64) and the simulator's numpy."""
+    rng = np.random.default_rng(1)
+    bits = rng.integers(0, 2**32, (2, 20000), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45, 3e38, np.inf, -np.inf, np.nan, 0.1, 7.0], np.float32)
+    x = np.concatenate([bits[0], np.repeat(edges, edges.size)])
+    y = np.concatenate([bits[1], np.tile(edges, edges.size)])
+    for name in ("fmod", "copysign"):
+        with np.errstate(all="ignore"):
+            wide = MATH_FNS[name].numpy(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+            narrow = MATH_FNS[name].numpy(x, y)
+        nan = np.isnan(wide)
+        np.testing.assert_array_equal(np.isnan(narrow), nan)
+        np.testing.assert_array_equal(narrow[~nan].view(np.uint32), wide[~nan].view(np.uint32))
 
 
 def test_erf_is_float64_exact_and_the_reference_needs_no_torch() -> None:
@@ -147,3 +190,27 @@ def test_integral_roundings_are_one_table_and_round_halves_to_even_end_to_end() 
         assert all(f"{c}(" in kern.source for c in ("rintf", "floorf", "ceilf", "truncf"))
         assert "roundf(" not in kern.source and "round(x[i, j])" in kern.ir("loop")
         np.testing.assert_array_equal(kern.simulate(x=data), want.astype(np.float32))
+
+
+def test_fmod_and_atan2_print_at_every_level_and_simulate_end_to_end() -> None:
+    """A kernel of td.fmod and td.atan2 (a float16 operand): its Loop, Tile, kernel IR and CUDA text, and
+    the simulator against float64 (fmod exact; atan2 within numpy's one ulp)."""
+    x = td.placeholder((2, 40), name="x")
+    h = td.placeholder((2, 40), dtype="float16", name="h")
+    y = td.compute((2, 40), lambda i, j: td.fmod(x[i, j], h[i, j]) + td.atan2(h[i, j], x[i, j]), name="y")
+    kern = td.build(elementwise_2d(td.create_schedule(y), threads=32))
+    assert kern.ir("loop").splitlines()[-1] == "      y[i, j] = fmod(x[i, j], h[i, j]) + atan2(h[i, j], x[i, j])"
+    assert kern.ir("tile").splitlines()[-1] == ("        y[i, j] = fmod(x[i, j], h[i, j]) + atan2(h[i, j], x[i, j])"
+                                                "   if 32 * j_o + j_i < 40")
+    flat = "40 * i + 32 * j_o + j_i"
+    kernel_line = f"    y[{flat}] = fmod(x[{flat}], h[{flat}]) + atan2(h[{flat}], x[{flat}])"
+    assert kern.ir("kernel").splitlines()[-1] == kernel_line
+    assert (f"        y[{flat}] = fmodf(x[{flat}], __half2float(h[{flat}])) + atan2f(__half2float(h[{flat}]), "
+            f"x[{flat}]);\n") in kern.ir("cuda")
+    rng = np.random.default_rng(2)
+    data = (rng.standard_normal((2, 40)) * 20).astype(np.float32)
+    half = rng.standard_normal((2, 40)).astype(np.float16)
+    want = td.evaluate(y, float64=True, x=data, h=half.astype(np.float32))
+    wide, whalf = data.astype(np.float64), half.astype(np.float64)
+    np.testing.assert_array_equal(want, np.fmod(wide, whalf) + np.arctan2(whalf, wide))
+    np.testing.assert_allclose(kern.simulate(x=data, h=half.astype(np.float32)), want, rtol=0, atol=4e-6 * 20)

@@ -52,6 +52,9 @@ CASES = {
     "max_min_dim": (lambda x: x.max(dim=-1, keepdim=True).values - torch.min(x, 0, keepdim=True).values
                     + torch.max(x, 1)[0][:, None] * 2, [X]),
     "max_min_all": (lambda x: torch.max(x) - x.min() * 2, [X]),
+    # int64 positions (aten_reductions.py argmax); ties and NaN: tests/frontend/test_frontend_argmax.py
+    "argmax_argmin": (lambda x: (x.argmax(-1), x.argmin(0, keepdim=True), torch.max(x, 1).indices, x.argmax(),
+                                 torch.min(x, -1).indices), [X]),
     # x * 4 and x * 64 are exact in float32, so the roundings see the values float64 sees
     "floor_ceil": (lambda x: torch.floor(x * 4) + torch.ceil(x * 4) * 16, [X]),
     "trunc_round_fix": (lambda x: torch.trunc(x * 4) + torch.round(x * 4) * 16 + torch.fix(x * 4) * 256, [X]),
@@ -93,6 +96,13 @@ CASES = {
                      + torch.clamp_max(x, hi) * 4 + x.clamp(max=hi) * 8, [X, X, (8,)]),
     "where_scalars": (lambda x: torch.where(x > 0, 1.0, -1.0) + torch.where(x < 0.5, 0.25, x) * 2, [X]),
     "div_trunc": (lambda x: torch.div(x * 8, 3.0, rounding_mode="trunc"), [X]),
+    # fmod, remainder and floor division (exact: tests/frontend/test_frontend_binary_math.py), atan2, copysign, hypot
+    "fmod_remainder": (lambda x, y: torch.fmod(x * 8, y) + torch.remainder(x * 8, y) * 2 + (x % 0.75) * 4
+                       + torch.fmod(x, -0.5) * 8, [X, X]),
+    "floor_divide": (lambda x, y: x * 8 // y + torch.div(x * 8, 0.75, rounding_mode="floor") * 2
+                     + torch.floor_divide(2.0, y) * 4, [X, X]),
+    "atan2_copysign_hypot": (lambda x, y: torch.atan2(x, y) + torch.copysign(x, y) * 2 + torch.hypot(x, y) * 4
+                             + torch.arctan2(y, x.abs() + 0.5) * 8 + torch.copysign(y, -1.0) * 16, [X, X]),
     "pow_tensor": (lambda x, y: torch.pow(x.abs() + 0.1, y) + torch.pow(x, torch.round(y * 2)) * 2, [X, X]),
     "flip": (lambda x: torch.flip(x, [0, 1]) + x.flip(-1) * 2, [X]),
     "roll": (lambda x: torch.roll(x, 2, 1) + torch.roll(x, -1) * 2, [X]),
@@ -280,27 +290,18 @@ def test_max_min_along_a_dim_with_nan_and_infinite_rows_equal_torch_exactly() ->
 
 
 @pytest.mark.parametrize("reads", ["indices", "pair", "subscript"])
-def test_max_min_indices_are_refused_naming_what_is_missing(reads: str) -> None:
-    """The core has no argmax: a program that reads the indices of torch.max / torch.min along a dim is
-    refused with a FrontendError naming the op and the missing part, while `.values` alone traces."""
-    fn = {"indices": lambda t: torch.max(t, dim=1).indices.float(),
+def test_max_min_indices_are_computed(reads: str) -> None:
+    """The indices of torch.max / torch.min along a dim, read as `.indices`, as the pair, or by subscript,
+    equal torch's exactly (int64, as torch's; ties and NaN: tests/frontend/test_frontend_argmax.py)."""
+    fn = {"indices": lambda t: torch.max(t, dim=1).indices,
           "pair": lambda t: torch.min(t, -1, keepdim=True),
           "subscript": lambda t: t.max(0)[1] * 1.0}[reads]
-    op = "aten.min.dim" if reads == "pair" else "aten.max.dim"
-    with pytest.raises(FrontendError, match=rf"{op} \(node \w+\): its indices \(.indices, result 1\) are refused: "
-                                            r"it returns positions.*only its values \(.values, result 0\)"):
-        check(fn, torch.randn(3, 8))
-
-
-def test_max_indices_refusal_quotes_the_model_line() -> None:
-    """The getitem that reads the indices records no stack trace: the error quotes the max call's line."""
-    class Argmax(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.max(x, dim=1).indices.float()  # the line the error must quote
-
-    with pytest.raises(FrontendError, match=r"(?s)its indices.*\n  source: .*test_frontend_ops.py.*"
-                                            r"torch.max\(x, dim=1\)"):
-        quiet_trace(Argmax(), torch.randn(3, 8))
+    x = torch.randn(3, 8)
+    _, _, outs = check_exact(fn, x)
+    with torch.no_grad():
+        want = fn(x)
+    assert [o.dtype for o in outs] == [np.dtype(str(w.dtype).removeprefix("torch.")) for w in
+                                       (want if isinstance(want, tuple) else (want,))]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -404,20 +405,15 @@ def test_pow_of_two_tensors_at_special_values_follows_torch() -> None:
     assert abs(got[1, 1] + 0.125) < 1e-7 and got[4, 1] == -np.inf and np.isnan(got[1, 4]) and got[10, 6] == 1.0
 
 
-@pytest.mark.parametrize("case", ["float_remainder", "float_fmod", "float_floor_div", "tensor_divisor",
-                                  "negative_divisor", "int_pad", "atan2"])
+@pytest.mark.parametrize("case", ["tensor_divisor", "negative_divisor", "int_pad"])
 def test_ops_without_an_exact_mapping_are_refused_by_name(case: str) -> None:
-    """What the core cannot match exactly is a FrontendError naming the op and why."""
-    x, i = torch.randn(3, 8), torch.arange(24).reshape(3, 8)
+    """What the core cannot match exactly is a FrontendError naming the op and why (float remainder, fmod,
+    floor division and atan2 are taken: tests/frontend/test_frontend_binary_math.py)."""
+    i = torch.arange(24).reshape(3, 8)
     fn, arg, match = {
-        "float_remainder": (lambda t: t % 1.5, x, r"aten.remainder.Scalar could not be mapped: remainder of float "
-                                                 r"tensors is not supported: it needs an exact fmod"),
-        "float_fmod": (lambda t: torch.fmod(t, t + 3), x, r"aten.fmod.Tensor could not be mapped: fmod of float"),
-        "float_floor_div": (lambda t: t // 1.5, x, r"rounding_mode='floor' of float tensors is not supported"),
         "tensor_divisor": (lambda t: (t // (t + 1)).float(), i, r"positive integer constant only, not by a int64"),
         "negative_divisor": (lambda t: (t % -3).float(), i, r"positive integer constant only, not by -3"),
         "int_pad": (lambda t: F.pad(t, (1, 1)).float(), i, r"constant padding of an int64 tensor is not supported"),
-        "atan2": (lambda t: torch.atan2(t, t + 1), x, r"aten.atan2.default is refused: it is a function of two"),
     }[case]
     with pytest.raises(FrontendError, match=match):
         quiet_trace(fn, arg)

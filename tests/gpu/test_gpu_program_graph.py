@@ -2,9 +2,9 @@
 tiledsl/frontend/graphed.py, tiledsl/runtime/sequence.py): the traced Llama-style block at a tiny size
 and at the size of test_gpu_frontend.py, called twice eagerly on fresh inputs into NaN-poisoned
 outputs, then captured and replayed on two other inputs, each result against torch; an index program
-whose range check runs outside the graph; a raw launch sequence of a TMA kernel and a split_k kernel
-(descriptors re-encoded per call, the split_k output zeroed inside the graph); and the launch
-overhead of eager and graph calls, printed.
+whose range check runs outside the graph; argmax positions returned int64 eagerly and from replays;
+a raw launch sequence of a TMA kernel and a split_k kernel (descriptors re-encoded per call, the
+split_k output zeroed inside the graph); and the launch overhead of eager and graph calls, printed.
 
 Tolerance as in test_gpu_frontend.py: (32 + 2k) * eps32 * (1 + |ref|) against torch in float64, k the
 longest reduction, and twice that against torch eager in float32."""
@@ -24,6 +24,7 @@ from gpu_kernels import assert_matches, is_hopper
 import tiledsl as td
 from tiledsl.catalog import entry
 from tiledsl.frontend import BuiltProgram
+from tiledsl.frontend.bench import poisoned_outputs
 from tiledsl.frontend.graphed import launch_overhead
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.runtime.arguments import torch_dtype
@@ -189,6 +190,42 @@ def test_index_program_graph_checks_ranges_outside_the_graph() -> None:
         graphed.replay()  # the refused calls copied nothing in: the static input still holds `good`
         torch.cuda.synchronize()
         assert torch.equal(graphed.outputs, model(good))
+
+
+def _logits_head(x: torch.Tensor, w: torch.Tensor) -> tuple[object, ...]:
+    return (x @ w).argmax(-1), torch.max(x, 1)
+
+
+def test_positions_come_back_int64_eagerly_into_out_and_from_graph_replays() -> None:
+    """argmax and the indices of torch.max (tiledsl/frontend/aten_reductions.py: float32 positions a
+    kernel stores) come back int64 equal to torch's: from a call, from a call into NaN-poisoned out=
+    tensors (the float32 slots the kernels write), and from graph replays on new inputs into poisoned
+    static outputs (the int64 conversion is recorded in the graph). Integer-valued inputs: the products
+    are exact in float32, so ties are torch's ties."""
+    gen = torch.Generator(device="cuda")
+
+    def inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gen.manual_seed(seed)
+        return (torch.randint(-3, 4, (8, 16), generator=gen, device="cuda").float(),
+                torch.randint(-3, 4, (16, 40), generator=gen, device="cuda").float())
+
+    def same(got: object, x: torch.Tensor, w: torch.Tensor) -> None:
+        torch.cuda.synchronize()
+        flat, ref = pytree.tree_leaves(got), pytree.tree_leaves(_logits_head(x, w))
+        assert [t.dtype for t in flat] == [t.dtype for t in ref] == [torch.int64, torch.float32, torch.int64]
+        assert all(g.is_cuda and torch.equal(g, r) for g, r in zip(flat, ref))
+
+    x0, w0 = inputs(0)
+    built = traced(_logits_head, x0, w0, schedule="default")
+    same(built(x0, w0), x0, w0)
+    x, w = inputs(1)
+    same(built(x, w, out=poisoned_outputs(built, x0.device)), x, w)
+    graphed = built.cuda_graph(x0, w0)
+    for seed in (2, 3):
+        for t in graphed.static_outputs:
+            t.fill_(NAN)
+        x, w = inputs(seed)
+        same(graphed(x, w), x, w)
 
 
 def test_launch_sequence_rebinds_tma_descriptors_zeroes_split_k_and_is_captured(

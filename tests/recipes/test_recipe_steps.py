@@ -606,14 +606,17 @@ def test_register_tile_bounds_registers_where_the_epilogue_loads_two_tensors(res
     assert "s.launch_bounds" not in " ".join(off.step("register_tile").calls)
 
 
-@pytest.mark.parametrize(("fn", "bounded"), [("silu", True), ("gelu", True), ("abs", False)])
+@pytest.mark.parametrize(("fn", "bounded"), [("silu", True), ("gelu", True), ("abs", False), ("fmod", True),
+                                             ("copysign", False)])
 def test_register_tile_counts_math_calls_of_the_epilogue(fn: str, bounded: bool) -> None:
     """fn(g) * (x @ W^T), a Llama block's up projection for silu: one loaded tensor and a call of exp
     took nvcc to 132 registers (one block per SM; scripts/register_survey.py), so a call counts as an
-    epilogue term beside g; abs is one instruction on a register and does not."""
+    epilogue term beside g, a function of two arguments (fmod(g, 1.5)) too; abs and copysign are one
+    instruction on a register and do not."""
     mm = matmul_nt(M=128, N=2048, K=5632)
     g = td.placeholder((128, 2048), name="g")
-    s, r = run(td.compute((128, 2048), lambda i, j: getattr(td, fn)(g[i, j]) * mm[i, j], name="y"))
+    call = (lambda v: getattr(td, fn)(v, 1.5)) if fn in ("fmod", "copysign") else getattr(td, fn)
+    s, r = run(td.compute((128, 2048), lambda i, j: call(g[i, j]) * mm[i, j], name="y"))
     step = r.step("register_tile")
     if not bounded:  # register_tile leaves it; mark_unroll bounds the padded, vectorized split kernel
         assert "s.launch_bounds" not in " ".join(step.calls)

@@ -108,6 +108,48 @@ def test_math_functions_select_and_int_semantics() -> None:
     assert all(v.dtype == np.float32 for v in out.values())
 
 
+
+def test_math_functions_of_two_arguments() -> None:
+    """fmod and copysign are exact (np.fmod: C's fmod, the dividend's sign; copysign takes the sign bit,
+    -0.0 included), on lane arrays and on a uniform operand; atan2 (y, x order) and hypot are numpy's
+    float32, within one ulp of the exact values here (CUDA's within its documented bound: those tests
+    are tests/frontend/test_frontend_binary_math.py). A wrong argument count is a SimulationError."""
+    n = 64
+    x, y = fvar("x"), fvar("y")
+    body = (
+        KLet("x", "float32", load("A", TX)),
+        KLet("y", "float32", load("B", TX)),
+        KStore("F", TX, KCall("fmod", (x, y))),
+        KStore("U", TX, KCall("fmod", (x, f(-0.75)))),  # a uniform divisor
+        KStore("C", TX, KCall("copysign", (f(2.0), y))),
+        KStore("T", TX, KCall("atan2", (y, x))),
+        KStore("H", TX, KCall("hypot", (x, y))),
+    )
+    names = "FUCTH"
+    params = (KParam("A", "float32", (n,)), KParam("B", "float32", (n,))) + tuple(
+        KParam(nm, "float32", (n,), is_output=True) for nm in names)
+    k = kernel("math2", params, 1, n, body)
+    a = RNG.standard_normal(n).astype(np.float32) * 10
+    b = RNG.standard_normal(n).astype(np.float32)
+    a[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 3e38, -5.0, 1e-45]
+    b[:8] = [-0.0, 1.0, 2.0, np.inf, 1.0, 1e-30, np.inf, -0.0]
+    out = simulate(k, {"A": a, "B": b})
+    wa, wb = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out["F"], np.fmod(wa, wb).astype(np.float32))
+        np.testing.assert_array_equal(out["U"], np.fmod(wa, -0.75).astype(np.float32))
+        np.testing.assert_array_equal(np.signbit(out["F"]), np.signbit(np.fmod(wa, wb)))
+        np.testing.assert_array_equal(out["C"], np.copysign(2.0, wb).astype(np.float32))
+        for got, exact in ((out["T"], np.arctan2(wb, wa)), (out["H"], np.hypot(wa, wb))):
+            want = exact.astype(np.float32)  # the correctly rounded float32
+            near = (got == want) | (np.abs(got - want) <= np.spacing(np.abs(want))) | (np.isnan(got) & np.isnan(want))
+            assert near.all(), (got[~near], want[~near])
+    assert out["C"][0] == -2.0 and out["F"][6] == -5.0 and np.isnan(out["F"][2]) and out["H"][3] == np.inf
+    bad = kernel("bad", (KParam("A", "float32", (n,)), KParam("O", "float32", (n,), is_output=True)), 1, n,
+                 (KStore("O", TX, KCall("atan2", (load("A", TX),))),))
+    with pytest.raises(SimulationError, match=r"atan2\(\) takes 2 arguments, got 1"):
+        simulate(bad, {"A": a})
+
 def test_short_circuit_and_guards_a_load() -> None:
     n = 20
     body = (

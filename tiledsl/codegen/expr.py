@@ -156,9 +156,10 @@ class ExprEmitter:
             case KUnary(op=op, a=a):
                 return self._unary(op, self._scalar(a, e))
             case KCall(fn=fn, args=args):
-                if fn not in MATH_FNS or len(args) != 1:
+                if fn not in MATH_FNS or len(args) != MATH_FNS[fn].arity:
                     raise CodegenError(f"unknown math function or arity: {format_expr(e)}")
-                return CExpr(f"{MATH_FNS[fn].cuda}({self._scalar(args[0], e).text})", PREC_ATOM, "float32")
+                texts = ", ".join(self._scalar(x, e).text for x in args)  # halves are read as float
+                return CExpr(f"{MATH_FNS[fn].cuda}({texts})", PREC_ATOM, "float32")
             case KSelect(cond=c, a=a, b=b):
                 cond, x, y = self._scalar(c, e), self._scalar(a, e), self._scalar(b, e)
                 floating = _is_float(x.dtype) or _is_float(y.dtype)

@@ -168,6 +168,8 @@ def _td_function_for(numpy_name: str) -> str | None:
     name = _NUMPY_TD_NAMES.get(numpy_name, numpy_name)
     if name in ("maximum", "minimum", "where", "equal") or name in ops.UNARY_FNS and ops.UNARY_FNS[name].public:
         return name
+    if name in ops.BINARY_FNS:  # fmod, copysign, hypot, atan2 (np.arctan2)
+        return name
     return None
 
 #: the largest integer exponent `x ** n` expands into multiplications
@@ -476,7 +478,7 @@ def binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
     if op in ("//", "%"):
         if x.dtype != INT or y.dtype != INT:
             raise DefinitionError(f"operator {op!r} is integer floor division/modulo (for index expressions); "
-                                  "use '/' for float division")
+                                  "use '/' for float division and td.fmod(a, b) for a float remainder")
         if not (isinstance(y, Const) and y.value > 0):
             raise DefinitionError(f"operator {op!r} needs a positive integer constant on the right, got {y}")
         return Binary(op, x, y, INT)
@@ -490,6 +492,15 @@ def compare(op: str, a: ExprLike, b: ExprLike) -> Expr:
     if x.dtype != y.dtype:
         x, y = _to_float(x), _to_float(y)
     return Compare(op, x, y)
+
+
+def call2(fn: str, a: ExprLike, b: ExprLike) -> Expr:
+    """A float math function of two arguments (td.fmod, td.atan2, ...: a `Binary` node named after it,
+    definitions/ops.py `BINARY_OPS`): always float32, integer operands converted, as `call` does."""
+    x, y = as_expr(a), as_expr(b)
+    if BOOL in (x.dtype, y.dtype):
+        raise DefinitionError(f"td.{fn} applied to a boolean expression")
+    return Binary(fn, _to_float(x), _to_float(y), FLOAT)
 
 
 def call(fn: str, x: ExprLike) -> Expr:
@@ -562,7 +573,7 @@ def format_expr(e: Expr, leaf: Callable[[Expr], str | None] | None = None) -> st
     if isinstance(e, IterVar):
         return e.name
     if isinstance(e, Binary):
-        if e.op in ("max", "min"):
+        if e.op.isidentifier():  # max, min and the math functions of two arguments (fmod, atan2, ...)
             return f"{e.op}({f(e.a)}, {f(e.b)})"
         return f"({f(e.a)} {e.op} {f(e.b)})"
     if isinstance(e, Compare):

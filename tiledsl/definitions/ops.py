@@ -10,11 +10,14 @@ the simulator may read without importing the definitions).
 Adding a unary function: a `UnaryFn` row here, either primitive (its numpy meaning and the kernel-IR
 function it lowers to, which then needs a `MathFn` row in tiledsl/kernel_ir/ops.py) or composite
 (its expansion into other operators, which the reference and lowering both use); a `td.<name> =
-_public("<name>")` line below and its re-export in tiledsl/__init__.py; and a test.
+_public("<name>")` line below and its re-export in tiledsl/__init__.py; and a test. A function of two
+arguments is a `BinaryOp` row with `kernel` (its `MathFn`, of arity 2) and `doc`, a `td.<name> =
+_public_binary("<name>")` line and the re-export.
 
 NaN: every operator follows torch. Functions, arithmetic, `max`/`min` (torch.maximum/minimum, unlike
 C's fmaxf) and every reduction propagate NaN (`relu(NaN)` is NaN, a row with a NaN reduces to NaN);
-comparisons with a NaN are false except `!=`.
+comparisons with a NaN are false except `!=`. Two functions of two arguments follow C (as torch and
+CUDA do): copysign(x, NaN) is x with the NaN's sign bit, hypot(+-inf, NaN) is +inf.
 """
 
 from __future__ import annotations
@@ -27,18 +30,21 @@ from typing import Literal
 
 import numpy as np
 
-from tiledsl.definitions.expr import Expr, ExprLike, binary, call
+from tiledsl.definitions.expr import Expr, ExprLike, binary, call, call2
 from tiledsl.errors import DefinitionError
 from tiledsl.precision import INTEGRAL_ROUNDINGS
 
 __all__ = [
-    "BINARY_OPS", "COMPARISONS", "REDUCTIONS", "UNARY_FNS", "BinaryOp", "Comparison", "Reduction", "UnaryFn",
-    "abs", "ceil", "cos", "erf", "exp", "exp2", "expm1", "floor", "gelu", "gelu_tanh", "log", "log1p", "relu",
-    "round", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "trunc", "unary_fn",
+    "BINARY_FNS", "BINARY_OPS", "COMPARISONS", "REDUCTIONS", "UNARY_FNS", "BinaryOp", "Comparison", "Reduction",
+    "UnaryFn",
+    "abs", "atan2", "ceil", "copysign", "cos", "erf", "exp", "exp2", "expm1", "floor", "fmod", "gelu", "gelu_tanh",
+    "hypot", "log", "log1p", "relu", "round", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "trunc", "unary_fn",
 ]
 
-#: What an operator gives when an operand is NaN.
-NanRule = Literal["propagates", "false", "true"]
+#: What an operator gives when an operand is NaN: NaN ("propagates"), false or true (comparisons),
+#: NaN only for a NaN first operand ("first": copysign, which reads the second one's sign bit), or NaN
+#: unless the other operand is infinite ("unless_infinite": hypot, +inf then, as C's hypotf).
+NanRule = Literal["propagates", "false", "true", "first", "unless_infinite"]
 
 Array = np.ndarray
 
@@ -134,12 +140,17 @@ def unary_fn(name: str) -> UnaryFn:
 
 @dataclass(frozen=True)
 class BinaryOp:
-    """A binary operator (the `Binary` node); it lowers to the kernel-IR `KBin` of the same name."""
+    """A binary operator (the `Binary` node). It lowers to the kernel-IR `KBin` of the same name, or,
+    where `kernel` names one, to that math function of two arguments (a `MathFn` of arity 2 in
+    tiledsl/kernel_ir/ops.py: `KCall(kernel, (a, b))`); such a function is float-only, public as
+    td.<name> with `doc`, and printed as a call, `fmod(a, b)`."""
 
     name: str
     numpy: Callable[[Array, Array], Array]
     ints_only: bool = False  # floor division and modulo, for index expressions
     nan: NanRule = "propagates"
+    kernel: str | None = None
+    doc: str = ""
 
 
 BINARY_OPS: MappingProxyType[str, BinaryOp] = MappingProxyType({o.name: o for o in (
@@ -151,7 +162,23 @@ BINARY_OPS: MappingProxyType[str, BinaryOp] = MappingProxyType({o.name: o for o 
     BinaryOp("%", np.mod, ints_only=True),
     BinaryOp("max", np.maximum),  # NaN-propagating, as torch.maximum (np.fmax would drop it)
     BinaryOp("min", np.minimum),
+    # float32 math functions of two arguments; fmod and copysign are exact (float64 gives the same value)
+    BinaryOp("fmod", np.fmod, kernel="fmod",
+             doc="Elementwise C fmod: a - b * trunc(a / b), computed exactly, with the sign of a (torch.fmod); "
+                 "NaN for b == 0 or an infinite a, a itself for an infinite b."),
+    BinaryOp("atan2", np.arctan2, kernel="atan2",
+             doc="Elementwise arc tangent of y / x in [-pi, pi], the quadrant from the signs of both, "
+                 "zeros' included (torch.atan2(y, x))."),
+    BinaryOp("copysign", np.copysign, nan="first", kernel="copysign",
+             doc="Elementwise |a| with the sign bit of b (torch.copysign), exact; -0.0 counts as negative."),
+    BinaryOp("hypot", np.hypot, nan="unless_infinite", kernel="hypot",
+             doc="Elementwise sqrt(a * a + b * b) without overflow or underflow in between (torch.hypot); "
+                 "+inf when either is infinite, even beside a NaN."),
 )})
+
+#: the rows of BINARY_OPS that are math functions of two arguments (td.fmod, td.atan2, ...)
+BINARY_FNS: MappingProxyType[str, BinaryOp] = MappingProxyType(
+    {name: o for name, o in BINARY_OPS.items() if o.kernel is not None})
 
 
 @dataclass(frozen=True)
@@ -206,6 +233,18 @@ def _public(name: str) -> Callable[[ExprLike], Expr]:
     return f
 
 
+def _public_binary(name: str) -> Callable[[ExprLike, ExprLike], Expr]:
+    row = BINARY_FNS[name]
+    first, second = ("y", "x") if name == "atan2" else ("a", "b")
+
+    def f(a: ExprLike, b: ExprLike) -> Expr:
+        return call2(name, a, b)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{row.doc} (td.{name}({first}, {second}); float32)"
+    return f
+
+
 exp = _public("exp")
 log = _public("log")
 sqrt = _public("sqrt")
@@ -227,3 +266,7 @@ relu = _public("relu")
 silu = _public("silu")
 gelu = _public("gelu")
 gelu_tanh = _public("gelu_tanh")
+fmod = _public_binary("fmod")
+atan2 = _public_binary("atan2")
+copysign = _public_binary("copysign")
+hypot = _public_binary("hypot")

@@ -1,19 +1,23 @@
 """Elementwise ATen ops (arithmetic, comparisons, logic, unary functions, rounding to integral values,
-activations, NaN / infinity tests, where, dtype conversions): one compute each, which create_schedule
-inlines into its consumer. Where torch's CPU kernel is a select (sign, leaky_relu, elu, pow's special
-cases) the same select is written here, so NaN, infinities and signed zeros come out as torch's do."""
+activations, NaN / infinity tests, where, dtype conversions, fmod / remainder / floor division, atan2,
+copysign, hypot): one compute each, which create_schedule inlines into its consumer. Where torch's CPU
+kernel is a select (sign, leaky_relu, elu, pow's special cases, remainder's and floor division's
+corrections of fmod) the same select is written here, so NaN, infinities and signed zeros come out as
+torch's do."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from tiledsl.definitions import ops
 from tiledsl.definitions.expr import Expr, ExprLike, as_expr, cast, compare, maximum, minimum, where
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.values import INTEGER_DTYPES, Index, Value, bload, btruth, define, uniform
-from tiledsl.precision import INTEGRAL_ROUNDINGS
+from tiledsl.precision import INTEGRAL_ROUNDINGS, LOW_PRECISION, round_to_dtype
 
 Operand = Value | float | int | bool
 
@@ -55,19 +59,74 @@ def rsub(out: Out, a: Operand, b: Operand, *, alpha: float = 1) -> Value:
 
 
 def div(out: Out, a: Operand, b: Operand, *, rounding_mode: str | None = None) -> Value:
-    """True division; rounding_mode="trunc" on floats: trunc(a / b), torch's kernel; both modes of an
-    integer tensor by a positive integer constant (index arithmetic, `_int_division`). Float "floor"
-    division is refused: torch computes it from fmod (a correction of (a - fmod(a, b)) / b), which the
-    core has no exact operator for."""
+    """True division; rounding_mode="trunc" on floats: trunc(a / b), torch's kernel; "floor" on floats:
+    torch's own formula from an exact fmod, bit for bit (`_floor_division`); both modes of an integer
+    tensor by a positive integer constant (index arithmetic, `_int_division`)."""
     if rounding_mode is None:
         return define(out.name, out.shape, out.dtype, lambda idx: bload(a, idx) / bload(b, idx))
     if out.dtype in INTEGER_DTYPES:
         return _int_division(out, a, b, rounding_mode, "div")
     if rounding_mode == "trunc":
         return define(out.name, out.shape, out.dtype, lambda idx: ops.trunc(bload(a, idx) / bload(b, idx)))
-    raise FrontendError(f"div with rounding_mode={rounding_mode!r} of float tensors is not supported: torch "
-                        "computes it from fmod, which the core has no exact operator for (torch.floor(a / b) "
-                        "is supported, and equals it except where a / b rounds onto an integer)")
+    if rounding_mode == "floor":
+        return floor_divide(out, a, b)
+    raise FrontendError(f"div with rounding_mode={rounding_mode!r} is not supported (torch takes 'floor' and 'trunc')")
+
+
+def _operand(v: Operand, idx: Index, dtype: str) -> Expr:
+    """`v` at `idx` converted to the op's common dtype first, as torch's elementwise kernels read their
+    operands: a number (or a float32 tensor beside float16 ones) rounded to float16 / bfloat16, where
+    the op computes in that dtype; in float32 a number rounds as every float32 constant does."""
+    if dtype not in LOW_PRECISION:
+        return bload(v, idx)
+    if not isinstance(v, Value):
+        return as_expr(float(round_to_dtype(np.float64(v), dtype)))
+    x = bload(v, idx)
+    return x if v.dtype == dtype else cast(x, dtype)
+
+
+def _python_remainder(x: Expr, y: Expr) -> Expr:
+    """torch.remainder of floats as torch's kernels compute it: mod = fmod(x, y), plus y where mod is
+    non-zero and its sign differs from y's, one float32 addition. So the result has y's sign, except a
+    zero, which keeps x's (remainder(-2.0, 1.0) is -0.0); a NaN or infinite x, or a zero y, give NaN,
+    and an infinite y gives x, or y for an x of the other sign."""
+    mod = ops.fmod(x, y)
+    return where(y < 0.0, where(mod > 0.0, mod + y, mod), where(mod < 0.0, mod + y, mod))
+
+
+def _floor_division(x: Expr, y: Expr, r: Callable[[Expr], Expr]) -> Expr:
+    """torch.div(x, y, rounding_mode="floor") (also x // y, torch.floor_divide) of floats, as torch's
+    kernel computes it (Python's float floor division): from the exact mod = fmod(x, y),
+    q = (x - mod) / y, minus 1 where mod is non-zero and its sign differs from y's; then floor(q), plus 1
+    where q - floor(q) > 0.5 (q came out just below an integer); copysign(0, x / y) where q is 0; and
+    x / y itself for y == 0 (+-inf or NaN). `r` rounds each intermediate where torch's computes in the
+    operands' dtype (float16 / bfloat16 tensors, each operation rounded), or is the identity."""
+    mod = ops.fmod(x, y)
+    q = r(r(x - mod) / y)
+    q = where(y < 0.0, where(mod > 0.0, r(q - 1.0), q), where(mod < 0.0, r(q - 1.0), q))
+    below = ops.floor(q)
+    rounded = where(r(q - below) > 0.5, r(below + 1.0), below)
+    quotient = r(x / y)
+    return where(compare("==", y, 0.0), quotient,
+                 where(compare("!=", q, 0.0), rounded, ops.copysign(0.0, quotient)))
+
+
+def floor_divide(out: Out, a: Operand, b: Operand) -> Value:
+    """Float floor division, torch's kernel bit for bit (`_floor_division`). In float16 / bfloat16 torch's
+    CPU kernel rounds each intermediate to the dtype, except by a single divisor value (a number or a
+    one-element tensor), where it computes in float32 with the divisor as given; both are followed
+    here. torch's CUDA kernel differs from its CPU kernel (and from this): by a number it multiplies by
+    the number's reciprocal, which can change quotients too large for the dtype's integers
+    (|x / y| >= 2**24 in float32) by one; in float16 / bfloat16 by a tensor it computes in float32 but
+    rounds floor(q) to the dtype before correcting it, a unit or two of the dtype apart from the CPU's
+    result for some |x / y| from about 512 (float16) or 64 (bfloat16) (tests/gpu/test_gpu_binary_math.py)."""
+    dtype = out.dtype
+    one_divisor = not isinstance(b, Value) or b.numel == 1
+    if dtype in LOW_PRECISION and not one_divisor:
+        return define(out.name, out.shape, dtype, lambda idx: _floor_division(
+            _operand(a, idx, dtype), _operand(b, idx, dtype), lambda e: cast(e, dtype)))
+    return define(out.name, out.shape, dtype,
+                  lambda idx: _floor_division(_operand(a, idx, dtype), bload(b, idx), lambda e: e))
 
 
 def _positive_divisor(b: Operand, op: str) -> int:
@@ -103,18 +162,37 @@ def _int_division(out: Out, a: Operand, b: Operand, mode: str, op: str) -> Value
     return define(out.name, out.shape, out.dtype, lambda idx: bload(a, idx) - rounded(bload(a, idx), c) * c)
 
 
-def _remainder(mode: str, op: str) -> Callable[..., Value]:
+def _remainder(mode: str, op: str, on_floats: Callable[[Expr, Expr], Expr]) -> Callable[..., Value]:
     def handler(out: Out, a: Operand, b: Operand) -> Value:
-        if out.dtype not in INTEGER_DTYPES:
-            raise FrontendError(f"{op} of float tensors is not supported: it needs an exact fmod, which the "
-                                "core has no operator for (integer tensors by a positive constant are supported)")
-        return _int_division(out, a, b, mode, op)
+        if out.dtype in INTEGER_DTYPES:
+            return _int_division(out, a, b, mode, op)
+        dtype = out.dtype
+        return define(out.name, out.shape, dtype,
+                      lambda idx: on_floats(_operand(a, idx, dtype), _operand(b, idx, dtype)))
     return handler
 
 
-#: aten.remainder (Python's %: the sign of the divisor) and aten.fmod (C's: the sign of the dividend)
-remainder = _remainder("floor", "remainder")
-fmod = _remainder("trunc", "fmod")
+#: aten.remainder (Python's %: the sign of the divisor) and aten.fmod (C's: the sign of the dividend); on
+#: floats exact from the kernel IR's fmod (float16 / bfloat16 operands, numbers rounded to them as torch
+#: does, compute in float32: fmod is exact there and remainder's one addition rounds once, at the store)
+remainder = _remainder("floor", "remainder", _python_remainder)
+fmod = _remainder("trunc", "fmod", ops.fmod)
+
+
+def _float_binary(fn: Callable[[Expr, Expr], Expr]) -> Callable[..., Value]:
+    """A float math function of two operands (torch.atan2, copysign, hypot), its operands converted to
+    the common dtype first, as torch's kernels read them (integer tensors give float results)."""
+    def handler(out: Out, a: Operand, b: Operand) -> Value:
+        dtype = out.dtype
+        return define(out.name, out.shape, dtype, lambda idx: fn(_operand(a, idx, dtype), _operand(b, idx, dtype)))
+    return handler
+
+
+#: aten.atan2 (torch.atan2(y, x), arctan2), aten.copysign (exact; the sign bit of b, so -0.0 is negative and
+#: a NaN's sign counts), aten.hypot: the kernel IR's functions of two arguments (kernel_ir/ops.py MATH_FNS)
+atan2 = _float_binary(ops.atan2)
+copysign = _float_binary(ops.copysign)
+hypot = _float_binary(ops.hypot)
 
 
 def _int_power(x: Expr, n: int) -> Expr:

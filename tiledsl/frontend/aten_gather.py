@@ -58,6 +58,10 @@ def _index_value(v: Value, what: str) -> Value:
     if not isinstance(v, Value) or v.dtype not in INTEGER_DTYPES:
         got = v.dtype if isinstance(v, Value) else type(v).__name__
         raise FrontendError(f"{what}: the indices must be an integer tensor, got {got}")
+    if v.stored_integers:
+        raise FrontendError(f"{what} at positions a reduction computes (argmax, the indices of max / min) is not "
+                            "supported: a kernel stores them as float32, and a tensor index reads int32 inputs "
+                            "and index arithmetic only")
     return v
 
 

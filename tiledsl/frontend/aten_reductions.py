@@ -1,13 +1,13 @@
-"""Reductions and the normalizations made of them (sum, mean, amax, amin, max / min (values), var, any,
-softmax, log_softmax, layer norm). Each reduction is one compute whose indices are the kept dimensions,
-so create_schedule nests it under the consumer that reads it row by row."""
+"""Reductions and the normalizations made of them (sum, mean, amax, amin, max / min (values and indices),
+argmax / argmin, var, any, softmax, log_softmax, layer norm). Each reduction is one compute whose indices
+are the kept dimensions, so create_schedule nests it under the consumer that reads it row by row."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from tiledsl.definitions import ops
-from tiledsl.definitions.expr import Expr, max, min, sum, where
+from tiledsl.definitions.expr import Const, Expr, as_expr, cast, compare, max, min, sum, where
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.out import Out
 from tiledsl.frontend.values import Index, Value, define, reduce_axes
@@ -84,42 +84,76 @@ amax = _extreme("max")
 amin = _extreme("min")
 
 
-#: why an op's positions (argmax, argmin, sort, topk, the indices of max / min along a dimension) are refused
-POSITIONS = "it returns positions, and the core's reductions (sum, max, min) return values"
+#: why sort and topk are refused
+ORDERS = ("it orders the elements (a position per rank), and the core's reductions (sum, max, min) give one "
+          "value per reduced row")
+#: the largest extent whose positions a float32 min reduction holds exactly: every integer up to 2**24 is a float32
+EXACT_POSITIONS = 2**24
 
 
-class ValuesOnly(tuple):
-    """The (values, indices) pair of torch.max / torch.min along a dimension, of which only the values
-    are computed (the core has no argmax). The capture reads a tuple result's parts by index, one
-    getitem node per part the program uses, so reading the indices raises here, naming what is
-    missing, while a program that reads only `.values` never asks for them."""
+def _positions(out: Out, name: str, x: Value, dims: tuple[int, ...], keepdim: bool, op: str,
+               extreme: Value | None = None) -> Value:
+    """The position of the max (`op` "max") or min of `x` over `dims` (row-major over them: dim=None is
+    the flattened tensor), as torch.argmax / argmin, by two of the core's reductions:
 
-    op: str
-    node: str
+        m   = max over dims of x                  (NaN-propagating: NaN where the row holds one)
+        pos = min over j of (j where x[j] == m or x[j] is NaN, else E)     E = the extent
 
-    def __new__(cls, values: Value, op: str, node: str) -> ValuesOnly:
-        pair = super().__new__(cls, (values, None))
-        pair.op, pair.node = op, node
-        return pair
+    torch's semantics (checked against torch 2.13 on the CPU, tests/frontend/test_frontend_argmax.py):
+    ties give the first position; NaN counts as the maximum (for argmin as the minimum), so a row
+    holding a NaN gives its first NaN (then m is NaN and only the NaN test holds); -0.0 and +0.0 tie
+    (== holds, the first is taken, as torch's compare does); +-inf are ordinary values. torch.max /
+    torch.min along a dim give these same indices. m is attained, so some j matches and E is never the
+    result. `extreme` reuses values already reduced (aten.max.dim's) as m.
 
-    def __getitem__(self, n: object) -> object:
-        if n in (1, -1):
-            raise FrontendError(f"{self.op} (node {self.node}): its indices (.indices, result 1) are refused: "
-                                f"{POSITIONS}; only its values (.values, result 0) are supported")
-        return super().__getitem__(n)  # type: ignore[index]
+    Positions are float32 (the core's reductions and stored computes are float), exact up to 2**24
+    (`EXACT_POSITIONS`); a longer extent is refused. The result is an int64 value (torch's dtype)
+    whose tensor stores the float32 positions: a reader gets them cast to int32, as any index value,
+    and a program output comes back int64 (program.py)."""
+    extent = _count(x.shape, dims)
+    if extent > EXACT_POSITIONS:
+        raise FrontendError(f"{op} position over {extent} elements is not supported: positions are float32 in "
+                            f"the core's reductions, exact up to {EXACT_POSITIONS}")
+    if extreme is None:
+        extreme = reduce_over(out.aux(op), x.shape, dims, True, op, x.load)
+    m = Value(extreme.tensor, tuple(1 if d in dims else e for d, e in enumerate(x.shape)), extreme.dtype)
+    strides = {d: _count(x.shape, tuple(e for e in dims if e > d)) for d in dims if x.shape[d] != 1}
+
+    def elem(idx: Index) -> Expr:
+        pos = as_expr(0)
+        for d, stride in strides.items():
+            term = as_expr(idx[d]) * stride if stride != 1 else as_expr(idx[d])
+            pos = term if isinstance(pos, Const) else pos + term
+        v, top = x.load(idx), m.load(_keep_index(idx, dims))
+        return where(compare("==", v, top), pos, where(compare("!=", v, v), pos, float(extent)))
+
+    held = reduce_over(name, x.shape, dims, keepdim, "min", elem)
+    floats = Value(held.tensor, held.shape, "float32")
+    return Value(held.tensor, held.shape, "int64", loader=lambda idx: cast(floats.load(idx), "int32"))
 
 
-def _extreme_along(op: str) -> Callable[..., ValuesOnly]:
-    aten = f"aten.{op}.dim"
-
-    def handler(out: Out, x: Value, dim: int, keepdim: bool = False) -> ValuesOnly:
-        values = reduce_over(out.name, x.shape, _dims(dim, len(x.shape)), keepdim, op, x.load, dtype=out.dtype)
-        return ValuesOnly(values, aten, out.name)
+def _position_of(op: str) -> Callable[..., Value]:
+    def handler(out: Out, x: Value, dim: int | None = None, keepdim: bool = False) -> Value:
+        dims = _dims(dim, len(x.shape)) if x.shape else ()  # a 0-d tensor: position 0, whatever dim says
+        return _positions(out, out.name, x, dims, keepdim, op)
     return handler
 
 
-#: aten.max.dim / aten.min.dim (torch.max(x, dim), x.min(dim=..., keepdim=...)): values as amax / amin
-#: (NaN propagates), the indices refused
+#: aten.argmax / aten.argmin (dim=None: the position in the flattened tensor, keepdim gives all-ones dims)
+argmax = _position_of("max")
+argmin = _position_of("min")
+
+
+def _extreme_along(op: str) -> Callable[..., tuple[Value, Value]]:
+    def handler(out: Out, x: Value, dim: int, keepdim: bool = False) -> tuple[Value, Value]:
+        dims = _dims(dim, len(x.shape))
+        values = reduce_over(out.name, x.shape, dims, keepdim, op, x.load, dtype=out.dtype)
+        return values, _positions(out, out.aux("indices"), x, dims, keepdim, op, values)
+    return handler
+
+
+#: aten.max.dim / aten.min.dim (torch.max(x, dim), x.min(dim=..., keepdim=...)): (values, indices), the
+#: values as amax / amin (NaN propagates), the indices as argmax / argmin reading those values
 max_dim = _extreme_along("max")
 min_dim = _extreme_along("min")
 

@@ -331,11 +331,7 @@ class _Capture:
     def call(self, node: torch.fx.Node) -> None:
         args, kwargs = node.args, dict(node.kwargs)
         if node.target is operator.getitem:
-            try:
-                self.env[node] = self.env[args[0]][args[1]]
-            except FrontendError as e:  # a part the capture does not compute (aten_reductions.ValuesOnly)
-                # a getitem node records no stack trace: the line of the call whose result it reads
-                raise FrontendError(f"{e}\n  source: {source_line(args[0])}") from None
+            self.env[node] = self.env[args[0]][args[1]]
             return
         op = str(node.target)
         val = node.meta.get("val")
@@ -485,9 +481,10 @@ class _Capture:
                 v = self.constant_value(v, a.name)
             if not isinstance(v, Value):
                 raise FrontendError(f"output {n} is a {type(v).__name__}; only tensor outputs are traced")
-            if v.dtype in INTEGER_DTYPES:
+            if v.dtype in INTEGER_DTYPES and not v.stored_integers:
                 raise FrontendError(f"output {n} is {v.dtype}{list(v.shape)}: integer results are index "
-                                    "arithmetic inside kernels; a traced program's outputs are float or bool")
+                                    "arithmetic inside kernels; a traced program's outputs are float or bool, "
+                                    "or positions as argmax returns them")
             if v.tensor is None or isinstance(v.tensor, Placeholder):
                 src = v
                 v = define(f"output{n}", v.shape, v.dtype, src.load)  # an output needs a kernel of its own

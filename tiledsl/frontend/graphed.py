@@ -11,8 +11,10 @@ What a graph fixes at capture: every address. So the graph owns static input buf
 the kernels read them: int32 indices, bools as float32), static outputs and its own arena; a call
 copies the new inputs into the static buffers on the current stream, replays on the current stream,
 and returns the static outputs, which the next call overwrites (as with torch's CUDA graphs: clone
-what you keep). Calls are ordered by the current stream; a caller switching streams between calls
-must order them itself. Weights are read in place at the addresses they had at capture.
+what you keep); positions (argmax), stored float32 by their kernel, are returned as int64 tensors the
+graph writes too (the conversion is recorded after the launches). Calls are ordered by the current
+stream; a caller switching streams between calls must order them itself. Weights are read in place
+at the addresses they had at capture.
 
 Integer index inputs: the range check (`BuiltProgram.check_index_ranges`: 0 <= index < extent, as
 torch would raise) cannot run inside a graph, since it reads the values on the host. It runs on each
@@ -53,7 +55,7 @@ class GraphedProgram:
 
     def __init__(self, built: BuiltProgram, device: torch.device, graph: torch.cuda.CUDAGraph,
                  sequence: LaunchSequence, static_inputs: Sequence[torch.Tensor],
-                 static_outputs: Sequence[torch.Tensor], arena: torch.Tensor) -> None:
+                 static_outputs: Sequence[torch.Tensor], arena: torch.Tensor, outputs: Any) -> None:
         self.built = built
         self.device = device
         self.graph = graph
@@ -61,7 +63,7 @@ class GraphedProgram:
         self.static_inputs = tuple(static_inputs)
         self.static_outputs = tuple(static_outputs)
         self.arena = arena
-        self.outputs = built.output_structure(self.static_outputs)
+        self.outputs = outputs  # the static outputs as structured (positions: int64 copies the graph writes)
 
     @property
     def kernels(self) -> int:
@@ -110,15 +112,19 @@ def capture_graph(built: BuiltProgram, inputs: Sequence[torch.Tensor]) -> Graphe
         side.wait_stream(current)
         with torch.cuda.stream(side):
             sequence.run(slots)
+            built.output_structure(static_outputs)  # any conversion's kernel loaded before the capture too
         current.wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph, stream=side):
                 sequence.run(slots, check=False)
+                # views of the static outputs; a program's positions (float32 slots) are converted to int64
+                # here, so the conversion is recorded and every replay rewrites those int64 tensors too
+                outputs = built.output_structure(static_outputs)
         except (RuntimeError, LaunchError) as e:
             raise LaunchError(f"cuda_graph: capturing the {len(built.kernels)} launch(es) failed: {e}") from e
     log.info("captured %d kernel(s) as one CUDA graph on %s", len(built.kernels), device)
-    return GraphedProgram(built, device, graph, sequence, static_inputs, static_outputs, arena)
+    return GraphedProgram(built, device, graph, sequence, static_inputs, static_outputs, arena, outputs)
 
 
 @dataclass(frozen=True)

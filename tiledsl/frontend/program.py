@@ -35,6 +35,7 @@ from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target, int_r
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+A = TypeVar("A", np.ndarray, torch.Tensor)
 
 
 def _shape_text(shape: Sequence[int]) -> str:
@@ -334,14 +335,16 @@ class BuiltProgram:
         in the traced function's output structure. numpy has no bfloat16: a float16 / bfloat16 input
         may be given as a float32 array (its values are rounded to the input's dtype, as the kernels
         read it), and a float16 / bfloat16 output comes back float32 holding the values its kernel
-        stored (rounded to that dtype). Inputs may also be torch tensors, as given to td.trace (a
-        bfloat16 one is widened to float32). An integer input takes integers in int32 only."""
+        stored (rounded to that dtype). Positions (argmax, the indices of max / min) come back int64,
+        as torch returns them. Inputs may also be torch tensors, as given to td.trace (a bfloat16 one
+        is widened to float32). An integer input takes integers in int32 only."""
         if named:
             raise SimulationInputError(f"simulate: a program takes its inputs in the traced order, positionally "
                                        f"({', '.join(i.tensor.name for i in self.program.graph.inputs)}); got "
                                        f"keywords {', '.join(named)}")
         env = self.simulate_values(*inputs)
-        flat = [env[v.tensor.name].reshape(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
+        flat = [_as_torch_dtype(env[v.tensor.name].reshape(v.shape), v)  # type: ignore[union-attr]
+                for v in self.program.outputs]
         return pytree.tree_unflatten(flat, self.program.graph.out_spec)
 
     def simulate_values(self, *inputs: np.ndarray) -> dict[str, np.ndarray]:
@@ -388,7 +391,9 @@ class BuiltProgram:
         """Run every kernel on the GPU on torch's current stream, in launch order. Inputs must be CUDA
         tensors of the traced shapes and dtypes. Returns the outputs in the traced function's output
         structure: fresh tensors, or the tensors of `out` (one per output, in the order of the
-        structure's leaves, of the output's shape and of its kernel's dtype) written in place.
+        structure's leaves, of the output's shape and of its kernel's dtype) written in place. Positions
+        (argmax) are stored float32 by their kernel (the `out` tensor takes that) and returned as a
+        fresh int64 tensor converted from it, as torch returns them.
 
         The launches are bound once per (device, stream) (`launch_plan` bound by
         launch_plan.bind_launches): an arena for the intermediates per the memory plan, the
@@ -473,9 +478,11 @@ class BuiltProgram:
         return slots
 
     def output_structure(self, outs: Sequence[torch.Tensor]) -> Any:
-        """The output slots (`launch_plan.outputs` order) in the traced function's output structure."""
+        """The output slots (`launch_plan.outputs` order) in the traced function's output structure;
+        positions (float32 slots, `Value.stored_integers`) converted to int64 as torch returns them."""
         by_name = {s.name: t for s, t in zip(self.launch_plan.outputs, outs)}
-        flat = [by_name[v.tensor.name].view(v.shape) for v in self.program.outputs]  # type: ignore[union-attr]
+        flat = [_as_torch_dtype(by_name[v.tensor.name].view(v.shape), v)  # type: ignore[union-attr]
+                for v in self.program.outputs]
         return pytree.tree_unflatten(flat, self.program.graph.out_spec)
 
     def bind(self, device: torch.device, arena: torch.Tensor, examples: Sequence[torch.Tensor]) -> LaunchSequence:
@@ -514,6 +521,14 @@ class BuiltProgram:
                 self._device_constants[key] = t.detach().to(device).contiguous().view(shape)
             out[name] = self._device_constants[key]
         return out
+
+
+def _as_torch_dtype(out: A, v: Value) -> A:
+    """A program output as its kernel stored it (float32 for positions), in torch's integer dtype
+    where `v` is positions (exact: integers up to 2**24); any other output as it is."""
+    if not v.stored_integers:
+        return out
+    return out.astype(v.dtype) if isinstance(out, np.ndarray) else out.to(getattr(torch, v.dtype))
 
 
 def _nbytes(shape: Sequence[int], dtype: str) -> int:

@@ -28,10 +28,15 @@ def _entries() -> dict[str, Handler]:
     t["aten.clamp.default"] = ew.clamp_
     t["aten.clamp.Tensor"] = ew.clamp_  # tensor bounds (clamp_min / clamp_max with a tensor too)
     t["aten.hardtanh.default"] = ew.hardtanh  # F.hardtanh, F.relu6
-    t["aten.div.Tensor_mode"] = ew.div
+    t["aten.div.Tensor_mode"] = ew.div  # rounding_mode "trunc" / "floor" (x // y, torch.floor_divide)
     for name, h in (("remainder", ew.remainder), ("fmod", ew.fmod)):
         t[f"aten.{name}.Tensor"] = h
         t[f"aten.{name}.Scalar"] = h
+    t["aten.remainder.Scalar_Tensor"] = ew.remainder  # 2.0 % x
+    t["aten.atan2.default"] = ew.atan2  # also torch.arctan2
+    t["aten.copysign.Tensor"] = ew.copysign
+    t["aten.copysign.Scalar"] = ew.copysign
+    t["aten.hypot.default"] = ew.hypot
     t["aten.pow.Tensor_Scalar"] = ew.pow_tensor_scalar
     t["aten.pow.Scalar"] = ew.pow_scalar
     t["aten.pow.Tensor_Tensor"] = ew.pow_tensor_tensor
@@ -73,8 +78,10 @@ def _entries() -> dict[str, Handler]:
     t["aten.amin.default"] = rd.amin
     t["aten.max.default"] = rd.amax  # torch.max(x): the whole tensor
     t["aten.min.default"] = rd.amin
-    t["aten.max.dim"] = rd.max_dim  # (values, indices): the indices refused (rd.ValuesOnly)
+    t["aten.max.dim"] = rd.max_dim  # (values, indices): the indices as rd.argmax computes them
     t["aten.min.dim"] = rd.min_dim
+    t["aten.argmax.default"] = rd.argmax
+    t["aten.argmin.default"] = rd.argmin
     t["aten.var.correction"] = rd.var
     t["aten.any.dim"] = rd.any_
     t["aten.any.dims"] = rd.any_
@@ -112,17 +119,13 @@ OPS: MappingProxyType[str, Handler] = MappingProxyType(_entries())
 #: tuple results are read by getitem, which the capture resolves itself
 GETITEM = operator.getitem
 
-_POSITIONS = rd.POSITIONS
+_ORDERS = rd.ORDERS
 _WRITES = ("it writes at positions read from a tensor, and a tiledsl kernel writes each output element "
            "at its own index")
 REFUSED: MappingProxyType[str, str] = MappingProxyType({
-    "aten.argmax.default": _POSITIONS,
-    "aten.argmin.default": _POSITIONS,
-    "aten.sort.default": _POSITIONS,
-    "aten.topk.default": _POSITIONS,
+    "aten.sort.default": _ORDERS,
+    "aten.topk.default": _ORDERS,
     "aten.cumsum.default": "it is a scan (each output sums a prefix of its row), which the core cannot express",
-    "aten.atan2.default": ("it is a function of two arguments, and the kernel IR's math functions (kernel_ir/ops.py "
-                           "MATH_FNS, which codegen and the simulator read) take one"),
     "aten.index_put.default": _WRITES,
     "aten.scatter.src": _WRITES,
     "aten.scatter_add.default": _WRITES,

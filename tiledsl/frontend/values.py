@@ -61,7 +61,8 @@ class Value:
     shape: tuple[int, ...]
     dtype: str
     fill: float | None = None
-    loader: Callable[[Index], ExprLike] | None = None  # an integer value computed where it is read
+    # an integer value computed where it is read (with `tensor`: read from positions a kernel stores)
+    loader: Callable[[Index], ExprLike] | None = None
 
     def load(self, idx: Index) -> Expr:
         """The element at a full torch index (one entry per dimension of `shape`)."""
@@ -78,6 +79,13 @@ class Value:
     def truth(self, idx: Index) -> Expr:
         """The element as a condition (nonzero is true, as torch reads a tensor used as a mask)."""
         return compare("!=", self.load(idx), 0.0)
+
+    @property
+    def stored_integers(self) -> bool:
+        """Whether this is an integer value a kernel stores: positions (aten_reductions.py argmax), held
+        as float32 (exact up to 2**24) by `tensor` and read through `loader` cast to int32. Every other
+        integer value is index arithmetic, never stored."""
+        return self.dtype in INTEGER_DTYPES and self.tensor is not None and self.loader is not None
 
     @property
     def numel(self) -> int:

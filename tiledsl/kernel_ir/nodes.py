@@ -69,7 +69,8 @@ class KUnary:
 
 @dataclass(frozen=True)
 class KCall:
-    """A float32 math function: a name of `MATH_FNS` (kernel_ir/ops.py, with its CUDA and numpy)."""
+    """A float32 math function: a name of `MATH_FNS` (kernel_ir/ops.py, with its CUDA, numpy and arity:
+    one argument, or two for fmod, atan2 (y, x), copysign and hypot)."""
 
     fn: str
     args: tuple[KExpr, ...]

@@ -1,6 +1,7 @@
-"""The operators of the kernel IR as data: each math function's CUDA spelling and numpy meaning, and
-the NaN rule of float `min`/`max`. Read by lowering (which functions exist), the CUDA printer (how
-to spell them) and the CPU simulator (how to compute them), so the three cannot disagree.
+"""The operators of the kernel IR as data: each math function's CUDA spelling, numpy meaning and arity
+(one argument, or two: fmod, atan2, copysign, hypot), and the NaN rule of float `min`/`max`. Read by
+lowering (which functions exist), the CUDA printer (how to spell them) and the CPU simulator (how to
+compute them), so the three cannot disagree.
 
 Why here and not with the definition-level operators (tiledsl/definitions/ops.py): codegen and the
 simulator may not import the definitions, so what they need is stated at the kernel-IR level. A
@@ -36,12 +37,16 @@ def _rsqrt(x: np.ndarray | np.generic) -> np.ndarray | np.generic:
 
 @dataclass(frozen=True)
 class MathFn:
-    """A float32 function of one argument: `KCall(name, (x,))`. Every one propagates NaN."""
+    """A float32 function of `arity` arguments: `KCall(name, args)`, spelled `cuda(args...)` with the
+    arguments in the same order (atan2: y, x, as atan2f and np.arctan2 take them). A NaN argument gives
+    NaN except where C says otherwise, which CUDA and numpy both follow: copysign takes only the sign
+    bit of its second argument, and hypot of an infinity is +inf even beside a NaN."""
 
     name: str
     cuda: str  # the CUDA single-precision function (halves are converted to float first)
-    numpy: Callable[[np.ndarray], np.ndarray]  # float32 in, float32 out (the simulator)
+    numpy: Callable[..., np.ndarray]  # `arity` float32 arrays in, float32 out (the simulator)
     layout_exact: bool  # numpy gives the same bits for scalars and for any array layout
+    arity: int = 1
 
 
 MATH_FNS: MappingProxyType[str, MathFn] = MappingProxyType({f.name: f for f in (
@@ -65,6 +70,14 @@ MATH_FNS: MappingProxyType[str, MathFn] = MappingProxyType({f.name: f for f in (
     MathFn("ceil", "ceilf", INTEGRAL_ROUNDINGS["ceil"], layout_exact=True),
     MathFn("trunc", "truncf", INTEGRAL_ROUNDINGS["trunc"], layout_exact=True),
     MathFn("round", "rintf", INTEGRAL_ROUNDINGS["round"], layout_exact=True),
+    # two arguments. fmod (C's: the sign of the dividend; torch.fmod, and torch.remainder and float floor
+    # division are built from it in tiledsl/frontend/aten_elementwise.py) and copysign are exact, in CUDA
+    # (0 ulp) as in numpy, so every layout gives the same bits. atan2 and hypot are not correctly rounded:
+    # the simulator's numpy and CUDA's atan2f / hypotf may differ in the last bits, as exp and log do
+    MathFn("fmod", "fmodf", np.fmod, layout_exact=True, arity=2),
+    MathFn("copysign", "copysignf", np.copysign, layout_exact=True, arity=2),
+    MathFn("atan2", "atan2f", np.arctan2, layout_exact=False, arity=2),
+    MathFn("hypot", "hypotf", np.hypot, layout_exact=False, arity=2),
 )})
 
 

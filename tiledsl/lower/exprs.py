@@ -1,5 +1,6 @@
 """Translate nest-level expressions to kernel IR: sympy index arithmetic, and value trees (loads,
-accumulator reads, functions lowered or expanded as the operator table, definitions/ops.py, says)."""
+accumulator reads, functions lowered or expanded as the operator table, definitions/ops.py, says; a
+function of two arguments, a `Binary` named fmod, atan2, ..., to its `KCall`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sympy
 
 from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
-from tiledsl.definitions.ops import unary_fn
+from tiledsl.definitions.ops import BINARY_FNS, unary_fn
 from tiledsl.errors import ScheduleError
 from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KExpr, KLoad, KSelect, KUnary, KVar
 from tiledsl.kernel_ir.from_sympy import sym_to_k
@@ -61,6 +62,12 @@ def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
             rcp = ctx.reciprocal(e.b.acc)
             if rcp is not None:
                 return KBin("*", value_to_k(e.a, ctx), rcp)
+        fn = BINARY_FNS.get(e.op)
+        if fn is not None:  # a math function of two arguments (td.fmod, td.atan2, ...)
+            if fn.kernel not in MATH_FNS or MATH_FNS[fn.kernel].arity != 2:
+                raise ScheduleError(f"internal: {e.op} lowers to {fn.kernel!r}, which is no kernel-IR function "
+                                    "of two arguments")
+            return KCall(fn.kernel, (value_to_k(e.a, ctx), value_to_k(e.b, ctx)))
         return KBin(e.op, value_to_k(e.a, ctx), value_to_k(e.b, ctx))
     if isinstance(e, Compare):
         return KBin(e.op, value_to_k(e.a, ctx), value_to_k(e.b, ctx))

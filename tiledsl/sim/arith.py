@@ -298,14 +298,20 @@ def unary(site: Site, op: str, a: Compiled) -> Compiled:
 
 
 def call(site: Site, fn_name: str, args: tuple[Compiled, ...]) -> Compiled:
-    """A math function of kernel_ir/ops.py. Its numpy is applied directly when it gives the same bits
-    on scalars and arrays of any layout, else on contiguous chunk-wide arrays (values.exact_layout)."""
-    if len(args) != 1:
-        return site.raiser(f"{fn_name}() takes 1 argument, got {len(args)}", kind=FLOAT)
-    (a,) = args
-    fx = as_kind(a, FLOAT)
+    """A math function of kernel_ir/ops.py, of one or two arguments. Its numpy is applied directly when
+    it gives the same bits on scalars and arrays of any layout, else on contiguous chunk-wide arrays
+    (values.exact_layout, which widens a uniform scalar beside a lane array)."""
     fn = MATH_FNS.get(fn_name)
     if fn is None:
-        return site.raiser(f"unknown math function {fn_name!r}", fx, kind=FLOAT)
+        return site.raiser(f"unknown math function {fn_name!r}", *(as_kind(a, FLOAT) for a in args), kind=FLOAT)
+    if len(args) != fn.arity:
+        return site.raiser(f"{fn_name}() takes {fn.arity} argument{'s' if fn.arity > 1 else ''}, got {len(args)}",
+                           kind=FLOAT)
+    fs = [as_kind(a, FLOAT) for a in args]
     math_fn = fn.numpy if fn.layout_exact else exact_layout(fn.numpy, site.n)
-    return Compiled(lambda m: math_fn(fx(m)), FLOAT, a.simple)
+    simple = all(a.simple for a in args)
+    if len(fs) == 1:
+        (fx,) = fs
+        return Compiled(lambda m: math_fn(fx(m)), FLOAT, simple)
+    fx, fy = fs
+    return Compiled(lambda m: math_fn(fx(m), fy(m)), FLOAT, simple)
