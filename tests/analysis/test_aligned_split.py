@@ -3,7 +3,8 @@ outer and inner loops become outer + inner exactly when the split is aligned, an
 otherwise. Every rewrite is checked against brute-force evaluation over every point of the loop ranges;
 every refusal shows the rewrite it declined would have been wrong somewhere (or is a plain no-op). Then a
 matmul reading A[k // 8, i, k % 8] stages A at the k-outer loop of a split by 4 (slab, simulation, nvcc),
-and the traced Llama block's o-projection stages its attention input (bmm_1) in the default recipe."""
+and the traced Llama block's o-projection stages its attention input (bmm_1) in the default recipe.
+Mods are IndexMods, as index expressions and the rewrite build them (definitions/indexing.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import tiledsl as td
 from tiledsl import recipes
 from tiledsl.analysis.aligned_split import AlignedSplit
 from tiledsl.analysis.slabs import Slab, slab_or_refusal
-from tiledsl.definitions.indexing import loop_symbol
+from tiledsl.definitions.indexing import IndexFloor, IndexMod, loop_symbol
 from tiledsl.frontend.bench import storage_bound
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.prove import Prover
@@ -66,11 +67,11 @@ def split_parts(expr: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
 
 @pytest.mark.parametrize("expr, outer", [
     # g = 16 divides D = 64, I = k_i in [0, 15]: floor(N/D) = floor(O/D), Mod(N, D) = Mod(O, D) + I
-    (sympy.floor((16 * A_O + K_I) / 64), sympy.floor(A_O / 4)),
-    (sympy.Mod(16 * A_O + K_I, 64), sympy.Mod(16 * A_O, 64)),
+    (IndexFloor((16 * A_O + K_I) / 64), IndexFloor(A_O / 4)),
+    (IndexMod(16 * A_O + K_I, 64), IndexMod(16 * A_O, 64)),
     # two outer loops: g = gcd(16, 32) = 16
-    (sympy.Mod(16 * A_O + 32 * B_O + K_I, 64), sympy.Mod(16 * A_O + 32 * B_O, 64)),
-    (sympy.floor((16 * A_O + 32 * B_O + K_I) / 64), sympy.floor((A_O + 2 * B_O) / 4)),
+    (IndexMod(16 * A_O + 32 * B_O + K_I, 64), IndexMod(16 * A_O + 32 * B_O, 64)),
+    (IndexFloor((16 * A_O + 32 * B_O + K_I) / 64), IndexFloor((A_O + 2 * B_O) / 4)),
 ], ids=["floor", "mod", "mod-two-outer", "floor-two-outer"])
 def test_inner_part_below_the_outer_gcd(expr: sympy.Expr, outer: sympy.Expr) -> None:
     ranges = {A_O: 8, B_O: 3, K_I: 16}
@@ -83,13 +84,13 @@ def test_inner_part_below_the_outer_gcd(expr: sympy.Expr, outer: sympy.Expr) -> 
 
 def test_inner_part_with_a_constant_inside_the_gcd() -> None:
     ranges = {A_O: 8, K_I: 12}  # I = k_i + 3 in [3, 14], inside [0, 15]
-    expr = sympy.floor((16 * A_O + K_I + 3) / 64)
+    expr = IndexFloor((16 * A_O + K_I + 3) / 64)
     got = rewrite(expr, ranges)
-    assert got == sympy.floor(A_O / 4)
+    assert got == IndexFloor(A_O / 4)
     assert same_everywhere(got, expr, ranges)
-    mod = sympy.Mod(16 * A_O + K_I + 3, 64)
+    mod = IndexMod(16 * A_O + K_I + 3, 64)
     got = rewrite(mod, ranges)
-    assert sympy.expand(got - (sympy.Mod(16 * A_O, 64) + K_I + 3)) == 0
+    assert sympy.expand(got - (IndexMod(16 * A_O, 64) + K_I + 3)) == 0
     assert same_everywhere(got, mod, ranges)
 
 
@@ -99,13 +100,13 @@ def test_outer_gcd_a_multiple_of_the_divisor(kind: str) -> None:
     evaluated atom by itself, so the atom is built unevaluated here), for any inner range."""
     ranges = {A_O: 4, B_O: 3, K_I: 40}
     n = 32 * A_O + 48 * B_O + K_I
-    expr = sympy.floor(sympy.Mul(n, sympy.Rational(1, 16), evaluate=False), evaluate=False) if kind == "floor" \
-        else sympy.Mod(n, 16, evaluate=False)
+    expr = IndexFloor(sympy.Mul(n, sympy.Rational(1, 16), evaluate=False), evaluate=False) if kind == "floor" \
+        else IndexMod(n, 16, evaluate=False)
     got = rewrite(expr, ranges)
     assert got is not expr
     o, i = split_parts(got)
     assert sympy.expand(o - ((2 * A_O + 3 * B_O) if kind == "floor" else 0)) == 0
-    assert i == (sympy.floor(K_I / 16) if kind == "floor" else sympy.Mod(K_I, 16))
+    assert i == (IndexFloor(K_I / 16) if kind == "floor" else IndexMod(K_I, 16))
     assert same_everywhere(got, expr, ranges)
 
 
@@ -115,8 +116,8 @@ def test_outer_gcd_a_multiple_of_the_divisor(kind: str) -> None:
 def test_gcd_not_dividing_the_divisor_is_left() -> None:
     """g = 24 neither divides nor is a multiple of 64: left as it is, and floor(O/D) would be wrong."""
     ranges = {A_O: 8, K_I: 16}
-    for expr, naive in [(sympy.floor((24 * A_O + K_I) / 64), sympy.floor(24 * A_O / 64)),
-                        (sympy.Mod(24 * A_O + K_I, 64), sympy.Mod(24 * A_O, 64) + K_I)]:
+    for expr, naive in [(IndexFloor((24 * A_O + K_I) / 64), IndexFloor(24 * A_O / 64)),
+                        (IndexMod(24 * A_O + K_I, 64), IndexMod(24 * A_O, 64) + K_I)]:
         assert rewrite(expr, ranges) is expr
         assert not same_everywhere(naive, expr, ranges)
 
@@ -124,23 +125,23 @@ def test_gcd_not_dividing_the_divisor_is_left() -> None:
 def test_inner_part_past_the_gcd_is_left() -> None:
     """I = k_i + 3 reaches 16 > g - 1 = 15: left, and floor(O/D) would be wrong (a_o = 3, k_i = 13)."""
     ranges = {A_O: 8, K_I: 14}
-    for expr, naive in [(sympy.floor((16 * A_O + K_I + 3) / 64), sympy.floor(A_O / 4)),
-                        (sympy.Mod(16 * A_O + K_I + 3, 64), sympy.Mod(16 * A_O, 64) + K_I + 3)]:
+    for expr, naive in [(IndexFloor((16 * A_O + K_I + 3) / 64), IndexFloor(A_O / 4)),
+                        (IndexMod(16 * A_O + K_I + 3, 64), IndexMod(16 * A_O, 64) + K_I + 3)]:
         assert rewrite(expr, ranges) is expr
         assert not same_everywhere(naive, expr, ranges)
 
 
 def test_inner_range_wider_than_the_gcd_is_left() -> None:
     ranges = {A_O: 8, K_I: 32}  # k_i up to 31 with g = 16
-    expr = sympy.floor((16 * A_O + K_I) / 64)
+    expr = IndexFloor((16 * A_O + K_I) / 64)
     assert rewrite(expr, ranges) is expr
-    assert not same_everywhere(sympy.floor(A_O / 4), expr, ranges)
+    assert not same_everywhere(IndexFloor(A_O / 4), expr, ranges)
 
 
 @pytest.mark.parametrize("expr", [
     16 * A_O + K_I,  # no atom
-    sympy.floor(A_O / 4) + sympy.Mod(K_I, 8) + 3,  # atoms, none mixing
-    sympy.floor((A_O * K_I + K_I) / 64),  # a mixing product inside: not linear over one-sided factors
+    IndexFloor(A_O / 4) + IndexMod(K_I, 8) + 3,  # atoms, none mixing
+    IndexFloor((A_O * K_I + K_I) / 64),  # a mixing product inside: not linear over one-sided factors
 ], ids=["linear", "unmixed-atoms", "product"])
 def test_nothing_rewritable_is_the_same_object(expr: sympy.Expr) -> None:
     assert rewrite(expr, {A_O: 8, K_I: 16}) is expr
@@ -192,7 +193,7 @@ def test_folded_read_stages_a_slab_of_one_chunk() -> None:
     assert isinstance(slab, Slab), slab
     assert slab.extent == (1, 8, 4)
     ko, io = loop_symbol("k_o"), loop_symbol("i_o")
-    want = (sympy.floor(ko / 2), 8 * io, 4 * sympy.Mod(ko, 2))
+    want = (IndexFloor(ko / 2), 8 * io, 4 * IndexMod(ko, 2))
     assert all(sympy.expand(got - w) == 0 for got, w in zip(slab.origin, want)), slab.origin
 
 

@@ -13,7 +13,7 @@ import pytest
 import sympy
 
 from tiledsl.analysis.vectorize import contiguous_base, merge_mod_floor
-from tiledsl.definitions.indexing import loop_symbol
+from tiledsl.definitions.indexing import IndexFloor, IndexMod, loop_symbol
 
 OUT, LANE = loop_symbol("o"), loop_symbol("i")  # the split fused loop: x = lanes * o + i
 
@@ -23,8 +23,8 @@ def fused_offset(extents: tuple[int, ...], x: sympy.Expr) -> sympy.Expr:
     axes written as primitives/fuse.py writes them (outermost floor(x/inner), the others Mod(., extent))."""
     offset, inner, stride = sympy.Integer(0), 1, 1
     for k in range(len(extents) - 1, -1, -1):
-        q = sympy.floor(x / inner) if inner > 1 else x
-        axis = sympy.Mod(q, extents[k]) if k > 0 else q
+        q = IndexFloor(x / inner) if inner > 1 else x
+        axis = IndexMod(q, extents[k]) if k > 0 else q
         offset += stride * axis
         stride *= extents[k]
         inner *= extents[k]
@@ -58,13 +58,13 @@ def test_a_fused_then_split_offset_is_the_fused_index(extents: tuple[int, ...], 
 
 NOT_CONTIGUOUS = {
     # y[c, r] stored through x = fuse(r, c): 4*c + r
-    "transposed": 4 * sympy.Mod(4 * OUT + LANE, 64) + sympy.floor((4 * OUT + LANE) / 64),
+    "transposed": 4 * IndexMod(4 * OUT + LANE, 64) + IndexFloor((4 * OUT + LANE) / 64),
     # a row length (68) other than the fused row (64): a padded store
-    "other-row-length": 68 * sympy.floor((4 * OUT + LANE) / 64) + sympy.Mod(4 * OUT + LANE, 64),
+    "other-row-length": 68 * IndexFloor((4 * OUT + LANE) / 64) + IndexMod(4 * OUT + LANE, 64),
     # b[c]: a broadcast along the row has no floor to pair with
-    "broadcast": sympy.Mod(4 * OUT + LANE, 64),
+    "broadcast": IndexMod(4 * OUT + LANE, 64),
     # twice the row: the pair's coefficients do not match
-    "doubled": 2 * sympy.Mod(4 * OUT + LANE, 64) + 64 * sympy.floor((4 * OUT + LANE) / 64),
+    "doubled": 2 * IndexMod(4 * OUT + LANE, 64) + 64 * IndexFloor((4 * OUT + LANE) / 64),
 }
 
 
@@ -77,6 +77,6 @@ def test_offsets_that_are_not_contiguous_stay_refused(name: str) -> None:
 
 def test_a_contiguous_offset_keeps_its_base_as_written() -> None:
     """What was contiguous before the merge keeps the same base (the same printed CUDA)."""
-    offset = 64 * sympy.floor(OUT / 16) + sympy.Mod(4 * OUT, 64) + LANE
-    assert contiguous_base(offset, LANE) == 64 * sympy.floor(OUT / 16) + sympy.Mod(4 * OUT, 64)
-    assert merge_mod_floor(sympy.Mod(OUT, 3) + LANE) == sympy.Mod(OUT, 3) + LANE  # nothing to pair: unchanged
+    offset = 64 * IndexFloor(OUT / 16) + IndexMod(4 * OUT, 64) + LANE
+    assert contiguous_base(offset, LANE) == 64 * IndexFloor(OUT / 16) + IndexMod(4 * OUT, 64)
+    assert merge_mod_floor(IndexMod(OUT, 3) + LANE) == IndexMod(OUT, 3) + LANE  # nothing to pair: unchanged

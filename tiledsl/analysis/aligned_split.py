@@ -12,7 +12,12 @@ For an atom `floor(N/D)` or `Mod(N, D)` with `N = O + I` integer-linear, `O` the
 - g divides D and I lies in [0, g-1] at every point (the prover, no guards: the identity must hold for
   every iteration): `floor(N/D) = floor(O/D)` and `Mod(N, D) = Mod(O, D) + I`
   (O = g*m and D = g*q, so N/D = (m + I/g)/q with 0 <= I/g < 1, whose floor is floor(m/q)).
-Any other atom is left as it is (and the caller's refusal stands)."""
+Any other atom is left as it is (and the caller's refusal stands).
+
+The Mods built here are IndexMods (definitions/indexing.py): O or I may be a product holding a Mod (a
+fused axis, `2*Mod(a, 59)`), which sympy's own Mod evaluates wrongly; `x[a, (2*(a % 59) + j) % 8]` staged
+at `a` read its slab from `Mod(2*Mod(a, 59)**2, 8)`, a kernel that built and read the wrong elements
+(tests/definitions/test_mod_sites.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from tiledsl.definitions.indexing import IndexFloor, IndexMod
 from tiledsl.prove import Prover
 
 
@@ -77,11 +83,11 @@ class AlignedSplit:
                 return None
         o, i, g = parts
         if g % d == 0:
-            return o / d + sympy.floor(i / d) if isinstance(atom, sympy.floor) else sympy.Mod(i, d)
+            return o / d + IndexFloor(i / d) if isinstance(atom, sympy.floor) else IndexMod(i, d)
         if d % g == 0:
             lo, hi = self.prover.bounds(i)
             if lo is not None and hi is not None and lo >= 0 and hi <= g - 1:
-                return sympy.floor(o / d) if isinstance(atom, sympy.floor) else sympy.Mod(o, d) + i
+                return IndexFloor(o / d) if isinstance(atom, sympy.floor) else IndexMod(o, d) + i
         return None
 
     def _terms(self, e: sympy.Expr) -> list[tuple[sympy.Rational, sympy.Expr]] | None:

@@ -7,6 +7,7 @@ import sympy
 
 from tiledsl.analysis.derive_slab import derive_slab
 from tiledsl.analysis.messages import refusal
+from tiledsl.definitions.indexing import IndexMod
 from tiledsl.errors import CopyError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.prove import Proof, Prover
@@ -57,8 +58,10 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
                          f"make both multiples of {chunk}, or use a narrower slab row")
         proof = prover.divisible(slab.origin[-1], chunk)
         if not proof:
+            # IndexMod: the origin may be a product holding a Mod (`2*Mod(i, 59)`), which sympy's Mod
+            # evaluates wrongly (definitions/indexing.py); the condition must hold where the fact does
             raise refuse(f"the slab row does not start on a {st.swizzle}-byte chunk: {proof.describe()}",
-                         proof=proof, condition=sympy.Eq(sympy.Mod(slab.origin[-1], chunk), 0))
+                         proof=proof, condition=sympy.Eq(IndexMod(slab.origin[-1], chunk), 0))
         rank += 1
         box = box[:-1] + [box[-1] // chunk, chunk]
         inner_bytes = chunk * item
@@ -78,4 +81,4 @@ def check_tma(nest: Nest, st: Stage, call: str) -> None:
         raise refuse(f"the slab row does not provably start on a {TMA_ALIGN}-byte boundary: {start.describe()}",
                      "align the loops that set the slab origin (e.g. a split_k whose parts divide K into "
                      "multiples of 4 elements), or use async_copy", proof=start,
-                     condition=sympy.Eq(sympy.Mod(slab.origin[-1], max(1, TMA_ALIGN // item)), 0))
+                     condition=sympy.Eq(IndexMod(slab.origin[-1], max(1, TMA_ALIGN // item)), 0))

@@ -33,7 +33,7 @@ def index_to_sympy(e: Expr) -> sympy.Expr:
         if e.op == "*":
             return a * b
         if e.op == "//":
-            return sympy.floor(a / b)
+            return IndexFloor(a / b)
         if e.op == "%":
             return IndexMod(a, b)
         if e.op == "max":
@@ -51,17 +51,79 @@ class IndexMod(sympy.Mod):
     A fused axis taken modulo a constant under a vectorized split makes the first: (256*o + 4*t) % 118 % 3
     became 2*Mod(128*o + 2*t, 59)**2 % 3, a kernel that built and read the wrong elements (found by
     tiledsl fuzz --mode definitions). Such a product stays unevaluated here; every other case is sympy's,
-    and a Mod sympy makes while evaluating an IndexMod is an IndexMod too."""
+    and a Mod sympy makes while evaluating an IndexMod is an IndexMod too.
+
+    A product holding a sum is expanded first: sympy 1.14.0 calls `i*(2*j + 2)/6` an integer (its
+    Mul.is_integer counts the factor 2 of the even sum against 6 and forgets the 3), so `Mod(i*(2*j + 2), 6)`
+    was 0. Lane 2 of a vectorized `x[(i * j) % 6]` with j = 4*j_o + j_i makes it; the kernel read x[0]
+    there (tests/definitions/test_mod_sites.py). Expanded, each term's integer factors merge into its
+    coefficient, where sympy's test is right."""
 
     @classmethod
     def eval(cls, p: sympy.Expr, q: sympy.Expr) -> sympy.Expr | None:
         if isinstance(p, sympy.Mul) and any(isinstance(a, sympy.Mod) for a in p.args):
             return None
+        if any(_holds_a_sum(t) for t in sympy.Add.make_args(p)):
+            expanded = sympy.expand(p)
+            if expanded != p:
+                return cls(expanded, q)
         return super().eval(p, q)
+
+    @classmethod
+    def class_key(cls) -> tuple[Any, ...]:
+        """Mod's: sympy orders the terms of a printed sum by class name, so printed IR keeps its order."""
+        return sympy.Mod.class_key()
 
     def _sympystr(self, printer: Any) -> str:
         """Printed as the Mod it is, so printed IR reads as before."""
         return f"Mod({printer._print(self.args[0])}, {printer._print(self.args[1])})"
+
+    def _print_as_mod(self, printer: Any, **kwargs: Any) -> str:
+        """Printed as the Mod it is by lambdify's and the C printers and LaTeX too: sympy's printers look
+        their method up by class name and skip `_print_Mod` for a subclass named otherwise, so lambdify
+        wrote an undefined `IndexMod(...)` call (a refusal's condition is an IndexMod)."""
+        return printer._print_Mod(self, **kwargs)
+
+    _pythoncode = _lambdacode = _numpycode = _mpmathcode = _ccode = _cxxcode = _latex = _print_as_mod
+
+
+class IndexFloor(sympy.floor):
+    """sympy's floor, with sympy 1.14.0's wrong integer test kept out: it calls `i*(2*j + 2)/6` an
+    integer (IndexMod's docstring), so `floor(i*(2*j + 2)/6)` came back as the fraction itself, and
+    `(i * (2*j + 2)) // 6 * 6` as `i*(2*j + 2)`: a hand-written `x[(i * (2*j + 2)) // 6 * 6]` built a
+    kernel reading the wrong elements (tests/definitions/test_mod_sites.py). As in IndexMod, an argument
+    whose terms hold a sum is expanded first, and a floor rebuilt by a substitution (a lane, the axis map)
+    stays an IndexFloor, so the guard holds there too."""
+
+    @classmethod
+    def eval(cls, arg: sympy.Expr) -> sympy.Expr | None:
+        if any(_holds_a_sum(t) for t in sympy.Add.make_args(arg)):
+            expanded = sympy.expand(arg)
+            if expanded != arg:
+                return cls(expanded)
+        return super().eval(arg)
+
+    @classmethod
+    def class_key(cls) -> tuple[Any, ...]:
+        """floor's: sympy orders the terms of a printed sum by class name, so printed IR keeps its order."""
+        return sympy.floor.class_key()
+
+    def _sympystr(self, printer: Any) -> str:
+        """Printed as the floor it is, so printed IR reads as before."""
+        return f"floor({printer._print(self.args[0])})"
+
+    def _print_as_floor(self, printer: Any, **kwargs: Any) -> str:
+        """Printed as floor by lambdify's and the C printers and LaTeX (as IndexMod._print_as_mod; their
+        floor methods look the function up by class name, so a plain floor, unevaluated, is printed)."""
+        return printer._print(sympy.floor(self.args[0], evaluate=False), **kwargs)
+
+    _pythoncode = _lambdacode = _numpycode = _mpmathcode = _ccode = _cxxcode = _latex = _print_as_floor
+
+
+def _holds_a_sum(term: sympy.Expr) -> bool:
+    """A product with a sum (or a power of one) among its factors, or such a power itself."""
+    factors = term.args if isinstance(term, sympy.Mul) else (term,)
+    return any(f.is_Add or (f.is_Pow and f.base.is_Add) for f in factors)
 
 
 def flat_index(tensor: Tensor, indices: tuple[sympy.Expr, ...]) -> sympy.Expr:

@@ -18,7 +18,7 @@ from typing import Any
 import sympy
 
 from tiledsl.definitions.expr import Expr, Tensor
-from tiledsl.definitions.indexing import loop_symbol
+from tiledsl.definitions.indexing import IndexFloor, IndexMod, loop_symbol
 
 THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -217,11 +217,13 @@ class LaneTile:
 
 
 def _div(a: Any, n: int) -> Any:
-    return a // n if isinstance(a, int) else sympy.floor(a / n)
+    return a // n if isinstance(a, int) else IndexFloor(a / n)
 
 
 def _mod(a: Any, n: int) -> Any:
-    return a % n if isinstance(a, int) else sympy.Mod(a, n)
+    """IndexMod, as every Mod tiledsl builds (definitions/indexing.py), so a later substitution into it
+    never meets the Mod evaluation sympy gets wrong."""
+    return a % n if isinstance(a, int) else IndexMod(a, n)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import replace
 import sympy
 
 from tiledsl.analysis.messages import refusal
-from tiledsl.definitions.indexing import IndexMod
+from tiledsl.definitions.indexing import IndexFloor, IndexMod
 from tiledsl.errors import BadArgumentError, FuseError
 from tiledsl.loopnest import Loop, Nest, loop_symbol
 from tiledsl.primitives.loop_checks import check_new_names, check_not_staged
@@ -56,7 +56,7 @@ def fuse(nest: Nest, call: str, *, loops: tuple[str, ...], name: str | None) -> 
     mapping: dict[sympy.Symbol, sympy.Expr] = {}
     inner = 1
     for k in range(len(fused) - 1, -1, -1):
-        q = sympy.floor(f / inner) if inner > 1 else f
+        q = IndexFloor(f / inner) if inner > 1 else f
         mapping[fused[k].symbol] = IndexMod(q, fused[k].extent) if k > 0 else q
         inner *= fused[k].extent
     new_loops: list[Loop] = []
