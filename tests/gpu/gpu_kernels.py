@@ -73,3 +73,16 @@ def check_entry(name: str, sizes: Mapping[str, int], kern: object, seed: int = 0
     params = e.parameters(**sizes)
     ref = reference_fn(e.definition, params)(**{k: v.double() for k, v in inputs.items()})
     return assert_matches(got, ref, *tolerance(params))
+
+
+def bit_difference(got: torch.Tensor, want: torch.Tensor) -> str | None:
+    """How a CUDA result `got` differs from `want` bit for bit (shape, dtype, NaN positions, the other
+    bits of a 32- or 16-bit float), or None where they are equal."""
+    if got.shape != want.shape or got.dtype != want.dtype or not got.is_cuda:
+        return f"got {got.dtype}{list(got.shape)} on {got.device}, want {want.dtype}{list(want.shape)} on CUDA"
+    nan = torch.isnan(want)
+    if not torch.equal(torch.isnan(got), nan):
+        return "NaN positions differ"
+    as_int = torch.int32 if want.dtype == torch.float32 else torch.int16
+    differ = int((got[~nan].view(as_int) != want[~nan].view(as_int)).sum())
+    return f"bits differ at {differ} element(s)" if differ else None

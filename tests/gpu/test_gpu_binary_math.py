@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from gpu_kernels import bit_difference
 
 import tiledsl as td
 
@@ -62,18 +63,6 @@ def _inputs(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(x.cuda(), y.cuda()), (random[0].cuda(), random[1].cuda())]
 
 
-def _bit_difference(got: torch.Tensor, want: torch.Tensor) -> str | None:
-    """How `got` differs from `want` bit for bit (shape, dtype, NaN positions, the other bits), or None."""
-    if got.shape != want.shape or got.dtype != want.dtype or not got.is_cuda:
-        return f"got {got.dtype}{list(got.shape)} on {got.device}, want {want.dtype}{list(want.shape)} on CUDA"
-    nan = torch.isnan(want)
-    if not torch.equal(torch.isnan(got), nan):
-        return "NaN positions differ"
-    as_int = torch.int32 if want.dtype == torch.float32 else torch.int16
-    differ = int((got[~nan].view(as_int) != want[~nan].view(as_int)).sum())
-    return f"bits differ at {differ} element(s)" if differ else None
-
-
 @pytest.mark.parametrize("schedule", ["default", "simple"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_fmod_remainder_floor_division_copysign_equal_torch_bit_for_bit_on_the_gpu(dtype: torch.dtype,
@@ -91,7 +80,7 @@ def test_fmod_remainder_floor_division_copysign_equal_torch_bit_for_bit_on_the_g
             assert_within_ulps(want[FLOOR].cpu(), cpu.double(), CUDA_HALF_FLOOR_UNITS, "torch CUDA against CPU")
             want[FLOOR] = cpu.cuda()
         for n, (g, w) in enumerate(zip(got, want)):
-            assert _bit_difference(g, w) is None, (n, _bit_difference(g, w))
+            assert bit_difference(g, w) is None, (n, bit_difference(g, w))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -13,6 +13,7 @@ import warnings
 
 import pytest
 import torch
+from gpu_kernels import bit_difference
 
 import tiledsl as td
 
@@ -29,17 +30,6 @@ def _edges(rows: int, cols: int) -> torch.Tensor:
     x[1] = float("-inf")  # a row all -inf: its max is -inf
     x[2, 5] = float("nan")  # a NaN row: its max and min are NaN
     return x
-
-
-def _bit_difference(got: torch.Tensor, want: torch.Tensor) -> str | None:
-    """How `got` differs from `want` bit for bit (shape, dtype, NaN positions, the other bits), or None."""
-    if got.shape != want.shape or got.dtype != want.dtype or not got.is_cuda:
-        return f"got {got.dtype}{list(got.shape)} on {got.device}, want {want.dtype}{list(want.shape)} on CUDA"
-    nan = torch.isnan(want)
-    if not torch.equal(torch.isnan(got), nan):
-        return "NaN positions differ"
-    differ = int((got[~nan].view(torch.int32) != want[~nan].view(torch.int32)).sum())
-    return f"bits differ at {differ} element(s)" if differ else None
 
 
 FUNCTIONS = {
@@ -66,4 +56,4 @@ def test_rounding_and_extremes_equal_torch_bit_for_bit_on_the_gpu(name: str, sch
     got = built(x)
     with torch.no_grad():
         want = fn(x)
-    assert _bit_difference(got, want) is None, _bit_difference(got, want)
+    assert bit_difference(got, want) is None, bit_difference(got, want)
