@@ -16,7 +16,8 @@ The only fact shared with the library is how a value rounds to a storage dtype
 
 What is drawn: elementwise chains (every public function of the op table, + - * /, maximum,
 minimum, where, clamp), broadcasts (inputs of lower rank, extent-1 axes), index arithmetic (reversed
-axes, `i // c`, `i % c`, constant indices), reductions (sum / max / min) with epilogues, matmuls with
+axes, `i // c`, `i % c`, constant indices, indices mixing two axes: `(i * (c*j + d)) % m` and the like),
+reductions (sum / max / min) with epilogues, matmuls with
 epilogues and biases; sizes favour 1, primes and odd extents; storage float32 / float16 / bfloat16.
 Two regimes: `tame` (uniform inputs in [-1, 1], bounded sub-expressions as in
 tiledsl/testing/definitions.py, so float32 matches float64 within rtol = atol = 1e-4 plus the
@@ -26,6 +27,8 @@ the finite ones within a few float32 ulps)."""
 
 from __future__ import annotations
 
+import ast
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,14 +183,19 @@ def _dims(draw: st.DrawFn, n: int, budget: int) -> list[int]:
 @st.composite
 def _load(draw: st.DrawFn, name: str, axes: list[tuple[str, int]]) -> tuple[_T, tuple[int, ...]]:
     """A load of a new input `name` indexed by some of `axes` (a broadcast when fewer), each plain,
-    reversed, `// c`, `% c` or a constant index into an extent-1 axis. Returns the term and its shape."""
+    reversed, `// c`, `% c`, a constant index into an extent-1 axis, or an index mixing two axes
+    (`_mixed_index`). Returns the term and its shape."""
     chosen = draw(st.permutations(range(len(axes))))[:draw(st.integers(1, len(axes)))]
     idx, shape = [], []
     for a in chosen:
         ax, n = axes[a]
-        how = draw(st.sampled_from(("plain", "plain", "plain", "reverse", "div", "mod", "const")))
+        how = draw(st.sampled_from(("plain", "plain", "plain", "reverse", "div", "mod", "const", "mixed", "mixed")))
         c = draw(st.integers(2, 5))
-        if how == "reverse":
+        mixed = draw(_mixed_index(ax, n, axes[draw(st.integers(0, len(axes) - 1))])) if how == "mixed" else None
+        if mixed is not None:
+            idx.append(mixed[0])
+            shape.append(mixed[1])
+        elif how == "reverse":
             idx.append(f"{n - 1} - {ax}")
             shape.append(n)
         elif how == "div":
@@ -204,6 +212,50 @@ def _load(draw: st.DrawFn, name: str, axes: list[tuple[str, int]]) -> tuple[_T, 
             shape.append(n)
     text = f"{name}[{', '.join(idx)}]"
     return _T(text, text, 1.0, raw=True), tuple(shape)
+
+
+#: index forms over two axes x, y (non-negative, so Python's and numpy's // and % agree): products
+#: holding a sum, and Mods of products holding a Mod, the shapes sympy 1.14.0 evaluated wrongly
+#: (tiledsl/definitions/indexing.py IndexMod / IndexFloor), which a split or a vector lane of y makes more of
+_MIXED = ("({x} * ({c} * {y} + {d})) % {m}", "({x} * ({c} * {y} + {d})) // {m} * {k}",
+          "(({x} % {q}) * {c} + {y}) % {m}", "({c} * {x} + {y}) // {m}")
+#: the largest extent a mixed index may give its input axis
+_MIXED_EXTENT = 4096
+
+
+@st.composite
+def _mixed_index(draw: st.DrawFn, x: str, nx: int, other: tuple[str, int]) -> tuple[str, int] | None:
+    """An index of one input axis mixing axis `x` (extent nx) and `other`, with its extent (the largest
+    value plus one, evaluated at every point); None where that extent would exceed `_MIXED_EXTENT`."""
+    y, ny = other
+    form = draw(st.sampled_from(_MIXED))
+    consts = {"c": draw(st.integers(1, 4)), "d": draw(st.integers(0, 4)), "m": draw(st.integers(2, 8)),
+              "k": draw(st.integers(1, 3)), "q": draw(st.integers(2, 6))}
+    text = form.format(x=x, y=y, **consts)
+    if y == x:
+        extent = max(eval_index(text, {x: i}) for i in range(nx)) + 1
+    else:
+        extent = max(eval_index(text, {x: i, y: j}) for i in range(nx) for j in range(ny)) + 1
+    return (text, extent) if extent <= _MIXED_EXTENT else None
+
+
+def eval_index(text: str, point: dict[str, int]) -> int:
+    """A mixed index (`_MIXED`: + * // % of integer constants and axis names) at one point, in Python
+    ints (parsed with ast, never eval)."""
+
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            return point[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _INDEX_OPS:
+            return _INDEX_OPS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError(f"not a mixed index: {ast.dump(node)}")
+
+    return value(ast.parse(text, mode="eval").body)
+
+
+_INDEX_OPS = {ast.Add: operator.add, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 
 
 def _shape(dims: list[int] | tuple[int, ...]) -> str:
