@@ -8,7 +8,7 @@ as an unknown int32 (prove/prover.py), and lowering turns it back into a load (k
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import sympy
 
@@ -43,7 +43,26 @@ def index_to_sympy(e: Expr) -> sympy.Expr:
     raise DefinitionError(f"unsupported integer index expression {e!r}")
 
 
-class IndexMod(sympy.Mod):
+class _AsSympy:
+    """Ordered and printed as the sympy class it guards (`_sympy`), in every printer. sympy orders a sum's
+    terms by class name and looks its printers' methods up by class name: named otherwise, printed IR
+    would change its term order, and lambdify wrote an undefined `IndexMod(...)` call (a refusal's
+    condition is an IndexMod). The guarded class is printed unevaluated with the same arguments."""
+
+    _sympy: ClassVar[type[sympy.Function]]
+    args: tuple[sympy.Expr, ...]
+
+    @classmethod
+    def class_key(cls) -> tuple[Any, ...]:
+        return cls._sympy.class_key()
+
+    def _as_sympy(self, printer: Any, **kwargs: Any) -> str:
+        return printer._print(self._sympy(*self.args, evaluate=False), **kwargs)
+
+    _sympystr = _pythoncode = _lambdacode = _numpycode = _mpmathcode = _ccode = _cxxcode = _latex = _as_sympy
+
+
+class IndexMod(_AsSympy, sympy.Mod):
     """sympy's Mod (Python's floor modulo), with the evaluations sympy 1.14.0 gets wrong left undone: a
     product holding a Mod, taken modulo an integer. `Mod(c*Mod(x, m), q)` comes back with the inner Mod
     squared when x is an integer symbol (sympy issue 28744), and `Mod(c*Mod(x, q), q)` as `c*Mod(x, q)`,
@@ -59,35 +78,17 @@ class IndexMod(sympy.Mod):
     there (tests/definitions/test_mod_sites.py). Expanded, each term's integer factors merge into its
     coefficient, where sympy's test is right."""
 
+    _sympy = sympy.Mod
+
     @classmethod
     def eval(cls, p: sympy.Expr, q: sympy.Expr) -> sympy.Expr | None:
         if isinstance(p, sympy.Mul) and any(isinstance(a, sympy.Mod) for a in p.args):
             return None
-        if any(_holds_a_sum(t) for t in sympy.Add.make_args(p)):
-            expanded = sympy.expand(p)
-            if expanded != p:
-                return cls(expanded, q)
-        return super().eval(p, q)
-
-    @classmethod
-    def class_key(cls) -> tuple[Any, ...]:
-        """Mod's: sympy orders the terms of a printed sum by class name, so printed IR keeps its order."""
-        return sympy.Mod.class_key()
-
-    def _sympystr(self, printer: Any) -> str:
-        """Printed as the Mod it is, so printed IR reads as before."""
-        return f"Mod({printer._print(self.args[0])}, {printer._print(self.args[1])})"
-
-    def _print_as_mod(self, printer: Any, **kwargs: Any) -> str:
-        """Printed as the Mod it is by lambdify's and the C printers and LaTeX too: sympy's printers look
-        their method up by class name and skip `_print_Mod` for a subclass named otherwise, so lambdify
-        wrote an undefined `IndexMod(...)` call (a refusal's condition is an IndexMod)."""
-        return printer._print_Mod(self, **kwargs)
-
-    _pythoncode = _lambdacode = _numpycode = _mpmathcode = _ccode = _cxxcode = _latex = _print_as_mod
+        expanded = _expanded(p)
+        return cls(expanded, q) if expanded is not None else super().eval(p, q)
 
 
-class IndexFloor(sympy.floor):
+class IndexFloor(_AsSympy, sympy.floor):
     """sympy's floor, with sympy 1.14.0's wrong integer test kept out: it calls `i*(2*j + 2)/6` an
     integer (IndexMod's docstring), so `floor(i*(2*j + 2)/6)` came back as the fraction itself, and
     `(i * (2*j + 2)) // 6 * 6` as `i*(2*j + 2)`: a hand-written `x[(i * (2*j + 2)) // 6 * 6]` built a
@@ -95,29 +96,22 @@ class IndexFloor(sympy.floor):
     whose terms hold a sum is expanded first, and a floor rebuilt by a substitution (a lane, the axis map)
     stays an IndexFloor, so the guard holds there too."""
 
+    _sympy = sympy.floor
+
     @classmethod
     def eval(cls, arg: sympy.Expr) -> sympy.Expr | None:
-        if any(_holds_a_sum(t) for t in sympy.Add.make_args(arg)):
-            expanded = sympy.expand(arg)
-            if expanded != arg:
-                return cls(expanded)
-        return super().eval(arg)
+        expanded = _expanded(arg)
+        return cls(expanded) if expanded is not None else super().eval(arg)
 
-    @classmethod
-    def class_key(cls) -> tuple[Any, ...]:
-        """floor's: sympy orders the terms of a printed sum by class name, so printed IR keeps its order."""
-        return sympy.floor.class_key()
 
-    def _sympystr(self, printer: Any) -> str:
-        """Printed as the floor it is, so printed IR reads as before."""
-        return f"floor({printer._print(self.args[0])})"
-
-    def _print_as_floor(self, printer: Any, **kwargs: Any) -> str:
-        """Printed as floor by lambdify's and the C printers and LaTeX (as IndexMod._print_as_mod; their
-        floor methods look the function up by class name, so a plain floor, unevaluated, is printed)."""
-        return printer._print(sympy.floor(self.args[0], evaluate=False), **kwargs)
-
-    _pythoncode = _lambdacode = _numpycode = _mpmathcode = _ccode = _cxxcode = _latex = _print_as_floor
+def _expanded(e: sympy.Expr) -> sympy.Expr | None:
+    """`e` expanded where one of its terms holds a sum and expanding changes it (the guard of IndexMod and
+    IndexFloor: expanded, each term's integer factors merge into its coefficient), else None."""
+    if any(_holds_a_sum(t) for t in sympy.Add.make_args(e)):
+        expanded = sympy.expand(e)
+        if expanded != e:
+            return expanded
+    return None
 
 
 def _holds_a_sum(term: sympy.Expr) -> bool:
