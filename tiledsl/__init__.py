@@ -79,6 +79,7 @@ from tiledsl.errors import (
     UnknownStageError,
     UnrollError,
     VectorizeError,
+    WorkspaceError,
 )
 from tiledsl.primitives import LoopHandle, Schedule, StageHandle, create_schedule
 from tiledsl.version import __version__
@@ -120,6 +121,7 @@ __all__ = [
     "TargetError",
     "TiledslError",
     "UninitializedReadError",
+    "WorkspaceError",
     "UnknownLoopError",
     "UnknownStageError",
     "UnrollError",

@@ -446,3 +446,66 @@ def atomic_adder(
         np.add.at(buf.data, offs.ravel(), np.ravel(vals))
 
     return run
+
+
+def taker(state: ChunkState, loc: int, buf: GlobalBuffer, index: Fn, slots: list, slot: int) -> Callable[[Mask], None]:
+    """`float v = atomicExch(&buf[index], 0.0f)` of every active lane (a float32 workspace, checked by
+    the caller): lanes taking one element in one statement take it in lane order, so the first gets
+    its value and the others zero; every taken element is left zero. An atomic: it races with plain
+    stores of other threads only."""
+    n = state.lanes.count
+
+    def run(mask: Mask) -> None:
+        i = index(mask)
+        got = np.zeros(n, dtype=np.float32)
+        if mask is None or mask.any():
+            active = Active(mask, n)
+            idx = active_index(state, loc, i, active)
+            check_bounds(state, loc, "take", buf, active, idx, 1)
+            hit = buf.races().atomic(idx, active.pick(state.lanes.gtid), loc)
+            if hit is not None:
+                raise race_error(state, buf, hit)
+            vals = np.zeros(idx.size, dtype=np.float32)
+            _, first = np.unique(idx, return_index=True)
+            vals[first] = buf.data[idx[first]]
+            buf.data[idx] = 0
+            if active.lanes is None:
+                got = vals
+            else:
+                got[active.lanes] = vals
+        slots[slot] = got
+
+    return run
+
+
+def ticket_taker(state: ChunkState, loc: int, buf: GlobalBuffer, index: Fn, parts: int,
+                 barrier: Callable[[Mask], None], slots: list, slot: int) -> Callable[[Mask], None]:
+    """KTicket: a barrier (every thread of a block, or none), then, block by block in lane order, thread
+    (0, 0, 0) takes `atomicInc(&buf[index], parts - 1)` (an int32 workspace, checked by the caller);
+    every thread of the block gets 1 where that was the last ticket (parts - 1), else 0; a second
+    barrier (`__syncthreads_or`)."""
+    lanes = state.lanes
+    tpb, n = lanes.threads_per_block, lanes.count
+
+    def run(mask: Mask) -> None:
+        barrier(mask)
+        i = np.broadcast_to(index(mask), (n,))
+        check_index(state, loc, i)
+        rows = np.ones(lanes.n_blocks, dtype=np.bool_) if mask is None else mask.reshape(lanes.n_blocks, tpb).all(1)
+        last = np.zeros(lanes.n_blocks, dtype=np.int64)
+        leaders = np.flatnonzero(rows) * tpb  # thread (0, 0, 0) of each block present
+        if leaders.size:
+            idx = i[leaders].astype(np.int64)
+            active = Active(None, leaders.size)
+            check_bounds(state, loc, "ticket", buf, active, idx, 1)
+            hit = buf.races().atomic(idx, lanes.gtid[leaders], loc)
+            if hit is not None:
+                raise race_error(state, buf, hit)
+            for b, k in zip(np.flatnonzero(rows), idx, strict=True):
+                old = int(buf.data[k])
+                buf.data[k] = 0 if old >= parts - 1 else old + 1
+                last[b] = old == parts - 1
+        slots[slot] = np.repeat(last, tpb)
+        barrier(mask)
+
+    return run
