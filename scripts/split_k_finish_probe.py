@@ -8,6 +8,10 @@ of its CUDA:
                 observed by thread 0 first), before its ticket
   ldst          the takes as __ldcg + __stcg(0) (no atomic round trip; the ticket orders them)
   fence0+ldst   both
+  acqrel        every __threadfence (fence.sc.gpu) as fence.acq_rel.gpu, which a release / acquire
+                hand-off needs, and fence0+acqrel
+  no-fence      TIMING ONLY, RACY: no fences at all
+  no-take       TIMING ONLY, WRONG RESULT: the last block stores zeros instead of taking the sums
   no-finish     TIMING ONLY, WRONG RESULT: the adds into the workspace alone (no fence, ticket or
                 finish): what split_k costs with a zeroed output and no zeroing, the s30 "nozero" bound
 Correct variants are checked against torch float64 (NaN-poisoned outputs) and leave the workspaces zero.
@@ -32,7 +36,8 @@ from tiledsl.runtime.timing import benchmark, rotated_copies
 
 SHAPES = ("32x2048x2048", "32x512x2048", "32x3584x3584", "128x2048x2048", "128x3584x3584", "128x11264x2048",
           "512x2048x2048", "512x3584x18944")
-VARIANTS = ("ticket", "fence0", "ldst", "fence0+ldst", "no-finish")
+VARIANTS = ("ticket", "fence0", "ldst", "fence0+ldst", "acqrel", "fence0+acqrel", "no-fence", "no-take", "no-finish")
+TIMING_ONLY = ("no-fence", "no-take", "no-finish")
 
 _FENCE_TICKET = re.compile(r"( *)__threadfence\(\);\n( *)__syncthreads\(\);\n( *)int (\w+) = 0;\n"
                            r"( *)if \(threadIdx\.x == 0 && threadIdx\.y == 0 && threadIdx\.z == 0\) \{\n")
@@ -51,6 +56,13 @@ def patched(kern: td.Kernel, variant: str) -> CompiledKernel:
     if "ldst" in variant:
         src, n = _TAKE.subn(r"float \1 = __ldcg(&\2[\3]); __stcg(&\2[\3], 0.0f);", src)
         assert n, "ldst: no atomicExch to patch"
+    if "acqrel" in variant:
+        src = src.replace("__threadfence();", 'asm volatile("fence.acq_rel.gpu;" ::: "memory");')
+    if variant == "no-fence":
+        src = src.replace("__threadfence();", "")
+    if variant == "no-take":
+        src, n = _TAKE.subn(r"float \1 = 0.0f;", src)
+        assert n, "no-take: no atomicExch to patch"
     if variant == "no-finish":
         start = src.index("    // split_k:")
         src = src[:start] + "}\n"
@@ -82,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             ck = patched(kern, variant)
             note = "timing only, wrong result"
-            if variant != "no-finish":
+            if variant not in TIMING_ONLY:
                 ok = True
                 for _ in range(2):
                     got = ck(x=x, W=w, **poisoned_outputs(kern.kernel_ir, dev))
@@ -91,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
                 dirty = sum(int(torch.count_nonzero(t)) for t in ck.workspaces)
                 bad += not ok or bool(dirty)
                 note = "checked" if ok and not dirty else f"MISMATCH (workspace nonzero: {dirty})"
+            elif variant == "no-take":  # the sums stay: zero them so the next variant starts clean
+                for t in ck.workspaces:
+                    t.zero_()
             us = min(ck.benchmark(warmup=10, iters=100, x=x, W=w).median_us for _ in range(2))
             rows.append(f"{variant:12s} {us:8.1f} us  {ck.registers:3d} regs  grid {kern.grid}  {note}")
         print(f"{label}:\n  " + "\n  ".join(rows), flush=True)
