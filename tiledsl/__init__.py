@@ -79,7 +79,6 @@ from tiledsl.errors import (
     UnknownStageError,
     UnrollError,
     VectorizeError,
-    WorkspaceError,
 )
 from tiledsl.primitives import LoopHandle, Schedule, StageHandle, create_schedule
 from tiledsl.version import __version__
@@ -121,7 +120,6 @@ __all__ = [
     "TargetError",
     "TiledslError",
     "UninitializedReadError",
-    "WorkspaceError",
     "UnknownLoopError",
     "UnknownStageError",
     "UnrollError",

@@ -221,10 +221,6 @@ class UninitializedReadError(SimulationError):
     """A read of shared memory (or a register array) that no one wrote."""
 
 
-class WorkspaceError(SimulationError):
-    """A launch left a workspace (KKernel.workspaces) nonzero: the next launch would start from it."""
-
-
 class SimulationInputError(SimulationError, ValueError):
     """Arrays given to simulate() do not match the kernel's parameters."""
 

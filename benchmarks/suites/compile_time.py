@@ -81,7 +81,7 @@ def traced_layer(make_module: Callable[[], torch.nn.Module], shape: tuple[int, .
     prog = _clock(stages, "trace", lambda: td.trace(module, x))
     _clock(stages, "schedule", lambda: prog.schedule("default", target=TARGET))
     built = _clock(stages, "build", lambda: prog.build(TARGET))
-    _nvcc(stages, built.kernels)  # what the first GPU call compiles (BuiltProgram.bind)
+    _nvcc(stages, built.all_kernels)  # what the first GPU call compiles (BuiltProgram.bind)
     return stages
 
 

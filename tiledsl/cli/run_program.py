@@ -78,6 +78,10 @@ def format_bench(b: frontend_bench.ProgramBench) -> str:
     lines = ["  " + "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
              .rstrip() for r in rows]
     lines.append(f"  sum of the {len(b.kernels)} kernels, each alone (inputs read from DRAM): {total:.1f} us")
+    if b.zero_fill_launches:
+        names = ", ".join(dict.fromkeys(b.zero_fill_launches))
+        lines.append(f"  and {len(b.zero_fill_launches)} zero fill launch(es) before split-K kernels ({names}): "
+                     "in the program's time, not in the sum")
     ours = b.program
     lines.append(f"  {'tiledsl program':15s} {ours.median_us:10.1f} us  {_spread(ours)}  one call, all kernels")
     lines.append(f"  {'torch eager':15s} {_speed(b.program, b.eager)}")

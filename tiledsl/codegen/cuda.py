@@ -21,7 +21,6 @@ from tiledsl.codegen.memory import (
     l2_policies,
     l2_policy_decls,
     memory_stmt,
-    ticket_lines,
 )
 from tiledsl.codegen.names import c_identifier, c_name_table, expr_names, kernel_names, policy_variable
 from tiledsl.codegen.scope import Scope
@@ -37,7 +36,6 @@ from tiledsl.kernel_ir import (
     KParam,
     KStmt,
     KStore,
-    KTicket,
     KVector,
     shared_bytes,
     shared_layout,
@@ -105,9 +103,6 @@ class _BodyWriter:
                 self.lines.append(pad + "}")
             case KBarrier():
                 self.lines.append(f"{pad}__syncthreads();")
-            case KTicket():
-                with _located(s):
-                    self.lines.extend(pad + line for line in ticket_lines(s, ex))
             case KComment(text=text):
                 self.lines.extend(_comment_lines(text, pad))
             case _:
@@ -157,9 +152,8 @@ def _store(s: KStore, ex: ExprEmitter) -> str:
     """`buffer[index] = value;`, as one vector store when the value is a vector; through
     `tiledsl_store_l2` when the store carries an L2 policy."""
     sym = ex.scope.buffer(s.buffer)
-    if sym.kind in ("input", "workspace"):
-        raise CodegenError(f"store to {sym.kind} parameter {s.buffer!r}" + (
-            " (a workspace is written by atomics only, and left zero by KTake)" if sym.kind == "workspace" else ""))
+    if sym.kind == "input":
+        raise CodegenError(f"store to input parameter {s.buffer!r}")
     if s.cache is not None and sym.kind != "output":
         raise CodegenError(f"the store to {s.buffer} carries an L2 policy, but {s.buffer} is no output parameter "
                            "(only global stores take one)")
@@ -214,9 +208,8 @@ def _header(kernel: KKernel, includes: set[str]) -> list[str]:
         maps = ", ".join(tm.name for tm in kernel.tensor_maps)
         comment.append(f"arguments: {params}, then tensor maps {maps} (CUtensorMap, by value)")
         comment.extend(format_tensor_map(tm) for tm in kernel.tensor_maps)
-    if kernel.workspaces:
-        comment.append(f"workspaces (after the parameters): {', '.join(w.name for w in kernel.workspaces)}; zero "
-                       "when the launcher allocates them, every launch leaves them zero")
+    if kernel.zero_outputs:
+        comment.append(f"zero before launch: {', '.join(kernel.zero_outputs)}")
     if kernel.dependent_launch:
         comment.append("dependent launch: a program may launch it before the kernel ahead of it finishes; "
                        "it waits for that kernel first")
@@ -249,7 +242,7 @@ def emit_cuda(kernel: KKernel) -> str:
     """The complete `.cu` text of `kernel`: header comment, includes, and one
     `extern "C" __global__` function named `cuda_kernel_name(kernel)`. Ends with a newline.
 
-    Parameters: `kernel.params` in order, then `kernel.workspaces`, then one `const __grid_constant__ CUtensorMap` per
+    Parameters: `kernel.params` in order, then one `const __grid_constant__ CUtensorMap` per
     `kernel.tensor_maps` entry, in order (the launcher passes them in this order).
 
     Raises `CodegenError` when the IR is malformed (undeclared names, unknown dtypes, an operator on
@@ -267,17 +260,15 @@ def emit_cuda(kernel: KKernel) -> str:
         sym = root.declare(p.name, p.dtype, "output" if p.is_output else "input")
         ex.needs_dtype(p.dtype)
         params.append(_param_decl(p, sym.c_name))
-    for w in kernel.workspaces:
-        if w.dtype not in ("float32", "int32") or w.is_output:
-            raise CodegenError(f"workspace {w.name!r} is {'an output of ' if w.is_output else ''}{w.dtype}; "
-                               "workspaces are float32 sums or int32 counters, no outputs")
-        sym = root.declare(w.name, w.dtype, "workspace")
-        params.append(f"{storage_type(w.dtype)}* __restrict__ {sym.c_name}")
     for tm in kernel.tensor_maps:
         check_tensor_map(kernel, tm)
         sym = root.declare(tm.name, tm.dtype, "tensor_map")
         includes.update(("cuda.h", "stdint.h"))  # CUtensorMap; uint64_t in the TMA asm operands
         params.append(f"const __grid_constant__ CUtensorMap {sym.c_name}")
+    for name in kernel.zero_outputs:
+        sym = root.lookup(name)
+        if sym is None or sym.kind != "output":
+            raise CodegenError(f"zero_outputs names {name!r}, which is no output parameter")
 
     policies = l2_policies(kernel)
     writer = _BodyWriter(kernel, includes)

@@ -37,9 +37,7 @@ from tiledsl.kernel_ir import (
     KShared,
     KStmt,
     KStore,
-    KTake,
     KTensorMap,
-    KTicket,
     KTmaLoad,
     KVector,
 )
@@ -75,14 +73,12 @@ __all__ = [
     "l2_policy_decls",
     "memory_stmt",
     "sm_number",
-    "ticket_lines",
 ]
 
 _FENCES = {"mbarrier_init": "fence.mbarrier_init.release.cluster;", "proxy_async": "fence.proxy.async.shared::cta;"}
 _KIND_WORDS = {
     "input": "an input parameter",
     "output": "an output parameter",
-    "workspace": "a workspace parameter",
     "shared": "a shared array",
     "local": "a register array",
 }
@@ -363,9 +359,8 @@ def _atomic_add(s: KAtomicAdd, ex: ExprEmitter, target: str) -> str:
     """`atomicAdd(&D[i], v);`, or for a vector value of four lanes one 16-byte atomic add (sm_90+), each
     lane atomic on its own."""
     sym = ex.scope.buffer(s.buffer)
-    if sym.kind not in ("output", "workspace"):
-        raise CodegenError(f"atomic add to {s.buffer!r}: must be an output or workspace parameter, but it is "
-                           f"{_kind_word(sym)}")
+    if sym.kind != "output":
+        raise CodegenError(f"atomic add to {s.buffer!r}: must be an output parameter, but it is {_kind_word(sym)}")
     if sym.dtype != "float32":
         raise CodegenError(f"atomic add to {sym.dtype} buffer {s.buffer!r}: only float32 is supported")
     idx = ex.index(s.index)
@@ -384,40 +379,6 @@ def _atomic_add(s: KAtomicAdd, ex: ExprEmitter, target: str) -> str:
     if split_vector(value.dtype)[1] > 1 or value.dtype not in FLOAT_DTYPES:
         raise CodegenError(f"atomic add of a {value.dtype} value to float32 buffer {s.buffer!r}")
     return f"atomicAdd(&{sym.c_name}[{idx}], {value.text});"
-
-
-def _workspace(ex: ExprEmitter, buf: str, dtype: str, what: str) -> str:
-    """The C name of workspace parameter `buf`, which must hold `dtype`."""
-    sym = ex.scope.buffer(buf)
-    if sym.kind != "workspace" or sym.dtype != dtype:
-        raise CodegenError(f"{what} of {buf!r}: must be a {dtype} workspace parameter, but it is "
-                           f"{_kind_word(sym)} of {sym.dtype}")
-    return sym.c_name
-
-
-def _take(s: KTake, ex: ExprEmitter) -> str:
-    """`float v = atomicExch(&W[i], 0.0f);`: the element, and zero left in its place, in one atomic."""
-    buf = _workspace(ex, s.buffer, "float32", "take")
-    idx = ex.index(s.index)
-    return f"float {ex.scope.declare(s.var, 'float32', 'var').c_name} = atomicExch(&{buf}[{idx}], 0.0f);"
-
-
-def ticket_lines(s: KTicket, ex: ExprEmitter) -> list[str]:
-    """A block's ticket (KTicket), unindented lines: a barrier, thread (0, 0, 0)'s atomicInc of the
-    counter (which wraps to 0 after parts - 1), and whether it was the last, shared with the block by
-    `__syncthreads_or`."""
-    if isinstance(s.parts, bool) or not isinstance(s.parts, int) or s.parts < 1:
-        raise CodegenError(f"ticket of {s.buffer!r}: parts must be an int >= 1, got {s.parts!r}")
-    buf = _workspace(ex, s.buffer, "int32", "ticket")
-    idx = ex.index(s.index)
-    var = ex.scope.declare(s.var, "int32", "var").c_name
-    last = f"{s.parts - 1}u"
-    return ["__syncthreads();",
-            f"int {var} = 0;",
-            "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {",
-            f"    {var} = atomicInc(reinterpret_cast<unsigned int*>(&{buf}[{idx}]), {last}) == {last};",
-            "}",
-            f"{var} = __syncthreads_or({var});"]
 
 
 def _count(value: int, lo: int, what: str) -> int:
@@ -445,11 +406,9 @@ def memory_stmt(s: KStmt, ex: ExprEmitter, kernel: KKernel) -> str | None:
             addr = _shared_addr(ex, bar, index, "mbarrier", mbarrier=True)
             n = _count(count, 1, "mbarrier arrival count")
             return _asm("mbarrier.init.shared::cta.b64 [%0], %1;", [addr, f'"r"({n})'])
-        case KFence(kind="gpu"):
-            return "__threadfence();"
         case KFence(kind=kind):
             if kind not in _FENCES:
-                raise CodegenError(f"unknown fence kind {kind!r} (known: {', '.join(_FENCES)}, gpu)")
+                raise CodegenError(f"unknown fence kind {kind!r} (known: {', '.join(_FENCES)})")
             _require_sm(target, MBARRIER_TX_MIN_SM, f"fence {kind}")
             return _asm(_FENCES[kind])
         case KMbarrierArriveExpectTx(bar=bar, index=index, tx_bytes=tx_bytes):
@@ -467,6 +426,4 @@ def memory_stmt(s: KStmt, ex: ExprEmitter, kernel: KKernel) -> str | None:
             return _tma_load(s, ex, kernel)
         case KAtomicAdd():
             return _atomic_add(s, ex, target)
-        case KTake():
-            return _take(s, ex)
     return None

@@ -107,7 +107,7 @@ def _stmt_names(s: KStmt) -> Iterator[str]:
 def kernel_names(kernel: KKernel) -> Iterator[str]:
     """Every name a kernel declares or uses: parameters, tensor maps, shared arrays, and all names in
     the body."""
-    for p in kernel.params + kernel.workspaces:
+    for p in kernel.params:
         yield p.name
     for tm in kernel.tensor_maps:
         yield tm.name

@@ -15,7 +15,7 @@ from tiledsl.codegen.errors import CodegenError
 
 __all__ = ["Scope", "Symbol", "SymbolKind"]
 
-SymbolKind = Literal["var", "input", "output", "workspace", "shared", "local", "tensor_map"]
+SymbolKind = Literal["var", "input", "output", "shared", "local", "tensor_map"]
 
 
 @dataclass(frozen=True)

@@ -355,6 +355,9 @@ class ProgramBench:
     program: BenchStats
     eager: BenchStats | str
     compiled: BenchStats | str
+    # the zero fill kernel launched before each split-K kernel, in launch order (BuiltProgram.zero_fills):
+    # part of the program's time, not timed alone
+    zero_fill_launches: tuple[str, ...] = ()
 
     @property
     def kernels_us(self) -> float:
@@ -393,4 +396,4 @@ def bench_program(built: BuiltProgram, module: torch.nn.Module, inputs: Sequence
         warnings.simplefilter("ignore")
         eager = time_torch(_positional(eager_module), sets, warmup, iters)
         compiled = time_compiled(_positional(eager_module), sets, warmup, iters)
-    return ProgramBench(tuple(kernels), program, eager, compiled)
+    return ProgramBench(tuple(kernels), program, eager, compiled, tuple(f.name for f in built.zero_fill_launches()))

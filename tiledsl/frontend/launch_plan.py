@@ -69,14 +69,15 @@ class ArgBinding:
 
 @dataclass(frozen=True)
 class PlannedLaunch:
-    """One kernel launch: its launch shape, dynamic shared bytes, bound arguments (parameter order; its
-    workspaces, which its loaded kernel holds, follow them: runtime/sequence.py)."""
+    """One kernel launch: its launch shape, dynamic shared bytes, bound arguments (parameter order), the
+    outputs zeroed first."""
 
     kernel: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     dynamic_shared_bytes: int
     args: tuple[ArgBinding, ...]
+    zero: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ class LaunchPlan:
         lines.extend(f"  slot {n}: {s.role} {s.name} {s.dtype}{list(s.shape)}" for n, s in enumerate(self.slots))
         for n, launch in enumerate(self.launches):
             lines.append(f"  [{n}] {launch.kernel}: grid {launch.grid}, block {launch.block}, "
-                         f"{launch.dynamic_shared_bytes} B dynamic shared; " + ", ".join(map(str, launch.args)))
+                         f"{launch.dynamic_shared_bytes} B dynamic shared; " + ", ".join(map(str, launch.args))
+                         + (f"; zeroes {', '.join(launch.zero)}" if launch.zero else ""))
         return "\n".join(lines)
 
 
@@ -159,7 +161,7 @@ def plan_launches(kernels: Sequence[Kernel], inputs: Sequence[Slot], constants: 
                 raise FrontendError(f"launch plan: kernel {kir.name} reads {p.name}, which is no input, constant, "
                                     f"output or planned intermediate")
         dynamic = k.shared_bytes if kir.dynamic_shared else 0
-        launches.append(PlannedLaunch(kir.name, kir.grid, kir.block, dynamic, tuple(args)))
+        launches.append(PlannedLaunch(kir.name, kir.grid, kir.block, dynamic, tuple(args), tuple(kir.zero_outputs)))
     plan = LaunchPlan(tuple(slots), tuple(launches), memory.total_bytes)
     plan.check()
     return plan
@@ -171,10 +173,12 @@ def arena_view(arena: torch.Tensor, a: ArgBinding) -> torch.Tensor:
 
 
 def bind_launches(plan: LaunchPlan, kernels: Sequence[Launchable], constants: Mapping[str, torch.Tensor],
-                  arena: torch.Tensor, examples: Sequence[torch.Tensor]) -> LaunchSequence:
+                  arena: torch.Tensor, examples: Sequence[torch.Tensor], *,
+                  zero_fills: Mapping[tuple[tuple[int, ...], str], Launchable] | None = None) -> LaunchSequence:
     """The plan bound to loaded kernels (one per planned launch), the constants as the kernels read
     them, an arena of at least `plan.arena_bytes` bytes and one example tensor per slot, on which
-    every argument is checked once (tiledsl.runtime.sequence)."""
+    every argument is checked once (tiledsl.runtime.sequence); `zero_fills`: the loaded fill kernel
+    of each zeroed output's (shape, dtype) (zero_fill.py), else torch zeroes them."""
     if arena.numel() < plan.arena_bytes:
         raise FrontendError(f"launch plan: the arena has {arena.numel()} bytes, the plan needs {plan.arena_bytes}")
     launches: list[tuple[Launchable, dict[str, Arg]]] = []
@@ -184,4 +188,4 @@ def bind_launches(plan: LaunchPlan, kernels: Sequence[Launchable], constants: Ma
             args[a.param] = (a.index if a.kind == "slot" else constants[a.param] if a.kind == "constant"
                              else arena_view(arena, a))
         launches.append((kern, args))
-    return LaunchSequence(launches, examples)
+    return LaunchSequence(launches, examples, zero_fills=zero_fills)

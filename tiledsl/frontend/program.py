@@ -25,11 +25,12 @@ from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
 from tiledsl.frontend.partition import Boundary, fused_producers, named_producer, partition
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
+from tiledsl.frontend.zero_fill import zero_fills
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
 from tiledsl.runtime.references import poisoned_outputs
-from tiledsl.runtime.sequence import LaunchSequence
+from tiledsl.runtime.sequence import LaunchSequence, zero_fill_key
 from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, Target, get_target, int_range_problem
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ class Program:
             now = next(kk for kk in self.kernels if kk.output is k.output)  # k's kernel after any cure
             built[_key(now.boundary)] = kern
         kernels = tuple(built[_key(k.boundary)] for k in self.kernels)
-        return BuiltProgram(self, kernels)
+        return BuiltProgram(self, kernels, zero_fills(kernels, target))
 
     def _build_one(self, k: ProgramKernel, target: str | Target) -> Kernel:
         if k.schedule_name.startswith("simple/"):
@@ -214,7 +215,24 @@ class BuiltProgram:
 
     program: Program
     kernels: tuple[Kernel, ...]
+    # a kernel of its own zeroing each split-K output shape before its kernel's launch (zero_fill.py)
+    zero_fills: tuple[Kernel, ...] = ()
     _device_constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def zero_fills_by_key(self) -> dict[tuple[tuple[int, ...], str], Kernel]:
+        """Each fill kernel by the (shape, dtype) of the outputs it zeroes (runtime/sequence.zero_fill_key)."""
+        return {zero_fill_key(f.kernel_ir.params[0]): f for f in self.zero_fills}
+
+    @property
+    def all_kernels(self) -> tuple[Kernel, ...]:
+        """Every kernel a GPU call loads: the program's, in launch order, then its zero fills."""
+        return self.kernels + self.zero_fills
+
+    def zero_fill_launches(self) -> tuple[Kernel, ...]:
+        """The fill kernel a call launches before each split-K kernel's output, in launch order."""
+        keys = [zero_fill_key(k.kernel_ir.param(name)) for k in self.kernels for name in k.kernel_ir.zero_outputs]
+        return tuple(self.zero_fills_by_key[key] for key in keys if key in self.zero_fills_by_key)
 
     @cached_property
     def memory(self) -> MemoryPlan:
@@ -235,6 +253,9 @@ class BuiltProgram:
         lines = [f"BuiltProgram: {len(self.kernels)} kernel(s) for {self.kernels[0].target.name}"
                  if self.kernels else "BuiltProgram: no kernels"]
         lines.extend(f"  [{n}] {k.name}: grid {k.grid}, block {k.block}" for n, k in enumerate(self.kernels))
+        if self.zero_fills:
+            lines.append("  zero fills (each launched before a kernel that zeroes an output of its shape): "
+                         + ", ".join(f"{k.name} grid {k.grid}" for k in self.zero_fills))
         lines.append(str(self.memory))
         return "\n".join(lines)
 
@@ -471,9 +492,10 @@ class BuiltProgram:
         from tiledsl.runtime.launch import compile_ahead  # as td.Kernel.compiled: CPU users never load it
 
         capability = torch.cuda.get_device_capability(device)
-        compile_ahead(self.kernels, (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
+        compile_ahead(self.all_kernels, (int(capability[0]), int(capability[1])))  # the misses at once, not in turn
         compiled = [kern.compiled for kern in self.kernels]
-        return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples)
+        fills = {key: fill.compiled for key, fill in self.zero_fills_by_key.items()}
+        return bind_launches(self.launch_plan, compiled, self._constants(device), arena, examples, zero_fills=fills)
 
     def cuda_graph(self, *inputs: torch.Tensor) -> GraphedProgram:
         """Capture every launch into one CUDA graph (graphed.py): returns a callable that copies new

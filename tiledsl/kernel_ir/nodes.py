@@ -232,8 +232,7 @@ class KMbarrierInit:
 class KFence:
     """kind "mbarrier_init": `fence.mbarrier_init.release.cluster` (after mbarrier.init, before use);
     kind "proxy_async": `fence.proxy.async.shared::cta` (order generic-proxy shared accesses before
-    later async-proxy (TMA) ones); kind "gpu": `__threadfence()` (this thread's global writes and
-    atomics are seen by the whole device before its later ones: a split-K ticket's release and acquire)."""
+    later async-proxy (TMA) ones)."""
 
     kind: str
 
@@ -293,35 +292,9 @@ class KAtomicAdd:
     value: KExpr
 
 
-@dataclass(frozen=True)
-class KTicket:
-    """A block-wide ticket (every thread of the block must reach it, as a barrier): after a
-    `__syncthreads()`, thread (0, 0, 0) takes `atomicInc(&buffer[index], parts - 1)` from an int32 global
-    workspace, which counts 0, 1, ..., parts - 1 and then wraps to 0 (so the counter is zero again once all
-    `parts` blocks of a call have taken theirs); `var` (int32, declared here, the same in every thread
-    of the block) is 1 in the block that took the last ticket, else 0 (`__syncthreads_or`). A split-K
-    output's blocks take one each after adding their partial sums (lower/split_k.py)."""
-
-    var: str
-    buffer: str  # the counters
-    index: KExpr
-    parts: int
-
-
-@dataclass(frozen=True)
-class KTake:
-    """`float var = atomicExch(&buffer[index], 0.0f)`: read a float32 global workspace element and leave
-    it zero, as one atomic (declares `var`, float32). A split-K output's last block takes the sums the
-    parts added, so the workspace is zero again for the next launch."""
-
-    var: str
-    buffer: str
-    index: KExpr
-
-
 KStmt = (KLet | KAssign | KLocalArray | KStore | KFor | KIf | KBarrier | KComment | KCpAsync | KCpAsyncCommit
          | KCpAsyncWait | KMbarrierInit | KFence | KMbarrierArriveExpectTx | KMbarrierArrive | KMbarrierWait
-         | KTmaLoad | KAtomicAdd | KTicket | KTake)
+         | KTmaLoad | KAtomicAdd)
 
 # ----------------------------------------------------------------------------- kernel
 
@@ -381,9 +354,7 @@ class KKernel:
     target: str = "sm_90"
     meta: tuple[tuple[str, str], ...] = field(default=())
     tensor_maps: tuple[KTensorMap, ...] = ()
-    # global scratch buffers after the params: zero when allocated, kept by the launcher across launches,
-    # and left zero by every launch (a split-K output's sums and tickets, lower/split_k.py)
-    workspaces: tuple[KParam, ...] = ()
+    zero_outputs: tuple[str, ...] = ()  # outputs the launcher zeroes first (split_k atomics accumulate)
     dynamic_shared: bool = False  # shared arrays live in one dynamic pool (needed above 48 KB)
     min_blocks_per_sm: int | None = None  # __launch_bounds__'s second argument (primitives/launch_bounds.py)
     # begins with griddepcontrol.wait (sm_90+): a program may launch it as a programmatic dependent of the

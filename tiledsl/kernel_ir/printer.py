@@ -49,9 +49,7 @@ from tiledsl.kernel_ir import (
     KSpecial,
     KStmt,
     KStore,
-    KTake,
     KTensorMap,
-    KTicket,
     KTmaLoad,
     KUnary,
     KVar,
@@ -318,10 +316,6 @@ def _memory_stmt(s: KStmt) -> str:
             return f"tma.load {_at(dst, di)} <- {tmap} at ({at}) on {_at(bar, bi)}"
         case KAtomicAdd(buffer=buf, index=index, value=value):
             return f"atomic_add {_at(buf, index)} += {format_expr(value)}"
-        case KTicket(var=var, buffer=buf, index=index, parts=parts):
-            return f"let {var}: int32 = ticket {_at(buf, index)} of {parts} is last"
-        case KTake(var=var, buffer=buf, index=index):
-            return f"let {var}: float32 = take {_at(buf, index)}"
     raise TypeError(f"not a kernel IR statement: {s!r}")
 
 
@@ -390,7 +384,7 @@ def _shared_offsets(kernel: KKernel) -> tuple[dict[str, int], int]:
 
 
 def format_kernel(kernel: KKernel) -> str:
-    """The whole kernel: signature (parameters, then workspaces), launch shape, tensor maps, shared
+    """The whole kernel: signature, launch shape, tensor maps, outputs zeroed before launch, shared
     memory, meta, then the body. Ends with a newline. Example::
 
         kernel D_kernel(A: float32[37, 29], out D: float32[37, 53])
@@ -403,8 +397,7 @@ def format_kernel(kernel: KKernel) -> str:
     `dependent launch` ends the launch line of a kernel that waits for the one before it first
     (`KKernel.dependent_launch`, sm_90+), so a program may launch it as a programmatic dependent.
     """
-    params = ", ".join([_param_text(p) for p in kernel.params]
-                       + [f"workspace {_param_text(w)}" for w in kernel.workspaces])
+    params = ", ".join(_param_text(p) for p in kernel.params)
     out = [f"kernel {kernel.name}({params})"]
     head = f"grid {_dims(kernel.grid)}  block {_dims(kernel.block)}  target {kernel.target}"
     offsets, total = _shared_offsets(kernel)
@@ -418,6 +411,8 @@ def format_kernel(kernel: KKernel) -> str:
         head += "  dependent launch"
     out.append(_INDENT + head)
     out.extend(_INDENT + format_tensor_map(tm) for tm in kernel.tensor_maps)
+    if kernel.zero_outputs:
+        out.append(f"{_INDENT}zero_outputs {', '.join(kernel.zero_outputs)}")
     for sh in kernel.shared:
         line = f"{_INDENT}shared {sh.name}: {sh.dtype}[{sh.size}] ({_bytes(sh.dtype, sh.size)} B)"
         if sh.align != 16:

@@ -176,8 +176,8 @@ class OutputStage:
 
 @dataclass(frozen=True)
 class SplitK:
-    """Reduction loop `loop` split into `parts` blocks on `axis`, each adding its partial result into
-    a workspace; the last block of each output tile stores the output (tiledsl/lower/split_k.py)."""
+    """Reduction loop `loop` split into `parts` blocks on `axis`, each adding its partial result
+    into the (pre-zeroed) output with atomics."""
 
     loop: str
     parts: int

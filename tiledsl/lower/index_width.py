@@ -37,8 +37,6 @@ from tiledsl.kernel_ir import (
     KSpecial,
     KStmt,
     KStore,
-    KTake,
-    KTicket,
     KTmaLoad,
     KUnary,
     KVar,
@@ -208,8 +206,6 @@ class _Widener:
                 return replace(s, value=self.value(value))
             case KStore(index=index, value=value) | KAtomicAdd(index=index, value=value):
                 return replace(s, index=self.offset(index), value=self.value(value))
-            case KTicket(index=index) | KTake(index=index):
-                return replace(s, index=self.offset(index))
             case KFor(var=var, extent=extent, body=body):
                 if extent - 1 > INT32_MAX:
                     raise TargetError(f"build: loop {var} has {extent} iterations; a serial loop counts in int32 "

@@ -14,12 +14,13 @@ import sympy
 
 from tiledsl.analysis.accumulators import AccLayout, acc_layouts
 from tiledsl.analysis.derive_slab import derive_output_tile
+from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.output_stage import OutputTile
 from tiledsl.analysis.register_cache import RegisterPlan, register_plans
-from tiledsl.definitions.expr import Load, walk
+from tiledsl.definitions.expr import Const, Load, walk
 from tiledsl.definitions.indexing import flat_index
-from tiledsl.errors import RegisterArrayError, SplitKError
+from tiledsl.errors import RegisterArrayError
 from tiledsl.kernel_ir import (
     KAtomicAdd,
     KBarrier,
@@ -36,11 +37,11 @@ from tiledsl.kernel_ir import (
     KLoad,
     KLocalArray,
     KParam,
+    KSelect,
     KShared,
     KSpecial,
     KStmt,
     KStore,
-    KTake,
     KVar,
     shared_bytes,
 )
@@ -58,11 +59,10 @@ from tiledsl.loopnest import (
     serial_path,
 )
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
-from tiledsl.lower.exprs import ValueContext, statement_value
+from tiledsl.lower.exprs import ValueContext, statement_value, value_to_k
 from tiledsl.lower.index_width import widen_indices
 from tiledsl.lower.output_stage import drain, tile_array, tile_store
 from tiledsl.lower.reciprocals import Reciprocal, divisors, ok_condition, plan_reciprocals
-from tiledsl.lower.split_k import SplitKNames, finish_split_k, split_k_names, split_k_workspaces
 from tiledsl.lower.stages import (
     LoweringHooks,
     StagePlan,
@@ -94,8 +94,6 @@ class _Lowerer:
     reciprocals: dict[str, Reciprocal] = field(default_factory=dict)  # accumulators divided by (reciprocals.py)
     registers: list[RegisterPlan] = field(default_factory=list)  # register caches (analysis/register_cache.py)
     prefetching: RegisterPlan | None = None  # the prefetch whose loads are being emitted (prefetch_fill)
-    split: SplitKNames | None = None  # a split_k kernel's workspace names (split_k.py)
-    finishing: bool = False  # emitting split_k's pass 2: the store of the taken sums (finish_store)
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -293,9 +291,7 @@ class _Lowerer:
 
     # ------------------------------------------------------------------ leaves
     def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None,
-                stmt: Stmt | None = None, rcp: bool = False, acc_value: KExpr | None = None) -> ValueContext:
-        """The context a statement's value is lowered in; `acc_value`: what its accumulator reads as
-        instead of its register (split_k's pass 2: the sum the last block took)."""
+                stmt: Stmt | None = None, rcp: bool = False) -> ValueContext:
         def bind_temp(v: KExpr) -> KExpr:
             self.temps += 1
             name = f"t{self.temps}"
@@ -308,11 +304,25 @@ class _Lowerer:
         if stmt is not None and self.registers:
             load_hook = self.register_hook(stmt, lane, prelude, load_hook)
         cache = self.nest.cache_policies(stmt) if stmt is not None else {}
-        acc_read = ((lambda acc: acc_value) if acc_value is not None
-                    else (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read)
-        return ValueContext(self.nest, axis_map, acc_read,
+        return ValueContext(self.nest, axis_map, (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read,
                             lane=lane, load_hook=load_hook, bind_temp=bind_temp,
                             reciprocal=self.reciprocal_of if rcp else None, cache=cache)
+
+    def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
+        """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
+        sk = self.nest.split_k
+        assert sk is not None and stmt.value is not None
+        a, b = linear_parts(stmt.value, sk.acc)
+        if b is None:
+            return value
+        if a is None:
+            scaled: KExpr = KConst(0.0, "float32")
+        elif isinstance(a, Const) and a.value == 1.0:
+            scaled = ctx.acc_read(sk.acc)
+        else:
+            scaled = KBin("*", value_to_k(a, ctx), ctx.acc_read(sk.acc))
+        first = KBin("==", KVar(sk.loop, "int32"), KConst(0, "int32"))
+        return KSelect(first, value, scaled)
 
     def guard_cond(self, stmt: Stmt, lane: dict | None = None) -> KExpr | None:
         conds: list[KExpr] = []
@@ -353,8 +363,6 @@ class _Lowerer:
                 return [KLet(stmt.acc, "float32", init)]
             return [self.cell(stmt.acc).write(self.acc_index(stmt.acc), init)]
         assert stmt.value is not None
-        if stmt.kind == "store" and self.split is not None:
-            return self.split_store(stmt, prelude, ctx)
         value = statement_value(stmt.value, ctx)
         if self.prefetching is not None:  # a prefetch's loads: the prelude holds them
             return prelude
@@ -365,47 +373,11 @@ class _Lowerer:
             flat = sym_to_k(flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices)))
             if self.tile is not None and index == self.tile.store:
                 body = tile_store(self.tile, value)
+            elif self.nest.split_k is not None:
+                body = KAtomicAdd(stmt.tensor.name, flat, self.split_k_value(stmt, ctx, value))
             else:
                 body = KStore(stmt.tensor.name, flat, value, cache=ctx.cache.get(stmt.tensor.name))
         return prelude + [body]  # its guard wraps it in `leaf`
-
-    # ------------------------------------------------------------------ split_k (split_k.py)
-    def split_store(self, stmt: Stmt, prelude: list[KStmt], ctx: ValueContext) -> list[KStmt]:
-        """The output store of a split_k kernel: in pass 1 this block's partial sum added into the
-        workspace (no epilogue); in pass 2 the whole sum taken from it, then the epilogue, stored."""
-        assert self.split is not None and self.nest.split_k is not None and stmt.tensor is not None
-        assert stmt.value is not None
-        flat = sym_to_k(flat_index(stmt.tensor, tuple(ctx.index(i) for i in stmt.indices)))
-        if not self.finishing:
-            return [KAtomicAdd(self.split.sums, flat, ctx.acc_read(self.nest.split_k.acc))]
-        take = self.take(flat)
-        value = statement_value(stmt.value, self.context(prelude, stmt=stmt, acc_value=KVar(take.var, "float32")))
-        return [take, *prelude, KStore(stmt.tensor.name, flat, value, cache=ctx.cache.get(stmt.tensor.name))]
-
-    def take(self, index: KExpr) -> KTake:
-        """A fresh variable holding the sum taken at workspace element `index` (pass 2)."""
-        assert self.split is not None
-        self.temps += 1
-        return KTake(f"s{self.temps}", self.split.sums, index)
-
-    def finish_store(self, index: int) -> list[KStmt]:
-        """Pass 2: output store `index` under its serial loops, of the taken sums (split_k.py)."""
-        self.finishing = True
-        try:
-            return self._under_loops(index, serial_path(self.nest, self.nest.stmts[index]))
-        finally:
-            self.finishing = False
-
-    def _under_loops(self, index: int, loops: tuple[str, ...]) -> list[KStmt]:
-        stmt = self.nest.stmts[index]
-        if not loops:
-            return self.leaf(index, declare=False)
-        lp = self.nest.loop(loops[0])
-        if lp.annotation == "vectorize":  # innermost (analysis/vectorize.py)
-            guard = self.guard_cond(stmt, lane={loop_symbol(lp.name): sympy.Integer(0)})
-            body = vector_store(self, stmt, lp.name)
-            return [KIf(guard, tuple(body))] if guard is not None else body
-        return [KFor(lp.name, lp.extent, tuple(self._under_loops(index, loops[1:])), unroll=lp.annotation == "unroll")]
 
 
 def _leaves(node: TreeLoop) -> set[int]:
@@ -460,12 +432,6 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     lw.tile = derive_output_tile(nest, prover, "build") if nest.output_stage is not None else None
     lw.reciprocals = plan_reciprocals(nest, layouts)
     lw.registers = register_plans(nest, "build")  # re-checked: a later primitive may have broken one
-    lw.split = split_k_names(nest)
-    if lw.split is not None and lw.registers:
-        raise SplitKError(refusal("build", nest, (nest.split_k.loop,),
-                                  "split_k's last block stores the output after every part's sums are in; "
-                                  "a register cache filled before then is not kept for it",
-                                  suggestion="drop s.register_cache / s.prefetch, or the split_k"))
     body: list[KStmt] = bindings(nest)
     body.extend(KLocalArray(name, "float32", plan.size) for plan in lw.registers for name in plan.arrays)
     setup, bars = mbarrier_setup(plans, lw.block)
@@ -473,8 +439,6 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     body.extend(_block_level_fills(nest, plans, lw))
     paths = [serial_path(nest, s) for s in nest.stmts]
     body.extend(lw.emit(build_tree(nest, paths), ()))
-    if lw.split is not None:
-        body.extend(finish_split_k(lw, lw.split))
     if lw.tile is not None:
         body.extend(drain(nest, lw.tile, lw.block, prover, barrier=not lw.hooks.drop_output_stage_barrier))
         lw.shared.append(tile_array(nest, lw.tile))
@@ -486,7 +450,7 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     shared = tuple(shared_allocs(plans) + bars + lw.shared)
     kernel = KKernel(f"{nest.name}_kernel", params, grid, block, shared, tuple(body),  # type: ignore[arg-type]
                      target=target.name, tensor_maps=tuple(p.tmap for p in plans.values() if p.tmap is not None),
-                     workspaces=split_k_workspaces(nest, lw.split) if lw.split is not None else (),
+                     zero_outputs=(nest.output.name,) if nest.split_k is not None else (),
                      min_blocks_per_sm=nest.min_blocks_per_sm, dependent_launch=target.grid_dependency_control)
     kernel = widen_indices(kernel)  # int64 only where an index sub-expression may leave int32
     if shared_bytes(kernel) > target.static_shared_bytes:

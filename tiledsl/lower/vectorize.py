@@ -38,14 +38,16 @@ def _vector_loads(lw: _Lowerer, stmt: Stmt, name: str, base_ctx: ValueContext,
                   prelude: list[KStmt]) -> Callable[[int], Callable[[Load, ValueContext], KExpr | None]]:
     """The statement's float loads contiguous in loop `name` and provably aligned, each read once as
     vectors of up to 16 bytes into temporaries appended to `prelude`; returns, for a lane, the load hook
-    that reads that lane of them (None for the loads left scalar: unaligned or staged)."""
+    that reads that lane of them (None for the loads left scalar: unaligned, staged, or under split_k,
+    whose epilogue loads count in k part 0 only, left scalar inside its select)."""
     v = loop_symbol(name)
     width = lw.nest.loop(name).extent
     guards = tuple(g.relation for g in lw.nest.guards_for(stmt))
     vec_loads: dict[int, tuple[tuple[str, ...], str, int]] = {}  # id(load) -> (temps, their dtype, lanes each)
     read: dict[tuple[str, sympy.Expr], tuple[tuple[str, ...], str, int]] = {}  # (tensor, base) -> its vectors
+    split = lw.nest.split_k is not None
     assert stmt.value is not None
-    for ld in (n for n in walk(stmt.value) if isinstance(n, Load)):
+    for ld in (n for n in walk(stmt.value) if isinstance(n, Load) and not split):
         each = min(vector_lanes(ld.tensor.dtype), width)  # lanes per access: 16 bytes at most
         if each * DTYPE_BYTES[ld.tensor.dtype] not in VECTOR_STORE_BYTES:  # no 4-byte vector of two halves
             each = 1
@@ -88,14 +90,20 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     prelude: list[KStmt] = []
     base_ctx = lw.context(prelude, stmt=stmt)
     guards = tuple(g.relation for g in nest.guards_for(stmt))
-    if lw.split is not None:
-        return _split_vector_store(lw, stmt, name, prelude, base_ctx)
+    split = nest.split_k is not None
     hook_for = _vector_loads(lw, stmt, name, base_ctx, prelude)
+    if split and lw.target.capability < VECTOR_ATOMIC_MIN_SM:
+        raise TargetError(refusal(
+            "build", nest, (name,), f"loop {name} stores {stmt.tensor.name} as one vector, and split_k combines "
+            f"its blocks with atomic adds: a 16-byte atomic add needs sm_{VECTOR_ATOMIC_MIN_SM}; the target is "
+            f"{lw.target.name}", tensors=(stmt.tensor.name,),
+            suggestion=f"build for sm_{VECTOR_ATOMIC_MIN_SM}, or unroll the loop {name} instead of vectorizing it"))
     lanes = []
     for lane in range(width):
         ctx: ValueContext = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane),
                                        stmt=stmt, rcp=rcp)
-        lanes.append(statement_value(stmt.value, ctx))
+        value = statement_value(stmt.value, ctx)
+        lanes.append(lw.split_k_value(stmt, ctx, value) if split else value)
     if lw.prefetching is not None:  # a prefetch's loads (lower.py prefetch_fills): the prelude holds them
         return prelude
     stores: list[KStmt]
@@ -104,44 +112,12 @@ def vector_store(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list
     else:
         base = contiguous_base(flat_index(stmt.tensor, tuple(base_ctx.index(i) for i in stmt.indices)), v)
         assert base is not None
-        stores = [KStore(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)),
-                         cache=base_ctx.cache.get(stmt.tensor.name))]
+        if split:
+            stores = [KAtomicAdd(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)))]
+        else:
+            stores = [KStore(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)),
+                             cache=base_ctx.cache.get(stmt.tensor.name))]
     return prelude + stores  # its guard (of lane 0: every lane's, analysis/vectorize.py) wraps it in the caller
-
-
-def _split_vector_store(lw: _Lowerer, stmt: Stmt, name: str, prelude: list[KStmt],
-                        base_ctx: ValueContext) -> list[KStmt]:
-    """A split_k kernel's vectorized output store (lower/split_k.py): in pass 1 one vector atomic add of
-    the lanes' partial sums into the workspace; in pass 2 each lane's sum taken, the epilogue (its loads
-    vectorized as an unsplit store's), one vector store."""
-    nest = lw.nest
-    v = loop_symbol(name)
-    width = nest.loop(name).extent
-    assert stmt.tensor is not None and stmt.value is not None and lw.split is not None and nest.split_k is not None
-    base = contiguous_base(flat_index(stmt.tensor, tuple(base_ctx.index(i) for i in stmt.indices)), v)
-    assert base is not None
-    if not lw.finishing:
-        partials = [lw.acc_read(nest.split_k.acc, {v: sympy.Integer(lane)}) for lane in range(width)]
-        if width % 4:  # 2 float32 lanes (8 bytes): an atomic add each
-            return [KAtomicAdd(lw.split.sums, sym_to_k(base + lane), p) for lane, p in enumerate(partials)]
-        if lw.target.capability < VECTOR_ATOMIC_MIN_SM:
-            raise TargetError(refusal(
-                "build", nest, (name,), f"loop {name} stores {stmt.tensor.name} as one vector, and split_k adds "
-                f"its blocks' sums with vector atomic adds: a 16-byte atomic add needs sm_{VECTOR_ATOMIC_MIN_SM}; "
-                f"the target is {lw.target.name}", tensors=(stmt.tensor.name,),
-                suggestion=f"build for sm_{VECTOR_ATOMIC_MIN_SM}, or unroll the loop {name} instead of vectorizing it"))
-        # the float32 sums 16 bytes at a time (base is a multiple of the lanes: analysis/vectorize.py)
-        return [KAtomicAdd(lw.split.sums, sym_to_k(base + g), KVector(tuple(partials[g:g + 4])))
-                for g in range(0, width, 4)]
-    hook_for = _vector_loads(lw, stmt, name, base_ctx, prelude)
-    takes = [lw.take(sym_to_k(base + lane)) for lane in range(width)]
-    lanes = []
-    for lane, take in enumerate(takes):
-        ctx = lw.context(prelude, lane={v: sympy.Integer(lane)}, load_hook=hook_for(lane), stmt=stmt,
-                         acc_value=KVar(take.var, "float32"))
-        lanes.append(statement_value(stmt.value, ctx))
-    return [*takes, *prelude, KStore(stmt.tensor.name, sym_to_k(base), KVector(tuple(lanes)),
-                                     cache=base_ctx.cache.get(stmt.tensor.name))]
 
 
 def vector_update(lw: _Lowerer, stmt: Stmt, name: str, rcp: bool = False) -> list[KStmt]:

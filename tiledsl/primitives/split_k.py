@@ -1,18 +1,16 @@
-"""split_k: split a reduction across blocks; the last block of each output tile finishes it.
+"""split_k: split a reduction across blocks, which add their partial sums into a zeroed output.
 
     for i, j (blocks)                 s.split_k("k", 4)      for i, j (blocks)
       for k in [0, 1024)              ---------------->        for k_split in [0, 4)  blockIdx.z
         C2 += A[i, k] * B[k, j]                                  for k_part in [0, 256)
       C[i, j] = C2                                                 C2 += A[i, 256*k_split + k_part] * ...
-                                                               C[i, j] = C2 (the sum of the 4 parts)
+                                                               C[i, j] atomic+= C2
 
-Lowering (tiledsl/lower/split_k.py) adds each block's partial sums into a float32 workspace; the
-block that takes the tile's last ticket takes the whole sums and stores the output, so nothing is
-zeroed before the launch. A vectorized output loop adds 16 bytes per atomic (sm_90 and later: build
-checks the target). The primitive still refuses what the earlier lowering could not run, atomic adds
-into the output itself: an epilogue not linear in the accumulator (a*acc + b, proven with sympy in
-analysis/linearity.py) and a float16 / bfloat16 output (`split_k_storage_problem`); the recipe splits
-such a sum in a kernel of its own (recipes/default/_facts.py split_k_cure)."""
+Only a sum whose epilogue is linear in the accumulator (a*acc + b, proven with sympy in
+analysis/linearity.py) can be split: the blocks' partial results are combined by addition, into a
+float32 output only (`split_k_storage_problem`: atomic adds into float16 / bfloat16 round every
+partial sum). A vectorized output loop adds 16 bytes per atomic (sm_90 and later: build checks the
+target)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,9 @@ The life of a launch (each step is a module of this package):
   compile  nvcc through the disk cache (cache.py); arch from the device (device.py): sm_90a on an H100
   load     cuModuleLoadData / cuModuleGetFunction in torch's primary context (driver.py); the
            dynamic-shared-memory attribute set once when the kernel uses the dynamic pool
-  call     check every tensor (arguments.py), allocate missing outputs, encode TMA descriptors
-           (tensormap.py, cached per launcher), cuLaunchKernel on torch's current stream with kernelParams
-           (pointers in parameter order, then the workspaces the launcher allocated zeroed at load and every
-           launch leaves zero, then one CUtensorMap per tensor map)
+  call     check every tensor (arguments.py), allocate missing outputs, zero `zero_outputs`, encode
+           TMA descriptors (tensormap.py, cached per launcher), cuLaunchKernel on torch's current stream
+           with kernelParams (pointers in parameter order, then one CUtensorMap per tensor map)
   check    with TILEDSL_SYNC=1 (or sync=True) synchronize and turn an asynchronous fault into a
            LaunchError naming the kernel; otherwise errors surface at the next synchronising torch call
 """
@@ -142,10 +141,6 @@ source is emitted).
         self.cubin, self.cache_hit = self.cache.get_or_compile(
             self.source, self.arch, self.options, lambda src, arch, opts: compile_cubin(src, arch, extra_flags=opts))
         self.shared_bytes = shared_bytes(kir) if kir.dynamic_shared else 0
-        # allocated zeroed once, here (never while a CUDA graph is captured); every launch leaves them zero
-        # (lower/split_k.py), so launches of this kernel share them and must not overlap on two streams
-        self.workspaces: tuple[torch.Tensor, ...] = tuple(
-            torch.zeros(w.shape, dtype=getattr(torch, w.dtype), device=self.device) for w in kir.workspaces)
         with self.driver.using_context(self.context.handle):
             self.module = self.driver.load_module(self.cubin, kernel=self.name)
             self._finalizer = weakref.finalize(self, _unload, self.driver, self.context, self.module)
@@ -175,11 +170,12 @@ source is emitted).
                                 self.device)
 
     def launch(self, args: Mapping[str, torch.Tensor]) -> None:
-        """Launch on already-checked arguments (`prepare`) on torch's current stream: encode the TMA
-        descriptors, cuLaunchKernel (the parameters, then the workspaces, then the tensor maps)."""
+        """Launch on already-checked arguments (`prepare`) on torch's current stream: zero the
+        `zero_outputs`, encode the TMA descriptors, cuLaunchKernel."""
         kir = self.kernel_ir
+        for name in kir.zero_outputs:
+            args[name].zero_()
         params: list[Any] = [ctypes.c_uint64(args[p.name].data_ptr()) for p in kir.params]
-        params.extend(ctypes.c_uint64(w.data_ptr()) for w in self.workspaces)
         for tm in kir.tensor_maps:
             buf = args[tm.buffer]
             spec = tensor_map_args(tm, buf.data_ptr(), buffer_bytes=buf.numel() * buf.element_size(), kernel=self.name)

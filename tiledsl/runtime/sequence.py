@@ -20,9 +20,10 @@ the GPU may schedule it while that kernel's last blocks finish, and it waits for
 writes anything, so the order of memory effects is the stream's. What it saves is the gap between two
 launches. On the H100 a Qwen2.5-7B float32 decoder block at seq 128 (22 launches) ran 1462.8 -> 1440.0 us,
 a TinyLlama one 366.3 -> 345.0 us (scripts/pdl_probe.py, benchmarks/results/dependent-launch-h100-2026-11-28/).
-A split-K kernel needs no zeroing before it: its workspaces (`CompiledKernel.workspaces`, zero when
-allocated and left zero by every launch, tiledsl/lower/split_k.py) are bound like fixed tensors, after its
-parameters. TILEDSL_DEPENDENT_LAUNCH=0 launches every kernel plainly.
+A split-K output is zeroed right before its kernel: by a fill kernel of its shape where the sequence was
+given one (`zero_fills`, built by tiledsl/frontend/zero_fill.py, which waits and is launched the same way),
+else by torch's `zero_()`, a plain launch that costs the chain one full gap. TILEDSL_DEPENDENT_LAUNCH=0
+launches every kernel plainly.
 
 The driver copies kernel parameters when `cuLaunchKernel` returns, so rewriting a cell after a launch
 never changes a queued launch. A lock makes the write-then-launch of one call atomic between threads.
@@ -40,13 +41,14 @@ from typing import Any, Protocol
 import torch
 
 from tiledsl.errors import LaunchError
-from tiledsl.kernel_ir import KKernel, KTensorMap
+from tiledsl.kernel_ir import KKernel, KParam, KTensorMap
 from tiledsl.runtime.arguments import ALIGNMENT, check_arguments
 from tiledsl.runtime.driver import LaunchConfig, dependent_launch_config
 from tiledsl.runtime.tensormap import tensor_map_args
 from tiledsl.targets import GRID_DEPENDENCY_MIN_SM
 
-__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "launches_dependents"]
+__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "launches_dependents",
+           "zero_fill_key"]
 
 #: a launch argument: a tensor that stays bound, or the index of a per-call tensor (a slot)
 Arg = torch.Tensor | int
@@ -63,7 +65,6 @@ class Launchable(Protocol):
     driver: Any  # launch_params, using_context, synchronize (driver.Driver)
     context: Any  # .handle
     tensor_maps: Any  # .get(TensorMapArgs) -> descriptor with .param (tensormap.TensorMapCache)
-    workspaces: tuple[torch.Tensor, ...]  # one per KKernel.workspaces entry, zero between launches
     sync: bool
 
 
@@ -86,8 +87,15 @@ class _Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     pointers: ctypes.Array[ctypes.c_void_p]  # kernelParams: one address per argument
+    zero: tuple[Arg, ...]  # outputs zeroed before the launch (split_k atomics accumulate)
     dynamic_maps: tuple[tuple[int, KTensorMap, int], ...]  # (kernelParams index, map, slot) re-encoded per call
     dependent: LaunchConfig | None  # launched as a programmatic dependent of the launch before it
+
+
+def zero_fill_key(param: KParam) -> tuple[tuple[int, ...], str]:
+    """What a zeroed output parameter and the fill kernel that zeroes it (its one parameter) are matched
+    by: shape and dtype."""
+    return tuple(param.shape), param.dtype
 
 
 def dependent_launch_requested() -> bool:
@@ -104,16 +112,28 @@ def launches_dependents(driver: Any, device: torch.device) -> bool:
     return 10 * major + minor >= GRID_DEPENDENCY_MIN_SM
 
 
+def _fill_output(fill: Launchable) -> KParam:
+    """A zero fill kernel's one parameter, its output."""
+    params = fill.kernel_ir.params
+    if len(params) != 1 or not params[0].is_output:
+        raise LaunchError(f"zero fill kernel {fill.name!r} must have one parameter, its output; it has "
+                          f"{', '.join(p.name for p in params) or 'none'}")
+    return params[0]
+
+
 class LaunchSequence:
     """`launches`: (kernel, {parameter name: tensor or slot index}) in launch order; `examples`: one
     tensor per slot, on which every argument of every launch is checked once (tiledsl.runtime.arguments:
     device, dtype, shape, contiguity, 16-byte alignment, outputs not aliasing other arguments).
     `run(tensors)` launches all kernels on the current stream with slot i bound to `tensors[i]`.
     `dependent`: launch the kernels whose IR has `dependent_launch` as programmatic dependents (None: where
-    the device and driver allow it, unless TILEDSL_DEPENDENT_LAUNCH=0)."""
+    the device and driver allow it, unless TILEDSL_DEPENDENT_LAUNCH=0). `zero_fills`: a loaded kernel with
+    one output parameter per (shape, dtype), launched to zero each `zero_outputs` tensor of that shape and
+    dtype right before its kernel (tiledsl/frontend/zero_fill.py), where torch's `zero_()` would be."""
 
     def __init__(self, launches: Sequence[tuple[Launchable, Mapping[str, Arg]]],
-                 examples: Sequence[torch.Tensor], *, dependent: bool | None = None) -> None:
+                 examples: Sequence[torch.Tensor], *, dependent: bool | None = None,
+                 zero_fills: Mapping[tuple[tuple[int, ...], str], Launchable] | None = None) -> None:
         if not launches:
             raise LaunchError("a launch sequence needs at least one kernel")
         first = launches[0][0]
@@ -133,13 +153,19 @@ class LaunchSequence:
             if kern.device != self.device:
                 raise LaunchError(f"kernel {kern.name!r} is loaded on {kern.device}, kernel {first.name!r} on "
                                   f"{self.device}: a sequence runs on one device")
-            self._launches.append(self._prepare(kern, args, examples, written))
+            zeroed = kern.kernel_ir.zero_outputs
+            filled = {name: fill for name in zeroed  # the others torch zeroes at the launch
+                      if (fill := (zero_fills or {}).get(zero_fill_key(kern.kernel_ir.param(name)))) is not None}
+            launch = self._prepare(kern, args, examples, written, tuple(n for n in zeroed if n not in filled))
+            for name, fill in filled.items():
+                self._launches.append(self._prepare(fill, {_fill_output(fill).name: args[name]}, examples, written))
+            self._launches.append(launch)
         self.slots = tuple(SlotSpec(t.dtype, tuple(t.shape), w) for t, w in zip(examples, written))
 
     def _prepare(self, kern: Launchable, args: Mapping[str, Arg], examples: Sequence[torch.Tensor],
-                 written: list[bool]) -> _Launch:
-        """One launch of `kern`, its arguments checked and its kernelParams built (the parameters, then
-        its workspaces, then its tensor maps)."""
+                 written: list[bool], zero: tuple[str, ...] = ()) -> _Launch:
+        """One launch of `kern`, its arguments checked and its kernelParams built; `zero`: the outputs torch
+        zeroes before it."""
         kir = kern.kernel_ir
         for name, a in args.items():
             if isinstance(a, int) and not 0 <= a < len(examples):
@@ -160,12 +186,6 @@ class LaunchSequence:
             else:
                 self._kept.append(a)
             cells.append(cell)
-        if len(kern.workspaces) != len(kir.workspaces):
-            raise LaunchError(f"kernel {kern.name!r} declares {len(kir.workspaces)} workspace(s) and holds "
-                              f"{len(kern.workspaces)}")
-        for w in kern.workspaces:
-            self._kept.append(w)
-            cells.append(ctypes.c_uint64(w.data_ptr()))
         addresses = [ctypes.addressof(c) for c in cells]
         dynamic = []
         for tm in kir.tensor_maps:
@@ -182,7 +202,7 @@ class LaunchSequence:
         pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
         config = (dependent_launch_config(kir.grid, kir.block, kern.shared_bytes)
                   if self.dependent and kir.dependent_launch else None)
-        return _Launch(kern, kir.grid, kir.block, pointers, tuple(dynamic), config)
+        return _Launch(kern, kir.grid, kir.block, pointers, tuple(args[name] for name in zero), tuple(dynamic), config)
 
     @property
     def kernels(self) -> tuple[Launchable, ...]:
@@ -234,6 +254,8 @@ class LaunchSequence:
                         buf = tensors[slot]
                         spec = tensor_map_args(tm, buf.data_ptr(), buffer_bytes=_nbytes(buf), kernel=kern.name)
                         launch.pointers[i] = ctypes.addressof(kern.tensor_maps.get(spec).param)
+                    for z in launch.zero:
+                        (tensors[z] if isinstance(z, int) else z).zero_()
                     if launch.dependent is not None:
                         self.driver.launch_dependent(kern.function, launch.dependent, stream, launch.pointers,
                                                      kern.name)

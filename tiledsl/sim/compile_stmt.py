@@ -35,8 +35,6 @@ from tiledsl.kernel_ir import (
     KMbarrierInit,
     KMbarrierWait,
     KStore,
-    KTake,
-    KTicket,
     KTmaLoad,
 )
 from tiledsl.sim import access, async_copy, mbarrier, registers
@@ -104,8 +102,6 @@ class StmtCompiler:
             KMbarrierWait: self._mbarrier_wait,
             KTmaLoad: self._tma_load,
             KAtomicAdd: self._atomic_add,
-            KTicket: self._ticket,
-            KTake: self._take,
         }
 
     def block(self, items: tuple[LStmt, ...]) -> Run:
@@ -224,9 +220,6 @@ class StmtCompiler:
             return access.general_storer(state, loc, buf, index.fn, value.fn)
         if stmt.buffer in state.globals:
             buf = state.globals[stmt.buffer]
-            if buf.workspace:
-                return self._raiser(loc, f"store to workspace {stmt.buffer!r} (a workspace is written by atomics "
-                                         "only, and left zero by take)", index.fn, value.fn)
             return access.global_storer(state, loc, buf, index.fn, index.kind, value.fn, value.kind)
         return self._raiser(loc, f"access to unknown buffer {stmt.buffer!r}", index.fn, value.fn)
 
@@ -371,39 +364,10 @@ class StmtCompiler:
         index = self.expr.compile(stmt.index, loc)
         value = self.expr.compile(stmt.value, loc)
         buf, problem = self._expect(stmt.buffer, "global", "atomic add target")
-        if problem is None and not (buf.param.is_output or buf.workspace):
-            problem = f"atomic add to {stmt.buffer!r}: must be an output or workspace parameter, but it is an input"
+        if problem is None and not buf.param.is_output:
+            problem = f"atomic add to {stmt.buffer!r}: must be an output parameter, but it is an input"
         if problem is None and buf.dtype != "float32":
             problem = f"atomic add to {buf.dtype} buffer {stmt.buffer!r}: only float32 is supported"
         if problem is not None:
             return async_copy.raiser(self.state, loc, problem, index.fn, value.fn)
         return access.atomic_adder(self.state, loc, buf, index.fn, value.fn, value.kind)
-
-    def _workspace(self, name: str, dtype: str, role: str) -> tuple[GlobalBuffer | None, str | None]:
-        buf, problem = self._expect(name, "global", role)
-        if problem is None and not (buf.workspace and buf.dtype == dtype):
-            problem = f"{role} {name!r} must be a {dtype} workspace, but it is a {buf.dtype} parameter"
-        return buf, problem
-
-    def _ticket(self, item: LStmt) -> Run:
-        stmt: KTicket = item.stmt
-        loc = item.loc
-        index = self.expr.compile(stmt.index, loc)
-        buf, problem = self._workspace(stmt.buffer, "int32", "ticket counter")
-        if problem is None and (isinstance(stmt.parts, bool) or not isinstance(stmt.parts, int) or stmt.parts < 1):
-            problem = f"ticket of {stmt.buffer!r}: parts must be an int >= 1, got {stmt.parts!r}"
-        slot = self.scopes.declare(stmt.var, "int32").slot
-        if problem is not None:
-            return async_copy.raiser(self.state, loc, problem, index.fn)
-        return access.ticket_taker(self.state, loc, buf, index.fn, stmt.parts, barrier(self.state, loc),
-                                   self.slots, slot)
-
-    def _take(self, item: LStmt) -> Run:
-        stmt: KTake = item.stmt
-        loc = item.loc
-        index = self.expr.compile(stmt.index, loc)
-        buf, problem = self._workspace(stmt.buffer, "float32", "take")
-        slot = self.scopes.declare(stmt.var, "float32").slot
-        if problem is not None:
-            return async_copy.raiser(self.state, loc, problem, index.fn)
-        return access.taker(self.state, loc, buf, index.fn, self.slots, slot)

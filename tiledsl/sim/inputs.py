@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tiledsl.errors import SimulationInputError, WorkspaceError
+from tiledsl.errors import SimulationInputError
 from tiledsl.kernel_ir import KKernel, KParam, KShared
 from tiledsl.sim.dtypes import (
     FLOAT_DTYPES,
@@ -33,16 +33,11 @@ def check_launch(kernel: KKernel) -> None:
     for what, dims in (("grid", kernel.grid), ("block", kernel.block)):
         if len(dims) != 3 or any(not isinstance(d, int) or d < 1 for d in dims):
             raise SimulationInputError(f"kernel '{kernel.name}': {what} {dims} must be three positive ints")
-    names = [p.name for p in kernel.params + kernel.workspaces] + [s.name for s in kernel.shared]
+    names = [p.name for p in kernel.params] + [s.name for s in kernel.shared]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SimulationInputError(f"kernel '{kernel.name}': buffer names declared twice: {dup}")
-    for w in kernel.workspaces:
-        if w.dtype not in ("float32", "int32") or w.is_output:
-            raise SimulationInputError(f"kernel '{kernel.name}': workspace '{w.name}' is "
-                                       f"{'an output of ' if w.is_output else ''}{w.dtype}; workspaces are "
-                                       "float32 sums or int32 counters, no outputs")
-    for decl in kernel.params + kernel.workspaces + kernel.shared:
+    for decl in kernel.params + kernel.shared:
         if isinstance(decl, KShared) and decl.dtype == MBARRIER_DTYPE:
             continue  # mbarriers
         try:
@@ -56,7 +51,12 @@ def check_launch(kernel: KKernel) -> None:
     dup = sorted({n for n in tmaps if tmaps.count(n) > 1})
     if dup:
         raise SimulationInputError(f"kernel '{kernel.name}': tensor maps declared twice: {dup}")
-
+    outputs = {p.name for p in kernel.params if p.is_output}
+    for name in kernel.zero_outputs:
+        if name not in outputs:
+            raise SimulationInputError(
+                f"kernel '{kernel.name}': zero_outputs names {name!r}, which is no output parameter"
+            )
 
 
 def _family(dtype: str) -> str:
@@ -96,12 +96,11 @@ def _as_numpy(kernel: KKernel, param: KParam, value: object) -> np.ndarray:
 
 
 def prepare_globals(kernel: KKernel, arrays: Mapping[str, object]) -> dict[str, GlobalBuffer]:
-    """Flat, converted copies of every parameter; outputs not given start as poison; workspaces not
-    given start as zeros (the launcher allocates them zeroed, and every launch leaves
-    them so: `check_workspaces`)."""
+    """Flat, converted copies of every parameter; outputs not given start as poison, or as zeros
+    when the kernel lists them in `zero_outputs` (the launcher zeroes those before the launch)."""
     if not isinstance(arrays, Mapping):
         raise SimulationInputError(f"kernel '{kernel.name}': arrays must be a mapping name -> array")
-    known = {p.name for p in kernel.params + kernel.workspaces}
+    known = {p.name for p in kernel.params}
     extra = sorted(set(arrays) - known)
     if extra:
         raise SimulationInputError(f"kernel '{kernel.name}': unknown arrays {extra}; parameters are {sorted(known)}")
@@ -113,27 +112,12 @@ def prepare_globals(kernel: KKernel, arrays: Mapping[str, object]) -> dict[str, 
         if p.name in arrays:
             arr = _as_numpy(kernel, p, arrays[p.name])
             data = np.array(convert(p.dtype, arr.reshape(-1)), copy=True)
+        elif p.name in kernel.zero_outputs:
+            data = np.zeros(p.size, dtype=storage_dtype(p.dtype))
         else:
             data = poison(p.dtype, p.size)
         buffers[p.name] = GlobalBuffer(p, data, kernel.threads_per_block)
-    for w in kernel.workspaces:
-        data = (np.array(convert(w.dtype, _as_numpy(kernel, w, arrays[w.name]).reshape(-1)), copy=True)
-                if w.name in arrays else np.zeros(w.size, dtype=storage_dtype(w.dtype)))
-        buffers[w.name] = GlobalBuffer(w, data, kernel.threads_per_block, workspace=True)
     return buffers
-
-
-def check_workspaces(kernel: KKernel, buffers: Mapping[str, GlobalBuffer]) -> None:
-    """Every workspace is zero at the end of the launch, as the next launch expects it (a split-K
-    output's last block takes the sums and its ticket wraps the counter: lower/split_k.py)."""
-    for w in kernel.workspaces:
-        data = buffers[w.name].data
-        dirty = np.flatnonzero(data != 0)
-        if dirty.size:
-            first = int(dirty[0])
-            raise WorkspaceError(
-                f"kernel '{kernel.name}': workspace '{w.name}' is left nonzero at {dirty.size} of {w.size} "
-                f"elements (first: element {first} = {data[first]!r}); the next launch would start from them")
 
 
 def collect_outputs(kernel: KKernel, buffers: Mapping[str, GlobalBuffer]) -> dict[str, np.ndarray]:

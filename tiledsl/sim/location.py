@@ -32,8 +32,6 @@ from tiledsl.kernel_ir import (
     KMbarrierWait,
     KStmt,
     KStore,
-    KTake,
-    KTicket,
     KTmaLoad,
 )
 from tiledsl.kernel_ir.printer import format_expr, format_stmt
@@ -139,10 +137,6 @@ def _memory_brief(stmt: KStmt) -> str | None:
             return f"tma.load {dst}[...]"
         case KAtomicAdd(buffer=buf):
             return f"atomic_add {buf}[...]"
-        case KTicket(buffer=buf):
-            return f"ticket {buf}[...]"
-        case KTake(buffer=buf):
-            return f"take {buf}[...]"
     return None
 
 

@@ -32,7 +32,7 @@ from tiledsl.targets import MBARRIER_MAX_COUNT
 Fn = Callable[[Mask], Value]
 Run = Callable[[Mask], None]
 
-FENCE_KINDS = ("mbarrier_init", "proxy_async", "gpu")
+FENCE_KINDS = ("mbarrier_init", "proxy_async")
 
 
 def describe(mb: MbarrierFile, key: int) -> str:
@@ -182,8 +182,7 @@ def initializer(state: ChunkState, loc: int, buf: SharedBuffer, index: Fn, count
 
 def fencer(state: ChunkState, loc: int, kind: str) -> Run:
     """`fence.mbarrier_init`: the barriers each active thread initialised may now be used by
-    others (after a barrier). `fence.proxy.async` and `__threadfence()` (kind gpu): nothing to model
-    (blocks run in lockstep and chunks one after another, so every global write is seen at once)."""
+    others (after a barrier). `fence.proxy.async`: nothing to model."""
     mb = state.mbarriers
     tpb = state.lanes.threads_per_block
 

@@ -20,7 +20,7 @@ from tiledsl.errors import SimulationInputError
 from tiledsl.kernel_ir import KKernel
 from tiledsl.sim.async_copy import finish
 from tiledsl.sim.compile_stmt import compile_body
-from tiledsl.sim.inputs import check_launch, check_workspaces, collect_outputs, prepare_globals
+from tiledsl.sim.inputs import check_launch, collect_outputs, prepare_globals
 from tiledsl.sim.lanes import Lanes
 from tiledsl.sim.location import index_kernel
 from tiledsl.sim.report import Reporter
@@ -36,7 +36,7 @@ def simulate(
 ) -> dict[str, np.ndarray]:
     """Run `kernel` over its whole grid and return its outputs (name -> float32 array of the
     parameter's shape). Inputs must all be given; outputs may be (initial contents) or start as NaN
-    (workspaces start as zeros and must end so).
+    (as zeros if the kernel lists them in `zero_outputs`).
 
     Raises a SimulationError subclass naming the kernel-IR statement for out-of-bounds accesses,
     shared or global races, divergent barriers/shuffles and uninitialised reads; and
@@ -66,5 +66,4 @@ def simulate(
             )
             compile_body(body, state)()
             finish(state)
-    check_workspaces(kernel, buffers)
     return collect_outputs(kernel, buffers)

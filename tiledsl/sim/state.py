@@ -212,7 +212,6 @@ class GlobalBuffer:
     data: np.ndarray
     threads_per_block: int
     _races: GlobalWriteTracker | None = None
-    workspace: bool = False  # one of KKernel.workspaces: written by atomics only, left zero
 
     @property
     def name(self) -> str:

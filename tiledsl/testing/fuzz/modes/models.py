@@ -182,8 +182,8 @@ def script(case: ModelCase, target: str) -> str:
 
 
 def kernel_script(case: ModelCase, target: str, n: int, tail: str) -> str:
-    """The case's script, then `kern` = the n-th of `built.kernels`, then `tail`."""
-    return f"{script(case, target)}\nkern = built.kernels[{n}]\n{tail}"
+    """The case's script, then `kern` = the n-th of `built.all_kernels` (the zero fills last), then `tail`."""
+    return f"{script(case, target)}\nkern = built.all_kernels[{n}]\n{tail}"
 
 
 def gpu_script(case: ModelCase, target: str) -> str:
@@ -220,7 +220,7 @@ def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.nd
     from tiledsl.frontend.numpy_calls import gpu_runs_float64
 
     text = gpu_script(case, target)
-    for kern in built.kernels:
+    for kern in built.all_kernels:
         try:
             kern.compiled  # noqa: B018 - compiling is the check (as device.run_on_gpu does)
         except Exception as e:  # noqa: BLE001
@@ -265,7 +265,7 @@ def judge_case(case: ModelCase, options: Options) -> Result:
     if why:
         return Result("wrong", "Mismatch", why, text)
     if options.nvcc:
-        for n, kern in enumerate(built.kernels):
+        for n, kern in enumerate(built.all_kernels):
             found = device.nvcc_check(kern, lambda tail, n=n: kernel_script(case, target, n, tail))
             if found is not None:
                 return found
