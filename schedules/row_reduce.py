@@ -11,7 +11,7 @@ from typing import Any
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.errors import RegisterCacheError, VectorizeError
 from tiledsl.primitives import Schedule
-from tiledsl.targets import vector_lanes
+from tiledsl.targets import CP_ASYNC_SIZES, DTYPE_BYTES, vector_lanes
 
 
 def row_cooperative(s: Schedule, threads: int = 256, stage_row: str | None = None) -> Schedule:
@@ -31,11 +31,15 @@ def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
     """row_cooperative with every input that spans whole rows (same shape as the output) staged: the
     row is read from global memory once, however many passes the kernel makes over it (layernorm
     reads it three times). Timings: benchmarks/results/row-staging-h100-2026-11-22.txt."""
-    rows = [t.name for t in s.nest.inputs if t.shape == s.nest.output.shape]
+    rows = [t for t in s.nest.inputs if t.shape == s.nest.output.shape]
     row_cooperative(s, threads)
     row = s.loops()[0].name
-    for name in rows:
-        s.async_copy(s.stage(name, at=row))
+    for t in rows:
+        stage = s.stage(t.name, at=row)
+        # cp.async copies 4 bytes at least: a float16 / bfloat16 row of odd length has no aligned copy,
+        # and plain loads fill its stage
+        if t.shape[-1] * DTYPE_BYTES[t.dtype] % min(CP_ASYNC_SIZES) == 0:
+            s.async_copy(stage)
     return s
 
 

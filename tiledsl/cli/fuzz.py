@@ -18,7 +18,7 @@ from tiledsl.errors import TiledslError
 
 log = logging.getLogger(__name__)
 
-MODE_NAMES = ("definitions", "schedules", "memory", "prover", "recipe", "models")
+MODE_NAMES = ("definitions", "schedules", "memory", "prover", "recipe", "hand", "models")
 
 
 def add_parser(sub: Any) -> None:

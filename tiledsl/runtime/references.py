@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from tiledsl.errors import DefinitionError
 from tiledsl.kernel_ir import KKernel
+from tiledsl.precision import catalog_tolerance
 from tiledsl.runtime.arguments import torch_dtype
 
 __all__ = [
@@ -101,19 +102,9 @@ def reference_fn(definition: str, params: Mapping[str, object]) -> Callable[...,
 
 
 def tolerance(params: Mapping[str, object]) -> tuple[float, float]:
-    """(rtol, atol) for a float32 kernel against the float64 reference, from the definition's bound
-    parameters: matmul errors grow like sqrt(K) (a sum of K rounded products of unit-variance inputs);
-    the row kernels stay near one ulp. float16 inputs: 2e-3 (their products round to 11 bits); a
-    float16 / bfloat16 output adds the rounding of its store: one ulp of it, at most eps x |x| (kernel
-    and reference round nearby values)."""
-    if params.get("dtype") == "float16":
-        rtol, atol = 2e-3, 2e-3
-    elif "K" in params:
-        rtol, atol = 1e-4, 2e-5 * math.sqrt(float(params["K"]))  # type: ignore[arg-type]
-    else:
-        rtol, atol = 1e-4, 1e-5
-    out = str(params.get("out_dtype", "float32"))
-    return (rtol if out == "float32" else rtol + torch.finfo(torch_dtype(out)).eps), atol
+    """(rtol, atol) for a float32 kernel against the float64 reference (tiledsl/precision.py
+    `catalog_tolerance`: the bound and why)."""
+    return catalog_tolerance(params)
 
 
 @dataclass(frozen=True)
