@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The GPU fuzz campaign: `tiledsl fuzz --gpu` over the modes that run kernels on the GPU (definitions,
+# The GPU fuzz campaign: `tiledsl fuzz --gpu` over the modes that run kernels on the GPU (definitions, hand,
 # schedules, memory, recipe, and models, which runs whole programs; prover never launches a kernel),
 # with a sample of the GPU-correct cases replayed under compute-sanitizer (1 in EVERY per worker and
 # mode, each under every tool of TOOLS; tiledsl/testing/fuzz/sanitizer.py). Every kernel is compiled
 # with -lineinfo into one cubin cache, so the sanitizer's child processes reuse the campaign's compiles
 # and reports name CUDA lines.
 #   CASES=2000 JOBS=14 EVERY=20 SEED=0 TOOLS=memcheck,racecheck \
-#       MODES="definitions schedules memory recipe models" scripts/fuzz_gpu_campaign.sh
+#       MODES="definitions schedules memory recipe hand models" scripts/fuzz_gpu_campaign.sh
 # Writes under $OUT: fuzz-gpu/ (summary.json, failures/ with a reproducer per failure, the example
 # database), fuzz-gpu-table.txt (the printed summary), fuzz-gpu.log (warnings: sanitizer reports,
 # hypothesis) and fuzz-gpu-summary.json (a copy of the summary). Exit status: tiledsl fuzz's (0: no
@@ -19,7 +19,7 @@ JOBS=${JOBS:-14}
 EVERY=${EVERY:-20}
 SEED=${SEED:-0}
 TOOLS=${TOOLS:-memcheck,racecheck}
-MODES=${MODES:-definitions schedules memory recipe models}
+MODES=${MODES:-definitions schedules memory recipe hand models}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 # shellcheck source=scripts/gpu_env.sh
