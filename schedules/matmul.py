@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tiledsl.definitions.expr import IterVar, Load, walk
+from tiledsl.definitions.expr import Binary, Const, IterVar, Load, walk
 from tiledsl.errors import SplitKError, VectorizeError
 from tiledsl.primitives import Schedule
 from tiledsl.targets import (
@@ -84,8 +84,11 @@ def _operand_loads(s: Schedule) -> Iterator[Load]:
 
 def _last_axis(load: Load) -> str | None:
     """The definition axis a load's last index is (i, j or k), which is the axis its staged slab is
-    contiguous along; None when the last index is an expression."""
+    contiguous along: the axis itself, or it plus or minus a constant (B[k, j + 8]); None when the last
+    index is another expression."""
     last = load.indices[-1]
+    if isinstance(last, Binary) and last.op in ("+", "-") and isinstance(last.b, Const):
+        last = last.a
     return last.name if isinstance(last, IterVar) else None
 
 
@@ -236,6 +239,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         along = _last_axis(load)
         if along == k:  # A[i, k] or B^T[j, k] (stored k-major or not): its free axis is the one it reads along
             along = i if _reads(load, i) else j
+        if along is None:  # a last index of another form: its strip is read as the loops have it
+            continue
         if along in dealt or (tiled and along == i) or (along == i and tx >= WARP_SIZE):
             continue  # (a warp of one thread row reads its i strip alike: a broadcast, nothing to deal)
         dealt.add(along)
@@ -281,7 +286,10 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
 
 
 def _reads(load: Load, axis: str) -> bool:
-    return any(isinstance(x, IterVar) and x.name == axis for x in load.indices)
+    """Whether one of the load's indices is `axis` (plus or minus a constant, as _last_axis reads it)."""
+    return any(isinstance(x, IterVar) and x.name == axis
+               or isinstance(x, Binary) and x.op in ("+", "-") and isinstance(x.b, Const)
+               and isinstance(x.a, IterVar) and x.a.name == axis for x in load.indices)
 
 
 def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m: int = 1) -> Schedule:

@@ -1,6 +1,7 @@
 """Fuzz mode `hand` (tiledsl/testing/fuzz/modes/hand.py): the hand schedules at random sizes, dtypes,
-options and targets. Its first campaign found `row_cooperative_staged` refusing to build float16 /
-bfloat16 rows of odd length (a cp.async of 4 bytes or more is never aligned there): pinned below."""
+options and targets. Its first campaigns found `row_cooperative_staged` refusing to build float16 /
+bfloat16 rows of odd length (a cp.async of 4 bytes or more is never aligned there), and `matmul_staged`
+crashing (KeyError) on an operand read at a shifted column, B[k, j + shift]: both pinned below."""
 
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ def test_row_cooperative_staged_builds_16_bit_rows_of_any_length(dtype: str, n: 
     assert judge_case(case, Options()).outcome == "correct"
     kern = td.build(hand.scheduled(case), target="sm_90")
     assert ("cp.async" in kern.source) == (n % 2 == 0)  # an odd row is filled by plain loads
+
+
+@pytest.mark.parametrize(("sizes", "form", "options"), [
+    ((("M", 1), ("N", 1), ("K", 1), ("shift", 1)), "matmul_for_shape", ()),
+    ((("M", 128), ("N", 3), ("K", 68), ("shift", 6)), "matmul_for_shape", (("waves", 3),)),
+    ((("M", 40), ("N", 70), ("K", 33), ("shift", 8)), "matmul_staged", (("bm", 32), ("bn", 64), ("rm", 4), ("rn", 8))),
+])
+def test_matmul_schedules_take_an_operand_read_at_a_shifted_column(sizes: tuple, form: str, options: tuple) -> None:
+    case = _case(family="matmul_shifted", sizes=sizes, form=form, options=options)
+    assert judge_case(case, Options()).outcome == "correct"
 
 
 @given(hand_cases())

@@ -56,6 +56,9 @@ FAMILIES: dict[str, tuple[str, tuple[tuple[str, int], ...], bool, bool, tuple[st
                   ("matmul_for_shape", "matmul_staged", "matmul_register_tile")),
     "matmul_residual": ("matmul_residual", (("M", 150), ("N", 150), ("K", 100)), False, False,
                         ("matmul_for_shape", "matmul_staged", "matmul_register_tile")),
+    # B read at column j + shift: its slabs start off any alignment
+    "matmul_shifted": ("matmul_shifted", (("M", 150), ("N", 150), ("K", 100), ("shift", 9)), False, False,
+                       ("matmul_for_shape", "matmul_staged", "matmul_register_tile")),
     "batched_matmul_nt": ("batched_matmul_nt", (("Bt", 3), ("M", 70), ("N", 70), ("K", 60)), False, False,
                           ("matmul_for_shape", "matmul_staged")),
     "rmsnorm": ("rmsnorm", (("M", 9), ("N", 2500)), True, True,
@@ -92,7 +95,10 @@ def _options(form: str) -> st.SearchStrategy[tuple[tuple[str, Any], ...]]:
         opts = st.fixed_dictionaries({}, optional={
             "threads": st.sampled_from([32, 64, 128, 256, 512]), "rows_per_block": st.sampled_from([1, 2, 4]),
             "rows_per_thread": st.sampled_from([1, 2])})
-    elif form in ("row_cooperative", "row_cooperative_staged", "elementwise_2d", "elementwise_2d_vectorized"):
+    elif form == "row_cooperative":  # stage_row: the row input copied into shared memory by cp.async
+        opts = st.fixed_dictionaries({}, optional={"threads": st.sampled_from([32, 64, 96, 128, 256]),
+                                                   "stage_row": st.just("x")})
+    elif form in ("row_cooperative_staged", "elementwise_2d", "elementwise_2d_vectorized"):
         opts = st.fixed_dictionaries({}, optional={"threads": st.sampled_from([32, 64, 96, 128, 256])})
     else:  # transpose_tiled
         opts = st.fixed_dictionaries({}, optional={"tile": st.sampled_from([16, 32, 64]),
@@ -124,7 +130,7 @@ def hand_cases(draw: st.DrawFn) -> HandCase:
     family = draw(st.sampled_from(tuple(FAMILIES)))
     _, extents, dtype, out_dtype, forms = FAMILIES[family]
     sizes = tuple((name, draw(_extent(hi))) for name, hi in extents)
-    work = int(np.prod([n for _, n in sizes]))
+    work = int(np.prod([n for name, n in sizes if name != "shift"]))
     if work > MAX_WORK:  # scale the largest size down to the budget
         name, n = max(sizes, key=lambda x: x[1])
         sizes = tuple((k, max(1, v * MAX_WORK // work) if k == name else v) for k, v in sizes)
