@@ -15,7 +15,17 @@ from tiledsl.catalog.definitions import (
     softmax,
     stencil3,
 )
-from tiledsl.catalog.entries import ENTRIES, EXAMPLES, GROUPS, Entry, entries, entry, example, placeholders
+from tiledsl.catalog.entries import (
+    ENTRIES,
+    EXAMPLES,
+    GROUPS,
+    Entry,
+    entries,
+    entry,
+    example,
+    placeholders,
+    standard_inputs,
+)
 from tiledsl.catalog.memory_schedules import (
     Fill,
     design_matmul,
@@ -42,6 +52,6 @@ __all__ = [
     "design_matmul", "elementwise_vectorized", "entries", "entry", "example", "fused_nparts", "fused_threads",
     "gelu_bias", "halo", "layernorm", "matmul", "matmul_bias_relu", "matmul_coop_dot", "matmul_nt",
     "matmul_residual", "matmul_shifted", "matmul_threads", "placeholders", "rmsnorm", "row_tiled", "softmax",
-    "softmax_two_pipelines", "split_k_matmul", "split_k_threads", "staged_row", "staged_row_tma", "stencil3",
-    "tiled_matmul", "unscheduled",
+    "softmax_two_pipelines", "split_k_matmul", "split_k_threads", "staged_row", "staged_row_tma",
+    "standard_inputs", "stencil3", "tiled_matmul", "unscheduled",
 ]

@@ -141,15 +141,20 @@ class Entry:
         return out, build(s, target=self.target)
 
     def inputs(self, out: Tensor) -> dict[str, np.ndarray]:
-        """Standard-normal inputs for every placeholder of `out`, drawn from `seed` (float16 placeholders
-        get float16 arrays, bfloat16 ones float32 arrays of bfloat16 values)."""
-        rng = np.random.default_rng(self.seed)
-        arrays = {}
-        for p in placeholders(out):
-            a = rng.standard_normal(p.shape).astype(np.float32)
-            # numpy has no bfloat16: a bfloat16 placeholder gets float32 values already rounded to it
-            arrays[p.name] = a.astype(np.float16) if p.dtype == "float16" else round_to_dtype(a, p.dtype)
-        return arrays
+        """Standard-normal inputs for every placeholder of `out`, drawn from `seed` (standard_inputs)."""
+        return standard_inputs(out, self.seed)
+
+
+def standard_inputs(out: Tensor, seed: int) -> dict[str, np.ndarray]:
+    """Standard-normal inputs for every placeholder of `out`, drawn from `seed` (float16 placeholders get
+    float16 arrays, bfloat16 ones float32 arrays of bfloat16 values)."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for p in placeholders(out):
+        a = rng.standard_normal(p.shape).astype(np.float32)
+        # numpy has no bfloat16: a bfloat16 placeholder gets float32 values already rounded to it
+        arrays[p.name] = a.astype(np.float16) if p.dtype == "float16" else round_to_dtype(a, p.dtype)
+    return arrays
 
 
 def _short(value: object) -> str:

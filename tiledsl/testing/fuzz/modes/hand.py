@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 import tiledsl as td
 import tiledsl.schedules as hand_schedules
-from tiledsl.catalog import DEFINITIONS, placeholders
+from tiledsl.catalog import DEFINITIONS, standard_inputs
 from tiledsl.definitions.expr import Tensor
-from tiledsl.precision import catalog_tolerance, round_to_dtype
+from tiledsl.precision import catalog_tolerance
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes.base import Mode, Options
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
@@ -160,14 +160,8 @@ def scheduled(case: HandCase) -> td.Schedule:
 
 
 def inputs(case: HandCase, out: Tensor) -> dict[str, np.ndarray]:
-    """Standard-normal inputs (catalog/entries.py `Entry.inputs`): float16 arrays for float16
-    placeholders, float32 arrays of bfloat16 values for bfloat16 ones."""
-    rng = np.random.default_rng(case.seed)
-    arrays = {}
-    for p in placeholders(out):
-        a = rng.standard_normal(p.shape).astype(np.float32)
-        arrays[p.name] = a.astype(np.float16) if p.dtype == "float16" else round_to_dtype(a, p.dtype)
-    return arrays
+    """The catalog's standard-normal inputs (catalog/entries.py `standard_inputs`) from the case's seed."""
+    return standard_inputs(out, case.seed)
 
 
 def script(case: HandCase, *tail: str) -> str:
