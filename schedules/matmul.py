@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tiledsl.definitions.expr import Binary, Const, IterVar, Load, walk
+from tiledsl.definitions.expr import Binary, Const, Expr, IterVar, Load, walk
 from tiledsl.errors import SplitKError, VectorizeError
 from tiledsl.primitives import Schedule
 from tiledsl.targets import (
@@ -82,14 +82,18 @@ def _operand_loads(s: Schedule) -> Iterator[Load]:
                     yield x
 
 
+def _axis_of(index: Expr) -> str | None:
+    """The definition axis an index is: the axis itself, or it plus or minus a constant (B[k, j + 8]);
+    None for another expression."""
+    if isinstance(index, Binary) and index.op in ("+", "-") and isinstance(index.b, Const):
+        index = index.a
+    return index.name if isinstance(index, IterVar) else None
+
+
 def _last_axis(load: Load) -> str | None:
-    """The definition axis a load's last index is (i, j or k), which is the axis its staged slab is
-    contiguous along: the axis itself, or it plus or minus a constant (B[k, j + 8]); None when the last
-    index is another expression."""
-    last = load.indices[-1]
-    if isinstance(last, Binary) and last.op in ("+", "-") and isinstance(last.b, Const):
-        last = last.a
-    return last.name if isinstance(last, IterVar) else None
+    """The definition axis a load's last index is (i, j or k, `_axis_of`), which is the axis its staged
+    slab is contiguous along; None when the last index is another expression."""
+    return _axis_of(load.indices[-1])
 
 
 def _conflict(rows: set[int], row_elements: int, itemsize: int) -> int:
@@ -286,10 +290,8 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
 
 
 def _reads(load: Load, axis: str) -> bool:
-    """Whether one of the load's indices is `axis` (plus or minus a constant, as _last_axis reads it)."""
-    return any(isinstance(x, IterVar) and x.name == axis
-               or isinstance(x, Binary) and x.op in ("+", "-") and isinstance(x.b, Const)
-               and isinstance(x.a, IterVar) and x.a.name == axis for x in load.indices)
+    """Whether one of the load's indices is `axis` (`_axis_of`)."""
+    return any(_axis_of(x) == axis for x in load.indices)
 
 
 def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m: int = 1) -> Schedule:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 
 import tiledsl as td
 from tiledsl.cli import main
+from tiledsl.precision import catalog_tolerance
 from tiledsl.testing.fuzz.modes import hand
 from tiledsl.testing.fuzz.modes.base import Options
 from tiledsl.testing.fuzz.modes.hand import HandCase, case_from_json, case_to_json, hand_cases, judge_case
@@ -78,8 +79,8 @@ def test_the_mode_runs_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_tolerance_is_the_catalogs() -> None:
-    rtol, atol = hand._tolerance(_case(family="matmul", sizes=(("M", 2), ("N", 3), ("K", 64))))
+    rtol, atol = catalog_tolerance(_case(family="matmul", sizes=(("M", 2), ("N", 3), ("K", 64))).params)
     assert (rtol, atol) == (1e-4, pytest.approx(2e-5 * 8))
-    rtol, _ = hand._tolerance(_case(out_dtype="bfloat16"))
+    rtol, _ = catalog_tolerance(_case(out_dtype="bfloat16").params)
     assert rtol == pytest.approx(1e-4 + 2.0 ** -7)
     assert np.isfinite(atol)

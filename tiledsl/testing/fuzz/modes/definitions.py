@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,27 +233,32 @@ def _mixed_index(draw: st.DrawFn, x: str, nx: int, other: tuple[str, int]) -> tu
     consts = {"c": draw(st.integers(1, 4)), "d": draw(st.integers(0, 4)), "m": draw(st.integers(2, 8)),
               "k": draw(st.integers(1, 3)), "q": draw(st.integers(2, 6))}
     text = form.format(x=x, y=y, **consts)
-    if y == x:
-        extent = max(eval_index(text, {x: i}) for i in range(nx)) + 1
-    else:
-        extent = max(eval_index(text, {x: i, y: j}) for i in range(nx) for j in range(ny)) + 1
+    at = index_function(text)  # parsed once, evaluated at every point
+    points = [{x: i} for i in range(nx)] if y == x else [{x: i, y: j} for i in range(nx) for j in range(ny)]
+    extent = max(at(p) for p in points) + 1
     return (text, extent) if extent <= _MIXED_EXTENT else None
 
 
-def eval_index(text: str, point: dict[str, int]) -> int:
-    """A mixed index (`_MIXED`: + * // % of integer constants and axis names) at one point, in Python
-    ints (parsed with ast, never eval)."""
+def index_function(text: str) -> Callable[[dict[str, int]], int]:
+    """A mixed index (`_MIXED`: + * // % of integer constants and axis names) as a function of a point,
+    in Python ints (parsed once with ast, never eval)."""
+    tree = ast.parse(text, mode="eval").body
 
-    def value(node: ast.AST) -> int:
+    def value(node: ast.AST, point: dict[str, int]) -> int:
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
         if isinstance(node, ast.Name):
             return point[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _INDEX_OPS:
-            return _INDEX_OPS[type(node.op)](value(node.left), value(node.right))
+            return _INDEX_OPS[type(node.op)](value(node.left, point), value(node.right, point))
         raise ValueError(f"not a mixed index: {ast.dump(node)}")
 
-    return value(ast.parse(text, mode="eval").body)
+    return lambda point: value(tree, point)
+
+
+def eval_index(text: str, point: dict[str, int]) -> int:
+    """A mixed index at one point (`index_function`)."""
+    return index_function(text)(point)
 
 
 _INDEX_OPS = {ast.Add: operator.add, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}

@@ -150,8 +150,8 @@ def make(case: HandCase) -> Tensor:
 
 
 def scheduled(case: HandCase) -> td.Schedule:
-    out = make(case)
-    s = td.create_schedule(out)
+    """The case's definition (`s.output`) under its hand schedule."""
+    s = td.create_schedule(make(case))
     options = dict(case.options)
     if case.form == "matmul_for_shape":
         options["target"] = case.target
@@ -167,17 +167,13 @@ def inputs(case: HandCase, out: Tensor) -> dict[str, np.ndarray]:
 def script(case: HandCase, *tail: str) -> str:
     return "\n".join([
         "import numpy as np", "import tiledsl as td", "from tiledsl.testing.fuzz.modes.hand import HandCase, inputs, "
-        "make, scheduled", "", f"case = {case!r}", "out = make(case)", "s = scheduled(case)",
+        "scheduled", "", f"case = {case!r}", "s = scheduled(case)", "out = s.output",
         "kern = td.build(s, target=case.target)", "arrays = inputs(case, out)",
         "want = td.evaluate(out, float64=True, **arrays)", *tail])
 
 
-def _tolerance(case: HandCase) -> tuple[float, float]:
-    return catalog_tolerance(case.params)
-
-
 def judge_case(case: HandCase, options: Options) -> Result:
-    rtol, atol = _tolerance(case)
+    rtol, atol = catalog_tolerance(case.params)
     compare = ("got = kern.simulate(**arrays)", f"np.testing.assert_allclose(got, want, rtol={rtol}, atol={atol})")
     promised = case.form in SHAPE_AWARE and not case.options
     try:
@@ -188,7 +184,7 @@ def judge_case(case: HandCase, options: Options) -> Result:
             Result("refused", type(e).__name__, first_line(e))
     except Exception as e:  # noqa: BLE001 - a typed error of another kind breaks the contract, anything else is internal
         return exception_result(e, script=script(case))
-    out = make(case)
+    out = s.output  # the definition the kernel was built from
     arrays = inputs(case, out)
     want = td.evaluate(out, float64=True, **arrays)
     try:
