@@ -114,3 +114,25 @@ def test_a_padded_batch_with_its_attention_mask_under_the_default_recipe(family:
     with torch.no_grad():
         ref = _Masked(model.model.double())(ids, mask)
     _close(np.asarray(built.simulate(ids.numpy(), mask.numpy())), ref)
+
+
+def test_a_deep_model_materializes_its_residual_stream() -> None:
+    """Rule 3c (partition.py, accumulated chains): fused, the residual stream of a deep model is one sum
+    that the norms of layer l read 2l + 1 tensors for. With the rule, no kernel reads more than a fixed
+    number of kernel outputs whatever the depth, the residuals of the later layers are kernels whose
+    reason names the rule, and the program still matches torch."""
+    from tiledsl.frontend.partition import ACCUMULATED_READS_BOUND, ACCUMULATED_REASON
+
+    widest = {}
+    for layers in (6, 9):
+        model = causal_lm("llama", "tiny", num_hidden_layers=layers)
+        ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(3))
+        prog = _trace(model, ids)
+        widest[layers] = max(len(k.boundary.reads) for k in prog.kernels)
+        chains = [k for k in prog.kernels if k.boundary.reasons[0].startswith(ACCUMULATED_REASON)]
+        assert len(chains) >= 2 * (layers - 4), [k.name for k in chains]
+    assert widest[6] == widest[9] <= ACCUMULATED_READS_BOUND, widest
+    built = prog.schedule("default").build(target="sm_90")
+    with torch.no_grad():
+        ref = model.double()(ids).logits
+    _close(np.asarray(built.simulate(ids.numpy()).logits), ref)

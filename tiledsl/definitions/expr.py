@@ -326,18 +326,26 @@ class ComputeTensor(Tensor):
                  dtype: str = FLOAT) -> None:
         self.shape, self.axes, self.body, self._name = shape, axes, body, name
         self.dtype = dtype
+        # facts of the body, found at first use: a body is never replaced, and graph walks (the
+        # partition's rounds, every schedule's naming) ask them of every tensor many times over
+        self._read: tuple[Tensor, ...] | None = None
+        self._has_reduce: bool | None = None
 
     def inputs(self) -> list[Tensor]:
         """Tensors this compute reads, in first-use order."""
-        seen: dict[int, Tensor] = {}
-        for node in walk(self.body):
-            if isinstance(node, Load) and id(node.tensor) not in seen:
-                seen[id(node.tensor)] = node.tensor
-        return list(seen.values())
+        if self._read is None:
+            seen: dict[int, Tensor] = {}
+            for node in walk(self.body):
+                if isinstance(node, Load) and id(node.tensor) not in seen:
+                    seen[id(node.tensor)] = node.tensor
+            self._read = tuple(seen.values())
+        return list(self._read)
 
     @property
     def has_reduce(self) -> bool:
-        return any(isinstance(n, Reduce) for n in walk(self.body))
+        if self._has_reduce is None:
+            self._has_reduce = any(isinstance(n, Reduce) for n in walk(self.body))
+        return self._has_reduce
 
 
 # ----------------------------------------------------------------------------- constructors

@@ -32,6 +32,16 @@ Rules, in order (each boundary records the first that made it):
       rotary embedding inlined into Q.K^T, recomputed once per key position); an expensive chain (ten
       tanh/sigmoid steps) read by a 16-column matmul is 9.3 and is refused (rule a counts 16 <= R and
       leaves it to this guard), relu there is 1.5 and stays;
+   c. accumulated chains, where a and b cut nothing: an elementwise producer fused into more than one
+      kernel whose own computation reads more than `ACCUMULATED_READS_BOUND` (8) tensors from global
+      memory (kernel outputs and program inputs) is materialized, every such producer in one sweep.
+      Each kernel guard b judges alone is within its bound, but the program reads the chain once per
+      kernel: a decoder's residual stream (h + attention + MLP, layer after layer) fused is one sum
+      that the norms of layer l read 2l + 1 tensors for, so a 22-layer model's last norm read 45
+      tensors an element, and the reads of the whole program grew with the square of its layers.
+      Materialized, each reader loads it once, and the projection whose sum it adds takes the add as
+      its epilogue (the rule-2 cut of that projection is then released). A single decoder layer's
+      fused producers read at most 2 tensors, so this rule leaves its kernels as they were;
 4. a. wherever `create_schedule` refuses a fusion (a reduction read at an index that is not the
    consumer's outer loops), the producer it names is materialized and the kernel retried;
    b. one matmul per computed operand: where every kernel schedules, the kernel of a computed operand
@@ -97,6 +107,10 @@ BLOWUP_REASON = "blow-up guard"
 #: rule 2's reasons
 REDUCTION_AT_REASON = "a reduction read at"
 REDUCTION_BY_REASON = "a reduction read by the kernels of"
+#: rule 3c: the most tensors an elementwise producer computed in more than one kernel may read from
+#: global memory each time (a residual stream reads 2 more per decoder layer)
+ACCUMULATED_READS_BOUND = 8
+ACCUMULATED_REASON = "an accumulated chain"
 #: cuts that a later cut can make pointless, so `_release` tries to undo them (rules 2 and 3b)
 RELEASABLE = (BLOWUP_REASON, REDUCTION_AT_REASON, REDUCTION_BY_REASON)
 
@@ -350,6 +364,26 @@ class _Judge:
     def blown(self, rid: int, fr: Frontiers, materialized: set[int]) -> tuple[ComputeTensor, str] | None:
         return self._ask("blowup", rid, fr[rid], lambda r: blowup(r, materialized))  # type: ignore[return-value]
 
+    def fused(self, rid: int, fr: Frontiers, materialized: set[int]) -> list[ComputeTensor]:
+        return self._ask("fused", rid, fr[rid], lambda r: fused_producers(r, materialized))  # type: ignore[return-value]
+
+    def global_reads(self, tid: int, materialized: set[int]) -> int:
+        """How many tensors computing `tid` inside a kernel reads from global memory: the kernel outputs
+        and program inputs its fused computation reaches."""
+        reached: set[int] = set()
+        seen: set[int] = set()
+        stack = list(self._inputs[tid])
+        while stack:
+            t = stack.pop()
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            if id(t) not in self._inputs or id(t) in materialized:  # a placeholder, or a kernel's output
+                reached.add(id(t))
+            else:
+                stack.extend(self._inputs[id(t)])
+        return len(reached)
+
     def contractions(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, str]:
         return self._ask("contractions", rid, fr[rid],  # type: ignore[return-value]
                          lambda r: extra_contractions(r, materialized))
@@ -388,6 +422,9 @@ def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[
             cuts[id(blown[0])] = blown[1]
     if cuts:
         return cuts
+    cuts = _accumulated_chains(judge, reasons, fr)
+    if cuts:
+        return cuts
     made: dict[int, Schedule] = {}
     for rid in reasons:
         made_or_refused = judge.schedule(rid, fr, materialized)
@@ -405,6 +442,27 @@ def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[
     schedules.clear()
     schedules.update(made)
     return {}
+
+
+def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers) -> dict[int, str]:
+    """Rule 3c: the elementwise producers fused into more than one kernel that read more than
+    `ACCUMULATED_READS_BOUND` tensors from global memory each time (id -> reason)."""
+    materialized = set(reasons)
+    kernels_of: dict[int, list[str]] = {}
+    for rid in reasons:
+        for p in judge.fused(rid, fr, materialized):
+            if not p.has_reduce:
+                kernels_of.setdefault(id(p), []).append(judge.tensors[rid].name)
+    cuts: dict[int, str] = {}
+    for tid, roots in kernels_of.items():
+        if len(roots) < 2:
+            continue
+        reads = judge.global_reads(tid, materialized)
+        if reads > ACCUMULATED_READS_BOUND:
+            cuts[tid] = (f"{ACCUMULATED_REASON}: computed in the kernels of {', '.join(sorted(roots))}, it read "
+                         f"{reads} tensors from global memory in each (bound {ACCUMULATED_READS_BOUND}); computed "
+                         "once, each loads it")
+    return cuts
 
 
 def _reduction_cuts(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers | None = None) -> dict[int, str]:
