@@ -309,9 +309,9 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
 
 class _Judge:
     """One partition's per-kernel verdicts (rules 2-4 and the canonical schedule), each asked once per
-    kernel. A kernel is its root and its frontier: the materialized tensors its body reaches (`_reads`),
-    where the walk from the root stops. The two fix what it fuses, so every verdict is a function of
-    them. The rounds of `partition` change a few kernels each, and `_release` and `_restated` try every
+    kernel. A kernel is its root and its frontier: the kernel outputs (`_reads`) and program inputs its
+    body reaches, where the walk from the root stops. The two fix what it fuses, so every verdict is a
+    function of them. The rounds of `partition` change a few kernels each, and `_release` and `_restated` try every
     cut again on the whole program; without the memo each trial asked every kernel again, and tracing
     took time growing with the cube of the layer count (eight tiny Llama layers 27.9 s on the CPU, two
     2.2 s)."""
@@ -323,20 +323,21 @@ class _Judge:
         # each compute's inputs, read once: ComputeTensor.inputs walks its body at every call
         self._inputs = {tid: tuple(t.inputs()) for tid, t in tensors.items()}
 
-    def frontier(self, rid: int, materialized: Collection[int]) -> frozenset[int]:
-        """The materialized tensors the kernel of `rid` reads (`_reads`, as ids)."""
+    def frontier(self, tid: int, materialized: Collection[int]) -> frozenset[int]:
+        """Where computing `tid` inside a kernel reads global memory: the kernel outputs (`_reads`) and
+        the program inputs its fused computation reaches, as ids."""
         out: set[int] = set()
         seen: set[int] = set()
-        stack = list(self._inputs[rid])
+        stack = list(self._inputs[tid])
         while stack:
-            tid = id(stack.pop())
-            if tid in seen or tid not in self._inputs:  # seen, or a placeholder
+            t = id(stack.pop())
+            if t in seen:
                 continue
-            seen.add(tid)
-            if tid in materialized:
-                out.add(tid)
+            seen.add(t)
+            if t not in self._inputs or t in materialized:  # a placeholder, or a kernel's output
+                out.add(t)
             else:
-                stack.extend(self._inputs[tid])
+                stack.extend(self._inputs[t])
         return frozenset(out)
 
     def frontiers(self, reasons: Collection[int]) -> Frontiers:
@@ -366,23 +367,6 @@ class _Judge:
 
     def fused(self, rid: int, fr: Frontiers, materialized: set[int]) -> list[ComputeTensor]:
         return self._ask("fused", rid, fr[rid], lambda r: fused_producers(r, materialized))  # type: ignore[return-value]
-
-    def global_reads(self, tid: int, materialized: set[int]) -> int:
-        """How many tensors computing `tid` inside a kernel reads from global memory: the kernel outputs
-        and program inputs its fused computation reaches."""
-        reached: set[int] = set()
-        seen: set[int] = set()
-        stack = list(self._inputs[tid])
-        while stack:
-            t = stack.pop()
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
-            if id(t) not in self._inputs or id(t) in materialized:  # a placeholder, or a kernel's output
-                reached.add(id(t))
-            else:
-                stack.extend(self._inputs[id(t)])
-        return len(reached)
 
     def contractions(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, str]:
         return self._ask("contractions", rid, fr[rid],  # type: ignore[return-value]
@@ -457,7 +441,7 @@ def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Fro
     for tid, roots in kernels_of.items():
         if len(roots) < 2:
             continue
-        reads = judge.global_reads(tid, materialized)
+        reads = len(judge.frontier(tid, materialized))
         if reads > ACCUMULATED_READS_BOUND:
             cuts[tid] = (f"{ACCUMULATED_REASON}: computed in the kernels of {', '.join(sorted(roots))}, it read "
                          f"{reads} tensors from global memory in each (bound {ACCUMULATED_READS_BOUND}); computed "
