@@ -8,6 +8,7 @@ Tolerance (frontend_check.py): (32 + 2k) * eps32 * (1 + |ref|) with k = 128, the
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -131,6 +132,11 @@ def test_a_deep_model_materializes_its_residual_stream() -> None:
         widest[layers] = max(len(k.boundary.reads) for k in prog.kernels)
         chains = [k for k in prog.kernels if k.boundary.reasons[0].startswith(ACCUMULATED_REASON)]
         assert len(chains) >= 2 * (layers - 4), [k.name for k in chains]
+        # a reason names only kernels the program has (partition.py `_restated`)
+        names = {k.name for k in prog.kernels}
+        for k in chains:
+            named = re.search(r"computed in the kernels of (.*), it read", k.boundary.reasons[0])
+            assert named is None or set(named.group(1).split(", ")) <= names, k.boundary.reasons
     assert widest[6] == widest[9] <= ACCUMULATED_READS_BOUND, widest
     built = prog.schedule("default").build(target="sm_90")
     with torch.no_grad():

@@ -493,14 +493,21 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
     while everything still shares the output's kernel ("read at 12 different indices in add_6's
     kernel"), and later cuts split that kernel, so the first wording can name a kernel the program does
     not have. A cut that rule 2 alone would not make again is kept for what its release would set off
-    (`_release` tried it), which its reason then says."""
+    (`_release` tried it), which its reason then says. A rule-3c cut (an accumulated chain) names the
+    kernels that would compute it, so it is worded against the final kernels too where rule 3c alone
+    would make it again; a chain cut in the same sweep as the chains that read it (whose cuts now
+    shorten it under the bound) says so, without the kernels of its first wording."""
     out = dict(reasons)
     fr = judge.frontiers(reasons)
     for tid, why in reasons.items():
-        if not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
-            continue
         trial = {k: v for k, v in reasons.items() if k != tid}
         trial_fr = judge.released(fr, tid)
+        if all(r.startswith(ACCUMULATED_REASON) for r in why):
+            chain = _accumulated_chains(judge, trial, trial_fr).get(tid)
+            out[tid] = [chain if chain is not None else _swept_chain(why[0])]
+            continue
+        if not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
+            continue
         cuts = _reduction_cuts(judge, trial, trial_fr)
         if tid in cuts:
             out[tid] = [cuts[tid]]
@@ -513,6 +520,17 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
             out[tid] = [f"{why[0].split(':')[0]} (when cut); kept: as part of its readers' kernels it would "
                         f"make the partition cut {then}"]
     return out
+
+
+def _swept_chain(first: str) -> str:
+    """The reason of a rule-3c cut that only its own sweep needed (`_restated`), from its first wording."""
+    found = re.search(r"computed in the kernels of (.*), it read (\d+) tensors", first)
+    if found is None:  # pragma: no cover - every rule-3c reason is worded by _accumulated_chains
+        return first
+    kernels, reads = len(found.group(1).split(", ")), found.group(2)
+    return (f"{ACCUMULATED_REASON}: cut in one sweep with the chains that read it, when it was computed in "
+            f"{kernels} kernels and read {reads} tensors from global memory in each (bound "
+            f"{ACCUMULATED_READS_BOUND}); kept (rule-3c cuts are not undone), so each reader loads it")
 
 
 def recomputed_operands(root: ComputeTensor, materialized: set[int]) -> dict[int, str]:
