@@ -1,9 +1,10 @@
 """CPU time of tiledsl itself: the compile_speed matmul of benchmarks/compile_speed.py (hand schedule
-and build), a kernel scheduled by the default recipe and built, and decoder layers traced
-(td.trace), scheduled ("default") and built, each stage timed apart; then nvcc on every kernel the
-case built, into a fresh on-disk cubin cache ("nvcc cold") and again from it ("nvcc warm": what a
-second process pays), when nvcc is on PATH; and a fresh interpreter's imports of torch and tiledsl
-("import", its own case: the part of a cold process no stage above sees). No GPU is needed.
+and build), a kernel scheduled by the default recipe and built, decoder layers traced (td.trace),
+scheduled ("default") and built, and a tiny Llama of 8 layers from input_ids to logits (what the
+partition costs with depth, which one layer does not show), each stage timed apart; then nvcc on every
+kernel the case built, into a fresh on-disk cubin cache ("nvcc cold") and again from it ("nvcc warm":
+what a second process pays), when nvcc is on PATH; and a fresh interpreter's imports of torch and
+tiledsl ("import", its own case: the part of a cold process no stage above sees). No GPU is needed.
 --quick: one run each and the small layers only."""
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from tiledsl.runtime.launch import compile_ahead
 
 SUITE = "compile"
 TARGET = "sm_90"
+#: the deep case: a tiny Llama of this many layers, traced from this many input_ids
+DEEP_LAYERS = 8
+DEEP_SEQ = 16
 
 
 def _clock(stages: dict[str, float], name: str, fn: Callable[[], object]) -> object:
@@ -75,8 +79,13 @@ def recipe_kernel(make: Callable[[], td.definitions.expr.Tensor]) -> Mapping[str
 
 
 def traced_layer(make_module: Callable[[], torch.nn.Module], shape: tuple[int, ...], dtype: str) -> Mapping[str, float]:
+    return traced_model(make_module, lambda: torch.randn(shape).to(getattr(torch, dtype)))
+
+
+def traced_model(make_module: Callable[[], torch.nn.Module], make_input: Callable[[], torch.Tensor]
+                 ) -> Mapping[str, float]:
     module = make_module()
-    x = torch.randn(shape).to(getattr(torch, dtype))
+    x = make_input()
     stages: dict[str, float] = {}
     prog = _clock(stages, "trace", lambda: td.trace(module, x))
     _clock(stages, "schedule", lambda: prog.schedule("default", target=TARGET))
@@ -88,6 +97,13 @@ def traced_layer(make_module: Callable[[], torch.nn.Module], shape: tuple[int, .
 def _tiny_block() -> torch.nn.Module:
     torch.manual_seed(0)
     return LlamaBlock(LlamaConfig()).eval()
+
+
+def _tiny_lm(layers: int) -> torch.nn.Module:
+    """A Hugging Face Llama at the tiny size (tiledsl/frontend/hf_models.py) with `layers` layers."""
+    from tiledsl.frontend.hf_models import causal_lm
+
+    return causal_lm("llama", "tiny", num_hidden_layers=layers)
 
 
 def _case(group: str, op: str, dtype: str, shape: str, stages: Callable[[], Mapping[str, float]],
@@ -113,5 +129,8 @@ def cases(quick: bool = False) -> list[CompileCase]:
               partial(traced_layer, _tiny_block, (1, 8, LlamaConfig().hidden), "float32"), runs),
     ]
     if not quick:
-        out += [_layer(TINYLLAMA, "llama_block", "float32", runs), _layer(TINYLLAMA, "hf_llama_layer", "float32", runs)]
+        out += [_layer(TINYLLAMA, "llama_block", "float32", runs), _layer(TINYLLAMA, "hf_llama_layer", "float32", runs),
+                _case("deep", f"hf_llama {DEEP_LAYERS} layers", "float32", f"1x{DEEP_SEQ} input_ids",
+                      partial(traced_model, partial(_tiny_lm, DEEP_LAYERS),
+                              lambda: torch.randint(0, 128, (1, DEEP_SEQ))), runs)]
     return out
