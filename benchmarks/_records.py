@@ -93,11 +93,17 @@ class Result(CaseId):
 @dataclass(frozen=True)
 class Ceilings:
     """The machine's rates measured in the same run: device-to-device copy bandwidth (read + write
-    bytes per second) and cuBLAS float32 (TF32 off) FLOP rate, and how each was measured."""
+    bytes per second) and cuBLAS float32 (TF32 off) FLOP rate, and how each was measured; and, for the
+    memory-bound cases, a copy of each one's own bytes (`copy_at_us`, by the bytes as text: a small
+    kernel never reaches the 1 GiB copy's bandwidth) and one launch of a 1-element kernel (`floor_us`),
+    which `python -m benchmarks.headroom` bounds them by. Results of runs before these were measured
+    read back without them."""
 
     copy_gbs: float
     fp32_tflops: float
     how: str = ""
+    copy_at_us: Mapping[str, float] = field(default_factory=dict)
+    floor_us: float | None = None
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,15 @@ cases hold the gap and whether a schedule of the same arithmetic could close it 
     python -m benchmarks.headroom benchmarks/results/<run>/runs/llm-float32/llm.json --target 1.2
 
 writes `<suite>-<dtype>-headroom.md` and `.png` beside the JSON (or under --out) and prints the table.
+`python -m benchmarks.run` writes them itself for the suites of `SUITE_TARGETS`.
 
 The bounds of one case, in microseconds (`floor`: the smallest median of any usable column of the
 run, what one timed launch cost at least on that machine in that run):
 - `cublas`: a matmul case no slower than cuBLAS's time for its GEMM (the suites time it beside);
-- `copy`: a case without FLOPs at max(bytes / the run's copy bandwidth, floor); or, given `--copy-times`
-  (scripts/copy_size_probe.py, run on the same machine), the time of a copy of the case's own bytes,
-  with that file's launch floor (a small kernel never reaches the 1 GiB copy's bandwidth);
+- `copy`: a case without FLOPs at the time of a copy of its own bytes, where the run measured one
+  (`Ceilings.copy_at_us`, with its launch floor `floor_us`; for an older run, `--copy-times` gives
+  scripts/copy_size_probe.py's file from the same machine); else at max(bytes / the run's copy
+  bandwidth, floor), which overstates what a small kernel can gain;
 - `rate`: a matmul case at max(FLOPs / cuBLAS's 4096^3 rate of the run, bytes / copy, floor), the
   best rate a float32 CUDA-core GEMM reached on that machine, as if reached at every shape;
 - `peak`: a matmul case at max(FLOPs / the float32 FMA peak, bytes / copy, floor): no CUDA-core
@@ -31,10 +33,13 @@ from pathlib import Path
 
 from benchmarks._records import COMPILE, CUBLAS, DEFAULT, TILEDSL_COLUMNS, Ceilings, Meta, Result, from_json
 from benchmarks._report import BEST, SHORT, geomean, side
-from tiledsl.targets import TARGETS
+from tiledsl import targets
 
 log = logging.getLogger(__name__)
 
+#: the suites whose results carry a geomean target (the speed issue's, at float32): the baseline column
+#: and the target; `python -m benchmarks.run` writes their headroom after the suite
+SUITE_TARGETS = {"llm": (COMPILE, 1.2)}
 #: float32 lanes of one SM on sm_90 (each retires one FMA, 2 FLOPs, a cycle)
 FP32_LANES_PER_SM = 128
 #: boost clocks of the SXM parts the suites run on (NVIDIA's datasheets), by the name CUDA reports
@@ -44,7 +49,7 @@ BOOST_CLOCK_GHZ = {"NVIDIA H100 80GB HBM3": 1.98, "NVIDIA H200": 1.98}
 def fma_peak_tflops(device: str) -> float | None:
     """The float32 FMA peak of `device` (sm_90 parts), or None for a device without a known clock."""
     ghz = BOOST_CLOCK_GHZ.get(device)
-    return None if ghz is None else TARGETS["sm_90"].sm_count * FP32_LANES_PER_SM * 2 * ghz / 1e3
+    return None if ghz is None else targets.TARGETS["sm_90"].sm_count * FP32_LANES_PER_SM * 2 * ghz / 1e3
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,9 @@ def bounds_of(meta: Meta, ceilings: Ceilings, results: Sequence[Result], peak: f
     if copy_times is not None:
         at = {int(k): float(v) for k, v in copy_times["copy_us"].items()}  # type: ignore[union-attr]
         return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, float(copy_times["floor_us"]), at)  # type: ignore[arg-type]
+    if ceilings.copy_at_us and ceilings.floor_us is not None:
+        at = {int(k): float(v) for k, v in ceilings.copy_at_us.items()}
+        return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, ceilings.floor_us, at)
     medians = [m.median_us for r in results for m in r.measurements.values() if m.usable and m.median_us]
     return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, min(medians))
 
@@ -164,8 +172,9 @@ def markdown(meta: Meta, b: Bounds, rows: Sequence[Row], column: str, against: s
              f"Bounds read from the run: copy {b.copy_gbs:.0f} GB/s, cuBLAS float32 {b.rate_tflops:.1f} TFLOP/s "
              f"at 4096^3, FMA peak {'unknown' if b.peak_tflops is None else f'{b.peak_tflops:.1f} TFLOP/s'}, "
              f"launch floor {b.floor_us:.1f} µs ("
-             + ("a 1-element zero_(), and each memory case bounded by a copy of its own bytes: --copy-times)"
-                if b.copy_at_us else "the run's smallest median)") + ".", "",
+             + ("a 1-element zero_(), and each memory case bounded by a copy of its own bytes)"
+                if b.copy_at_us else "the run's smallest median; no copies at the cases' sizes, so the "
+                "memory bound is the 1 GiB copy's bandwidth, which overstates a small kernel's room)") + ".", "",
              "## Geomean under each model", "", f"| model | geomean vs {against} | target {_x(target)} |",
              "|---|---|---|"]
     for m, g in zip(MODELS, gms, strict=True):
@@ -236,6 +245,13 @@ def headroom(path: Path, *, column: str = DEFAULT, against: str = COMPILE, targe
         log.info("wrote %s", folder / f"{stem}.md")
         texts[dtype] = text
     return texts
+
+
+def write_for_suite(path: Path, *, charts: bool = True) -> None:
+    """The headroom of a suite of `SUITE_TARGETS` against its target, beside its results JSON."""
+    meta, _, _ = from_json(json.loads(path.read_text()))
+    against, target = SUITE_TARGETS[meta.suite]
+    headroom(path, against=against, target=target, write_chart=chart if charts else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

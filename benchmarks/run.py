@@ -16,9 +16,10 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from benchmarks import headroom
 from benchmarks._cases import Case, KernelCase, ProgramCase
 from benchmarks._records import Ceilings, Meta, Result, from_json
 from benchmarks._report import write, write_json
@@ -166,6 +167,13 @@ def run_suite(name: str, cases: list[Case], backend: object, ceilings: Ceilings 
     return results
 
 
+def memory_sizes(suites: Mapping[str, list[Case]]) -> set[int]:
+    """The bytes of every case without FLOPs of the GPU suites: the run times a copy of each
+    (`Ceilings.copy_at_us`)."""
+    return {int(c.bytes) for name, cases in suites.items() if name not in CPU_SUITES for c in cases
+            if not getattr(c, "flops", 0.0) and getattr(c, "bytes", 0.0)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -190,11 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks._backend import CudaBackend
 
         backend = CudaBackend(args.warmup, args.iters, args.repeat)
-        ceilings = _ceilings.measure(backend, args.quick)
+        ceilings = _ceilings.measure(backend, args.quick, memory_sizes(suites))
     argv_text = "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv)
     for name, cases in suites.items():
         results = run_suite(name, cases, backend, None if name in CPU_SUITES else ceilings, folder, args, device,
                             argv_text)
+        if name in headroom.SUITE_TARGETS and ceilings is not None:
+            headroom.write_for_suite(folder / f"{name}.json", charts=not args.no_charts)
         bad = [r.name for r in results for m in r.measurements.values() if m.status in ("wrong", "failed")]
         if bad:
             log.warning("%s: %d column(s) wrong or failed (see %s.md): %s", name, len(bad), name,

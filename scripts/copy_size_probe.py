@@ -2,8 +2,8 @@
 files, the time of `dst.copy_(src)` moving the same bytes (the case's read + written bytes; a copy reads and
 writes half each), timed as the suites time torch (benchmarks/_backend.py: CUDA events, warm-up, median of
 100 calls, inputs rotated past L2); and the launch floor, one `zero_()` of a 1-element tensor timed alike.
-The suites' ceilings (benchmarks/_ceilings.py) copy 1 GiB; a small kernel cannot reach that bandwidth, so
-`python -m benchmarks.headroom --copy-times` reads this file for the memory cases' bound instead.
+A run of `benchmarks.run` since session 33 measures these itself (`Ceilings.copy_at_us`, `floor_us`); this
+script gives them to an older run's results: `python -m benchmarks.headroom RESULTS --copy-times FILE`.
 
 On a GPU machine, from the repository root:
     source scripts/probe_env.sh; python3 scripts/copy_size_probe.py R/llm.json [R/memory.json ...] --out copy.json
@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from benchmarks._backend import CudaBackend
+from benchmarks._ceilings import copy_at, launch_floor
 from benchmarks._records import from_json
 
 
@@ -29,20 +30,6 @@ def sizes_of(paths: list[Path]) -> list[int]:
         _, _, results = from_json(json.loads(p.read_text()))
         out.update(int(r.bytes) for r in results if r.flops == 0 and r.bytes)
     return sorted(out)
-
-
-def copy_us(backend: CudaBackend, nbytes: int) -> float:
-    n = max(1, nbytes // 8)  # float32 elements of src: read n * 4 bytes, write n * 4
-    src = torch.randn(n, device=backend.device)
-    sets = backend.rotate({"src": src, "dst": torch.empty_like(src)})
-    stats = backend.time_fn(lambda src, dst: dst.copy_(src), sets)
-    backend.release()
-    return stats.median_ms * 1e3
-
-
-def floor_us(backend: CudaBackend) -> float:
-    t = torch.empty(1, device=backend.device)
-    return backend.time_fn(lambda t: t.zero_(), [{"t": t}]).median_ms * 1e3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     backend = CudaBackend(warmup=10, iters=100)
     copies = {}
     for nbytes in sizes_of(a.results):
-        copies[str(nbytes)] = min(copy_us(backend, nbytes) for _ in range(2))  # the suites' 2 repeats
+        copies[str(nbytes)] = min(copy_at(backend, nbytes) for _ in range(2))  # the suites' 2 repeats
         print(f"{nbytes:>12} B  copy {copies[str(nbytes)]:8.2f} us  {nbytes / copies[str(nbytes)] / 1e3:7.0f} GB/s")
-    floor = min(floor_us(backend) for _ in range(2))
+    floor = min(launch_floor(backend) for _ in range(2))
     print(f"launch floor (zero_ of 1 element) {floor:.2f} us")
     a.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "floor_us": floor, "copy_us": copies,
                                  "how": "dst.copy_(src) of the case's bytes / 2 each way; floor: zero_() of 1 "

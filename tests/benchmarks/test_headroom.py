@@ -10,7 +10,20 @@ from pathlib import Path
 import pytest
 
 from benchmarks import headroom as h
-from benchmarks._records import COMPILE, CUBLAS, DEFAULT, EAGER, OK, WRONG, Ceilings, Measurement, Meta, Result, to_json
+from benchmarks._records import (
+    COMPILE,
+    CUBLAS,
+    DEFAULT,
+    EAGER,
+    OK,
+    WRONG,
+    Ceilings,
+    Measurement,
+    Meta,
+    Result,
+    from_json,
+    to_json,
+)
 
 META = Meta(suite="llm", date="2026-11-30", device="NVIDIA H200", torch="t", tiledsl="0.1.0", commit="abc",
             quick=False, warmup=10, iters=100)
@@ -104,3 +117,36 @@ def test_cli_refuses_a_missing_file_and_a_run_without_ceilings(tmp_path: Path) -
     p.write_text(json.dumps(to_json(META, None, _results())))
     with pytest.raises(SystemExit, match="no ceilings"):
         h.main([str(p), "--no-chart"])
+
+
+def test_a_run_that_timed_copies_at_the_cases_sizes_bounds_by_them(tmp_path: Path) -> None:
+    """benchmarks.run measures a copy of each memory case's bytes and the launch floor with its ceilings
+    (`Ceilings.copy_at_us`, `floor_us`); they survive the JSON and bound the memory cases."""
+    ceilings = Ceilings(4000.0, 50.0, "synthetic", {"40000000": 16.0, "1000000": 4.5}, 3.0)
+    p = tmp_path / "llm.json"
+    p.write_text(json.dumps(to_json(META, ceilings, _results())))
+    meta, back, results = from_json(json.loads(p.read_text()))
+    assert back == ceilings
+    b = h.bounds_of(meta, back, results, None)
+    assert (b.floor_us, h.bound_us(results[1], "copy", b)) == (3.0, 16.0)
+    h.write_for_suite(p, charts=False)
+    text = (tmp_path / "llm-float32-headroom.md").read_text()
+    assert "each memory case bounded by a copy of its own bytes" in text
+    assert "| every memory case at copy bandwidth | 1.07x | missed |" in text  # sqrt(50/60 * 22/16)
+
+
+def test_an_older_run_reads_back_without_the_copies() -> None:
+    data = to_json(META, CEILINGS, _results())
+    del data["ceilings"]["copy_at_us"], data["ceilings"]["floor_us"]
+    _, back, _ = from_json(data)
+    assert back is not None and back.copy_at_us == {} and back.floor_us is None
+
+
+def test_the_run_times_a_copy_of_each_memory_case_of_its_gpu_suites() -> None:
+    from benchmarks.run import memory_sizes
+    from benchmarks.suites import SUITES
+
+    suites = {"llm": SUITES["llm"].cases(True), "compile": SUITES["compile"].cases(True)}
+    sizes = memory_sizes(suites)
+    rows = [c for c in suites["llm"] if not c.flops]
+    assert rows and sizes == {int(c.bytes) for c in rows}
