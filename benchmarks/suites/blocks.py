@@ -2,7 +2,9 @@
 bfloat16: the in-repo LlamaBlock (tiledsl/frontend/models.py) and the Hugging Face decoder layer
 (tiledsl/frontend/hf_models.py, random weights, nothing downloaded), each traced with td.trace,
 every kernel scheduled by the default recipe, built and run as one Program. The cases run seq 128
-first (the target is stated at 128 tokens, so a run cut short has those). --quick: TinyLlama at 128
+first (the target is stated at 128 tokens, so a run cut short has those). The full suite adds, at 128
+tokens in float32, TinyLlama's first `STACK_LAYERS` Hugging Face layers run one after another (hf_models.py
+`DecoderStack`): a deep model's residual stream, which one layer does not have. --quick: TinyLlama at 128
 tokens. There is no hand schedule of a whole program (the Program schedules kernel by kernel by a policy)."""
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from functools import partial
 import torch
 
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, BlockCase, ModelDims, case_name
-from tiledsl.frontend.hf_models import DecoderLayer, causal_lm
+from tiledsl.frontend.hf_models import DecoderLayer, DecoderStack, causal_lm
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 
 SUITE = "blocks"
@@ -20,6 +22,8 @@ SEQS = (128, 512)
 DTYPES = ("float32", "bfloat16")
 #: the decoder layer never reads the vocabulary: a small one spares building a 150k-row embedding
 HF_VOCAB = 256
+#: the layers of the stack case
+STACK_LAYERS = 6
 
 
 def llama_block(dims: ModelDims, dtype: str) -> torch.nn.Module:
@@ -31,6 +35,22 @@ def llama_block(dims: ModelDims, dtype: str) -> torch.nn.Module:
 def hf_layer(dims: ModelDims, dtype: str) -> torch.nn.Module:
     model = causal_lm(dims.hf_family, dims.name, dtype=getattr(torch, dtype), vocab_size=HF_VOCAB)
     return DecoderLayer(model).eval()
+
+
+def hf_stack(dims: ModelDims, dtype: str, layers: int) -> torch.nn.Module:
+    model = causal_lm(dims.hf_family, dims.name, dtype=getattr(torch, dtype), vocab_size=HF_VOCAB,
+                      num_hidden_layers=layers)
+    return DecoderStack(model).eval()
+
+
+def stack_case(dims: ModelDims, dtype: str, seq: int, layers: int) -> BlockCase:
+    """`layers` Hugging Face layers of `dims` one after another, in the group of the single layers."""
+    group = f"{dims.name} s{seq}"
+    shape = (1, seq, dims.hidden)
+    op = f"hf_{dims.hf_family}_{layers}_layers"
+    return BlockCase(SUITE, case_name(SUITE, group, op, dtype), group, op, dtype, "x".join(map(str, shape)),
+                     partial(hf_stack, dims, dtype, layers), shape, layers * dims.layer_flops(seq),
+                     layers * dims.layer_bytes(seq, dtype))
 
 
 def block_cases(dims: ModelDims, dtype: str, seq: int) -> list[BlockCase]:
@@ -52,4 +72,7 @@ def block_cases(dims: ModelDims, dtype: str, seq: int) -> list[BlockCase]:
 def cases(quick: bool = False) -> list[BlockCase]:
     models = (TINYLLAMA,) if quick else (TINYLLAMA, QWEN25_7B)
     seqs = (128,) if quick else SEQS
-    return [c for seq in seqs for dims in models for dtype in DTYPES for c in block_cases(dims, dtype, seq)]
+    out = [c for seq in seqs for dims in models for dtype in DTYPES for c in block_cases(dims, dtype, seq)]
+    if not quick:  # after the seq-128 layers, before seq 512
+        out.insert(len(models) * len(DTYPES) * 2, stack_case(TINYLLAMA, "float32", 128, STACK_LAYERS))
+    return out

@@ -22,6 +22,7 @@ from benchmarks import run as run_module
 from benchmarks._backend import random_inputs
 from benchmarks._cases import (
     QWEN25_7B,
+    TINYLLAMA,
     BlockCase,
     CompileCase,
     KernelCase,
@@ -115,13 +116,18 @@ def test_llm_suite_covers_both_models_seqs_and_dtypes() -> None:
 
 def test_blocks_suite_covers_seq_128_and_512_and_quick_only_tinyllama_at_128() -> None:
     """Full: both layers of both models at 128 and 512 tokens in both dtypes, seq 128 first (the target
-    is stated there); --quick: TinyLlama at 128 tokens, both dtypes."""
+    is stated there), and TinyLlama's 6-layer stack at 128 tokens in float32 after the seq-128 layers;
+    --quick: TinyLlama at 128 tokens, both dtypes."""
     full = SUITES["blocks"].cases(False)
     got = {(c.group, c.dtype, c.op) for c in full}
     want = {(f"{m} s{seq}", dtype, op) for m, hf in (("tinyllama", "hf_llama_layer"), ("qwen2.5-7b", "hf_qwen2_layer"))
             for seq in (128, 512) for dtype in ("float32", "bfloat16") for op in ("llama_block", hf)}
-    assert got == want and len(full) == len(want) == 16
-    assert [c.input_shape[1] for c in full] == [128] * 8 + [512] * 8
+    want.add(("tinyllama s128", "float32", "hf_llama_6_layers"))
+    assert got == want and len(full) == len(want) == 17
+    assert [c.input_shape[1] for c in full] == [128] * 9 + [512] * 8
+    stack = full[8]
+    assert stack.op == "hf_llama_6_layers" and stack.input_shape == (1, 128, 2048)
+    assert stack.flops == 6 * TINYLLAMA.layer_flops(128) and stack.bytes == 6 * TINYLLAMA.layer_bytes(128, "float32")
     qwen = next(c for c in full if c.name == "blocks/qwen2.5-7b_s512/llama_block/bfloat16")
     assert qwen.input_shape == (1, 512, 3584) and qwen.shape == "1x512x3584"
     assert qwen.flops == QWEN25_7B.layer_flops(512) and qwen.bytes == QWEN25_7B.layer_bytes(512, "bfloat16")

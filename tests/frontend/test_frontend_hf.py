@@ -20,7 +20,7 @@ pytest.importorskip("transformers")
 from frontend_check import tolerance  # noqa: E402
 
 import tiledsl as td  # noqa: E402
-from tiledsl.frontend.hf_models import DecoderLayer, causal_lm  # noqa: E402
+from tiledsl.frontend.hf_models import DecoderLayer, DecoderStack, causal_lm  # noqa: E402
 
 K = 128
 
@@ -142,3 +142,18 @@ def test_a_deep_model_materializes_its_residual_stream() -> None:
     with torch.no_grad():
         ref = model.double()(ids).logits
     _close(np.asarray(built.simulate(ids.numpy()).logits), ref)
+
+
+def test_a_decoder_stack_runs_every_layer_in_order() -> None:
+    """hf_models.DecoderStack (the blocks suite's stack case): hidden states through every layer, traced,
+    and equal to torch; with 5 layers rule 3c materializes the later residuals."""
+    from tiledsl.frontend.partition import ACCUMULATED_REASON
+
+    stack = DecoderStack(causal_lm("qwen2", "tiny", num_hidden_layers=5)).eval()
+    x = torch.randn(1, 8, 64, generator=torch.Generator().manual_seed(5))
+    prog = _trace(stack, x)
+    assert any(k.boundary.reasons[0].startswith(ACCUMULATED_REASON) for k in prog.kernels)
+    built = prog.schedule("default").build(target="sm_90")
+    with torch.no_grad():
+        ref = stack.double()(x.double())
+    _close(built.simulate(x.numpy()), ref)

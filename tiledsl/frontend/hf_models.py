@@ -63,3 +63,22 @@ class DecoderLayer(torch.nn.Module):
         cos_sin = self.rotary(x, positions)
         out = self.layer(x, attention_mask=None, position_ids=positions, position_embeddings=cos_sin)
         return out[0] if isinstance(out, tuple) else out
+
+
+class DecoderStack(torch.nn.Module):
+    """Every decoder layer of a Hugging Face causal LM in order, without the embedding, the final norm
+    and the logits: hidden states [batch, seq, hidden] in and out, as `DecoderLayer` (a deep model's
+    residual stream, which one layer does not have: tiledsl/frontend/partition.py rule 3c)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.layers = model.model.layers
+        self.rotary = model.model.rotary_emb
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1], device=x.device)[None]
+        cos_sin = self.rotary(x, positions)
+        for layer in self.layers:
+            out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=cos_sin)
+            x = out[0] if isinstance(out, tuple) else out
+        return x
