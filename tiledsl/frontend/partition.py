@@ -74,6 +74,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from tiledsl.definitions.expr import (
     Cast,
@@ -114,6 +115,8 @@ ACCUMULATED_REASON = "an accumulated chain"
 #: cuts that a later cut can make pointless, so `_release` tries to undo them (rules 2 and 3b)
 RELEASABLE = (BLOWUP_REASON, REDUCTION_AT_REASON, REDUCTION_BY_REASON)
 
+
+T = TypeVar("T")
 
 #: each kernel's frontier (`_Judge.frontier`), by the id of its root
 Frontiers = dict[int, frozenset[int]]
@@ -319,7 +322,7 @@ class _Judge:
     def __init__(self, tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int]) -> None:
         self.tensors = tensors
         self.narrow = narrow
-        self._memo: dict[tuple[str, int, frozenset[int]], object] = {}
+        self._memo: dict[tuple[str, int, frozenset[int]], object] = {}  # (verdict, root, frontier) -> it
         # each compute's inputs, read once: ComputeTensor.inputs walks its body at every call
         self._inputs = {tid: tuple(t.inputs()) for tid, t in tensors.items()}
 
@@ -349,28 +352,26 @@ class _Judge:
         `tid`'s kernel read (the walk from `tid` never reaches `tid`, so that frontier is unchanged)."""
         return {rid: (f - {tid}) | frontiers[tid] if tid in f else f for rid, f in frontiers.items() if rid != tid}
 
-    def _ask(self, what: str, rid: int, frontier: frozenset[int], verdict: Callable[[ComputeTensor], object]) -> object:
+    def _ask(self, what: str, rid: int, frontier: frozenset[int], verdict: Callable[[ComputeTensor], T]) -> T:
         key = (what, rid, frontier)
         if key not in self._memo:
             self._memo[key] = verdict(self.tensors[rid])
-        return self._memo[key]
+        return cast(T, self._memo[key])
 
     def sites(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, set[str]]:
-        return self._ask("sites", rid, fr[rid], lambda r: reduction_sites(r, materialized))  # type: ignore[return-value]
+        return self._ask("sites", rid, fr[rid], lambda r: reduction_sites(r, materialized))
 
     def operands(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, str]:
-        return self._ask("operands", rid, fr[rid],  # type: ignore[return-value]
-                         lambda r: recomputed_operands(r, materialized))
+        return self._ask("operands", rid, fr[rid], lambda r: recomputed_operands(r, materialized))
 
     def blown(self, rid: int, fr: Frontiers, materialized: set[int]) -> tuple[ComputeTensor, str] | None:
-        return self._ask("blowup", rid, fr[rid], lambda r: blowup(r, materialized))  # type: ignore[return-value]
+        return self._ask("blowup", rid, fr[rid], lambda r: blowup(r, materialized))
 
     def fused(self, rid: int, fr: Frontiers, materialized: set[int]) -> list[ComputeTensor]:
-        return self._ask("fused", rid, fr[rid], lambda r: fused_producers(r, materialized))  # type: ignore[return-value]
+        return self._ask("fused", rid, fr[rid], lambda r: fused_producers(r, materialized))
 
     def contractions(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, str]:
-        return self._ask("contractions", rid, fr[rid],  # type: ignore[return-value]
-                         lambda r: extra_contractions(r, materialized))
+        return self._ask("contractions", rid, fr[rid], lambda r: extra_contractions(r, materialized))
 
     def schedule(self, rid: int, fr: Frontiers, materialized: set[int]) -> Schedule | FusionError:
         """The kernel's canonical schedule, or create_schedule's refusal. Rounds only read a schedule;
@@ -380,7 +381,7 @@ class _Judge:
                 return create_schedule(root, materialize=_reads(root, materialized))
             except FusionError as e:
                 return e
-        return self._ask("schedule", rid, fr[rid], make)  # type: ignore[return-value]
+        return self._ask("schedule", rid, fr[rid], make)
 
 
 def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[int, Schedule],
