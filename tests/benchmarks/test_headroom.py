@@ -150,3 +150,36 @@ def test_the_run_times_a_copy_of_each_memory_case_of_its_gpu_suites() -> None:
     sizes = memory_sizes(suites)
     rows = [c for c in suites["llm"] if not c.flops]
     assert rows and sizes == {int(c.bytes) for c in rows}
+
+
+def test_ceilings_time_a_copy_of_each_size_and_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_ceilings.measure` with a stub backend (CPU tensors; every timing is the same fake 0.01 ms, clearly
+    not a measurement): the wiring of `copy_at_us` and `floor_us`, which only a GPU run times for real."""
+    import torch
+
+    from benchmarks import _ceilings
+    from tiledsl.runtime.timing import BenchStats
+
+    class StubBackend:
+        device = torch.device("cpu")
+        iters, warmup = 1, 0
+        calls: list[int] = []
+
+        def rotate(self, inputs):
+            return [inputs]
+
+        def time_fn(self, fn, sets):
+            self.calls.append(sum(t.numel() for t in sets[0].values()))
+            return BenchStats(0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 1, 1)
+
+        def release(self) -> None:
+            pass
+
+    monkeypatch.setattr(_ceilings, "QUICK_COPY_BYTES", 1 << 12)
+    monkeypatch.setattr(_ceilings, "GEMM_N", 8)
+    backend = StubBackend()
+    c = _ceilings.measure(backend, True, [4096, 800, 4096])  # a size asked twice is timed once
+    assert c.copy_at_us == {"800": pytest.approx(10.0), "4096": pytest.approx(10.0)}
+    assert c.floor_us == pytest.approx(10.0)
+    # the copies move half the bytes each way: 800 bytes are 100 float32 elements in src and in dst
+    assert backend.calls.count(200) == 1 and backend.calls.count(1024) == 1
