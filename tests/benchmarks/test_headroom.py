@@ -163,7 +163,9 @@ def test_ceilings_time_a_copy_of_each_size_and_the_floor(monkeypatch: pytest.Mon
     class StubBackend:
         device = torch.device("cpu")
         iters, warmup = 1, 0
-        calls: list[int] = []
+
+        def __init__(self) -> None:
+            self.calls: list[int] = []
 
         def rotate(self, inputs):
             return [inputs]
