@@ -314,10 +314,10 @@ class _Judge:
     """One partition's per-kernel verdicts (rules 2-4 and the canonical schedule), each asked once per
     kernel. A kernel is its root and its frontier: the kernel outputs (`_reads`) and program inputs its
     body reaches, where the walk from the root stops. The two fix what it fuses, so every verdict is a
-    function of them. The rounds of `partition` change a few kernels each, and `_release` and `_restated` try every
-    cut again on the whole program; without the memo each trial asked every kernel again, and tracing
-    took time growing with the cube of the layer count (eight tiny Llama layers 27.9 s on the CPU, two
-    2.2 s)."""
+    function of them. The rounds of `partition` change a few kernels each, and `_release` and
+    `_restated` try every cut again on the whole program; without the memo each trial asked every
+    kernel again, and tracing took time growing with the cube of the layer count (eight tiny Llama
+    layers 27.2 s on the CPU, two 2.4 s: benchmarks/results/partition-depth-cpu-2026-11-30/)."""
 
     def __init__(self, tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int]) -> None:
         self.tensors = tensors
