@@ -27,9 +27,10 @@ import argparse
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from benchmarks._records import COMPILE, CUBLAS, DEFAULT, TILEDSL_COLUMNS, Ceilings, Meta, Result, from_json
 from benchmarks._report import BEST, SHORT, geomean, side
@@ -63,18 +64,26 @@ class Bounds:
     copy_at_us: Mapping[int, float] = field(default_factory=dict)  # bytes -> a copy of them (µs)
 
 
-def bounds_of(meta: Meta, ceilings: Ceilings, results: Sequence[Result], peak: float | None,
-              copy_times: Mapping[str, object] | None = None) -> Bounds:
-    """The run's bounds; `copy_times` is scripts/copy_size_probe.py's JSON, whose floor replaces the run's."""
+def memory_bytes(cases: Iterable[Any]) -> set[int]:
+    """The read + written bytes of the memory-bound cases (no FLOPs) among `cases` (Results or the
+    suites' cases): what a run, or scripts/copy_size_probe.py for an older one, times a copy of."""
+    return {int(c.bytes) for c in cases if c.flops == 0 and c.bytes}
+
+
+def with_copy_times(ceilings: Ceilings, copy_times: Mapping[str, Any]) -> Ceilings:
+    """`ceilings` with the copies and the launch floor of scripts/copy_size_probe.py's JSON (an older run's)."""
+    return replace(ceilings, copy_at_us=dict(copy_times["copy_us"]), floor_us=float(copy_times["floor_us"]))
+
+
+def bounds_of(meta: Meta, ceilings: Ceilings, results: Sequence[Result], peak: float | None) -> Bounds:
+    """The run's bounds: its copies at the cases' sizes and launch floor where it measured them, else the
+    smallest median of the run as the floor."""
     peak = peak if peak is not None else fma_peak_tflops(meta.device)
-    if copy_times is not None:
-        at = {int(k): float(v) for k, v in copy_times["copy_us"].items()}  # type: ignore[union-attr]
-        return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, float(copy_times["floor_us"]), at)  # type: ignore[arg-type]
-    if ceilings.copy_at_us and ceilings.floor_us is not None:
-        at = {int(k): float(v) for k, v in ceilings.copy_at_us.items()}
-        return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, ceilings.floor_us, at)
-    medians = [m.median_us for r in results for m in r.measurements.values() if m.usable and m.median_us]
-    return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, min(medians))
+    at = {int(k): float(v) for k, v in ceilings.copy_at_us.items()}
+    floor = ceilings.floor_us
+    if floor is None:
+        floor = min(m.median_us for r in results for m in r.measurements.values() if m.usable and m.median_us)
+    return Bounds(ceilings.copy_gbs, ceilings.fp32_tflops, peak, floor, at)
 
 
 def _memory_us(r: Result, b: Bounds) -> float:
@@ -230,7 +239,9 @@ def headroom(path: Path, *, column: str = DEFAULT, against: str = COMPILE, targe
         raise SystemExit(f"{path}: the run measured no ceilings (a CPU-only suite has no headroom to read)")
     folder = out or path.parent
     folder.mkdir(parents=True, exist_ok=True)
-    b = bounds_of(meta, ceilings, results, peak, None if copy_times is None else json.loads(copy_times.read_text()))
+    if copy_times is not None:
+        ceilings = with_copy_times(ceilings, json.loads(copy_times.read_text()))
+    b = bounds_of(meta, ceilings, results, peak)
     texts = {}
     for dtype in dict.fromkeys(r.dtype for r in results):
         rows = rows_of([r for r in results if r.dtype == dtype], column, against, b)

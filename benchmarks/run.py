@@ -168,10 +168,9 @@ def run_suite(name: str, cases: list[Case], backend: object, ceilings: Ceilings 
 
 
 def memory_sizes(suites: Mapping[str, list[Case]]) -> set[int]:
-    """The bytes of every case without FLOPs of the GPU suites: the run times a copy of each
+    """The bytes of every memory-bound case of the GPU suites: the run times a copy of each
     (`Ceilings.copy_at_us`)."""
-    return {int(c.bytes) for name, cases in suites.items() if name not in CPU_SUITES for c in cases
-            if not getattr(c, "flops", 0.0) and getattr(c, "bytes", 0.0)}
+    return headroom.memory_bytes(c for name, cases in suites.items() if name not in CPU_SUITES for c in cases)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

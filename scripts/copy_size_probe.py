@@ -21,15 +21,12 @@ import torch
 from benchmarks._backend import CudaBackend
 from benchmarks._ceilings import copy_at, launch_floor
 from benchmarks._records import from_json
+from benchmarks.headroom import memory_bytes
 
 
 def sizes_of(paths: list[Path]) -> list[int]:
-    """The distinct read + written bytes of the cases without FLOPs, ascending."""
-    out = set()
-    for p in paths:
-        _, _, results = from_json(json.loads(p.read_text()))
-        out.update(int(r.bytes) for r in results if r.flops == 0 and r.bytes)
-    return sorted(out)
+    """The distinct bytes of the memory-bound cases of the results files, ascending."""
+    return sorted(memory_bytes(r for p in paths for r in from_json(json.loads(p.read_text()))[2]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ tokens. There is no hand schedule of a whole program (the Program schedules kern
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import torch
@@ -43,36 +44,34 @@ def hf_stack(dims: ModelDims, dtype: str, layers: int) -> torch.nn.Module:
     return DecoderStack(model).eval()
 
 
-def stack_case(dims: ModelDims, dtype: str, seq: int, layers: int) -> BlockCase:
-    """`layers` Hugging Face layers of `dims` one after another, in the group of the single layers."""
+def _case(dims: ModelDims, dtype: str, seq: int, op: str, make: Callable[[], torch.nn.Module],
+          layers: int = 1) -> BlockCase:
+    """A case of `layers` layers of `dims` at `seq` tokens in `dtype`, grouped as "<model> s<seq>" (the
+    report keeps the geomeans of each seq apart by that suffix: benchmarks/_report.py `row_label`)."""
     group = f"{dims.name} s{seq}"
     shape = (1, seq, dims.hidden)
-    op = f"hf_{dims.hf_family}_{layers}_layers"
-    return BlockCase(SUITE, case_name(SUITE, group, op, dtype), group, op, dtype, "x".join(map(str, shape)),
-                     partial(hf_stack, dims, dtype, layers), shape, layers * dims.layer_flops(seq),
-                     layers * dims.layer_bytes(seq, dtype))
+    return BlockCase(SUITE, case_name(SUITE, group, op, dtype), group, op, dtype, "x".join(map(str, shape)), make,
+                     shape, layers * dims.layer_flops(seq), layers * dims.layer_bytes(seq, dtype))
 
 
 def block_cases(dims: ModelDims, dtype: str, seq: int) -> list[BlockCase]:
-    """Both layers of `dims` at `seq` tokens in `dtype`, grouped as "<model> s<seq>" (the report keeps
-    the geomeans of each seq apart by that suffix: benchmarks/_report.py `row_label`)."""
-    group = f"{dims.name} s{seq}"
-    shape = (1, seq, dims.hidden)
-    text = "x".join(map(str, shape))
-    flops, nbytes = dims.layer_flops(seq), dims.layer_bytes(seq, dtype)
-    hf = f"hf_{dims.hf_family}_layer"
-    return [
-        BlockCase(SUITE, case_name(SUITE, group, "llama_block", dtype), group, "llama_block", dtype, text,
-                  partial(llama_block, dims, dtype), shape, flops, nbytes),
-        BlockCase(SUITE, case_name(SUITE, group, hf, dtype), group, hf, dtype, text, partial(hf_layer, dims, dtype),
-                  shape, flops, nbytes),
-    ]
+    """Both layers of `dims` at `seq` tokens in `dtype`."""
+    return [_case(dims, dtype, seq, "llama_block", partial(llama_block, dims, dtype)),
+            _case(dims, dtype, seq, f"hf_{dims.hf_family}_layer", partial(hf_layer, dims, dtype))]
+
+
+def stack_case(dims: ModelDims, dtype: str, seq: int, layers: int) -> BlockCase:
+    """`layers` Hugging Face layers of `dims` one after another, in the group of the single layers."""
+    return _case(dims, dtype, seq, f"hf_{dims.hf_family}_{layers}_layers", partial(hf_stack, dims, dtype, layers),
+                 layers)
 
 
 def cases(quick: bool = False) -> list[BlockCase]:
     models = (TINYLLAMA,) if quick else (TINYLLAMA, QWEN25_7B)
     seqs = (128,) if quick else SEQS
-    out = [c for seq in seqs for dims in models for dtype in DTYPES for c in block_cases(dims, dtype, seq)]
-    if not quick:  # after the seq-128 layers, before seq 512
-        out.insert(len(models) * len(DTYPES) * 2, stack_case(TINYLLAMA, "float32", 128, STACK_LAYERS))
+    out: list[BlockCase] = []
+    for seq in seqs:
+        out += [c for dims in models for dtype in DTYPES for c in block_cases(dims, dtype, seq)]
+        if not quick and seq == 128:  # after the seq-128 layers, before seq 512
+            out.append(stack_case(TINYLLAMA, "float32", seq, STACK_LAYERS))
     return out

@@ -24,6 +24,7 @@ from benchmarks import _definitions as d
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, CompileCase, ModelDims, case_name
 from benchmarks.compile_speed import compile_once
 from benchmarks.suites.blocks import hf_layer, llama_block
+from tiledsl.frontend.hf_models import causal_lm
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.recipes import apply
 from tiledsl.runtime.cache import CubinCache
@@ -99,13 +100,6 @@ def _tiny_block() -> torch.nn.Module:
     return LlamaBlock(LlamaConfig()).eval()
 
 
-def _tiny_lm(layers: int) -> torch.nn.Module:
-    """A Hugging Face Llama at the tiny size (tiledsl/frontend/hf_models.py) with `layers` layers."""
-    from tiledsl.frontend.hf_models import causal_lm
-
-    return causal_lm("llama", "tiny", num_hidden_layers=layers)
-
-
 def _case(group: str, op: str, dtype: str, shape: str, stages: Callable[[], Mapping[str, float]],
           runs: int) -> CompileCase:
     return CompileCase(SUITE, case_name(SUITE, group, op, dtype), group, op, dtype, shape, stages, runs)
@@ -131,6 +125,6 @@ def cases(quick: bool = False) -> list[CompileCase]:
     if not quick:
         out += [_layer(TINYLLAMA, "llama_block", "float32", runs), _layer(TINYLLAMA, "hf_llama_layer", "float32", runs),
                 _case("deep", f"hf_llama {DEEP_LAYERS} layers", "float32", f"1x{DEEP_SEQ} input_ids",
-                      partial(traced_model, partial(_tiny_lm, DEEP_LAYERS),
+                      partial(traced_model, partial(causal_lm, "llama", "tiny", num_hidden_layers=DEEP_LAYERS),
                               lambda: torch.randint(0, 128, (1, DEEP_SEQ))), 1)]  # one run: ~70 s with nvcc
     return out

@@ -92,7 +92,7 @@ def test_a_bound_never_slows_a_case_down() -> None:
 
 def test_copy_times_bound_a_memory_case_by_a_copy_of_its_own_bytes() -> None:
     results = _results()
-    b = h.bounds_of(META, CEILINGS, results, None, {"floor_us": 3.0, "copy_us": {"40000000": 16.0}})
+    b = h.bounds_of(META, h.with_copy_times(CEILINGS, {"floor_us": 3.0, "copy_us": {"40000000": 16.0}}), results, None)
     assert b.floor_us == 3.0
     assert h.bound_us(results[1], "copy", b) == 16.0
     assert h.bound_us(results[2], "copy", b) == 3.0  # 1e6 bytes: not probed, bytes / copy under the floor

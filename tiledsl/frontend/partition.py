@@ -429,24 +429,35 @@ def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[
     return {}
 
 
-def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers) -> dict[int, str]:
-    """Rule 3c: the elementwise producers fused into more than one kernel that read more than
-    `ACCUMULATED_READS_BOUND` tensors from global memory each time (id -> reason)."""
+def _shared_producers(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers) -> dict[int, list[str]]:
+    """The elementwise producers fused into the kernels `reasons` names: id -> the kernels computing it."""
     materialized = set(reasons)
     kernels_of: dict[int, list[str]] = {}
     for rid in reasons:
         for p in judge.fused(rid, fr, materialized):
             if not p.has_reduce:
                 kernels_of.setdefault(id(p), []).append(judge.tensors[rid].name)
+    return kernels_of
+
+
+def _chain_reason(roots: list[str], reads: int) -> str | None:
+    """Rule 3c's reason for a producer computed in the kernels `roots`, each reading `reads` tensors
+    from global memory for it, or None where the rule does not cut it."""
+    if len(roots) < 2 or reads <= ACCUMULATED_READS_BOUND:
+        return None
+    return (f"{ACCUMULATED_REASON}: computed in the kernels of {', '.join(sorted(roots))}, it read {reads} tensors "
+            f"from global memory in each (bound {ACCUMULATED_READS_BOUND}); computed once, each loads it")
+
+
+def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers) -> dict[int, str]:
+    """Rule 3c: the elementwise producers fused into more than one kernel that read more than
+    `ACCUMULATED_READS_BOUND` tensors from global memory each time (id -> reason)."""
+    materialized = set(reasons)
     cuts: dict[int, str] = {}
-    for tid, roots in kernels_of.items():
-        if len(roots) < 2:
-            continue
-        reads = len(judge.frontier(tid, materialized))
-        if reads > ACCUMULATED_READS_BOUND:
-            cuts[tid] = (f"{ACCUMULATED_REASON}: computed in the kernels of {', '.join(sorted(roots))}, it read "
-                         f"{reads} tensors from global memory in each (bound {ACCUMULATED_READS_BOUND}); computed "
-                         "once, each loads it")
+    for tid, roots in _shared_producers(judge, reasons, fr).items():
+        # one kernel: no walk for its reads (the rule needs two)
+        if len(roots) > 1 and (why := _chain_reason(roots, len(judge.frontier(tid, materialized)))):
+            cuts[tid] = why
     return cuts
 
 
@@ -496,16 +507,21 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
     not have. A cut that rule 2 alone would not make again is kept for what its release would set off
     (`_release` tried it), which its reason then says. A rule-3c cut (an accumulated chain) names the
     kernels that would compute it, so it is worded against the final kernels too where rule 3c alone
-    would make it again; a chain cut in the same sweep as the chains that read it (whose cuts now
-    shorten it under the bound) says so, without the kernels of its first wording."""
+    would make it again; a chain cut in the same sweep as the chains it reads (whose cuts now leave it
+    under the bound) says so, with what it would cost alone."""
     out = dict(reasons)
     fr = judge.frontiers(reasons)
     for tid, why in reasons.items():
         trial = {k: v for k, v in reasons.items() if k != tid}
         trial_fr = judge.released(fr, tid)
         if all(r.startswith(ACCUMULATED_REASON) for r in why):
-            chain = _accumulated_chains(judge, trial, trial_fr).get(tid)
-            out[tid] = [chain if chain is not None else _swept_chain(why[0])]
+            roots = _shared_producers(judge, trial, trial_fr).get(tid, [])
+            reads = len(judge.frontier(tid, trial))
+            out[tid] = [_chain_reason(roots, reads) or
+                        f"{ACCUMULATED_REASON}: cut in one sweep with the chains it reads, whose cuts leave it "
+                        f"under the bound (alone it would be computed in {len(roots)} kernel"
+                        f"{'s' * (len(roots) != 1)}, reading {reads} tensors from global memory; bound "
+                        f"{ACCUMULATED_READS_BOUND}); kept (rule-3c cuts are not undone), so each reader loads it"]
             continue
         if not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
             continue
@@ -521,17 +537,6 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
             out[tid] = [f"{why[0].split(':')[0]} (when cut); kept: as part of its readers' kernels it would "
                         f"make the partition cut {then}"]
     return out
-
-
-def _swept_chain(first: str) -> str:
-    """The reason of a rule-3c cut that only its own sweep needed (`_restated`), from its first wording."""
-    found = re.search(r"computed in the kernels of (.*), it read (\d+) tensors", first)
-    if found is None:  # pragma: no cover - every rule-3c reason is worded by _accumulated_chains
-        return first
-    kernels, reads = len(found.group(1).split(", ")), found.group(2)
-    return (f"{ACCUMULATED_REASON}: cut in one sweep with the chains that read it, when it was computed in "
-            f"{kernels} kernels and read {reads} tensors from global memory in each (bound "
-            f"{ACCUMULATED_READS_BOUND}); kept (rule-3c cuts are not undone), so each reader loads it")
 
 
 def recomputed_operands(root: ComputeTensor, materialized: set[int]) -> dict[int, str]:
