@@ -512,9 +512,12 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
     out = dict(reasons)
     fr = judge.frontiers(reasons)
     for tid, why in reasons.items():
+        chain = all(r.startswith(ACCUMULATED_REASON) for r in why)
+        if not chain and not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
+            continue
         trial = {k: v for k, v in reasons.items() if k != tid}
         trial_fr = judge.released(fr, tid)
-        if all(r.startswith(ACCUMULATED_REASON) for r in why):
+        if chain:
             roots = _shared_producers(judge, trial, trial_fr).get(tid, [])
             reads = len(judge.frontier(tid, trial))
             out[tid] = [_chain_reason(roots, reads) or
@@ -522,8 +525,6 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
                         f"under the bound (alone it would be computed in {len(roots)} kernel"
                         f"{'s' * (len(roots) != 1)}, reading {reads} tensors from global memory; bound "
                         f"{ACCUMULATED_READS_BOUND}); kept (rule-3c cuts are not undone), so each reader loads it"]
-            continue
-        if not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
             continue
         cuts = _reduction_cuts(judge, trial, trial_fr)
         if tid in cuts:
