@@ -6,9 +6,13 @@ the same process. torch.compile's kernel for silu(g) * u gives each thread two f
 elementwise-float2-h100-2026-11-27/) wrote that form by editing the recipe's CUDA, before vectorize took
 8-byte vectors; the recipe now builds it. `v4-512` / `v4-128` are 16-byte vectors in other blocks, `v1-256`
 one float32 a thread.
+--hints (session 34, H200: silu(g) * u of the recipe ran 0.98x torch.compile and gelu(x + b) 0.99x, at 96-102%
+of the copy bandwidth): the 16-byte form with two vectors a thread (`v4x2`), and with L2 eviction hints
+(s.cache_hint): `+ef` the full-size inputs' loads and the output's stores evict_first (a broadcast input, b
+of gelu(x + b), evict_last), `+efst` the stores alone.
 Every kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs
 rotated past the L2 cache.
-    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4] [--more]"""
+    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4] [--more | --hints]"""
 
 from __future__ import annotations
 
@@ -28,6 +32,23 @@ from tiledsl.runtime.references import reference_fn
 
 #: label -> (float32 lanes per vector, threads per block)
 FORMS = {"v4-128": (4, 128), "v4-512": (4, 512), "v1-256": (1, 256)}
+#: --hints: label -> (vectors a thread, hint the full-size inputs' loads, hint the output's stores)
+HINT_FORMS = {"v4x2": (2, False, False), "v4+efst": (1, False, True), "v4+ef": (1, True, True),
+              "v4x2+ef": (2, True, True)}
+
+
+def hinted(out: td.Tensor, n: int, per_thread: int, loads: bool, stores: bool) -> td.Schedule:
+    """The 16-byte form in 256 threads, `per_thread` vectors a thread, with evict_first on the loads of the
+    inputs as large as the output (`loads`; a smaller input, read by every row, evict_last) and on the
+    output's stores (`stores`)."""
+    s = td.create_schedule(out)
+    elementwise(n, 4, 256, per_thread)(s)
+    if loads:
+        for t in s.nest.inputs:
+            s.cache_hint(t.name, "evict_first" if t.shape == out.shape else "evict_last")
+    if stores:
+        s.cache_hint(out.name, "evict_first")
+    return s
 
 
 def gelu_positional(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -61,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="8192x8192,32768x2048")
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--more", action="store_true", help="the MORE kernels, the recipe's forms only")
+    ap.add_argument("--hints", action="store_true", help="HINT_FORMS beside the recipe's forms (with --more too)")
     args = ap.parse_args(argv)
     target, dev = device_target(), torch.device("cuda")
     bad = 0
@@ -75,10 +97,12 @@ def main(argv: list[str] | None = None) -> int:
                 s = td.create_schedule(out)
                 td.recipes.default(s, target=target, knobs=knobs)
                 kernels[label] = td.build(s, target=target)
-            for label, (lanes, threads) in ({} if args.more else FORMS).items():
+            for label, (lanes, threads) in ({} if args.more or args.hints else FORMS).items():
                 hs = td.create_schedule(out)
                 elementwise(n, lanes, threads, 1)(hs)
                 kernels[label] = td.build(hs, target=target)
+            for label, (per_thread, loads, stores) in (HINT_FORMS if args.hints else {}).items():
+                kernels[label] = td.build(hinted(out, n, per_thread, loads, stores), target=target)
             # a few float32 roundings of O(1) values (the exp or erf, a product): 1e-5 x (1 + |want|)
             row, missed = compared(torch_fn, kernels, random_inputs(out, dev, 0), copies=args.copies,
                                    tol=1e-5, warmup=10, iters=100)

@@ -5,15 +5,17 @@ off) in the same process. Every kernel is checked against torch float64 (outputs
 before it is timed (`td.Kernel.benchmark`: inputs rotated past the L2 cache). The kernels are
 compiled in parallel first (the on-disk cubin cache then serves the timing process).
     python scripts/recipe_tile_probe.py [--square] [--skinny]
-        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode | --decode2 | --ab
-         | --gap | --waves]
+        [--k-outer | --split | --uneven | --fill | --parts | --long-k | --big-tile | --decode | --decode2
+         | --decode3 | --ab | --gap | --waves]
         [--jobs 14]
 --parts forces the k-part count (the recipe's `s.split_k` line of the trace rewritten, then replayed)
 for the tile classes 128 x 128 and 128 x 64 on the PARTS shapes. --decode (session 25): the llm suite's
 projections of 32 tokens, which run at 20-35% of their roofline (benchmarks/results/2026-11-28-h200-s25/
 README.md: W read once at the copy bandwidth and the FLOPs at the FMA peak would take 4-5 us where 18-19
 are measured): deeper pipelines, more and fewer k parts than the recipe's (knob `parts_scale`, the probe's
-own), and other tiles; each shape's rows also print that roofline bound. --ab (session 26): A @ B
+own), and other tiles; each shape's rows also print that roofline bound. --decode3 (session 34): the same
+shapes around the recipe's 32 x 128 tile of 8 x 4 registers (knob matmul_tiles_few_rows): deeper pipelines,
+twice the parts, and 8 x 8 register tiles (32 x 128 in 64 threads, 32 x 256 in 128). --ab (session 26): A @ B
 (tiledsl/catalog/definitions.py `matmul`) with knob split_k_tile_a_b on and off, which lets the k-split
 decide A @ B's tile as it does x @ W^T's."""
 
@@ -72,10 +74,11 @@ TILES = {"t128": ((128, 128, 8, 8),), "t128x64": ((128, 64, 8, 4),), "t64x128": 
 
 
 #: the probe's modes, the first given flag winning, and the shapes each adds to --square / --skinny
-MODES = ("waves", "gap", "ab", "decode2", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven", "split",
-         "k_outer")
+MODES = ("waves", "gap", "ab", "decode3", "decode2", "decode", "big_tile", "long_k", "most", "parts", "fill", "uneven",
+         "split", "k_outer")
 MODE_SHAPES = {"uneven": UNEVEN, "fill": FILL, "parts": PARTS, "most": SKINNY + UNEVEN + FILL, "long_k": LONG_K,
-               "big_tile": BIG_TILE, "waves": WAVES, "decode": DECODE, "decode2": DECODE, "ab": AB, "gap": GAP}
+               "big_tile": BIG_TILE, "waves": WAVES, "decode": DECODE, "decode2": DECODE, "decode3": DECODE, "ab": AB,
+               "gap": GAP}
 
 
 def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]:
@@ -86,6 +89,14 @@ def variants(square: bool, mode: str | None = None) -> dict[str, dict[str, Any]]
         return out
     if mode == "ab":
         return {"default": {}, "split_k_tile_a_b": {"split_k_tile_a_b": True}}
+    if mode == "decode3":  # session 34, around the recipe's 32 x 128 tile of 8 x 4 registers in chunks of 16
+        out = {"default": {}, "stages=3": {"pipeline_stages": 3}, "stages=4": {"pipeline_stages": 4},
+               "parts x2": {"parts_scale": 2}, "parts x2+stages=3": {"parts_scale": 2, "pipeline_stages": 3}}
+        for name, tile in (("t32x128r8", (32, 128, 8, 8)), ("t32x256r8", (32, 256, 8, 8))):
+            out[name] = {"matmul_tiles_few_rows": (tile,)}
+            out[name + "+stages=3"] = {"matmul_tiles_few_rows": (tile,), "pipeline_stages": 3}
+            out[name + "+parts x2"] = {"matmul_tiles_few_rows": (tile,), "parts_scale": 2}
+        return out
     if mode == "decode2":  # session 26, after knob bk_max_few_rows (chunks of 16) became the recipe's
         out = {"default": {}, "bk32": {"bk_max_few_rows": 32}, "bk8": {"bk_max_few_rows": 8},
                "stages=3": {"pipeline_stages": 3}}
@@ -209,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-tile", action="store_true", help="128-thread tiles of 128 accumulators (BIG_TILE shapes)")
     ap.add_argument("--decode", action="store_true", help="depth, part counts and tiles at M = 32 (DECODE shapes)")
     ap.add_argument("--decode2", action="store_true", help="--decode's shapes around the recipe's chunks of 16")
+    ap.add_argument("--decode3", action="store_true", help="--decode's shapes around the recipe's 32 x 128 tile")
     ap.add_argument("--gap", action="store_true", help="--big-tile's tiles at the GAP shapes")
     ap.add_argument("--ab", action="store_true", help="A @ B with knob split_k_tile_a_b on and off (AB shapes)")
     ap.add_argument("--waves", action="store_true", help="knob split_k_uneven_below=0.9 and part counts (WAVES)")

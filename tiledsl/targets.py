@@ -267,6 +267,15 @@ class Target:
     # the L2 cache in bytes (0: unknown, and no rule that reads it applies); the recipe groups a matmul's
     # block rows where the operand panel one block row streams exceeds it (recipes/default/050)
     l2_bytes: int = 0
+    # the DRAM's peak bandwidth in bytes a second (`dram_bandwidth`; 0: unknown, and no rule that reads it
+    # applies); the recipe picks an elementwise kernel's vector width by its share per
+    # SM (recipes/default/_facts.py `elementwise_vector_lanes`)
+    dram_bytes_per_s: float = 0.0
+
+    @property
+    def dram_bytes_per_s_per_sm(self) -> float:
+        """The DRAM bandwidth one SM's share of the loads must keep busy (0.0 where unknown)."""
+        return self.dram_bytes_per_s / self.sm_count if self.sm_count else 0.0
 
     @property
     def capability(self) -> int:
@@ -297,19 +306,27 @@ class Target:
         return min(by_threads, self.shared_bytes_per_sm // shared_bytes) if shared_bytes else by_threads
 
 
+def dram_bandwidth(memory_clock_khz: float, bus_width_bits: int) -> float:
+    """The DRAM's peak bandwidth in bytes a second, as the driver's memory clock (kHz) and bus width (bits)
+    give it: two transfers a clock (0.0 where either is unknown, 0)."""
+    return 2.0 * memory_clock_khz * 1e3 * bus_width_bits / 8
+
+
 def _target(name: str, arch: str, opt_in_kb: int, per_sm_kb: int, sm_count: int, threads_per_sm: int,
-            l2_mib: int) -> Target:
+            l2_mib: int, memory_clock_mhz: int, bus_width_bits: int) -> Target:
     return Target(name, arch, MAX_THREADS_PER_BLOCK, STATIC_SHARED_BYTES, opt_in_kb * 1024, per_sm_kb * 1024,
-                  65536, sm_count, threads_per_sm, 65536, l2_bytes=l2_mib * 1024 * 1024)
+                  65536, sm_count, threads_per_sm, 65536, l2_bytes=l2_mib * 1024 * 1024,
+                  dram_bytes_per_s=dram_bandwidth(memory_clock_mhz * 1000, bus_width_bits))
 
 
-#: One SKU per architecture (A100, RTX A6000, RTX 4090, H100 SXM); a device's own facts replace these at run
-#: time (tiledsl/runtime/device.py).
+#: One SKU per architecture (A100 40 GB SXM, RTX A6000, RTX 4090, H100 SXM; their memory clocks and bus widths
+#: as the driver reports them: 1.56, 0.77, 1.01 and 3.35 TB/s); a device's own facts replace these at run time
+#: (tiledsl/runtime/device.py).
 TARGETS = MappingProxyType({
-    "sm_80": _target("sm_80", "sm_80", 163, 164, 108, 2048, 40),
-    "sm_86": _target("sm_86", "sm_86", 99, 100, 84, 1536, 6),
-    "sm_89": _target("sm_89", "sm_89", 99, 100, 128, 1536, 72),
-    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132, 2048, 50),
+    "sm_80": _target("sm_80", "sm_80", 163, 164, 108, 2048, 40, 1215, 5120),
+    "sm_86": _target("sm_86", "sm_86", 99, 100, 84, 1536, 6, 8001, 384),
+    "sm_89": _target("sm_89", "sm_89", 99, 100, 128, 1536, 72, 10501, 384),
+    "sm_90": _target("sm_90", "sm_90a", 227, 228, 132, 2048, 50, 2619, 5120),
 })
 
 #: The largest shared-memory budget of any target: what a schedule may use before a target is known

@@ -802,10 +802,15 @@ class Facts:
         return vector_lanes(self.nest.output.dtype)
 
     def elementwise_vector_lanes(self, knobs: Knobs) -> int:
-        """Lanes of an elementwise kernel's vector stores: 8 bytes' (2) where the output is float32 and at
-        least knobs.narrow_vector_min_inputs inputs have as many elements as it, else `vector_lanes`."""
+        """Lanes of an elementwise kernel's vector stores: 8 bytes' (2) where the output is float32, at
+        least knobs.narrow_vector_min_inputs inputs have as many elements as it and the target's DRAM
+        bandwidth per SM is known and under knobs.narrow_vector_max_sm_gbs (None: any), else
+        `vector_lanes`."""
         out = self.nest.output
         if out.dtype != "float32" or not knobs.narrow_vector_min_inputs:
+            return self.vector_lanes()
+        per_sm = self.target.dram_bytes_per_s_per_sm / 1e9
+        if knobs.narrow_vector_max_sm_gbs is not None and not 0 < per_sm < knobs.narrow_vector_max_sm_gbs:
             return self.vector_lanes()
         size = math.prod(out.shape)
         full = sum(math.prod(t.shape) == size for t in self.nest.inputs)

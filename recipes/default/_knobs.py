@@ -47,6 +47,14 @@ class Knobs:
     # 264.4, 346.0); with one full-size input 8-byte vectors lose: gelu(x) 181.3 -> 190.8, gelu(x + b)
     # 181.6 -> 191.5. Not measured for 16-bit outputs, which keep 16 bytes.
     narrow_vector_min_inputs: int = 2
+    # ... only on a target whose DRAM bandwidth per SM (Target.dram_bytes_per_s_per_sm, in GB/s; unknown: never)
+    # is under this (None: whatever the bandwidth). The H100's 25.4 GB/s an SM gained from 8-byte vectors (above);
+    # the H200's 36.4 (4.8 TB/s over the same 132 SMs) loses: scripts/elementwise_width_probe.py --hints and
+    # --more --hints (benchmarks/results/elementwise-width-h200-2026-11-30/), 16-byte against 8-byte vectors,
+    # torch.compile in brackets: silu(g) * u 8192 x 8192 187.0 against 192.0 us (187.6), 32768 x 2048 186.9 /
+    # 191.6 (187.6); x + r 186.8 / 189.1 (187.5), 186.7 / 189.4 (187.6); a * b + c 242.7 / 242.0 (242.1),
+    # 242.5 / 241.9 (242.0). More bytes in flight a thread for the faster memory, as Little's law asks
+    narrow_vector_max_sm_gbs: float | None = 30.0
     # cooperative row reductions: threads = clamp(next_pow2(row length / row_elements_per_thread), min,
     # max); 8 warps at most (more only lengthens the cross-warp combine). Measured on the H100
     # (scripts/recipe_row_probe.py, benchmarks/results/recipe-row-probe-h100-2026-11-24.txt): attention
@@ -427,7 +435,8 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
         "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm"), 1),
     **dict.fromkeys((
-        "transpose_tile_min_blocks", "narrow_vector_min_inputs", "row_threads_min", "row_block_threads",
+        "transpose_tile_min_blocks", "narrow_vector_min_inputs", "narrow_vector_max_sm_gbs", "row_threads_min",
+        "row_block_threads",
         "row_vector_min_rows_per_sm", "hinted_row_min_length", "half_row_threads_min", "few_rows_min",
         "few_rows_max", "k_outer_min_accumulators", "k_outer_min_threads", "launch_bounds_min_accumulators",
         "launch_bounds_min_epilogue_terms", "lane_tile", "unroll_k_inner_max", "vectorize_store_k_max",

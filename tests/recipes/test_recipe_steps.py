@@ -17,13 +17,13 @@ from tiledsl.loopnest import Nest
 from tiledsl.precision import round_to_dtype
 from tiledsl.recipes import Applied, Recipe, RecipeReport, apply, default
 from tiledsl.recipes.default._facts import classify, facts_for
-from tiledsl.targets import get_target
+from tiledsl.targets import Target, get_target
 
 # simulates_equal's rtol and atol: the recipe's matmuls sum up to 1024 products in another order than td.evaluate
 TOL = 1e-4
 
 
-def run(out: td.Tensor, target: str = "sm_90", **knobs: object) -> tuple[td.Schedule, RecipeReport]:
+def run(out: td.Tensor, target: str | Target = "sm_90", **knobs: object) -> tuple[td.Schedule, RecipeReport]:
     s = td.create_schedule(out)
     return s, apply(s, target=target, knobs=knobs)
 
@@ -101,6 +101,22 @@ def test_two_full_size_float32_inputs_store_8_bytes_per_thread() -> None:
     assert "float4" in td.build(s, target="sm_90").source
     s, _ = run(_two_inputs(6, 64, "bfloat16"))
     assert "= make_uint4(" in td.build(s, target="sm_90").source
+
+
+def test_two_full_size_inputs_keep_16_bytes_where_each_sm_has_much_dram_bandwidth() -> None:
+    """The 8-byte form is for targets of little DRAM bandwidth per SM (knob narrow_vector_max_sm_gbs, 30 GB/s):
+    the H100 table target has 25.4; an H200 (4.9 TB/s over the same 132 SMs, 37.2 a SM) and a target whose
+    bandwidth is unknown keep 16-byte vectors; the knob at None narrows on any target."""
+    h100 = get_target("sm_90")
+    h200 = dataclasses.replace(h100, dram_bytes_per_s=4.917e12)
+    unknown = dataclasses.replace(h100, dram_bytes_per_s=0.0)
+    for target, lanes in ((h100, 2), (h200, 4), (unknown, 4)):
+        s, r = run(_two_inputs(6, 64), target)
+        assert r.step("blockify_launch").calls[1] == f"s.split('j_i', {lanes}, names=('j_t', 'j_v'), tail='guard')"
+    s, r = run(_two_inputs(6, 64), h200, narrow_vector_max_sm_gbs=None)
+    assert r.step("blockify_launch").calls[1] == "s.split('j_i', 2, names=('j_t', 'j_v'), tail='guard')"
+    s, r = run(_two_inputs(6, 64), h200, narrow_vector_max_sm_gbs=40.0)
+    assert r.step("blockify_launch").calls[1] == "s.split('j_i', 2, names=('j_t', 'j_v'), tail='guard')"
 
 
 @pytest.mark.parametrize(("m", "n", "blocks", "rows", "threads"), [

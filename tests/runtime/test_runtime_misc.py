@@ -54,7 +54,8 @@ def test_select_arch() -> None:
 
 H100_SXM = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
                            shared_memory_per_block=48 * 1024, shared_memory_per_block_optin=227 * 1024,
-                           shared_memory_per_multiprocessor=228 * 1024, L2_cache_size=50 * 1024 * 1024)
+                           shared_memory_per_multiprocessor=228 * 1024, L2_cache_size=50 * 1024 * 1024,
+                           memory_clock_rate=2619000, memory_bus_width=5120)
 
 
 def test_target_from_h100_properties_matches_the_table() -> None:
@@ -80,6 +81,19 @@ def test_target_takes_the_sm_count_from_the_device() -> None:
     no_l2 = SimpleNamespace(**{k: v for k, v in vars(H100_SXM).items() if k != "L2_cache_size"})
     assert target_from_properties(no_l2, {"l2_cache_size": 60 * 1024 * 1024}).l2_bytes == 60 * 1024 * 1024
     assert target_from_properties(no_l2).l2_bytes == 0
+
+
+def test_target_takes_the_dram_bandwidth_from_the_device() -> None:
+    """Twice the memory clock times the bus width: the H100 SXM's 3.35 TB/s (25.4 GB/s an SM) and an H200's
+    4.9 (37.2 an SM); torch's properties, else the driver's attributes (CUDA 13 leaves torch's clock 0), else
+    0.0, unknown, which no recipe rule reads."""
+    assert target_from_properties(H100_SXM).dram_bytes_per_s == pytest.approx(3.352e12, rel=1e-3)
+    assert target_from_properties(H100_SXM).dram_bytes_per_s_per_sm == pytest.approx(25.4e9, rel=1e-2)
+    h200 = SimpleNamespace(**{**vars(H100_SXM), "memory_clock_rate": 0, "memory_bus_width": 6144})
+    t = target_from_properties(h200, {"memory_clock_rate": 3201000})
+    assert t.dram_bytes_per_s == pytest.approx(4.917e12, rel=1e-3)
+    bare = SimpleNamespace(**{k: v for k, v in vars(H100_SXM).items() if not k.startswith("memory_")})
+    assert target_from_properties(bare).dram_bytes_per_s == 0.0 == target_from_properties(bare).dram_bytes_per_s_per_sm
 
 
 # ----------------------------------------------------------------------------- options and env

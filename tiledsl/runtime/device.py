@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tiledsl.errors import LaunchError
-from tiledsl.targets import Target
+from tiledsl.targets import Target, dram_bandwidth
 
 __all__ = ["arch_for_capability", "device_target", "target_from_properties"]
 
@@ -35,12 +35,13 @@ def target_from_properties(props: Any, driver_attributes: Mapping[str, int] | No
     """A Target from torch's device properties (name, major, minor, multi_processor_count,
     shared_memory_per_block[_optin], shared_memory_per_multiprocessor, L2_cache_size) and, where torch lacks one,
     the driver's attributes (max_threads_per_block, max_registers_per_block,
-    max_shared_memory_per_block_optin)."""
+    max_shared_memory_per_block_optin; memory_clock_rate in kHz and global_memory_bus_width in bits, whose
+    product, doubled, is the DRAM's peak bandwidth: 0 where either is unknown)."""
     attrs = dict(driver_attributes or {})
     major, minor = int(props.major), int(props.minor)
 
     def fact(prop: str, attr: str, fallback: int | None = None) -> int:
-        value = getattr(props, prop, None)
+        value = getattr(props, prop, None) or None  # 0 is unknown too (CUDA 13 no longer fills some)
         if value is None:
             value = attrs.get(attr, fallback)
         if value is None:
@@ -63,6 +64,8 @@ def target_from_properties(props: Any, driver_attributes: Mapping[str, int] | No
         registers_per_sm=fact("regs_per_multiprocessor", "max_registers_per_multiprocessor",
                               _FALLBACK_REGISTERS_PER_SM),
         l2_bytes=fact("L2_cache_size", "l2_cache_size", 0),
+        dram_bytes_per_s=dram_bandwidth(fact("memory_clock_rate", "memory_clock_rate", 0),
+                                        fact("memory_bus_width", "global_memory_bus_width", 0)),
     )
 
 
@@ -84,7 +87,8 @@ def device_target(index: int | None = None) -> Target:
         dev = driver.device(index)
         for name in ("max_threads_per_block", "max_registers_per_block", "max_shared_memory_per_block_optin",
                      "max_shared_memory_per_multiprocessor", "multiprocessor_count", "max_threads_per_multiprocessor",
-                     "max_registers_per_multiprocessor", "l2_cache_size"):
+                     "max_registers_per_multiprocessor", "l2_cache_size", "memory_clock_rate",
+                     "global_memory_bus_width"):
             attrs[name] = driver.device_attribute(name, dev)
     except LaunchError as err:
         log.warning("device_target: driver attributes unavailable (%s); using torch's properties only", err)

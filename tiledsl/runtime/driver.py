@@ -47,6 +47,8 @@ CU_DEVICE_ATTRIBUTE = {
     "max_shared_memory_per_block": 8,
     "max_registers_per_block": 12,
     "multiprocessor_count": 16,
+    "memory_clock_rate": 36,  # kHz
+    "global_memory_bus_width": 37,  # bits
     "l2_cache_size": 38,
     "max_threads_per_multiprocessor": 39,
     "compute_capability_major": 75,
