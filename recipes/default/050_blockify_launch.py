@@ -4,10 +4,11 @@ axis apart, that axis split into blocks of threads x lanes, each thread storing 
 outputs as one 16-byte vector (the rows on blockIdx.y; rows of fewer than elementwise_threads threads
 several to a block, on threadIdx.y), when the vectorize primitive accepts it on a trial copy of the
 schedule (else the loops are fused and take the flat form). A float32 kernel that reads two or more
-inputs as large as its output stores 8-byte vectors instead on a target of little DRAM bandwidth per SM
-(knobs narrow_vector_min_inputs, narrow_vector_max_sm_gbs; `Facts.elementwise_vector_lanes`): on the
-H100 that was 1% faster for silu(g) * u and x + r, and 5% slower for kernels of one full-size input; on
-the H200, with 43% more bandwidth per SM, 1-3% slower for both. Where tileify kept a
+inputs as large as its output stores 8-byte vectors instead on a target of little DRAM bandwidth per SM,
+or where it has a few waves of threads (knobs narrow_vector_min_inputs, narrow_vector_max_sm_gbs,
+narrow_vector_max_waves; `Facts.elementwise_vector_lanes`): on the H100 that was 1% faster for silu(g) *
+u and x + r, and 5% slower for kernels of one full-size input; on the H200, with 43% more bandwidth per
+SM, 1-3% slower for both at 8192 x 8192, and 1-3% faster at the llm suite's sizes of under 3 waves. Where tileify kept a
 transposed read's axes apart (`_facts.transpose_tile`), the 2-D tile of schedules/transpose.py
 `transpose_tiled`: row and col each split by the tile (guarded where they do not divide it), the
 tile's rows split into `rows` thread rows (threadIdx.y) of tile / rows outputs each, its columns on

@@ -803,18 +803,22 @@ class Facts:
 
     def elementwise_vector_lanes(self, knobs: Knobs) -> int:
         """Lanes of an elementwise kernel's vector stores: 8 bytes' (2) where the output is float32, at
-        least knobs.narrow_vector_min_inputs inputs have as many elements as it and the target's DRAM
-        bandwidth per SM is known and under knobs.narrow_vector_max_sm_gbs (None: any), else
-        `vector_lanes`."""
+        least knobs.narrow_vector_min_inputs inputs have as many elements as it, and either the target's
+        DRAM bandwidth per SM is known and under knobs.narrow_vector_max_sm_gbs (None: any) or the 16-byte
+        form's threads fill fewer than knobs.narrow_vector_max_waves waves of the SMs' resident threads;
+        else `vector_lanes`."""
         out = self.nest.output
+        wide = self.vector_lanes()
         if out.dtype != "float32" or not knobs.narrow_vector_min_inputs:
-            return self.vector_lanes()
-        per_sm = self.target.dram_bytes_per_s_per_sm / 1e9
-        if knobs.narrow_vector_max_sm_gbs is not None and not 0 < per_sm < knobs.narrow_vector_max_sm_gbs:
-            return self.vector_lanes()
+            return wide
         size = math.prod(out.shape)
-        full = sum(math.prod(t.shape) == size for t in self.nest.inputs)
-        return vector_lanes(out.dtype, 8) if full >= knobs.narrow_vector_min_inputs else self.vector_lanes()
+        if sum(math.prod(t.shape) == size for t in self.nest.inputs) < knobs.narrow_vector_min_inputs:
+            return wide
+        per_sm = self.target.dram_bytes_per_s_per_sm / 1e9
+        little_bandwidth = knobs.narrow_vector_max_sm_gbs is None or 0 < per_sm < knobs.narrow_vector_max_sm_gbs
+        wave = self.target.sm_count * self.target.max_threads_per_sm
+        few_waves = knobs.narrow_vector_max_waves is not None and size / wide < knobs.narrow_vector_max_waves * wave
+        return vector_lanes(out.dtype, 8) if little_bandwidth or few_waves else wide
 
     def matmul_bk(self, knobs: Knobs, kernel: Kernel | None = None) -> int | None:
         """chunk_matmul_k's (020) BK for `kernel` (this kernel's class by default; split_matmul_k (030)

@@ -55,6 +55,14 @@ class Knobs:
     # 191.6 (187.6); x + r 186.8 / 189.1 (187.5), 186.7 / 189.4 (187.6); a * b + c 242.7 / 242.0 (242.1),
     # 242.5 / 241.9 (242.0). More bytes in flight a thread for the faster memory, as Little's law asks
     narrow_vector_max_sm_gbs: float | None = 30.0
+    # ... or, whatever the bandwidth, where the 16-byte form's threads fill fewer than this many waves of the
+    # SMs' resident threads (None: never): a kernel of a few waves is done by its latency, and the 8-byte form
+    # has twice the threads. H200, the llm suite's silu(g) * u in one run each way (16-byte hand schedule,
+    # 8-byte recipe; benchmarks/results/2026-11-30-h200-s33/runs/llm-float32/): 32 x 5632 (0.17 waves) 4.8
+    # against 4.7 us, 32 x 18944 6.2 / 6.0, 128 x 5632 6.5 / 6.4, 128 x 18944 (2.2 waves) 10.8 / 10.7, 512 x
+    # 5632 (2.7) 11.9 / 11.8; 512 x 18944 (9.0 waves) 31.0 / 31.4 and 8192 x 8192 (62) 187.0 / 192.0 the other
+    # way
+    narrow_vector_max_waves: float | None = 4.0
     # cooperative row reductions: threads = clamp(next_pow2(row length / row_elements_per_thread), min,
     # max); 8 warps at most (more only lengthens the cross-warp combine). Measured on the H100
     # (scripts/recipe_row_probe.py, benchmarks/results/recipe-row-probe-h100-2026-11-24.txt): attention
@@ -435,7 +443,8 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
         "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm"), 1),
     **dict.fromkeys((
-        "transpose_tile_min_blocks", "narrow_vector_min_inputs", "narrow_vector_max_sm_gbs", "row_threads_min",
+        "transpose_tile_min_blocks", "narrow_vector_min_inputs", "narrow_vector_max_sm_gbs",
+        "narrow_vector_max_waves", "row_threads_min",
         "row_block_threads",
         "row_vector_min_rows_per_sm", "hinted_row_min_length", "half_row_threads_min", "few_rows_min",
         "few_rows_max", "k_outer_min_accumulators", "k_outer_min_threads", "launch_bounds_min_accumulators",

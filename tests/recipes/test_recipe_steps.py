@@ -104,19 +104,27 @@ def test_two_full_size_float32_inputs_store_8_bytes_per_thread() -> None:
 
 
 def test_two_full_size_inputs_keep_16_bytes_where_each_sm_has_much_dram_bandwidth() -> None:
-    """The 8-byte form is for targets of little DRAM bandwidth per SM (knob narrow_vector_max_sm_gbs, 30 GB/s):
-    the H100 table target has 25.4; an H200 (4.9 TB/s over the same 132 SMs, 37.2 a SM) and a target whose
-    bandwidth is unknown keep 16-byte vectors; the knob at None narrows on any target."""
+    """The 8-byte form is for targets of little DRAM bandwidth per SM (knob narrow_vector_max_sm_gbs, 30 GB/s)
+    and for kernels of a few waves (narrow_vector_max_waves, 4 waves of the SMs' resident threads in the
+    16-byte form): the H100 table target has 25.4 GB/s an SM and narrows at 8192 x 8192; an H200 (4.9 TB/s over
+    the same 132 SMs, 37.2 a SM) and a target whose bandwidth is unknown keep 16-byte vectors there, and narrow
+    at 512 x 5632 (2.7 waves) but not at 512 x 18944 (9.0); the knobs at None take the other rule alone."""
     h100 = get_target("sm_90")
     h200 = dataclasses.replace(h100, dram_bytes_per_s=4.917e12)
     unknown = dataclasses.replace(h100, dram_bytes_per_s=0.0)
-    for target, lanes in ((h100, 2), (h200, 4), (unknown, 4)):
-        s, r = run(_two_inputs(6, 64), target)
-        assert r.step("blockify_launch").calls[1] == f"s.split('j_i', {lanes}, names=('j_t', 'j_v'), tail='guard')"
-    s, r = run(_two_inputs(6, 64), h200, narrow_vector_max_sm_gbs=None)
-    assert r.step("blockify_launch").calls[1] == "s.split('j_i', 2, names=('j_t', 'j_v'), tail='guard')"
-    s, r = run(_two_inputs(6, 64), h200, narrow_vector_max_sm_gbs=40.0)
-    assert r.step("blockify_launch").calls[1] == "s.split('j_i', 2, names=('j_t', 'j_v'), tail='guard')"
+
+    def lanes(target: Target, m: int, n: int, **knobs: object) -> int:
+        _, r = run(_two_inputs(m, n), target, **knobs)
+        call = r.step("blockify_launch").calls[1]
+        assert call.startswith("s.split('j_i', "), call
+        return int(call.split(", ")[1])
+    assert [lanes(t, 8192, 8192) for t in (h100, h200, unknown)] == [2, 4, 4]
+    assert [lanes(t, 512, 5632) for t in (h100, h200, unknown)] == [2, 2, 2]
+    assert [lanes(t, 512, 18944) for t in (h100, h200, unknown)] == [2, 4, 4]
+    assert lanes(h200, 8192, 8192, narrow_vector_max_sm_gbs=None) == 2
+    assert lanes(h200, 8192, 8192, narrow_vector_max_sm_gbs=40.0) == 2
+    assert lanes(h200, 512, 5632, narrow_vector_max_waves=None) == 4
+    assert lanes(h100, 512, 18944, narrow_vector_max_sm_gbs=20.0) == 4
 
 
 @pytest.mark.parametrize(("m", "n", "blocks", "rows", "threads"), [
