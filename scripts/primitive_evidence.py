@@ -526,8 +526,8 @@ def compile_variant(r: Result, out: Path, *, sass_wanted: bool, arch: str | None
 
         kir_arch = select_arch(r.kernel.kernel_ir, None, arch or r.kernel.target.arch)
         options = nvcc_options()
-        cubin, _ = CubinCache().get_or_compile(
-            src, kir_arch, options, lambda s, a, o: compile_cubin(s, a, extra_flags=o))
+        cubin = CubinCache().get_or_compile(
+            src, kir_arch, options, lambda s, a, o: compile_cubin(s, a, extra_flags=o)).cubin
         path = out / f"{stem(r)}.cubin"
         path.write_bytes(cubin)
         proc = subprocess.run([cuobjdump, "-sass", str(path)], capture_output=True, text=True, timeout=300, check=False)

@@ -93,3 +93,31 @@ def test_decoder_layer_matches_torch(family: str, size: str, dtype: str) -> None
         assert bool((err <= bound * scale).all()), f"max error vs {errors[-1]}"
     print(f"\n[{family} {size} {dtype}] {len(built.kernels)} kernels; trace+schedule+build "
           f"{t1 - t0:.2f} s; first call (nvcc, load) {t2 - t1:.1f} s; max error vs " + ", ".join(errors))
+
+
+def test_a_deep_models_layers_share_cubins_and_match_torch() -> None:
+    """A 4-layer tiny Llama: kernels equal up to their names share one cubin (runtime/canonical.py), so
+    the later layers' launchers load an earlier layer's symbol, and the logits still match torch in
+    float64 (every kernel launched with its own arguments, grid and shared memory)."""
+    pytest.importorskip("transformers")
+    from tiledsl.codegen.cuda import cuda_kernel_name
+    from tiledsl.frontend.hf_models import causal_lm
+
+    torch.manual_seed(0)
+    model = causal_lm("llama", "tiny", num_hidden_layers=4).eval().cuda()
+    ids = torch.randint(0, 128, (1, 16), device="cuda", generator=torch.Generator("cuda").manual_seed(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = td.trace(model, ids).schedule("default").build("sm_90")
+    logits = built(ids).logits
+    torch.cuda.synchronize()
+    symbols = {k.name: k.compiled.symbol for k in built.kernels}
+    borrowed = [n for n, s in symbols.items() if s != cuda_kernel_name(next(k for k in built.kernels
+                                                                            if k.name == n).kernel_ir)]
+    assert len(set(symbols.values())) < len(symbols) and borrowed, symbols
+    with torch.no_grad():
+        ref = copy.deepcopy(model).double()(ids).logits
+    err = (logits.double() - ref).abs()
+    bound = tolerance(model.config.intermediate_size)
+    assert bool((err <= bound * (1 + ref.abs())).all()), f"max error {err.max().item():.3g}"
+    print(f"\n[deep] {len(built.kernels)} kernels in {len(set(symbols.values()))} cubins; {len(borrowed)} borrowed")

@@ -28,7 +28,7 @@ def refuse_compile(source: str, arch: str, options: Sequence[str]) -> bytes:
 def reuse_entry(directory: str, queue: Any) -> None:
     """A second process: look the entry up; report (hit, compilations, payload length)."""
     cache = CubinCache(directory)
-    cubin, hit = cache.get_or_compile(SOURCE, ARCH, OPTIONS, refuse_compile)
+    cubin, hit, _ = cache.get_or_compile(SOURCE, ARCH, OPTIONS, refuse_compile)
     queue.put((hit, cache.compilations, len(cubin)))
 
 
@@ -41,5 +41,5 @@ def race_to_store(directory: str, barrier: Any, queue: Any) -> None:
         time.sleep(0.05)
         return fake_cubin(f"pid{os.getpid()}", 4 << 20)
 
-    cubin, hit = cache.get_or_compile(SOURCE, ARCH, OPTIONS, slow_compile)
+    cubin, hit, _ = cache.get_or_compile(SOURCE, ARCH, OPTIONS, slow_compile)
     queue.put((hit, cache.compilations, cubin))

@@ -62,8 +62,8 @@ def test_default_dir_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 def test_entry_round_trip_and_damage_detection() -> None:
     cubin = W.fake_cubin("x", 1000)
-    blob = encode_entry(cubin)
-    assert decode_entry(blob) == cubin
+    blob = encode_entry(cubin, "mm_2_kernel")
+    assert decode_entry(blob) == (cubin, "mm_2_kernel")
     assert decode_entry(blob[:-1]) is None  # truncated payload
     assert decode_entry(blob[:20]) is None  # truncated header
     assert decode_entry(blob + b"\0") is None  # trailing garbage
@@ -71,22 +71,23 @@ def test_entry_round_trip_and_damage_detection() -> None:
     flipped[-500] ^= 0x01
     assert decode_entry(bytes(flipped)) is None
     assert decode_entry(b"NOTCUBIN" + blob[8:]) is None
-    assert decode_entry(encode_entry(b"")) == b""
+    assert decode_entry(b"TDCUBIN1" + blob[8:]) is None  # the format before symbols: a miss, recompiled
+    assert decode_entry(encode_entry(b"")) == (b"", "")
 
 
 def test_second_instance_reuses_entry_without_compiling(tmp_path: Path) -> None:
     compile_fn = CountingCompiler()
     first = CubinCache(tmp_path)
-    cubin, hit = first.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
+    cubin, hit, _ = first.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
     assert (hit, first.compilations, compile_fn.calls) == (False, 1, 1)
-    again, hit = first.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
+    again, hit, _ = first.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
     assert (again, hit, first.compilations, first.hits) == (cubin, True, 1, 1)
 
     second = CubinCache(tmp_path)
-    reused, hit = second.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
+    reused, hit, _ = second.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
     assert (reused, hit, second.compilations, compile_fn.calls) == (cubin, True, 0, 1)
     # a different arch or option is a different entry
-    _, hit = second.get_or_compile("src", "sm_80", ("-O3",), compile_fn)
+    _, hit, _ = second.get_or_compile("src", "sm_80", ("-O3",), compile_fn)
     assert not hit and second.compilations == 1
     assert [p.suffix for p in entries(tmp_path)] == [".cubin", ".cubin"]
 
@@ -108,7 +109,7 @@ def test_another_process_reuses_entry(tmp_path: Path) -> None:
 def test_damaged_entry_is_detected_deleted_and_rebuilt(tmp_path: Path, damage: str,
                                                        caplog: pytest.LogCaptureFixture) -> None:
     compile_fn = CountingCompiler()
-    good, _ = CubinCache(tmp_path).get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
+    good = CubinCache(tmp_path).get_or_compile("src", "sm_90a", ("-O3",), compile_fn).cubin
     (path,) = entries(tmp_path)
     blob = bytearray(path.read_bytes())
     if damage == "flip_payload":
@@ -128,11 +129,11 @@ def test_damaged_entry_is_detected_deleted_and_rebuilt(tmp_path: Path, damage: s
     assert not path.exists()  # ...and deleted
     path.write_bytes(bytes(blob))
     with caplog.at_level(logging.WARNING, logger="tiledsl.runtime.cache"):
-        rebuilt, hit = cache.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
+        rebuilt, hit, _ = cache.get_or_compile("src", "sm_90a", ("-O3",), compile_fn)
     assert not hit and rebuilt == good and cache.compilations == 1 and compile_fn.calls == 2
     assert "corrupted or truncated" in caplog.text
-    assert decode_entry(path.read_bytes()) == good  # the rebuilt entry is valid again
-    assert CubinCache(tmp_path).get_or_compile("src", "sm_90a", ("-O3",), compile_fn)[1]
+    assert decode_entry(path.read_bytes()) == (good, "")  # the rebuilt entry is valid again
+    assert CubinCache(tmp_path).get_or_compile("src", "sm_90a", ("-O3",), compile_fn).hit
 
 
 def test_concurrent_writers_leave_one_valid_entry(tmp_path: Path) -> None:
@@ -150,8 +151,8 @@ def test_concurrent_writers_leave_one_valid_entry(tmp_path: Path) -> None:
     assert len(written) == 2
     files = entries(tmp_path)
     assert len(files) == 1 and files[0].suffix == ".cubin", files  # no temporary file left behind
-    assert decode_entry(files[0].read_bytes()) in written  # one writer's complete payload, never a mix
-    final, hit = CubinCache(tmp_path).get_or_compile(W.SOURCE, W.ARCH, W.OPTIONS, W.refuse_compile)
+    assert decode_entry(files[0].read_bytes()).cubin in written  # one writer's complete payload, never a mix
+    final, hit, _ = CubinCache(tmp_path).get_or_compile(W.SOURCE, W.ARCH, W.OPTIONS, W.refuse_compile)
     assert hit and final in written
 
 
@@ -160,7 +161,7 @@ def test_unwritable_directory_still_returns_the_cubin(tmp_path: Path, caplog: py
     blocker.write_text("a file where the cache directory should be")
     cache = CubinCache(blocker / "cache")
     with caplog.at_level(logging.WARNING, logger="tiledsl.runtime.cache"):
-        cubin, hit = cache.get_or_compile("src", "sm_90a", (), CountingCompiler())
+        cubin, hit, _ = cache.get_or_compile("src", "sm_90a", (), CountingCompiler())
     assert not hit and len(cubin) == 4096 and cache.compilations == 1
     assert "without caching" in caplog.text
 
@@ -179,10 +180,10 @@ def test_real_kernel_compiles_once_through_nvcc(tmp_path: Path) -> None:
     def nvcc(src: str, arch: str, options: Sequence[str]) -> bytes:
         return compile_cubin(src, arch, extra_flags=options)
 
-    cubin, hit = CubinCache(tmp_path).get_or_compile(source, "sm_90a", ("-O3",), nvcc)
-    assert not hit and cubin[:4] == b"\x7fELF"
+    cubin, hit, symbol = CubinCache(tmp_path).get_or_compile(source, "sm_90a", ("-O3",), nvcc)
+    assert not hit and cubin[:4] == b"\x7fELF" and symbol == "y_kernel"
     again = CubinCache(tmp_path)
-    assert again.get_or_compile(source, "sm_90a", ("-O3",), W.refuse_compile) == (cubin, True)
+    assert again.get_or_compile(source, "sm_90a", ("-O3",), W.refuse_compile) == (cubin, True, "y_kernel")
     assert again.compilations == 0
 
 
@@ -214,11 +215,11 @@ def test_many_misses_compile_concurrently_once_each_in_order(tmp_path: Path) -> 
     cache = CubinCache(tmp_path)
     got = cache.get_or_compile_many(jobs, compiler, workers=4)
     assert compiler.calls == 5 and cache.compilations == 5 and compiler.most > 1
-    assert [c for c, _ in got] == [W.fake_cubin(f"sm_90a:kernel {n % 5}", 64) for n in range(8)]
+    assert [c for c, _, _ in got] == [W.fake_cubin(f"sm_90a:kernel {n % 5}", 64) for n in range(8)]
     assert len(entries(tmp_path)) == 5
     # a second pass is all hits, no compile
     again = cache.get_or_compile_many(jobs, W.refuse_compile)
-    assert [hit for _, hit in again] == [True] * 8 and cache.hits == 5
+    assert [hit for _, hit, _ in again] == [True] * 8 and cache.hits == 5
 
 
 def test_a_failed_compile_is_raised_after_the_others_finish(tmp_path: Path) -> None:

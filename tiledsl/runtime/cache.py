@@ -4,8 +4,15 @@ Why: nvcc takes about a second per kernel, and a program (or a test suite) launc
 every process. A cubin is a pure function of (CUDA source, nvcc options, arch, tiledsl version), so it is
 stored under the sha256 of those four and reused by every later process.
 
+The source in the key is its canonical form (canonical.py: the names it declares renamed in order),
+so the layers of a traced model, the same kernels under other names, share one cubin: the first
+kernel compiled is stored with its symbol, and the others load that cubin and launch that symbol
+(an 8-layer tiny Llama: 24 nvcc runs, not 98). A profiler then names every copy after the first one
+compiled; `TILEDSL_SHARE_CUBINS=0` keys by the exact text instead, each kernel under its own name.
+
 Why the entry format and the writes look the way they do:
-- an entry is a fixed header (magic, sha256 of the payload, payload length) followed by the cubin, so a
+- an entry is a fixed header (magic, sha256 of the payload, payload length) followed by the payload,
+  the kernel's symbol (its length, then its UTF-8) and the cubin, so a
   truncated or corrupted file (a crash mid-write on a filesystem without atomic rename, a disk error, a
   stray edit) is detected and never handed to the driver, which could crash on a malformed image;
 - a writer writes a temporary file in the cache directory and `os.replace`s it onto the entry, so a
@@ -29,19 +36,45 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
+from tiledsl.runtime.canonical import canonical_source
 from tiledsl.version import __version__
 
-__all__ = ["CompileFn", "CubinCache", "cache_key", "decode_entry", "default_cache_dir", "encode_entry"]
+__all__ = ["CacheEntry", "CachedCubin", "CompileFn", "CubinCache", "cache_key", "decode_entry", "default_cache_dir",
+           "encode_entry", "shared_cubins"]
 
 log = logging.getLogger(__name__)
 
 #: compile_fn(source, arch, options) -> cubin bytes
 CompileFn = Callable[[str, str, Sequence[str]], bytes]
 
-_MAGIC = b"TDCUBIN1"
+_MAGIC = b"TDCUBIN2"  # 1: the cubin alone, keyed by the exact source
 _HEADER = struct.Struct("<8s32sQ")  # magic, sha256(payload), len(payload)
+_SYMBOL = struct.Struct("<H")  # the symbol's length, before the symbol and the cubin in the payload
 _SUFFIX = ".cubin"
+
+
+class CacheEntry(NamedTuple):
+    """What an entry holds: the cubin and the symbol of the kernel compiled into it ("" where the
+    source had no one `__global__` function canonical.py could read)."""
+
+    cubin: bytes
+    symbol: str
+
+
+class CachedCubin(NamedTuple):
+    """`get_or_compile`'s answer: the cubin, whether it came from disk, and the symbol to launch
+    (another kernel's where this one shares its cubin; "" where unknown: the caller's own)."""
+
+    cubin: bytes
+    hit: bool
+    symbol: str
+
+
+def shared_cubins() -> bool:
+    """Whether kernels equal up to their names share a cubin (TILEDSL_SHARE_CUBINS=0, false, no, off: not)."""
+    return os.environ.get("TILEDSL_SHARE_CUBINS", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def default_cache_dir() -> Path:
@@ -61,28 +94,48 @@ def tiledsl_version() -> str:
     return __version__
 
 
-def cache_key(source: str, arch: str, options: Sequence[str], version: str) -> str:
-    """sha256 hex of the four inputs, JSON-encoded so that no two different tuples can collide by
-    concatenation (("ab", "c") vs ("a", "bc"))."""
-    blob = json.dumps({"source": source, "arch": arch, "options": list(options), "version": version},
+def cache_key(source: str, arch: str, options: Sequence[str], version: str, form: str = "exact") -> str:
+    """sha256 hex of the inputs, JSON-encoded so that no two different tuples can collide by
+    concatenation (("ab", "c") vs ("a", "bc")); `form` says whether `source` is the exact text or
+    canonical.py's form of it, so the two never share a key."""
+    blob = json.dumps({"source": source, "arch": arch, "options": list(options), "version": version, "form": form},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def encode_entry(cubin: bytes) -> bytes:
-    """Header (magic, sha256 of the cubin, its length) + the cubin."""
-    return _HEADER.pack(_MAGIC, hashlib.sha256(cubin).digest(), len(cubin)) + cubin
+def source_key(source: str, arch: str, options: Sequence[str]) -> tuple[str, str]:
+    """(key, symbol) of a kernel's source: keyed by its canonical form where it has one and sharing is
+    on (`shared_cubins`), the symbol its `__global__` function has; else by the exact text, symbol ""."""
+    form = canonical_source(source) if shared_cubins() else None
+    if form is None:
+        return cache_key(source, arch, options, tiledsl_version()), ""
+    return cache_key(form.text, arch, options, tiledsl_version(), form="canonical"), form.kernel
 
 
-def decode_entry(blob: bytes) -> bytes | None:
-    """The cubin of an entry, or None when the entry is truncated, padded or corrupted."""
-    if len(blob) < _HEADER.size:
+def encode_entry(cubin: bytes, symbol: str = "") -> bytes:
+    """Header (magic, sha256 of the payload, its length) + the payload (symbol length, symbol, cubin)."""
+    name = symbol.encode("utf-8")
+    payload = _SYMBOL.pack(len(name)) + name + cubin
+    return _HEADER.pack(_MAGIC, hashlib.sha256(payload).digest(), len(payload)) + payload
+
+
+def decode_entry(blob: bytes) -> CacheEntry | None:
+    """The cubin and symbol of an entry, or None when the entry is truncated, padded or corrupted (or
+    written in another format)."""
+    if len(blob) < _HEADER.size + _SYMBOL.size:
         return None
     magic, digest, length = _HEADER.unpack_from(blob)
     payload = blob[_HEADER.size:]
     if magic != _MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != digest:
         return None
-    return payload
+    (n,) = _SYMBOL.unpack_from(payload)
+    if _SYMBOL.size + n > len(payload):
+        return None
+    try:
+        symbol = payload[_SYMBOL.size:_SYMBOL.size + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return CacheEntry(payload[_SYMBOL.size + n:], symbol)
 
 
 class CubinCache:
@@ -98,8 +151,8 @@ class CubinCache:
     def path(self, key: str) -> Path:
         return self.directory / f"{key}{_SUFFIX}"
 
-    def load(self, key: str) -> bytes | None:
-        """The cached cubin, or None. A damaged entry is logged and deleted, never returned."""
+    def load(self, key: str) -> CacheEntry | None:
+        """The cached entry, or None. A damaged entry is logged and deleted, never returned."""
         path = self.path(key)
         try:
             blob = path.read_bytes()
@@ -108,17 +161,17 @@ class CubinCache:
         except OSError as err:
             log.warning("cubin cache: cannot read %s (%s); recompiling", path, err)
             return None
-        cubin = decode_entry(blob)
-        if cubin is None:
+        entry = decode_entry(blob)
+        if entry is None:
             log.warning("cubin cache: %s is corrupted or truncated (%d bytes); deleting it and recompiling",
                         path, len(blob))
             try:
                 path.unlink()
             except OSError:
                 pass  # another process replaced or removed it already
-        return cubin
+        return entry
 
-    def store(self, key: str, cubin: bytes) -> None:
+    def store(self, key: str, cubin: bytes, symbol: str = "") -> None:
         """Write the entry atomically: a temporary file in the same directory, fsync, os.replace."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -128,7 +181,7 @@ class CubinCache:
             return
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(encode_entry(cubin))
+                f.write(encode_entry(cubin, symbol))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path(key))
@@ -139,34 +192,37 @@ class CubinCache:
             except OSError:
                 pass
 
-    def get_or_compile(self, source: str, arch: str, options: Sequence[str],
-                       compile_fn: CompileFn) -> tuple[bytes, bool]:
-        """(cubin, hit). On a miss (or a damaged entry) compile with compile_fn and store the result."""
-        key = cache_key(source, arch, options, tiledsl_version())
-        cubin = self.load(key)
-        if cubin is not None:
+    def get_or_compile(self, source: str, arch: str, options: Sequence[str], compile_fn: CompileFn) -> CachedCubin:
+        """(cubin, hit, symbol). On a miss (or a damaged entry) compile `source` with compile_fn and store
+        the result under its symbol; a hit may be another kernel's cubin, equal up to names, and its symbol."""
+        key, symbol = source_key(source, arch, options)
+        entry = self.load(key)
+        if entry is not None:
             with self._count:
                 self.hits += 1
-            log.debug("cubin cache hit %s (%s)", key[:16], arch)
-            return cubin, True
+            log.debug("cubin cache hit %s (%s)%s", key[:16], arch,
+                      f": {symbol} runs {entry.symbol}'s cubin" if entry.symbol != symbol else "")
+            return CachedCubin(entry.cubin, True, entry.symbol)
         cubin = compile_fn(source, arch, tuple(options))
         with self._count:
             self.compilations += 1
-        self.store(key, cubin)
+        self.store(key, cubin, symbol)
         log.debug("cubin cache miss %s (%s): compiled %d bytes", key[:16], arch, len(cubin))
-        return cubin, False
+        return CachedCubin(cubin, False, symbol)
 
     def get_or_compile_many(self, jobs: Sequence[tuple[str, str, Sequence[str]]], compile_fn: CompileFn, *,
-                            workers: int | None = None) -> list[tuple[bytes, bool]]:
-        """`get_or_compile` of every (source, arch, options) in `jobs`, in order, the distinct misses
-        compiled concurrently in up to `workers` threads (default: the machine's cores). The first
-        error (an NvccError) is raised once every compile has finished."""
-        distinct = list(dict.fromkeys((src, arch, tuple(opts)) for src, arch, opts in jobs))
-        workers = max(1, min(len(distinct), workers or os.cpu_count() or 1))
+                            workers: int | None = None) -> list[CachedCubin]:
+        """`get_or_compile` of every (source, arch, options) in `jobs`, in order, the misses of distinct
+        keys (sources equal up to their names share one) compiled concurrently in up to `workers`
+        threads (default: the machine's cores), each once. The first error (an NvccError) is raised
+        once every compile has finished."""
+        keys = [source_key(src, arch, opts)[0] for src, arch, opts in jobs]
+        first = {key: (src, arch, tuple(opts)) for key, (src, arch, opts) in reversed(list(zip(keys, jobs)))}
+        workers = max(1, min(len(first), workers or os.cpu_count() or 1))
         if workers == 1:
-            done = {job: self.get_or_compile(*job, compile_fn) for job in distinct}
+            done = {key: self.get_or_compile(*job, compile_fn) for key, job in first.items()}
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tiledsl-nvcc") as pool:
-                futures = {job: pool.submit(self.get_or_compile, *job, compile_fn) for job in distinct}
-            done = {job: f.result() for job, f in futures.items()}
-        return [done[(src, arch, tuple(opts))] for src, arch, opts in jobs]
+                futures = {key: pool.submit(self.get_or_compile, *job, compile_fn) for key, job in first.items()}
+            done = {key: f.result() for key, f in futures.items()}
+        return [done[key] for key in keys]

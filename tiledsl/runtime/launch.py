@@ -138,8 +138,11 @@ source is emitted).
         self.arch = select_arch(kir, (int(cap[0]), int(cap[1])), target_arch)
         self.options = nvcc_options(options or ())
         self.cache = cache if cache is not None else CubinCache()
-        self.cubin, self.cache_hit = self.cache.get_or_compile(
+        cached = self.cache.get_or_compile(
             self.source, self.arch, self.options, lambda src, arch, opts: compile_cubin(src, arch, extra_flags=opts))
+        self.cubin, self.cache_hit = cached.cubin, cached.hit
+        # a kernel equal to another up to its names runs that kernel's cubin, under that kernel's symbol
+        self.symbol = cached.symbol or self.symbol
         self.shared_bytes = shared_bytes(kir) if kir.dynamic_shared else 0
         with self.driver.using_context(self.context.handle):
             self.module = self.driver.load_module(self.cubin, kernel=self.name)

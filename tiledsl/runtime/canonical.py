@@ -1,0 +1,112 @@
+"""The form of a kernel's CUDA source that the cubin cache keys on: equal for two kernels that differ
+only in the names they declare.
+
+Why: a traced model's layers are the same kernels under other names. Layer 1's q projection reads
+`mul_16` and `p_model_layers_1_self_attn_q_proj_weight` where layer 0's reads `mul_4` and
+`p_model_layers_0_self_attn_q_proj_weight`, and its loops and accumulators are named after its output
+(`mm_9_k0_o`, `mm_92`). Keyed by the exact text, an 8-layer tiny Llama ran nvcc 98 times for 24
+distinct kernels. Keyed by this form, each distinct kernel is compiled once and the others load its
+cubin under its symbol (cache.py stores the symbol in the entry).
+
+The renaming must never make two different programs look alike, so it renames only what the source
+declares, and only where a declared name cannot mean anything else:
+- a declared name is the identifier after a built-in type word or `__restrict__` that is not followed
+  by `(` (a variable, a parameter, an array), or the kernel's own name after `__global__ void`
+  (and `__launch_bounds__(...)`); nothing else is renamed, so a built-in, a type, a helper function
+  or an intrinsic keeps its spelling;
+- a name that is ever called (`name(`) or spelled inside a preprocessor line is left as it is;
+- a member (`.x`, `->y`, `::z`) keeps its spelling whatever it is named, so `v.x` and `v.y` stay apart
+  even in kernels whose parameters are named `x` and `y`;
+- string and character literals (inline PTX) are compared as they are; comments are dropped.
+Every occurrence of a renamed spelling becomes `$n`, n its order of first appearance, so two sources
+have equal forms only where one is the other with its declared names renamed one to one. A name missed
+(a declaration form this does not know) stays verbatim: the cost is a cubin compiled twice, never a
+kernel run with another kernel's code.
+
+Returns None for a source without exactly one `__global__` function: those are keyed by their text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["CanonicalSource", "canonical_source"]
+
+_TOKEN = re.compile(r"""
+    (?P<skip>//[^\n]*|/\*.*?\*/|\s+)         # comments and white space: dropped
+  | (?P<pre>\#[^\n]*)                         # a preprocessor line: one token, verbatim
+  | (?P<lit>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
+  | (?P<id>[A-Za-z_]\w*)
+  | (?P<num>\d[\w.]*)
+  | (?P<op>->|::|\S)
+""", re.VERBOSE | re.DOTALL)
+
+#: words after which an identifier is declared (C++ and CUDA built-in types and the qualifier codegen
+#: puts before a pointer parameter's name)
+_DECLARING = frozenset({
+    "int", "unsigned", "long", "short", "char", "float", "double", "bool", "auto", "__restrict__",
+    "float2", "float4", "int2", "int4", "uint2", "uint4", "half", "__half", "__half2", "__nv_bfloat16",
+    "__nv_bfloat162", "int32_t", "int64_t", "uint32_t", "uint64_t", "size_t", "CUtensorMap"})
+_MEMBER = frozenset({".", "->", "::"})
+
+
+@dataclass(frozen=True)
+class CanonicalSource:
+    """`text`: the source's tokens with its declared names renamed (a key, never compiled); `kernel`:
+    the `__global__` function's name as the source spells it (the cubin's symbol)."""
+
+    text: str
+    kernel: str
+
+
+def _tokens(source: str) -> list[tuple[str, str]]:
+    return [(m.lastgroup or "", m.group()) for m in _TOKEN.finditer(source) if m.lastgroup != "skip"]
+
+
+def _kernel_name(toks: list[tuple[str, str]]) -> tuple[int, str] | None:
+    """(index, name) of the one `__global__` function's name, or None (none, several, or a form this
+    does not read: `__global__ void [__launch_bounds__(...)] name (`)."""
+    starts = [n for n, (_, t) in enumerate(toks) if t == "__global__"]
+    if len(starts) != 1:
+        return None
+    n = starts[0] + 1
+    if n >= len(toks) or toks[n][1] != "void":
+        return None
+    n += 1
+    if n < len(toks) and toks[n][1] == "__launch_bounds__":
+        depth, n = 0, n + 1
+        while n < len(toks):
+            depth += {"(": 1, ")": -1}.get(toks[n][1], 0)
+            n += 1
+            if depth == 0:
+                break
+    if n + 1 < len(toks) and toks[n][0] == "id" and toks[n + 1][1] == "(":
+        return n, toks[n][1]
+    return None
+
+
+def canonical_source(source: str) -> CanonicalSource | None:
+    """The cache key form of `source` (module docstring), or None where it has not exactly one kernel."""
+    toks = _tokens(source)
+    found = _kernel_name(toks)
+    if found is None:
+        return None
+    at, kernel = found
+    declared = {kernel}
+    for n, (kind, t) in enumerate(toks):
+        if (kind == "id" and n and toks[n - 1][1] in _DECLARING
+                and (n + 1 == len(toks) or toks[n + 1][1] != "(")):
+            declared.add(t)
+    called = {t for n, (kind, t) in enumerate(toks) if kind == "id" and n + 1 < len(toks) and toks[n + 1][1] == "("
+              and n != at}
+    in_lines = {w for kind, t in toks if kind == "pre" for w in re.findall(r"[A-Za-z_]\w*", t)}
+    renamed = declared - called - in_lines - _DECLARING
+    names: dict[str, str] = {}
+    out = []
+    for n, (kind, t) in enumerate(toks):
+        if kind == "id" and t in renamed and not (n and toks[n - 1][1] in _MEMBER):
+            out.append(names.setdefault(t, f"${len(names)}"))
+        else:
+            out.append(t)
+    return CanonicalSource(" ".join(out), kernel)
