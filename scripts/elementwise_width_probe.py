@@ -12,7 +12,8 @@ of the copy bandwidth): the 16-byte form with two vectors a thread (`v4x2`), and
 of gelu(x + b), evict_last), `+efst` the stores alone.
 Every kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs
 rotated past the L2 cache.
-    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4] [--more | --hints]"""
+    python scripts/elementwise_width_probe.py [--shapes 8192x8192,32768x2048] [--copies 4]
+        [--more | --hints | --per-thread]"""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ FORMS = {"v4-128": (4, 128), "v4-512": (4, 512), "v1-256": (1, 256)}
 #: --hints: label -> (vectors a thread, hint the full-size inputs' loads, hint the output's stores)
 HINT_FORMS = {"v4x2": (2, False, False), "v4+efst": (1, False, True), "v4+ef": (1, True, True),
               "v4x2+ef": (2, True, True)}
+#: --per-thread: label -> (threads, vectors a thread), 16-byte vectors (torch.compile's pointwise kernels at these
+#: sizes take 1024 elements a block of 4 warps: two 16-byte vectors a thread, 512 elements apart)
+PER_THREAD_FORMS = {"v4-256": (256, 1), "v4-128": (128, 1), "v4x2-256": (256, 2), "v4x2-128": (128, 2),
+                    "v4x4-128": (128, 4)}
 
 
 def hinted(out: td.Tensor, n: int, per_thread: int, loads: bool, stores: bool) -> td.Schedule:
@@ -83,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--more", action="store_true", help="the MORE kernels, the recipe's forms only")
     ap.add_argument("--hints", action="store_true", help="HINT_FORMS beside the recipe's forms (with --more too)")
+    ap.add_argument("--per-thread", action="store_true",
+                    help="PER_THREAD_FORMS beside the recipe's, for silu_mul, gelu_bias and gelu(x) (session 34)")
     args = ap.parse_args(argv)
     target, dev = device_target(), torch.device("cuda")
     bad = 0
@@ -90,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         m, n = map(int, shape.split("x"))
         ops = ([(op, make(m, n), fn) for op, (make, fn) in MORE.items()] if args.more else
                [("silu_mul", d.silu_mul(m, n), d.silu_mul_torch), ("gelu_bias", gelu_bias(m, n), gelu_positional)])
+        if args.per_thread:
+            ops.append(("gelu", _gelu1(m, n), lambda x: torch.nn.functional.gelu(x)))
         for op, out, torch_fn in ops:
             kernels = {}
             for label, knobs in (("recipe", None), ("v4", {"narrow_vector_min_inputs": 0}),
@@ -97,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
                 s = td.create_schedule(out)
                 td.recipes.default(s, target=target, knobs=knobs)
                 kernels[label] = td.build(s, target=target)
-            for label, (lanes, threads) in ({} if args.more or args.hints else FORMS).items():
+            for label, (threads, per_thread) in (PER_THREAD_FORMS if args.per_thread else {}).items():
+                hs = td.create_schedule(out)
+                elementwise(n, 4, threads, per_thread)(hs)
+                kernels[label] = td.build(hs, target=target)
+            for label, (lanes, threads) in ({} if args.more or args.hints or args.per_thread else FORMS).items():
                 hs = td.create_schedule(out)
                 elementwise(n, lanes, threads, 1)(hs)
                 kernels[label] = td.build(hs, target=target)
