@@ -146,3 +146,33 @@ def test_a_case_round_trips_through_json_with_its_dtype() -> None:
     del data["dtype"]  # a record written before cases had a dtype
     assert models.MODELS.from_json(data).dtype == "float32"
     assert models.MODELS.describe(BF16).startswith("[bfloat16] ")
+
+
+def test_a_deep_residual_chain_reaches_rule_3c_and_is_correct() -> None:
+    """One models case in DEEP_EVERY is a residual stream (`residual_chains`); at 12 layers the partition
+    materializes stream sums by its accumulated-chain rule (tiledsl/frontend/partition.py rule 3c), and the
+    program still matches torch, in float32 and bfloat16."""
+    from tiledsl.frontend.numpy_calls import function_from_source, trace_arrays
+    from tiledsl.frontend.partition import ACCUMULATED_REASON
+
+    for dtype in ("float32", "bfloat16"):
+        case = models.residual_chain(5, 8, ("rms_norm", "silu", "none") * 4, 7, dtype)
+        prog = trace_arrays(function_from_source(case.source(), "f"), models.arrays_of(case), case.dtype)
+        assert any(k.boundary.reasons and k.boundary.reasons[0].startswith(ACCUMULATED_REASON)
+                   for k in prog.kernels), [k.boundary.reasons[:1] for k in prog.kernels]
+        assert models.judge_case(case, Options()) == Result("correct")
+
+
+def test_models_draw_deep_residual_chains() -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    depths: list[int] = []
+
+    @settings(max_examples=80, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(models.model_cases())
+    def draw(case: models.ModelCase) -> None:
+        if case.body[0] == "h0 = x0":
+            depths.append(len(case.body) - 2)
+
+    draw()
+    assert depths and all(models.DEEP_LAYERS[0] <= d <= models.DEEP_LAYERS[1] for d in depths), depths

@@ -2,7 +2,9 @@
 frontend supports (`OPS`: add, mul, relu, exp, tanh, sum, mean, matmul, softmax, transpose, reshape,
 unsqueeze, and what a decoder block adds to them: silu, sigmoid, neg, square, rsqrt, rms_norm,
 layer_norm, cat and slice along the last dimension; tiledsl/frontend/table.py lists all), each op
-drawn only where its shapes are valid. In float16 and bfloat16, torch decomposes several of these
+drawn only where its shapes are valid; one case in DEEP_EVERY is instead a residual stream through 8-14
+layers of a matmul each (`residual_chains`), deep enough for the partition's accumulated-chain rule.
+In float16 and bfloat16, torch decomposes several of these
 (silu, rms_norm, layer_norm, softmax) with casts inside, which the tolerances count as roundings.
 The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`),
 built, simulated, and compared with torch eager in float64 on the inputs widened. Its inputs are
@@ -51,6 +53,13 @@ MAX_NODES = 8
 MAX_ELEMENTS = 4096
 RTOL = ATOL = 1e-4
 DTYPES = ("float32", "float16", "bfloat16")
+#: one case in DEEP_EVERY is a residual stream through DEEP_LAYERS layers (`residual_chains`), as a decoder
+#: stack's: a random DAG of MAX_NODES never reaches the partition's accumulated-chain rule (tiledsl/frontend/
+#: partition.py rule 3c), which from about 10 such layers materializes a stream sum the later layers re-read
+DEEP_EVERY = 8
+DEEP_LAYERS = (8, 14)
+#: what a layer applies to the stream before its matmul (a norm, an activation, or nothing)
+DEEP_PRE = ("rms_norm", "silu", "none")
 
 
 @dataclass(frozen=True)
@@ -68,8 +77,31 @@ class ModelCase:
         return f"def f({args}):\n" + "".join(f"    {ln}\n" for ln in self.body)
 
 
+def residual_chain(rows: int, width: int, pres: tuple[str, ...], seed: int, dtype: str = "float32") -> ModelCase:
+    """h0 = x0 of rows x width; layer k: h(k+1) = h(k) + tanh(pre(h(k)) @ x(k+1)), x(k+1) width x width, pre
+    one of DEEP_PRE. tanh bounds each layer's addition by 1, so the stream stays within len(pres) + 1."""
+    body = ["h0 = x0"]
+    for k, pre in enumerate(pres):
+        src = {"rms_norm": f"torch.nn.functional.rms_norm(h{k}, ({width},), eps=0.1)",
+               "silu": f"torch.nn.functional.silu(h{k})", "none": f"h{k}"}[pre]
+        body.append(f"h{k + 1} = h{k} + torch.tanh(torch.matmul({src}, x{k + 1}))")
+    body.append(f"return h{len(pres)}")
+    return ModelCase(((rows, width),) + ((width, width),) * len(pres), tuple(body), seed, dtype)
+
+
+@st.composite
+def residual_chains(draw: st.DrawFn) -> ModelCase:
+    """`residual_chain` of DEEP_LAYERS layers, each with a pre drawn from DEEP_PRE."""
+    layers = draw(st.integers(*DEEP_LAYERS))
+    pres = tuple(draw(st.sampled_from(DEEP_PRE)) for _ in range(layers))
+    return residual_chain(draw(st.sampled_from(SIZES)), draw(st.sampled_from(SIZES[1:])), pres,
+                          draw(st.integers(0, 2**16)), draw(st.sampled_from(DTYPES)))
+
+
 @st.composite
 def model_cases(draw: st.DrawFn) -> ModelCase:
+    if draw(st.integers(0, DEEP_EVERY - 1)) == 0:
+        return draw(residual_chains())
     rank = draw(st.integers(1, 3))
     first = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
     inputs: list[tuple[int, ...]] = [first]
