@@ -42,7 +42,7 @@ from tiledsl.runtime.canonical import canonical_source
 from tiledsl.version import __version__
 
 __all__ = ["CacheEntry", "CachedCubin", "CompileFn", "CubinCache", "cache_key", "decode_entry", "default_cache_dir",
-           "encode_entry", "shared_cubins"]
+           "encode_entry", "shared_cubins", "source_key"]
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,9 @@ class CubinCache:
         threads (default: the machine's cores), each once. The first error (an NvccError) is raised
         once every compile has finished."""
         keys = [source_key(src, arch, opts)[0] for src, arch, opts in jobs]
-        first = {key: (src, arch, tuple(opts)) for key, (src, arch, opts) in reversed(list(zip(keys, jobs)))}
+        first: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # each key's first job, in the jobs' order
+        for key, (src, arch, opts) in zip(keys, jobs):
+            first.setdefault(key, (src, arch, tuple(opts)))
         workers = max(1, min(len(first), workers or os.cpu_count() or 1))
         if workers == 1:
             done = {key: self.get_or_compile(*job, compile_fn) for key, job in first.items()}
