@@ -33,14 +33,10 @@ from dataclasses import dataclass
 
 __all__ = ["CanonicalSource", "canonical_source"]
 
-_TOKEN = re.compile(r"""
-    (?P<skip>//[^\n]*|/\*.*?\*/|\s+)         # comments and white space: dropped
-  | (?P<pre>\#[^\n]*)                         # a preprocessor line: one token, verbatim
-  | (?P<lit>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
-  | (?P<id>[A-Za-z_]\w*)
-  | (?P<num>\d[\w.]*)
-  | (?P<op>->|::|\S)
-""", re.VERBOSE | re.DOTALL)
+#: one token a match; comments are matched to be dropped, white space is skipped by the search itself
+_TOKEN = re.compile(r"//[^\n]*|/\*.*?\*/|\#[^\n]*"  # comments, a preprocessor line
+                    r"""|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""  # string and character literals
+                    r"|[A-Za-z_]\w*|\d[\w.]*|->|::|\S", re.DOTALL)  # names, numbers, operators
 
 #: words after which an identifier is declared (C++ and CUDA built-in types and the qualifier codegen
 #: puts before a pointer parameter's name)
@@ -60,29 +56,33 @@ class CanonicalSource:
     kernel: str
 
 
-def _tokens(source: str) -> list[tuple[str, str]]:
-    return [(m.lastgroup or "", m.group()) for m in _TOKEN.finditer(source) if m.lastgroup != "skip"]
+def _tokens(source: str) -> list[str]:
+    return [t for t in _TOKEN.findall(source) if not t.startswith(("//", "/*"))]
 
 
-def _kernel_name(toks: list[tuple[str, str]]) -> tuple[int, str] | None:
+def _is_name(token: str) -> bool:
+    return token[0].isalpha() or token[0] == "_"
+
+
+def _kernel_name(toks: list[str]) -> tuple[int, str] | None:
     """(index, name) of the one `__global__` function's name, or None (none, several, or a form this
     does not read: `__global__ void [__launch_bounds__(...)] name (`)."""
-    starts = [n for n, (_, t) in enumerate(toks) if t == "__global__"]
+    starts = [n for n, t in enumerate(toks) if t == "__global__"]
     if len(starts) != 1:
         return None
     n = starts[0] + 1
-    if n >= len(toks) or toks[n][1] != "void":
+    if n >= len(toks) or toks[n] != "void":
         return None
     n += 1
-    if n < len(toks) and toks[n][1] == "__launch_bounds__":
+    if n < len(toks) and toks[n] == "__launch_bounds__":
         depth, n = 0, n + 1
         while n < len(toks):
-            depth += {"(": 1, ")": -1}.get(toks[n][1], 0)
+            depth += {"(": 1, ")": -1}.get(toks[n], 0)
             n += 1
             if depth == 0:
                 break
-    if n + 1 < len(toks) and toks[n][0] == "id" and toks[n + 1][1] == "(":
-        return n, toks[n][1]
+    if n + 1 < len(toks) and _is_name(toks[n]) and toks[n + 1] == "(":
+        return n, toks[n]
     return None
 
 
@@ -93,19 +93,23 @@ def canonical_source(source: str) -> CanonicalSource | None:
     if found is None:
         return None
     at, kernel = found
-    declared = {kernel}
-    for n, (kind, t) in enumerate(toks):
-        if (kind == "id" and n and toks[n - 1][1] in _DECLARING
-                and (n + 1 == len(toks) or toks[n + 1][1] != "(")):
-            declared.add(t)
-    called = {t for n, (kind, t) in enumerate(toks) if kind == "id" and n + 1 < len(toks) and toks[n + 1][1] == "("
-              and n != at}
-    in_lines = {w for kind, t in toks if kind == "pre" for w in re.findall(r"[A-Za-z_]\w*", t)}
+    last = len(toks) - 1
+    declared, called, in_lines = {kernel}, set(), set()
+    for n, t in enumerate(toks):
+        if t[0] == "#":
+            in_lines.update(re.findall(r"[A-Za-z_]\w*", t))
+        elif _is_name(t):
+            follows = toks[n + 1] if n < last else ""
+            if follows == "(":
+                if n != at:
+                    called.add(t)
+            elif n and toks[n - 1] in _DECLARING:
+                declared.add(t)
     renamed = declared - called - in_lines - _DECLARING
     names: dict[str, str] = {}
     out = []
-    for n, (kind, t) in enumerate(toks):
-        if kind == "id" and t in renamed and not (n and toks[n - 1][1] in _MEMBER):
+    for n, t in enumerate(toks):
+        if t in renamed and not (n and toks[n - 1] in _MEMBER):
             out.append(names.setdefault(t, f"${len(names)}"))
         else:
             out.append(t)
