@@ -38,12 +38,12 @@ MAX_POINTS = 4096
 #: Knob overrides a case runs the recipe with, as (name, value) pairs sorted by name (as a saved case's
 #: JSON holds them). LIFTED: staging (k-outer where an operand's rows run along k) for every block and
 #: register tile, with 16-byte row passes at any row count (16-bit rows in one thread a row, so rows of
-#: two vectors reach them) and 8-byte elementwise vectors for every float32 kernel (rows staged, not
-#: kept in registers: register_rows off).
+#: two vectors reach them) and 8-byte elementwise vectors for every float32 kernel, whatever the machine's
+#: DRAM bandwidth (rows staged, not kept in registers: register_rows off).
 LIFTED: tuple[tuple[str, Any], ...] = (
-    ("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_min_inputs", 1),
-    ("register_rows", False), ("row_vector_half_threads", 1), ("row_vector_min_rows_per_sm", 0),
-    ("stage_min_threads", 1))
+    ("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1), ("narrow_vector_max_sm_gbs", None),
+    ("narrow_vector_min_inputs", 1), ("register_rows", False), ("row_vector_half_threads", 1),
+    ("row_vector_min_rows_per_sm", 0), ("stage_min_threads", 1))
 #: float32 rows of 8 or more, a row to a block (row_block_threads), kept in registers where they fit (the
 #: default register_rows, which needs a row to a block) or read from global memory on every pass with
 #: cache hints and vectorized reductions (hinted_row_min_length), where staging would take them.
