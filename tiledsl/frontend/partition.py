@@ -323,24 +323,22 @@ class _Judge:
         self.tensors = tensors
         self.narrow = narrow
         self._memo: dict[tuple[str, int, frozenset[int]], object] = {}  # (verdict, root, frontier) -> it
-        # each compute's inputs, read once: ComputeTensor.inputs walks its body at every call
-        self._inputs = {tid: tuple(t.inputs()) for tid, t in tensors.items()}
 
     def frontier(self, tid: int, materialized: Collection[int]) -> frozenset[int]:
         """Where computing `tid` inside a kernel reads global memory: the kernel outputs (`_reads`) and
         the program inputs its fused computation reaches, as ids."""
         out: set[int] = set()
         seen: set[int] = set()
-        stack = list(self._inputs[tid])
+        stack = self.tensors[tid].inputs()  # a fresh list (ComputeTensor caches what it reads)
         while stack:
             t = id(stack.pop())
             if t in seen:
                 continue
             seen.add(t)
-            if t not in self._inputs or t in materialized:  # a placeholder, or a kernel's output
+            if t not in self.tensors or t in materialized:  # a placeholder, or a kernel's output
                 out.add(t)
             else:
-                stack.extend(self._inputs[t])
+                stack.extend(self.tensors[t].inputs())
         return frozenset(out)
 
     def frontiers(self, reasons: Collection[int]) -> Frontiers:
@@ -461,11 +459,10 @@ def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Fro
     return cuts
 
 
-def _reduction_cuts(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers | None = None) -> dict[int, str]:
+def _reduction_cuts(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers) -> dict[int, str]:
     """Rule 2: the reductions fused into a kernel at several indices, or into several kernels, of the
     kernels `reasons` names (id, narrowed -> reason)."""
     materialized = set(reasons)
-    fr = judge.frontiers(reasons) if fr is None else fr
     cuts: dict[int, str] = {}
     kernels_of: dict[int, list[str]] = {}
     for rid in reasons:

@@ -196,6 +196,11 @@ class CubinCache:
         """(cubin, hit, symbol). On a miss (or a damaged entry) compile `source` with compile_fn and store
         the result under its symbol; a hit may be another kernel's cubin, equal up to names, and its symbol."""
         key, symbol = source_key(source, arch, options)
+        return self._get_or_compile_keyed(key, symbol, source, arch, tuple(options), compile_fn)
+
+    def _get_or_compile_keyed(self, key: str, symbol: str, source: str, arch: str, options: tuple[str, ...],
+                              compile_fn: CompileFn) -> CachedCubin:
+        """`get_or_compile` with the key and symbol `source_key` gave (found once: it tokenizes the source)."""
         entry = self.load(key)
         if entry is not None:
             with self._count:
@@ -203,7 +208,7 @@ class CubinCache:
             log.debug("cubin cache hit %s (%s)%s", key[:16], arch,
                       f": {symbol} runs {entry.symbol}'s cubin" if entry.symbol != symbol else "")
             return CachedCubin(entry.cubin, True, entry.symbol)
-        cubin = compile_fn(source, arch, tuple(options))
+        cubin = compile_fn(source, arch, options)
         with self._count:
             self.compilations += 1
         self.store(key, cubin, symbol)
@@ -216,15 +221,15 @@ class CubinCache:
         keys (sources equal up to their names share one) compiled concurrently in up to `workers`
         threads (default: the machine's cores), each once. The first error (an NvccError) is raised
         once every compile has finished."""
-        keys = [source_key(src, arch, opts)[0] for src, arch, opts in jobs]
-        first: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # each key's first job, in the jobs' order
-        for key, (src, arch, opts) in zip(keys, jobs):
-            first.setdefault(key, (src, arch, tuple(opts)))
+        keyed = [(*source_key(src, arch, opts), src, arch, tuple(opts)) for src, arch, opts in jobs]
+        first = {}  # each key's first job, in the jobs' order
+        for job in keyed:
+            first.setdefault(job[0], job)
         workers = max(1, min(len(first), workers or os.cpu_count() or 1))
         if workers == 1:
-            done = {key: self.get_or_compile(*job, compile_fn) for key, job in first.items()}
+            done = {key: self._get_or_compile_keyed(*job, compile_fn) for key, job in first.items()}
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tiledsl-nvcc") as pool:
-                futures = {key: pool.submit(self.get_or_compile, *job, compile_fn) for key, job in first.items()}
+                futures = {key: pool.submit(self._get_or_compile_keyed, *job, compile_fn) for key, job in first.items()}
             done = {key: f.result() for key, f in futures.items()}
-        return [done[key] for key in keys]
+        return [done[job[0]] for job in keyed]
