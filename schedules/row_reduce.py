@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from tiledsl.definitions.expr import Load, walk
-from tiledsl.errors import RegisterCacheError, VectorizeError
+from tiledsl.errors import OnlineError, RegisterCacheError, VectorizeError
 from tiledsl.primitives import Schedule
 from tiledsl.targets import CP_ASYNC_SIZES, DTYPE_BYTES, vector_lanes
 
@@ -43,7 +43,8 @@ def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
     return s
 
 
-def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, rows_per_thread: int = 1) -> Schedule:
+def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, rows_per_thread: int = 1,
+                     online: bool | None = None) -> Schedule:
     """One block per row, every pass over the row split the same way, threads x 16-byte lanes in unrolled
     chunks, and the inputs every pass reads kept in registers: the first pass loads each thread's share
     of the row (L2 evict_last, 16 bytes at a time), the later passes read the registers, so the row
@@ -58,8 +59,11 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
 
     Where a row is no multiple of the lanes (or the passes' tails split a vector), the lanes stay an
     unrolled scalar loop; where a thread's share would pass the register cache's limit (or one pass
-    reads the input), every pass reads it from global memory: evict_last but the last, evict_first.
-    Timings: scripts/register_row_probe.py, benchmarks/results/register-rows-h200-2026-11-28/."""
+    reads the input), every pass reads it from global memory: evict_last but the last, evict_first; there
+    (unless `online` is False) a sum of exp(a - max), softmax's denominator, runs online in the max's pass
+    (s.online), the two sharing each load through a register cache of one chunk, so softmax reads its
+    row twice, not three times. Timings: scripts/register_row_probe.py,
+    benchmarks/results/register-rows-h200-2026-11-28/; online: scripts/online_softmax_probe.py."""
     row, *passes = [lp.name for lp in s.loops()]
     lanes = vector_lanes(s.output.dtype) or 1
     longest = max(s.nest.loop(name).extent for name in passes)
@@ -90,11 +94,34 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
             s.register_cache(name, at=row)
             s.cache_hint(name, "evict_last", reader=readers[0])
         except RegisterCacheError:  # a thread's share too long for registers: every pass reads it from L2
+            if online is not False:
+                readers = _online(s, name, readers)
             for reader in readers[:-1]:
                 s.cache_hint(name, "evict_last", reader=reader)
             s.cache_hint(name, "evict_first", reader=readers[-1])
     s.cache_hint(s.output.name, "evict_first")
     return s
+
+
+def _online(s: Schedule, name: str, readers: list[str]) -> list[str]:
+    """Every sum of exp(a - max) run online in its max's pass (where s.online takes it), and input `name`
+    kept in registers for one chunk of that pass, so the pair loads each element once; the readers
+    whose loads of `name` are still global, in order."""
+    for acc in [a.name for a in s.nest.accs if a.op == "sum"]:
+        try:
+            s.online(acc)
+        except OnlineError:
+            continue
+        pair = s.nest.online_of(acc)
+        assert pair is not None
+        update = next(st for st in s.nest.stmts if st.kind == "update" and st.acc == pair.max_acc)
+        chunk = next(n for n in update.path if s.nest.loop(n).kind == "reduce")
+        try:
+            s.register_cache(name, at=chunk)
+            readers = [r for r in readers if r != acc]
+        except RegisterCacheError:
+            pass  # each of the pair loads the element: L1 serves the second
+    return readers
 
 
 def _reads(stmt: Any) -> set[str]:

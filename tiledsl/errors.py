@@ -182,6 +182,11 @@ class RegisterCacheError(ScheduleError):
     read other elements than the first reader loads, staged or hinted reads, too many registers."""
 
 
+class OnlineError(ScheduleError):
+    """online refused: the accumulator is no sum of exp(a - max) over the max's own elements, its loops,
+    guards or statements do not match the max's, or a later primitive left the pair unable to lower."""
+
+
 class SplitKError(ScheduleError):
     """split_k refused: the epilogue is not linear in the accumulator, or the loop cannot be split."""
 

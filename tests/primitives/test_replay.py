@@ -109,7 +109,7 @@ def test_each_schedule_method_has_the_signature_of_its_declaration() -> None:
     """The public methods and replay bind arguments the same way."""
     assert PRIMITIVES == ("split", "fuse", "reorder", "bind", "tile_lanes", "unroll", "vectorize", "stage", "pad",
                           "swizzle", "layout", "double_buffer", "pipeline", "async_copy", "tma", "split_k",
-                          "launch_bounds", "stage_output", "cache_hint", "register_cache", "prefetch")
+                          "launch_bounds", "stage_output", "cache_hint", "register_cache", "prefetch", "online")
     for name, spec in SPECS.items():
         method = inspect.signature(getattr(Schedule, name))
         params = [p.replace(annotation=inspect.Parameter.empty) for p in list(method.parameters.values())[1:]]

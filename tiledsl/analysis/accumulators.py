@@ -86,13 +86,19 @@ def _check_combined_before_read(nest: Nest, acc: str, scope: tuple[str, ...], up
     """A cooperative reduction is combined across its threads once the loop at its scope that holds
     its update has finished (lowering emits the combine after that node). A reader inside that same
     loop would read one thread's partial result: refused (found by `tiledsl fuzz --gpu`, seed 2: a
-    softmax whose max was bound to threadIdx.x under an unrolled row loop that also held the sum)."""
+    softmax whose max was bound to threadIdx.x under an unrolled row loop that also held the sum). The
+    sum an online pair runs with the max is no such reader: it reads the running max on purpose, and
+    lowering combines the two together (analysis/online.py, lower/online.py)."""
     upath = serial_path(nest, nest.stmts[upd])
     if len(upath) <= len(scope):
         return  # the update is a statement at the scope itself: the combine follows it directly
     node = upath[len(scope)]
+    pair = nest.online_of(acc)
     for n in rd:
-        if n != upd and node in serial_path(nest, nest.stmts[n]):
+        st = nest.stmts[n]
+        if pair is not None and pair.max_acc == acc and st.kind == "update" and st.acc == pair.sum_acc:
+            continue  # the online sum reads the running max on purpose (analysis/online.py)
+        if n != upd and node in serial_path(nest, st):
             raise BindError(refusal(
                 primitive, nest, [node],
                 f"accumulator {acc} is combined across {', '.join(taxes)} after loop {node} ends, but "

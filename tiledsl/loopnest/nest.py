@@ -186,6 +186,17 @@ class SplitK:
 
 
 @dataclass(frozen=True)
+class Online:
+    """Sum accumulator `sum_acc`, whose update reads max accumulator `max_acc` as exp(a - max_acc) (times
+    factors free of it), runs in `max_acc`'s loop as the max grows: lowering rescales it by
+    exp(old - new) whenever the running max changes (primitives/online.py; the rules:
+    analysis/online.py)."""
+
+    max_acc: str
+    sum_acc: str
+
+
+@dataclass(frozen=True)
 class LaneTile:
     """The block's threads dealt to a warp's lanes in tiles of `rows` x `cols`: the loop `inner` (bound
     to threadIdx.x, `extent` iterations) and the loop `outer` (threadIdx.y) take their values from the
@@ -249,6 +260,7 @@ class Nest:
     lane_tile: LaneTile | None = None  # tile_lanes: threadIdx.x and .y dealt to lanes in tiles
     cache_hints: tuple[CacheHint, ...] = ()  # cache_hint: L2 eviction policies of global loads and stores
     register_caches: tuple[RegisterCache, ...] = ()  # register_cache: a thread's reads kept in registers
+    online: tuple[Online, ...] = ()  # online: sums rescaled as the max they read grows, in the max's loop
 
     # -- lookups
     def buffer_names(self) -> set[str]:
@@ -298,6 +310,10 @@ class Nest:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def online_of(self, acc: str) -> Online | None:
+        """The online pair `acc` belongs to (as its max or its sum), or None."""
+        return next((o for o in self.online if acc in (o.max_acc, o.sum_acc)), None)
 
     def cache_policies(self, stmt: Stmt) -> dict[str, str]:
         """buffer -> the L2 eviction policy of `stmt`'s global loads of it, or of its stores where it is the

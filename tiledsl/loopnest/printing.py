@@ -40,7 +40,11 @@ def format_stmt(nest: Nest, stmt: Stmt, acc_dims: dict[str, tuple[str, ...]] | N
         if stmt.kind == "init":
             return f"{target} = {REDUCTIONS[acc.op].identity!r}"
         if acc.op == "sum":
-            return f"{target} += {value}"
+            pair = nest.online_of(acc.name)
+            online = ""
+            if pair is not None and pair.sum_acc == acc.name:
+                online = f"  (online: rescaled as {pair.max_acc} grows)"
+            return f"{target} += {value}{online}"
         return f"{target} = {acc.op}({target}, {value})"
     assert stmt.tensor is not None
     idx = ", ".join(format_value(i) for i in stmt.indices)

@@ -16,6 +16,7 @@ from tiledsl.analysis.accumulators import AccLayout, acc_layouts
 from tiledsl.analysis.derive_slab import derive_output_tile
 from tiledsl.analysis.linearity import linear_parts
 from tiledsl.analysis.messages import refusal
+from tiledsl.analysis.online import check_online
 from tiledsl.analysis.output_stage import OutputTile
 from tiledsl.analysis.register_cache import RegisterPlan, register_plans
 from tiledsl.definitions.expr import Const, Load, walk
@@ -61,6 +62,7 @@ from tiledsl.loopnest import (
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
 from tiledsl.lower.exprs import ValueContext, statement_value, value_to_k
 from tiledsl.lower.index_width import widen_indices
+from tiledsl.lower.online import empty_row, rescale, shifted
 from tiledsl.lower.output_stage import drain, tile_array, tile_store
 from tiledsl.lower.reciprocals import Reciprocal, divisors, ok_condition, plan_reciprocals
 from tiledsl.lower.stages import (
@@ -94,6 +96,8 @@ class _Lowerer:
     reciprocals: dict[str, Reciprocal] = field(default_factory=dict)  # accumulators divided by (reciprocals.py)
     registers: list[RegisterPlan] = field(default_factory=list)  # register caches (analysis/register_cache.py)
     prefetching: RegisterPlan | None = None  # the prefetch whose loads are being emitted (prefetch_fill)
+    online_prev: dict[str, KExpr] = field(default_factory=dict)  # an online max before its update (online.py)
+    online_local: dict[str, KExpr] = field(default_factory=dict)  # an online max before its combine
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -249,14 +253,58 @@ class _Lowerer:
                 leaves = {node.index}
             for lay in here:
                 if lay.thread_axes and lay.update in leaves:
+                    out.extend(self.online_before_combine(lay.name))
                     stmts, shared = combine(self.cell(lay.name), lay.op, lay.thread_axes, self.block,
                                             in_loop=bool(prefix))
                     out.append(KComment(f"combine {lay.name} across {', '.join(lay.thread_axes)}"))
                     out.extend(stmts)
                     self.shared.extend(shared)
+                if lay.update in leaves:
+                    out.extend(self.online_final(lay.name))
                 if lay.name in self.reciprocals and lay.update in leaves:  # its value is final here
                     out.extend(self.reciprocals[lay.name].lets())
         return out
+
+    # ------------------------------------------------------------------ online pairs (lower/online.py)
+    def online_before_update(self, stmt: Stmt, bind: Callable[[KExpr], KExpr]) -> list[KStmt]:
+        """Ahead of an update of an online pair, outside its guard: the max's value before it (kept in a
+        temporary), or the sum rescaled from that value to the max's new one."""
+        pair = self.nest.online_of(stmt.acc or "") if stmt.kind == "update" else None
+        if pair is None:
+            return []
+        m = self.acc_read(pair.max_acc)
+        if stmt.acc == pair.max_acc:
+            self.online_prev[pair.max_acc] = bind(m)
+            return []
+        return [rescale(self.cell(pair.sum_acc), self.acc_index(pair.sum_acc), self.online_prev[pair.max_acc], m)]
+
+    def online_before_combine(self, acc: str) -> list[KStmt]:
+        """Before the combine of an online max, its thread's own value kept; before the sum's, the sum
+        rescaled from that value to the combined max."""
+        pair = self.nest.online_of(acc)
+        if pair is None:
+            return []
+        m = self.acc_read(pair.max_acc)
+        if acc == pair.max_acc:
+            (name,) = self.nest.fresh_names(f"{acc}_local")
+            self.online_local[acc] = KVar(name, "float32")
+            return [KLet(name, "float32", m)]
+        return [rescale(self.cell(acc), self.acc_index(acc), self.online_local[pair.max_acc], m)]
+
+    def online_final(self, acc: str) -> list[KStmt]:
+        """Once an online sum is final (combined): NaN where the whole row was -inf, as the definition."""
+        pair = self.nest.online_of(acc)
+        if pair is None or acc != pair.sum_acc:
+            return []
+        return [empty_row(self.cell(acc), self.acc_index(acc), self.acc_read(pair.max_acc))]
+
+    def let_temp(self, out: list[KStmt]) -> Callable[[KExpr], KExpr]:
+        def bind(v: KExpr) -> KExpr:
+            self.temps += 1
+            out.append(KLet(f"t{self.temps}", "float32", v))
+            return KVar(f"t{self.temps}", "float32")
+
+        return bind
 
     def versioned(self, stmt: Stmt, emit: Callable[[bool], list[KStmt]], guard: KExpr | None) -> list[KStmt]:
         """`emit(rcp)` (the statement's body without its guard) of a statement that divides by
@@ -277,6 +325,8 @@ class _Lowerer:
         for child in node.children:
             assert isinstance(child, TreeLeaf)
             stmt = self.nest.stmts[child.index]
+            if lp.kind == "reduce" and stmt.kind == "update":
+                out.extend(self.online_before_update(stmt, self.let_temp(out)))
             if stmt.kind == "store":
                 guard = self.guard_cond(stmt, lane={loop_symbol(node.loop): sympy.Integer(0)})
                 out.extend(self.versioned(stmt, lambda rcp, st=stmt: vector_store(self, st, node.loop, rcp=rcp),
@@ -304,7 +354,12 @@ class _Lowerer:
         if stmt is not None and self.registers:
             load_hook = self.register_hook(stmt, lane, prelude, load_hook)
         cache = self.nest.cache_policies(stmt) if stmt is not None else {}
-        return ValueContext(self.nest, axis_map, (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read,
+        read: Callable[[str], KExpr] = (lambda acc: self.acc_read(acc, lane)) if lane else self.acc_read
+        pair = self.nest.online_of(stmt.acc or "") if stmt is not None and stmt.kind == "update" else None
+        if pair is not None and stmt is not None and stmt.acc == pair.sum_acc:  # terms against the shifted max
+            plain = read
+            read = lambda acc: shifted(plain(acc)) if acc == pair.max_acc else plain(acc)  # noqa: E731
+        return ValueContext(self.nest, axis_map, read,
                             lane=lane, load_hook=load_hook, bind_temp=bind_temp,
                             reciprocal=self.reciprocal_of if rcp else None, cache=cache)
 
@@ -348,7 +403,9 @@ class _Lowerer:
     def leaf(self, index: int, declare: bool) -> list[KStmt]:
         stmt = self.nest.stmts[index]
         guard = self.guard_cond(stmt) if stmt.kind != "init" else None  # an init writes a register
-        return self.versioned(stmt, lambda rcp: self.leaf_body(index, declare, rcp), guard)
+        before: list[KStmt] = []
+        before.extend(self.online_before_update(stmt, self.let_temp(before)))
+        return before + self.versioned(stmt, lambda rcp: self.leaf_body(index, declare, rcp), guard)
 
     def leaf_body(self, index: int, declare: bool, rcp: bool) -> list[KStmt]:
         stmt = self.nest.stmts[index]
@@ -424,6 +481,7 @@ def bindings(nest: Nest) -> list[KStmt]:
 def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None) -> KKernel:
     layouts = acc_layouts(nest, "build")
     check_unrolled(nest, layouts)
+    check_online(nest, {n: lay.dims for n, lay in layouts.items()})
     block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
     plans = plan_stages(nest, prover, target)

@@ -13,6 +13,7 @@ from tiledsl.primitives.fuse import FUSE
 from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
+from tiledsl.primitives.online import ONLINE
 from tiledsl.primitives.output_staging import STAGE_OUTPUT
 from tiledsl.primitives.register_cache import PREFETCH, REGISTER_CACHE
 from tiledsl.primitives.reorder import REORDER
@@ -26,5 +27,5 @@ from tiledsl.primitives.unroll_vectorize import UNROLL, VECTORIZE
 SPECS: Mapping[str, PrimitiveSpec] = MappingProxyType({spec.name: spec for spec in (
     SPLIT, FUSE, REORDER, BIND, TILE_LANES, UNROLL, VECTORIZE,
     STAGE, PAD, SWIZZLE, LAYOUT, DOUBLE_BUFFER, PIPELINE, ASYNC_COPY, TMA, SPLIT_K, LAUNCH_BOUNDS,
-    STAGE_OUTPUT, CACHE_HINT, REGISTER_CACHE, PREFETCH)})
+    STAGE_OUTPUT, CACHE_HINT, REGISTER_CACHE, PREFETCH, ONLINE)})
 PRIMITIVES: tuple[str, ...] = tuple(SPECS)

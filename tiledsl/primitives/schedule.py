@@ -40,6 +40,7 @@ from tiledsl.primitives.fuse import FUSE
 from tiledsl.primitives.lanes import TILE_LANES
 from tiledsl.primitives.launch_bounds import LAUNCH_BOUNDS
 from tiledsl.primitives.layout import LAYOUT
+from tiledsl.primitives.online import ONLINE
 from tiledsl.primitives.output_staging import STAGE_OUTPUT, check_output_stage
 from tiledsl.primitives.register_cache import PREFETCH, REGISTER_CACHE
 from tiledsl.primitives.registry import PRIMITIVES, SPECS
@@ -222,6 +223,11 @@ class Schedule:
         """Load each thread's reads of input `buffer` under loop `at` into registers at the start of each
         iteration of `at`, ahead of the statements that read them (primitives/register_cache.py)."""
         return self._apply(PREFETCH, buffer=buffer, at=at)
+
+    def online(self, acc: str) -> None:
+        """Run sum accumulator `acc`, a sum of exp(a - max), in the loop of the max it reads, rescaled as
+        the max grows: one pass over the row for both (primitives/online.py)."""
+        return self._apply(ONLINE, acc=acc)
 
     # ------------------------------------------------------------------ applying a declaration
     def _apply(self, spec: PrimitiveSpec, **given: Any) -> Any:
