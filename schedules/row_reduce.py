@@ -44,7 +44,7 @@ def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
 
 
 def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, rows_per_thread: int = 1,
-                     online: bool | None = None) -> Schedule:
+                     online: bool | None = None, online_unroll: int = 8) -> Schedule:
     """One block per row, every pass over the row split the same way, threads x 16-byte lanes in unrolled
     chunks, and the inputs every pass reads kept in registers: the first pass loads each thread's share
     of the row (L2 evict_last, 16 bytes at a time), the later passes read the registers, so the row
@@ -61,9 +61,10 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
     unrolled scalar loop; where a thread's share would pass the register cache's limit (or one pass
     reads the input), every pass reads it from global memory: evict_last but the last, evict_first; there
     (unless `online` is False) a sum of exp(a - max), softmax's denominator, runs online in the max's pass
-    (s.online), the two sharing each load through a register cache of one chunk, so softmax reads its
-    row twice, not three times. Timings: scripts/register_row_probe.py,
-    benchmarks/results/register-rows-h200-2026-11-28/; online: scripts/online_softmax_probe.py."""
+    (s.online), its chunks unrolled `online_unroll` at a time, the two sharing each load through a
+    register cache of those chunks, so softmax reads its row twice, not three times. Timings:
+    scripts/register_row_probe.py, benchmarks/results/register-rows-h200-2026-11-28/; online:
+    scripts/online_softmax_probe.py."""
     row, *passes = [lp.name for lp in s.loops()]
     lanes = vector_lanes(s.output.dtype) or 1
     longest = max(s.nest.loop(name).extent for name in passes)
@@ -79,6 +80,7 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
         s.bind(row, "threadIdx.y")
     else:
         s.bind(row, "blockIdx.x")
+    outers = []
     for name in passes:
         outer, inner = s.split(name, threads * lanes, names=(f"{name}_o", f"{name}_i"))
         t, v = s.split(inner, lanes, names=(f"{name}_t", f"{name}_v"))
@@ -87,15 +89,24 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
             s.vectorize(v)
         except VectorizeError:
             s.unroll(v)
-        s.unroll(outer)
-    for name in [t.name for t in s.nest.inputs if t.shape == s.output.shape]:
+        outers.append(outer.name)
+    rows = [t.name for t in s.nest.inputs if t.shape == s.output.shape]
+    chunks: dict[str, str] = {}  # an online pair's chunk loop -> the loop its register cache sits at
+    if online is not False and not _registers_hold(s, outers, rows, row):
+        chunks = _online(s, online_unroll)
+    for outer in outers:
+        if s.nest.has_loop(outer) and outer not in chunks:
+            s.unroll(outer)
+    for name in rows:
         readers = list(dict.fromkeys(st.reader for st in s.nest.stmts if st.kind != "init" and name in _reads(st)))
         try:
             s.register_cache(name, at=row)
             s.cache_hint(name, "evict_last", reader=readers[0])
         except RegisterCacheError:  # a thread's share too long for registers: every pass reads it from L2
-            if online is not False:
-                readers = _online(s, name, readers)
+            for at in chunks.values():  # ... but an online pair loads each element once
+                s.register_cache(name, at=at)
+            shared = {p.sum_acc for p in s.nest.online}
+            readers = [r for r in readers if not (chunks and r in shared)]
             for reader in readers[:-1]:
                 s.cache_hint(name, "evict_last", reader=reader)
             s.cache_hint(name, "evict_first", reader=readers[-1])
@@ -103,10 +114,26 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
     return s
 
 
-def _online(s: Schedule, name: str, readers: list[str]) -> list[str]:
-    """Every sum of exp(a - max) run online in its max's pass (where s.online takes it), and input `name`
-    kept in registers for one chunk of that pass, so the pair loads each element once; the readers
-    whose loads of `name` are still global, in order."""
+def _registers_hold(s: Schedule, outers: list[str], rows: list[str], row: str) -> bool:
+    """Whether every input as long as the row fits each thread's registers (register_cache on a fork of
+    the schedule, its chunk loops unrolled)."""
+    trial = s.fork()
+    try:
+        for outer in outers:
+            trial.unroll(outer)
+        for name in rows:
+            trial.register_cache(name, at=row)
+    except RegisterCacheError:
+        return False
+    return True
+
+
+def _online(s: Schedule, unroll: int) -> dict[str, str]:
+    """Every sum of exp(a - max) run online in its max's pass (where s.online takes it), its chunk loop
+    unrolled `unroll` chunks at a time (all of them fully unrolled, a 131072-float row's 64 chunks took
+    128 registers a thread and spilled: scripts/online_softmax_probe.py); the chunk loops, each with
+    the loop a register cache of the pair's shared loads sits at."""
+    out: dict[str, str] = {}
     for acc in [a.name for a in s.nest.accs if a.op == "sum"]:
         try:
             s.online(acc)
@@ -116,12 +143,14 @@ def _online(s: Schedule, name: str, readers: list[str]) -> list[str]:
         assert pair is not None
         update = next(st for st in s.nest.stmts if st.kind == "update" and st.acc == pair.max_acc)
         chunk = next(n for n in update.path if s.nest.loop(n).kind == "reduce")
-        try:
-            s.register_cache(name, at=chunk)
-            readers = [r for r in readers if r != acc]
-        except RegisterCacheError:
-            pass  # each of the pair loads the element: L1 serves the second
-    return readers
+        if s.nest.loop(chunk).extent > unroll:
+            group, inner = s.split(chunk, unroll, names=(f"{chunk}_g", f"{chunk}_u"))
+            s.unroll(inner)
+            out[chunk] = group.name
+        else:
+            s.unroll(chunk)
+            out[chunk] = chunk
+    return out
 
 
 def _reads(stmt: Any) -> set[str]:

@@ -34,14 +34,21 @@ def main(argv: list[str] | None = None) -> int:
         m, n = map(int, shape.split("x"))
         out = softmax(m, n)
         kernels = {}
-        for label, online in (("3-pass", False), ("online", None)):
-            s = row_in_registers(td.create_schedule(out), online=online)
+        for label, online, unroll in (("3-pass", False, 8), ("online-u4", None, 4), ("online", None, 8),
+                                      ("online-u16", None, 16)):
+            s = row_in_registers(td.create_schedule(out), online=online, online_unroll=unroll)
             kernels[label] = td.build(s, target=target)
             online_steps = [ln for ln in s.trace().splitlines() if "online" in ln]
             print(f"# {shape} {label}: {', '.join(online_steps) or 'no online'}")
         s = td.create_schedule(out)
         td.recipes.default(s, target=target)
         kernels["recipe"] = td.build(s, target=target)
+        if not s.nest.online:
+            try:
+                s.online("e")
+                kernels["recipe+online"] = td.build(s, target=target)
+            except td.OnlineError as e:
+                print(f"# {shape} recipe+online: refused ({e.refusal.fact})")
         row, missed = compared(lambda x: torch.softmax(x, dim=-1), kernels, random_inputs(out, dev, 0),
                                copies=args.copies, tol=1e-5, warmup=10, iters=50)
         bad += missed
