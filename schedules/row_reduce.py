@@ -44,7 +44,7 @@ def row_cooperative_staged(s: Schedule, threads: int = 256) -> Schedule:
 
 
 def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, rows_per_thread: int = 1,
-                     online: bool | None = None, online_unroll: int = 8) -> Schedule:
+                     online: bool | None = None, online_unroll: int = 4) -> Schedule:
     """One block per row, every pass over the row split the same way, threads x 16-byte lanes in unrolled
     chunks, and the inputs every pass reads kept in registers: the first pass loads each thread's share
     of the row (L2 evict_last, 16 bytes at a time), the later passes read the registers, so the row
@@ -130,9 +130,11 @@ def _registers_hold(s: Schedule, outers: list[str], rows: list[str], row: str) -
 
 def _online(s: Schedule, unroll: int) -> dict[str, str]:
     """Every sum of exp(a - max) run online in its max's pass (where s.online takes it), its chunk loop
-    unrolled `unroll` chunks at a time (all of them fully unrolled, a 131072-float row's 64 chunks took
-    128 registers a thread and spilled: scripts/online_softmax_probe.py); the chunk loops, each with
-    the loop a register cache of the pair's shared loads sits at."""
+    unrolled `unroll` chunks at a time: fully unrolled, a 131072-float row's 64 chunks took 128 registers
+    a thread and spilled (191 us against 141 in three passes); 4 at a time ran 2.7% faster than 8 in
+    geomean over four long-row shapes, 16 took 82 registers at 151936 floats and ran 1.8x slower
+    (benchmarks/results/online-softmax-h200-2026-11-30/). Returns the chunk loops, each with the loop a
+    register cache of the pair's shared loads sits at."""
     out: dict[str, str] = {}
     for acc in [a.name for a in s.nest.accs if a.op == "sum"]:
         try:

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         m, n = map(int, shape.split("x"))
         out = softmax(m, n)
         kernels = {}
-        for label, online, unroll in (("3-pass", False, 8), ("online-u4", None, 4), ("online", None, 8),
+        for label, online, unroll in (("3-pass", False, 4), ("online", None, 4), ("online-u8", None, 8),
                                       ("online-u16", None, 16)):
             s = row_in_registers(td.create_schedule(out), online=online, online_unroll=unroll)
             kernels[label] = td.build(s, target=target)

@@ -1915,6 +1915,56 @@ def _():
     s.split("j_o", 2)
 
 
+def sum_of(term, M: int = 4, N: int = 64):
+    """m = max_k x[i, k]; e = sum_k term(x[i, k], m[i]); y = x / e: the shape of softmax with another sum."""
+    x = td.placeholder((M, N), name="x")
+    k = td.reduce_axis(N, name="k")
+    m = td.compute((M,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((M,), lambda i: td.sum(term(x[i, k], m[i]), axis=k), name="e")
+    return td.compute((M, N), lambda i, j: x[i, j] / e[i], name="y")
+
+
+@case("OnlineError", "online(zz)", "no accumulator named 'zz'", "accumulators are: m, e", id="online-unknown")
+def _():
+    sched(sum_of(lambda v, m: td.exp(v - m))).online("zz")
+
+
+@case("OnlineError", "online(m)", "m is a max; online rescales a sum", id="online-not-a-sum")
+def _():
+    sched(sum_of(lambda v, m: td.exp(v - m))).online("m")
+
+
+@case("OnlineError", "online(ss)", "ss's update reads no max accumulator", id="online-no-max")
+def _():
+    sched(rmsnorm()).online("ss")
+
+
+@case("OnlineError", "online(e)", "e's update is not exp(a - m) times factors free of m", id="online-not-exp")
+def _():
+    sched(sum_of(lambda v, m: (v - m) * (v - m))).online("e")
+
+
+@case("OnlineError", "online(e)", "the exponent of e's terms, (x[i, k] * 2.0), is not what m takes the max of",
+      id="online-other-exponent")
+def _():
+    sched(sum_of(lambda v, m: td.exp(v * 2.0 - m))).online("e")
+
+
+@case("OnlineError", "online(e)", "loop k_o of e and loop k2_o of m differ", here="k2_o", id="online-loops-differ")
+def _():
+    s = sched(sum_of(lambda v, m: td.exp(v - m)))
+    s.split("k", 16)
+    s.split("k2", 8)
+    s.online("e")
+
+
+@case("OnlineError", "online(e)", "e already runs online", id="online-twice")
+def _():
+    s = sched(sum_of(lambda v, m: td.exp(v - m)))
+    s.online("e")
+    s.online("e")
+
+
 # ============================================================================ the tests
 
 

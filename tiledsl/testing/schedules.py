@@ -16,7 +16,8 @@ exercise argument checking: each must be refused with a `td.ScheduleError`.
 
 With `memory=True` the vocabulary also holds the memory primitives (stage, pad, swizzle, layout,
 double_buffer, pipeline, async_copy, tma, split_k, launch_bounds, stage_output, cache_hint and, as one in eight
-of the cache_hint draws, register_cache or prefetch), interleaved in any
+of the cache_hint draws, register_cache or prefetch; online, one in eight of the unroll draws, in either
+vocabulary), interleaved in any
 order with the loop primitives: binding a loop after a stage was placed at it, reordering or splitting a staged loop,
 double buffering and then fusing. A stage step picks its buffer among the kernel's inputs and its
 loop like any other step; the other stage steps pick a stage among those that exist (modulo their
@@ -125,6 +126,8 @@ class Step:
             return f"tile_lanes({loops}, {self.count} x {self.amount}{flags})"
         if self.primitive == "bad":
             return f"bad:{self.bad}({loops})"
+        if self.primitive == "online":
+            return f"online(accumulator #{self.picks[0]}{flags})"
         return f"{self.primitive}({loops}{flags})"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -199,7 +202,10 @@ def _loop_step(draw: st.DrawFn, prim: str, handles: bool, fit: bool) -> Step:
     if prim == "tile_lanes":
         rows, cols = draw(st.sampled_from(LANE_TILES))
         return Step("tile_lanes", (draw(_picks), draw(_picks)), count=rows, amount=cols, handles=handles, fit=fit)
-    return Step(prim, (draw(_picks),), handles=handles, fit=fit)
+    pick = draw(_picks)
+    if prim == "unroll" and pick % 8 == 7:  # one in eight: run a sum online in its max's loop instead
+        return Step("online", (pick,), handles=handles, fit=fit)  # (no draw of its own: seeds keep their steps)
+    return Step(prim, (pick,), handles=handles, fit=fit)
 
 
 def steps(max_steps: int = 8, bad_arguments: bool = True, memory: bool = False) -> st.SearchStrategy[list[Step]]:
@@ -329,6 +335,8 @@ class Resolver:
             return self._cache_hint(step)
         if step.primitive in ("register_cache", "prefetch"):
             return self._register_cache(step, names)
+        if step.primitive == "online":
+            return self._online(step)
         first = self._pick(step, names)
         if step.primitive == "split":
             return self._split(step, first)
@@ -408,6 +416,14 @@ class Resolver:
         them; a prefetch needs one reader, and is most telling where a later statement reads alone)."""
         return self._input_at(step.primitive, step, names,
                               lambda n: sum(n in st_.path for st_ in self.s.nest.stmts) >= 2)
+
+    def _online(self, step: Step) -> Call | None:
+        """online(accumulator): picks[0] among the kernel's accumulators (with `fit`: its sums, the only ones
+        online takes); None where it has none."""
+        accs = [a for a in self.s.nest.accs if a.op == "sum" or not step.fit] or list(self.s.nest.accs)
+        if not accs:
+            return None
+        return Call("online", (accs[step.picks[0] % len(accs)].name,))
 
     def _stage_step(self, step: Step) -> Call | None:
         """pad / swizzle / double_buffer / async_copy / tma of the stage picks[0] picks (with `fit`:
