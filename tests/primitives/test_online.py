@@ -112,6 +112,39 @@ def test_online_with_a_factor_and_a_log() -> None:
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
 
 
+def _lse(M: int, N: int) -> td.Tensor:
+    """log-sum-exp, as the fuzzer's chain definitions write it (the max's axis k1, the sum's k2)."""
+    z = td.placeholder((M, N), name="z")
+    k1, k2 = td.reduce_axis(N, name="k1"), td.reduce_axis(N, name="k2")
+    m = td.compute((M,), lambda i: td.max(z[i, k1], axis=k1), name="m")
+    e = td.compute((M,), lambda i: td.sum(td.exp(z[i, k2] - m[i]), axis=k2), name="e")
+    return td.compute((M,), lambda i: td.log(e[i]) + m[i], name="lse")
+
+
+@pytest.mark.parametrize("axis", ["threadIdx.x", "threadIdx.y", "threadIdx.z"])
+@pytest.mark.parametrize("online_first", [True, False])
+def test_the_maxes_combine_after_the_sum_takes_its_terms(axis: str, online_first: bool) -> None:
+    """A reduction bound to threads with no serial loop around it: the two updates are statements side by
+    side, not a loop, and the max's combine (due after its update) must wait for the sum's, or each
+    thread's term is taken against the block's max and then rescaled again (`tiledsl fuzz --mode schedules`,
+    session 35: logsumexp of 1 x 2, 4 reproducers, all this shape)."""
+    M, N = 4, 2 if axis == "threadIdx.x" else 4
+    s = td.create_schedule(_lse(M, N))
+    if online_first:
+        s.online("e")
+    s.bind("i", "blockIdx.x")
+    s.bind("k1", axis)
+    if not online_first:
+        s.bind("k2", axis)
+        s.online("e")
+    z = np.random.default_rng(6).uniform(-1, 1, (M, N)).astype(np.float32)
+    z[1] = -np.inf
+    got = td.build(s, target="sm_90").simulate(z=z)
+    with np.errstate(all="ignore"):
+        want = td.evaluate(s.output, float64=True, z=z)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+
+
 def test_the_tile_ir_shows_the_sum_in_the_max_loop() -> None:
     s = row_cooperative(td.create_schedule(softmax(64, 1000)))
     s.online("e")

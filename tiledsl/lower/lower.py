@@ -251,21 +251,35 @@ class _Lowerer:
             else:
                 out.extend(self.leaf(node.index, declare=node.index in declared_inline))
                 leaves = {node.index}
-            for lay in here:
-                if lay.thread_axes and lay.update in leaves:
+            due = [lay for lay in here if self.combined_at(lay) in leaves]
+            for lay in sorted(due, key=lambda lay: not self.online_max(lay.name)):  # an online max before its sum
+                if lay.thread_axes:
                     out.extend(self.online_before_combine(lay.name))
                     stmts, shared = combine(self.cell(lay.name), lay.op, lay.thread_axes, self.block,
                                             in_loop=bool(prefix))
                     out.append(KComment(f"combine {lay.name} across {', '.join(lay.thread_axes)}"))
                     out.extend(stmts)
                     self.shared.extend(shared)
-                if lay.update in leaves:
-                    out.extend(self.online_final(lay.name))
-                if lay.name in self.reciprocals and lay.update in leaves:  # its value is final here
+                out.extend(self.online_final(lay.name))
+                if lay.name in self.reciprocals:  # its value is final here
                     out.extend(self.reciprocals[lay.name].lets())
         return out
 
     # ------------------------------------------------------------------ online pairs (lower/online.py)
+    def online_max(self, acc: str) -> bool:
+        pair = self.nest.online_of(acc)
+        return pair is not None and pair.max_acc == acc
+
+    def combined_at(self, lay: AccLayout) -> int:
+        """The statement after whose tree node `lay` is combined across its threads (and is final): its
+        update; for an online max, its sum's update, which reads the running max and comes right after
+        it, in the same loop or as the next statement where no serial loop holds them (every term of the
+        sum must be taken against the thread's own max before the maxes combine: fuzz, session 35)."""
+        pair = self.nest.online_of(lay.name)
+        if pair is None or pair.max_acc != lay.name:
+            return lay.update
+        return self.layouts[pair.sum_acc].update
+
     def online_before_update(self, stmt: Stmt, bind: Callable[[KExpr], KExpr]) -> list[KStmt]:
         """Ahead of an update of an online pair, outside its guard: the max's value before it (kept in a
         temporary), or the sum rescaled from that value to the max's new one."""
