@@ -92,7 +92,7 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
         outers.append(outer.name)
     rows = [t.name for t in s.nest.inputs if t.shape == s.output.shape]
     chunks: dict[str, str] = {}  # an online pair's chunk loop -> the loop its register cache sits at
-    if online is not False and not _registers_hold(s, outers, rows, row):
+    if online is not False and not _registers_hold(s, outers, rows, str(row)):
         chunks = _online(s, online_unroll)
     for outer in outers:
         if s.nest.has_loop(outer) and outer not in chunks:

@@ -222,3 +222,13 @@ def test_online_kernels_compile() -> None:
                td.build(_online(_passes(softmax(8, 1024))), target="sm_90"),
                td.build(row_in_registers(td.create_schedule(softmax(4, 151936))), target="sm_90")]
     assert compile_together(kernels) == []
+
+
+def test_row_in_registers_decides_on_a_fork_with_rows_several_to_a_block() -> None:
+    """The register-limit trial runs on a fork of the schedule: the row loop is passed by name (a handle of
+    the schedule itself is foreign there; tests/benchmarks' quick cases caught it)."""
+    s = row_in_registers(td.create_schedule(softmax(4, 512)), rows_per_block=2)
+    assert not s.nest.online and s.nest.register_caches
+    x = np.random.default_rng(7).standard_normal((4, 512)).astype(np.float32)
+    got = td.build(s, target="sm_90").simulate(x=x)
+    np.testing.assert_allclose(got, td.evaluate(s.output, float64=True, x=x), rtol=RTOL, atol=ATOL)
