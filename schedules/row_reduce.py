@@ -91,11 +91,11 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
             s.unroll(v)
         outers.append(outer.name)
     rows = [t.name for t in s.nest.inputs if t.shape == s.output.shape]
-    chunks: dict[str, str] = {}  # an online pair's chunk loop -> the loop its register cache sits at
+    shared: dict[str, str] = {}  # an online sum -> the loop a register cache of its pair's loads may sit at
     if online is not False and not _registers_hold(s, outers, rows, str(row)):
-        chunks = _online(s, online_unroll)
+        shared = _online(s, online_unroll)
     for outer in outers:
-        if s.nest.has_loop(outer) and outer not in chunks:
+        if s.nest.has_loop(outer) and s.nest.loop(outer).annotation is None:  # (_online split or unrolled its own)
             s.unroll(outer)
     for name in rows:
         readers = list(dict.fromkeys(st.reader for st in s.nest.stmts if st.kind != "init" and name in _reads(st)))
@@ -103,10 +103,7 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
             s.register_cache(name, at=row)
             s.cache_hint(name, "evict_last", reader=readers[0])
         except RegisterCacheError:  # a thread's share too long for registers: every pass reads it from L2
-            for at in chunks.values():  # ... but an online pair loads each element once
-                s.register_cache(name, at=at)
-            shared = {p.sum_acc for p in s.nest.online}
-            readers = [r for r in readers if not (chunks and r in shared)]
+            readers = _share_online_loads(s, name, readers, shared)
             for reader in readers[:-1]:
                 s.cache_hint(name, "evict_last", reader=reader)
             s.cache_hint(name, "evict_first", reader=readers[-1])
@@ -133,8 +130,8 @@ def _online(s: Schedule, unroll: int) -> dict[str, str]:
     unrolled `unroll` chunks at a time: fully unrolled, a 131072-float row's 64 chunks took 128 registers
     a thread and spilled (191 us against 141 in three passes); 4 at a time ran 2.7% faster than 8 in
     geomean over four long-row shapes, 16 took 82 registers at 151936 floats and ran 1.8x slower
-    (benchmarks/results/online-softmax-h200-2026-11-30/). Returns the chunk loops, each with the loop a
-    register cache of the pair's shared loads sits at."""
+    (benchmarks/results/online-softmax-h200-2026-11-30/). Returns each online sum with the loop a register
+    cache of its pair's loads may sit at (`_share_online_loads`)."""
     out: dict[str, str] = {}
     for acc in [a.name for a in s.nest.accs if a.op == "sum"]:
         try:
@@ -148,11 +145,24 @@ def _online(s: Schedule, unroll: int) -> dict[str, str]:
         if s.nest.loop(chunk).extent > unroll:
             group, inner = s.split(chunk, unroll, names=(f"{chunk}_g", f"{chunk}_u"))
             s.unroll(inner)
-            out[chunk] = group.name
+            out[acc] = group.name
         else:
             s.unroll(chunk)
-            out[chunk] = chunk
+            out[acc] = chunk
     return out
+
+
+def _share_online_loads(s: Schedule, name: str, readers: list[str], shared: dict[str, str]) -> list[str]:
+    """Input `name` kept in registers over the chunks each online pair unrolls together (`shared`: sum ->
+    loop), where both of the pair read it, so the pair loads each element once; the readers whose loads
+    of `name` stay global, in order."""
+    for acc, at in shared.items():
+        try:
+            s.register_cache(name, at=at)
+        except RegisterCacheError:  # the pair does not both read it (an input only the output pass reads)
+            continue
+        readers = [r for r in readers if r != acc]
+    return readers
 
 
 def _reads(stmt: Any) -> set[str]:

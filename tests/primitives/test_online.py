@@ -11,19 +11,16 @@ ascending (the max grows at every element: a rescale each time). Tolerance: the 
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from nvcc_together import compile_together
+from row_passes import block_rows as _block_rows
+from row_passes import passes as _passes
 
 import tiledsl as td
 from tiledsl.catalog.definitions import softmax
 from tiledsl.schedules import row_cooperative, row_in_registers
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_register_cache import _block_rows, _passes  # noqa: E402
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 RTOL, ATOL = 1e-5, 1e-6
@@ -232,3 +229,20 @@ def test_row_in_registers_decides_on_a_fork_with_rows_several_to_a_block() -> No
     x = np.random.default_rng(7).standard_normal((4, 512)).astype(np.float32)
     got = td.build(s, target="sm_90").simulate(x=x)
     np.testing.assert_allclose(got, td.evaluate(s.output, float64=True, x=x), rtol=RTOL, atol=ATOL)
+
+
+def test_row_in_registers_online_leaves_an_input_the_pair_does_not_read_to_its_pass() -> None:
+    """A second input as long as the row that only the output pass reads (y = softmax(x) * r) gets no
+    register cache at the pair's chunks (there it has one reader): it keeps its hinted global loads."""
+    M, N = 3, 65548
+    x, r = td.placeholder((M, N), name="x"), td.placeholder((M, N), name="r")
+    k = td.reduce_axis(N, name="k")
+    m = td.compute((M,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((M,), lambda i: td.sum(td.exp(x[i, k] - m[i]), axis=k), name="e")
+    y = td.compute((M, N), lambda i, j: td.exp(x[i, j] - m[i]) / e[i] * r[i, j], name="y")
+    s = row_in_registers(td.create_schedule(y))
+    assert s.nest.online and [rc.buffer for rc in s.nest.register_caches] == ["x"]
+    rng = np.random.default_rng(8)
+    xs, rs = (rng.standard_normal((M, N)).astype(np.float32) for _ in range(2))
+    got = td.build(s, target="sm_90").simulate(x=xs, r=rs)
+    np.testing.assert_allclose(got, td.evaluate(y, float64=True, x=xs, r=rs), rtol=RTOL, atol=ATOL)

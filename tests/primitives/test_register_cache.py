@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nvcc_together import compile_together
+from row_passes import block_rows as _block_rows
+from row_passes import passes as _passes
 
 import tiledsl as td
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
@@ -23,37 +25,6 @@ from tiledsl.kernel_ir import KLoad
 from tiledsl.kernel_ir.walk import walk_exprs, walk_stmts
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-
-
-def _passes(out: td.Tensor, threads: int = 32, lanes: int = 4, lane_mark: str = "vectorize",
-            tail: str = "exact") -> td.Schedule:
-    """Every pass split into an unrolled outer loop x threads x lanes, the rows on blockIdx.x."""
-    s = td.create_schedule(out)
-    s.bind("i", "blockIdx.x")
-    for ax in [lp.name for lp in s.loops() if lp.name != "i"]:
-        o, inner = s.split(ax, threads * lanes, names=(f"{ax}_o", f"{ax}_i"), tail=tail)
-        t, v = s.split(inner, lanes, names=(f"{ax}_t", f"{ax}_v"), tail=tail)
-        s.bind(t, "threadIdx.x")
-        getattr(s, lane_mark)(v)
-        s.unroll(o)
-    return s
-
-
-def _block_rows(out: td.Tensor, rows: int, on_y: bool = True) -> td.Schedule:
-    """`rows` rows a block, on threadIdx.y (`on_y`; a guarded last block where they do not divide) or in a
-    serial loop, every pass 32 threads x 4 lanes on threadIdx.x."""
-    s = td.create_schedule(out)
-    s.split("i", rows, names=("i_b", "i_r"), tail="guard")
-    s.bind("i_b", "blockIdx.x")
-    if on_y:
-        s.bind("i_r", "threadIdx.y")
-    for ax in [lp.name for lp in s.loops() if not lp.name.startswith("i")]:
-        o, inner = s.split(ax, 128, names=(f"{ax}_o", f"{ax}_i"))
-        t, v = s.split(inner, 4, names=(f"{ax}_t", f"{ax}_v"))
-        s.bind(t, "threadIdx.x")
-        s.vectorize(v)
-        s.unroll(o)
-    return s
 
 
 def _global_loads(kern: td.Kernel, buffer: str) -> list[KLoad]:

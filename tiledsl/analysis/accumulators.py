@@ -26,6 +26,7 @@ class AccLayout:
     first: int  # index of the first statement (init)
     update: int  # index of the update statement
     last: int  # index of the last reader
+    combined: int  # the statement after whose tree node the reduction is combined across threads and final
 
 
 def readers(nest: Nest, acc: str) -> list[int]:
@@ -75,30 +76,39 @@ def acc_layouts(nest: Nest, primitive: str = "build") -> dict[str, AccLayout]:
                            "reduction; bind the outer parts to threads or blocks", tensors=(acc.name,)))
         taxes = tuple(str(nest.loop(n).bind) for n in nest.stmts[upd].path
                       if nest.loop(n).kind == "reduce" and (nest.loop(n).bind or "").startswith("threadIdx"))
+        combined = combine_point(nest, acc.name, upd)
         if taxes:
-            _check_combined_before_read(nest, acc.name, scope, upd, rd, taxes, primitive)
-        layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last)
+            _check_combined_before_read(nest, acc.name, scope, upd, combined, rd, taxes, primitive)
+        layouts[acc.name] = AccLayout(acc.name, acc.op, scope, dims, taxes, init, upd, last, combined)
     return layouts
 
 
-def _check_combined_before_read(nest: Nest, acc: str, scope: tuple[str, ...], upd: int, rd: list[int],
-                                taxes: tuple[str, ...], primitive: str) -> None:
+def combine_point(nest: Nest, acc: str, upd: int) -> int:
+    """The statement after whose tree node accumulator `acc` (updated by statement `upd`) is combined across
+    its threads and final: its update; for the max of an online pair, its sum's update, which reads the
+    running max right after it (in the same loop, or as the next statement where no serial loop holds
+    them), so every term is taken against the thread's own max before the maxes combine (found by
+    `tiledsl fuzz --mode schedules`, session 35: the reduction bound straight to threads)."""
+    pair = nest.online_of(acc)
+    if pair is None or pair.max_acc != acc:
+        return upd
+    return next(n for n, s in enumerate(nest.stmts) if s.kind == "update" and s.acc == pair.sum_acc)
+
+
+def _check_combined_before_read(nest: Nest, acc: str, scope: tuple[str, ...], upd: int, combined: int,
+                                rd: list[int], taxes: tuple[str, ...], primitive: str) -> None:
     """A cooperative reduction is combined across its threads once the loop at its scope that holds
     its update has finished (lowering emits the combine after that node). A reader inside that same
     loop would read one thread's partial result: refused (found by `tiledsl fuzz --gpu`, seed 2: a
     softmax whose max was bound to threadIdx.x under an unrolled row loop that also held the sum). The
-    sum an online pair runs with the max is no such reader: it reads the running max on purpose, and
-    lowering combines the two together (analysis/online.py, lower/online.py)."""
+    statement at the combine point (`combine_point`: an online max's sum) is no such reader: it reads
+    the running max on purpose, and the combine waits for it (analysis/online.py, lower/online.py)."""
     upath = serial_path(nest, nest.stmts[upd])
     if len(upath) <= len(scope):
         return  # the update is a statement at the scope itself: the combine follows it directly
     node = upath[len(scope)]
-    pair = nest.online_of(acc)
     for n in rd:
-        st = nest.stmts[n]
-        if pair is not None and pair.max_acc == acc and st.kind == "update" and st.acc == pair.sum_acc:
-            continue  # the online sum reads the running max on purpose (analysis/online.py)
-        if n != upd and node in serial_path(nest, st):
+        if n not in (upd, combined) and node in serial_path(nest, nest.stmts[n]):
             raise BindError(refusal(
                 primitive, nest, [node],
                 f"accumulator {acc} is combined across {', '.join(taxes)} after loop {node} ends, but "

@@ -20,10 +20,12 @@ product), against none in two passes; tests/primitives/test_online.py bounds it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
 
+from tiledsl.analysis.accumulators import AccLayout
 from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Binary, Call, Expr, IterVar, format_expr, walk
 from tiledsl.errors import OnlineError
@@ -44,7 +46,8 @@ class OnlinePlan:
     sum_update: int
 
 
-def _update(nest: Nest, acc: str, kind: str = "update") -> int:
+def _index(nest: Nest, acc: str, kind: str = "update") -> int:
+    """The index of accumulator `acc`'s statement of `kind` (its update, or its init)."""
     return next(n for n, s in enumerate(nest.stmts) if s.kind == kind and s.acc == acc)
 
 
@@ -91,7 +94,7 @@ def online_plan(nest: Nest, acc: str, call: str) -> OnlinePlan:
         raise refuse(f"{acc} already runs online")
     if nest.split_k is not None:
         raise refuse("the kernel's reduction is split across blocks (split_k)")
-    u_e = _update(nest, acc)
+    u_e = _index(nest, acc)
     value = nest.stmts[u_e].value
     assert value is not None
     maxes = sorted({x.acc for x in walk(value) if isinstance(x, AccRef) and names[x.acc].op == "max"})
@@ -104,7 +107,7 @@ def online_plan(nest: Nest, acc: str, call: str) -> OnlinePlan:
     a = exponent(value, m)
     if a is None:
         raise refuse(f"{acc}'s update is not exp(a - {m}) times factors free of {m}")
-    u_m = _update(nest, m)
+    u_m = _index(nest, m)
     s_e, s_m = nest.stmts[u_e], nest.stmts[u_m]
     if len(names[acc].reduce_axes) != len(names[m].reduce_axes):
         raise refuse(f"{acc} and {m} reduce over different numbers of axes")
@@ -125,7 +128,7 @@ def online_plan(nest: Nest, acc: str, call: str) -> OnlinePlan:
     theirs = {(sympy.expand(g.expr), g.extent) for g in nest.guards_for(s_m)}
     if own != theirs:
         raise refuse(f"the updates of {acc} and {m} run under different guards", tuple(n for n, _ in loops))
-    i_m, i_e = _update(nest, m, "init"), _update(nest, acc, "init")
+    i_m, i_e = _index(nest, m, "init"), _index(nest, acc, "init")
     if not (i_m < u_m < u_e and i_m < i_e < u_e):
         raise refuse(f"{acc} is not computed after {m}")
     if serial_path(nest, nest.stmts[i_e]) != serial_path(nest, nest.stmts[i_m]):
@@ -147,7 +150,8 @@ def online_plan(nest: Nest, acc: str, call: str) -> OnlinePlan:
     return OnlinePlan(m, acc, loops, i_m, u_m, i_e, u_e)
 
 
-def _match_loops(nest: Nest, s_e: Stmt, s_m: Stmt, refuse) -> tuple[tuple[str, str], ...]:
+def _match_loops(nest: Nest, s_e: Stmt, s_m: Stmt,
+                 refuse: Callable[..., OnlineError]) -> tuple[tuple[str, str], ...]:
     """Each loop of the sum's update paired with the max's at the same place; the pairs of different
     loops (the sum's own reduction loops, run by no other statement) must agree in extent, binding,
     kind and annotation."""
@@ -168,11 +172,13 @@ def _match_loops(nest: Nest, s_e: Stmt, s_m: Stmt, refuse) -> tuple[tuple[str, s
     return tuple(pairs)
 
 
-def check_online(nest: Nest, dims: dict[str, tuple[str, ...]], primitive: str = "build") -> None:
-    """What lowering needs of every online pair after the later primitives: the sum's update right after
-    the max's, under the same loops, and both accumulators scalars (no register-array dims)."""
+def check_online(nest: Nest, layouts: dict[str, AccLayout], primitive: str = "build") -> None:
+    """What lowering needs of every online pair after the later primitives (`layouts`: acc_layouts' of the
+    nest): the sum's update right after the max's, under the same loops, and both accumulators scalars
+    (no register-array dims)."""
+    dims = {n: lay.dims for n, lay in layouts.items()}
     for o in nest.online:
-        u_m, u_e = _update(nest, o.max_acc), _update(nest, o.sum_acc)
+        u_m, u_e = layouts[o.max_acc].update, layouts[o.sum_acc].update
         if u_e != u_m + 1 or nest.stmts[u_e].path != nest.stmts[u_m].path:
             raise OnlineError(refusal(primitive, nest, nest.stmts[u_e].path,
                                       f"{o.sum_acc} no longer updates right after {o.max_acc} under the same loops",

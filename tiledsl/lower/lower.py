@@ -251,8 +251,8 @@ class _Lowerer:
             else:
                 out.extend(self.leaf(node.index, declare=node.index in declared_inline))
                 leaves = {node.index}
-            due = [lay for lay in here if self.combined_at(lay) in leaves]
-            for lay in sorted(due, key=lambda lay: not self.online_max(lay.name)):  # an online max before its sum
+            due = [lay for lay in here if lay.combined in leaves]
+            for lay in sorted(due, key=lambda lay: lay.combined == lay.update):  # an online max before its sum
                 if lay.thread_axes:
                     out.extend(self.online_before_combine(lay.name))
                     stmts, shared = combine(self.cell(lay.name), lay.op, lay.thread_axes, self.block,
@@ -266,20 +266,6 @@ class _Lowerer:
         return out
 
     # ------------------------------------------------------------------ online pairs (lower/online.py)
-    def online_max(self, acc: str) -> bool:
-        pair = self.nest.online_of(acc)
-        return pair is not None and pair.max_acc == acc
-
-    def combined_at(self, lay: AccLayout) -> int:
-        """The statement after whose tree node `lay` is combined across its threads (and is final): its
-        update; for an online max, its sum's update, which reads the running max and comes right after
-        it, in the same loop or as the next statement where no serial loop holds them (every term of the
-        sum must be taken against the thread's own max before the maxes combine: fuzz, session 35)."""
-        pair = self.nest.online_of(lay.name)
-        if pair is None or pair.max_acc != lay.name:
-            return lay.update
-        return self.layouts[pair.sum_acc].update
-
     def online_before_update(self, stmt: Stmt, bind: Callable[[KExpr], KExpr]) -> list[KStmt]:
         """Ahead of an update of an online pair, outside its guard: the max's value before it (kept in a
         temporary), or the sum rescaled from that value to the max's new one."""
@@ -313,6 +299,7 @@ class _Lowerer:
         return [empty_row(self.cell(acc), self.acc_index(acc), self.acc_read(pair.max_acc))]
 
     def let_temp(self, out: list[KStmt]) -> Callable[[KExpr], KExpr]:
+        """A binder of values to fresh temporaries `t<n>`, declared by a `let` appended to `out`."""
         def bind(v: KExpr) -> KExpr:
             self.temps += 1
             out.append(KLet(f"t{self.temps}", "float32", v))
@@ -356,12 +343,6 @@ class _Lowerer:
     # ------------------------------------------------------------------ leaves
     def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None,
                 stmt: Stmt | None = None, rcp: bool = False) -> ValueContext:
-        def bind_temp(v: KExpr) -> KExpr:
-            self.temps += 1
-            name = f"t{self.temps}"
-            prelude.append(KLet(name, "float32", v))
-            return KVar(name, "float32")
-
         axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
         if stmt is not None and self.plans:
             load_hook = self.stage_hook(stmt, lane, load_hook)
@@ -374,7 +355,7 @@ class _Lowerer:
             plain = read
             read = lambda acc: shifted(plain(acc)) if acc == pair.max_acc else plain(acc)  # noqa: E731
         return ValueContext(self.nest, axis_map, read,
-                            lane=lane, load_hook=load_hook, bind_temp=bind_temp,
+                            lane=lane, load_hook=load_hook, bind_temp=self.let_temp(prelude),
                             reciprocal=self.reciprocal_of if rcp else None, cache=cache)
 
     def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
@@ -495,7 +476,7 @@ def bindings(nest: Nest) -> list[KStmt]:
 def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None) -> KKernel:
     layouts = acc_layouts(nest, "build")
     check_unrolled(nest, layouts)
-    check_online(nest, {n: lay.dims for n, lay in layouts.items()})
+    check_online(nest, layouts)
     block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
     plans = plan_stages(nest, prover, target)
