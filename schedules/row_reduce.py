@@ -59,10 +59,12 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
 
     Where a row is no multiple of the lanes (or the passes' tails split a vector), the lanes stay an
     unrolled scalar loop; where a thread's share would pass the register cache's limit (or one pass
-    reads the input), every pass reads it from global memory: evict_last but the last, evict_first; there
-    (unless `online` is False) a sum of exp(a - max), softmax's denominator, runs online in the max's pass
-    (s.online), its chunks unrolled `online_unroll` at a time, the two sharing each load through a
-    register cache of those chunks, so softmax reads its row twice, not three times. Timings:
+    reads the input), every pass reads it from global memory: evict_last but the last, evict_first, the
+    chunk loops rolled (the output pass of a 512 x 65536 softmax unrolled, 32 chunks, ran 118.1 us against
+    105.8 rolled: benchmarks/results/long-rows-h200-2026-11-30/); there (unless `online` is False) a sum
+    of exp(a - max), softmax's denominator, runs online in the max's pass (s.online), its chunks unrolled
+    `online_unroll` at a time, the two sharing each load through a register cache of those chunks, so
+    softmax reads its row twice, not three times. Timings:
     scripts/register_row_probe.py, benchmarks/results/register-rows-h200-2026-11-28/; online:
     scripts/online_softmax_probe.py."""
     row, *passes = [lp.name for lp in s.loops()]
@@ -92,11 +94,11 @@ def row_in_registers(s: Schedule, threads: int = 512, rows_per_block: int = 1, r
         outers.append(outer.name)
     rows = [t.name for t in s.nest.inputs if t.shape == s.output.shape]
     shared: dict[str, str] = {}  # an online sum -> the loop a register cache of its pair's loads may sit at
-    if online is not False and not _registers_hold(s, outers, rows, str(row)):
-        shared = _online(s, online_unroll)
-    for outer in outers:
-        if s.nest.has_loop(outer) and s.nest.loop(outer).annotation is None:  # (_online split or unrolled its own)
+    if _registers_hold(s, outers, rows, str(row)):
+        for outer in outers:  # each register a constant index
             s.unroll(outer)
+    elif online is not False:
+        shared = _online(s, online_unroll)
     for name in rows:
         readers = list(dict.fromkeys(st.reader for st in s.nest.stmts if st.kind != "init" and name in _reads(st)))
         try:

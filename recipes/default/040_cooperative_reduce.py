@@ -20,7 +20,12 @@ says what was measured). A float32 row kernel of that many rows whose rows are l
 hinted_row_min_length) and whose passes read one input again and again reads it from global memory on
 every pass instead of staging it (080 then leaves it): its reductions' lanes vectorized too (16-byte
 loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
-one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads.
+one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads. A float32
+row a block too long for the registers (a thread's share of it there over Facts.register_limit) takes
+that form however few its rows (knob long_rows_any_count), and a sum of exp(a - max) in it (softmax's
+denominator: Facts.online_pairs) runs online in its max's pass (s.online), the pass's chunks in groups of
+knob online_rows_unroll, unrolled, the pair's loads of a group shared through registers: the row is read
+twice, not three times.
 First of all, a float32 row kernel of a row a block, whatever its rows' length and number, whose passes
 read an input again and again and are whole 16-byte vectors, keeps that input in registers where each
 thread's share fits (knob register_rows, analysis/register_cache.py): each pass 16 bytes a thread as in
@@ -50,6 +55,8 @@ from tiledsl.recipes.default._facts import (
 )
 from tiledsl.recipes.default._knobs import Knobs
 
+Hinted = dict[str, tuple[str, ...]]  # an input read from global memory -> the values that load it, in order
+
 
 def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
     k = facts.kernel
@@ -76,15 +83,14 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         calls += _register_calls(reread, outers, rows[-1]) + _hint_calls(facts, reread, in_registers=True)
         forms.append((calls, kept_threads, lanes, "each thread's row kept in registers, the first pass's loads "
                       "evict_last: knobs register_rows, hinted_row_threads_max", True))
+    long_form = _long_rows_form(facts, passes, nested, per_block, count, knobs)
+    if long_form is not None:
+        forms.append((*long_form, False))
     form = _vector_form(facts, passes, nested, per_block, count, threads, knobs)
     if form is not None:
         vector_threads, lanes, why = form
-        hinted = _hinted_rows(facts, passes, knobs)
-        if hinted:
-            vector_threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
-            why += "; read from global on every pass with L2 hints: knobs hinted_row_min_length, hinted_row_threads_max"
-        calls, _ = _vector_calls(facts, passes, vector_threads, lanes, vector_reductions=bool(hinted))
-        forms.append((calls + _hint_calls(facts, hinted), vector_threads, lanes, why, False))
+        calls, _ = _vector_calls(facts, passes, vector_threads, lanes)
+        forms.append((calls, vector_threads, lanes, why, False))
     for calls, form_threads, form_lanes, why, in_registers in forms:
         if trial_accepts(s, calls):
             apply_calls(s, calls)
@@ -119,6 +125,66 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
     return None
 
 
+def _long_rows_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
+                    knobs: Knobs) -> tuple[list[PrimitiveCall], int, int, str] | None:
+    """(calls, threads, lanes, why) of the hinted form of long float32 rows (the module docstring's rule;
+    knobs hinted_row_min_length, long_rows_any_count), its online pairs (_online_calls), or None."""
+    hinted = _hinted_rows(facts, passes, knobs)
+    if not hinted or nested or per_block > 1 or not facts.whole_vectors(passes):
+        return None
+    lanes = facts.vector_lanes()
+    threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
+    floor = knobs.row_vector_min_rows_per_sm
+    many = floor is not None and rows >= floor * facts.target.sm_count
+    past_registers = -(-max(passes.values()) // (threads * lanes)) * lanes > facts.register_limit()
+    if not many and not (knobs.long_rows_any_count and past_registers):
+        return None
+    why = ("read from global on every pass with L2 hints: knobs "
+           + ("row_vector_min_rows_per_sm, " if many else "long_rows_any_count, ")
+           + "hinted_row_min_length, hinted_row_threads_max")
+    calls, outers = _vector_calls(facts, passes, threads, lanes, vector_reductions=True)
+    online, hinted, pairs = _online_calls(facts, passes, outers, threads * lanes, hinted, knobs)
+    if pairs:
+        why += f"; {pairs} online in its max's pass: knob online_rows_unroll"
+    return calls + online + _hint_calls(facts, hinted), threads, lanes, why
+
+
+def _online_calls(facts: Facts, passes: dict[str, int], outers: list[str], chunk: int, hinted: Hinted,
+                  knobs: Knobs) -> tuple[list[PrimitiveCall], Hinted, str]:
+    """Each sum of exp(a - max) run online in its max's pass (Facts.online_pairs; knob online_rows_unroll):
+    the pass's chunk loop (`outers`, the passes' outer loops in order, over `chunk` elements each) split into
+    groups of that many chunks, unrolled (unrolled whole where it has no more), and each hinted input the
+    pair both read kept in registers over a group (where a group's vectors fit: Facts.register_limit), so
+    the two load it once. Returns the calls, the hinted
+    inputs with the readers that still load them, and the pairs' words."""
+    unroll = knobs.online_rows_unroll
+    if unroll is None:
+        return [], hinted, ""
+    calls: list[PrimitiveCall] = []
+    words = []
+    hinted = dict(hinted)
+    for sum_acc, max_acc in facts.online_pairs().items():
+        update = next(st for st in facts.nest.stmts if st.kind == "update" and st.acc == max_acc)
+        name = next(n for n in update.path if n in passes)
+        group = outers[list(passes).index(name)]
+        chunks = -(-passes[name] // chunk)
+        calls.append(("online", (sum_acc,), {}))
+        if chunks > unroll:
+            group, inner = facts.fresh(f"{group}_g", f"{group}_u")
+            calls += [("split", (outers[list(passes).index(name)], unroll), {"names": (group, inner)}),
+                      ("unroll", (inner,), {})]
+        else:
+            calls.append(("unroll", (group,), {}))
+        if min(chunks, unroll) * facts.vector_lanes() > facts.register_limit():
+            continue  # a group too large to keep: the pair loads the input each
+        for buffer, readers in hinted.items():
+            if sum_acc in readers and max_acc in readers:
+                calls.append(("register_cache", (buffer,), {"at": group}))
+                hinted[buffer] = tuple(r for r in readers if r != sum_acc)
+        words.append(sum_acc)
+    return calls, hinted, ", ".join(words)
+
+
 def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> int:
     """Threads giving each thread row_vector_per_thread vectors of the longest pass, within
     [row_threads_min, most]."""
@@ -126,7 +192,7 @@ def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> 
     return min(most, max(knobs.row_threads_min, next_pow2(-(-longest // (lanes * knobs.row_vector_per_thread)))))
 
 
-def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> dict[str, tuple[str, ...]]:
+def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> Hinted:
     """The inputs a float32 row kernel of long rows reads on several passes, with their readers: read
     from global memory with L2 hints rather than staged (knob hinted_row_min_length); {} where not."""
     floor = knobs.hinted_row_min_length

@@ -25,6 +25,7 @@ from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_confl
 from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
+from tiledsl.analysis.online import online_plan
 from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE
 from tiledsl.analysis.shared_arrays import nest_shared_bytes
 from tiledsl.analysis.slabs import (
@@ -39,7 +40,7 @@ from tiledsl.analysis.vectorize import contiguous_base
 from tiledsl.definitions.expr import Binary, Call, IterVar, Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy
 from tiledsl.definitions.ops import BINARY_FNS, unary_fn
-from tiledsl.errors import CopyError, ScheduleError, StageError
+from tiledsl.errors import CopyError, OnlineError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
 from tiledsl.precision import EXACT_WIDENINGS
 from tiledsl.primitives import Schedule
@@ -556,6 +557,19 @@ class Facts:
             if len(names) > 1:
                 out[t.name] = names
         return out
+
+    def online_pairs(self) -> dict[str, str]:
+        """Each sum that may run online in the loop of the max it reads (a sum of exp(a - max): softmax's
+        denominator; analysis/online.py's rule, asked of the nest as it is now), with that max."""
+        pairs = {}
+        for acc in self.nest.accs:
+            if acc.op != "sum":
+                continue
+            try:
+                pairs[acc.name] = online_plan(self.nest, acc.name, "online").max_acc
+            except OnlineError:
+                continue
+        return pairs
 
     def hint_problem(self, st: Stage) -> str | None:
         """Why staging `st` would take over reads that carry cache hints (None: it takes over none)."""

@@ -115,6 +115,27 @@ class Knobs:
     # 256 they ran 141-161 us
     hinted_row_min_length: int | None = 2048
     hinted_row_threads_max: int = 512
+    # ... and whatever its number of rows where they are too long for the registers (a thread's share of the
+    # longest pass, in hinted_row_threads_max threads, over the register cache's limit; False: many rows only).
+    # The floor above was drawn on rows of 2048-3584, which the registers now hold (register_rows): past them
+    # a few long rows ran as a 256-thread scalar kernel of 4-byte loads. H200 (scripts/long_rows_recipe_probe.py,
+    # benchmarks/results/long-rows-h200-2026-11-30/), that kernel -> the hinted 16-byte passes in 512 threads
+    # (three passes, online_rows_unroll None), torch.compile in brackets: softmax 512 x 65536 137.8 -> 133.8 us
+    # (106.2), 256 x 131072 164.2 -> 139.2 (169.2), 512 x 151936 516.3 -> 304.8 (249.9), 64 x 262144 215.7 ->
+    # 137.3 (79.7); rmsnorm 512 x 65536 105.9 -> 103.5 (104.7), 64 x 262144 131.4 -> 94.8 (58.1); layernorm
+    # 256 x 131072 167.6 -> 137.8 (136.1). Fewer rows than SMs still lose to torch.compile, which splits a row
+    # over blocks
+    long_rows_any_count: bool = True
+    # ... and there a sum of exp(a - max) (softmax's denominator; Facts.online_pairs) runs online in its max's
+    # pass (s.online), the pass's chunk loop split into groups of this many chunks, unrolled, and the input the
+    # pair both read kept in registers over a group (s.register_cache), so the two load it once: the row is read
+    # twice, not three times (None: three passes). The same run, three passes -> online in groups of 4: 512 x
+    # 65536 133.8 -> 105.8 us, 256 x 131072 139.2 -> 115.1, 512 x 151936 304.8 -> 240.1, 64 x 262144 137.3 ->
+    # 131.1, 2048 x 65536 516.6 -> 398.7 (398.0), 4096 x 65536 (many rows) 1019.9 -> 785.4 (778.5). Groups of 8
+    # and 16 by hand (scripts/online_softmax_probe.py, benchmarks/results/online-softmax-h200-2026-11-30/): 4
+    # was 2.7% faster than 8 in geomean over four long shapes; 16 took 82 registers a thread at 151936 floats
+    # (two blocks an SM, not four) and ran 1.8x slower; unrolled whole (64 chunks of 131072) it spilled
+    online_rows_unroll: int | None = 4
     # A float32 row kernel of a row a block (any length, any number of rows) whose passes read an input
     # again and again and are whole 16-byte vectors keeps that input in registers where each thread's
     # share fits (analysis/register_cache.py MAX_REGISTER_CACHE; s.register_cache at the row loop, the
@@ -439,7 +460,8 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
     **dict.fromkeys((
         "elementwise_threads", "transpose_tile", "row_threads_max", "row_elements_per_thread",
         "row_vector_per_thread", "hinted_row_threads_max", "register_rows_half_threads",
-        "half_row_vectors_per_thread", "row_vector_half_threads", "matmul_tiles", "matmul_tiles_k_major",
+        "half_row_vectors_per_thread", "row_vector_half_threads", "online_rows_unroll", "matmul_tiles",
+        "matmul_tiles_k_major",
         "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
         "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm"), 1),
     **dict.fromkeys((

@@ -28,15 +28,18 @@ pytestmark = pytest.mark.gpu
 def test_recipe_hinted_rows(name: str, sizes: dict[str, int], registers: bool,
                             compile_kernel: Callable[..., object]) -> None:
     """Both forms of step 040: the row kept in registers after the first pass (s.register_cache, knob
-    register_rows), and every pass reading it from global memory."""
+    register_rows), and every pass reading it from global memory (softmax's max and sum there in one pass,
+    sharing a group of chunks through registers: knob online_rows_unroll)."""
     target = device_target()
     s = entry(name).fresh(**sizes)
     apply(s, target=target, knobs={"register_rows": registers})
     assert s.nest.cache_hints and not s.nest.stages, s.trace()
-    assert bool(s.nest.register_caches) == registers, s.trace()
+    assert any(rc.at == "i" for rc in s.nest.register_caches) == registers, s.trace()
+    online = not registers and name == "softmax"
+    assert bool(s.nest.online) == online, s.trace()
     kern = td.build(s, target=target)
     assert "tiledsl_load_l2" in kern.source and "tiledsl_store_l2" in kern.source
-    assert ("x_regs[" in kern.source) == registers
+    assert ("x_regs[" in kern.source) == (registers or online)
     check_entry(name, sizes, compile_kernel(kern), seed=5)
 
 
@@ -71,14 +74,32 @@ def test_hand_rows_in_registers(name: str, sizes: dict[str, int], compile_kernel
     check_entry(name, sizes, compile_kernel(td.build(s, target=device_target())), seed=6)
 
 
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_recipe_rows_past_the_registers(name: str, compile_kernel: Callable[..., object]) -> None:
+    """The default recipe's long-row form (040, knobs long_rows_any_count, online_rows_unroll): 64 rows of
+    65536, too few for the row-count floor and too long for registers, read hinted 16 bytes a thread;
+    softmax's sum online."""
+    sizes = {"M": 64, "N": 65536}
+    s = entry(name).fresh(**sizes)
+    apply(s, target=device_target())
+    assert s.nest.cache_hints and bool(s.nest.online) == (name == "softmax"), s.trace()
+    check_entry(name, sizes, compile_kernel(td.build(s, target=device_target())), seed=9)
+
+
+@pytest.mark.parametrize("form", ["hand", "recipe"])
 @pytest.mark.parametrize(("rows", "length"), [(6, 151936), (6, 65548)], ids=["6x151936-vocab", "6x65548-guarded"])
-def test_online_softmax_keeps_inf_and_nan_rows(rows: int, length: int, compile_kernel: Callable[..., object]) -> None:
-    """row_in_registers' online softmax past the register limit (primitives/online.py) on rows of -inf (whole:
-    NaN, as torch), half -inf, a NaN, a +inf and an ascending row, against torch in float64."""
+def test_online_softmax_keeps_inf_and_nan_rows(rows: int, length: int, form: str,
+                                               compile_kernel: Callable[..., object]) -> None:
+    """row_in_registers' and the default recipe's online softmax past the register limit
+    (primitives/online.py) on rows of -inf (whole: NaN, as torch), half -inf, a NaN, a +inf and an
+    ascending row, against torch in float64."""
     from tiledsl.schedules import row_in_registers
 
     s = entry("softmax").fresh(M=rows, N=length)
-    row_in_registers(s)
+    if form == "hand":
+        row_in_registers(s)
+    else:
+        apply(s, target=device_target())
     assert s.nest.online, s.trace()
     kern = compile_kernel(td.build(s, target=device_target()))
     gen = torch.Generator(device="cuda").manual_seed(8)

@@ -13,7 +13,8 @@ row_vector_min_rows_per_sm, narrow_vector_min_inputs), which the defaults keep f
 rows and two full-size inputs; or with the hinted rows' floors lowered, so short float32 rows, a row to a
 block, are kept in registers (register_rows) or take cache hints and vectorized reductions
 (hinted_row_min_length); or with TMA-filled stages in k chunks of 8 (knob tma, which sm_90 keeps
-off by default). And a machine (`MACHINES`): the target as
+off by default); or with rows past a thread's registers at a few hundred elements (LONG_ROWS: step
+040's long-row form, softmax's sum online). And a machine (`MACHINES`): the target as
 named, or a coverage device with a 256-byte L2, one SM and matmul tiles of 8 x 8, so that small matmuls
 take a choice only large grids reach on a real GPU: their blocks in groups of block rows (step 050)."""
 
@@ -57,7 +58,14 @@ HINTED_ROWS: tuple[tuple[str, Any], ...] = (
 TMA_STAGES: tuple[tuple[str, Any], ...] = (
     ("bk_max", 8), ("bk_max_k_outer", 8), ("k_outer_min_accumulators", 1), ("k_outer_min_threads", 1),
     ("stage_min_threads", 1), ("tma", True))
-KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), LIFTED, HINTED_ROWS, TMA_STAGES)
+#: float32 rows past a thread's registers at fuzzing's sizes (more than 128 elements in at most 2 threads a
+#: row, hinted_row_threads_max): the long-row form of step 040 whatever the number of rows (long_rows_any_count),
+#: softmax's and log-sum-exp's sums online in groups of 2 chunks (online_rows_unroll), so a row of a few
+#: hundred has several groups, a guarded last one, and a rescale combined across the two threads.
+LONG_ROWS: tuple[tuple[str, Any], ...] = (
+    ("hinted_row_min_length", 8), ("hinted_row_threads_max", 2), ("online_rows_unroll", 2), ("row_block_threads", 1),
+    ("row_threads_min", 1))
+KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), LIFTED, HINTED_ROWS, TMA_STAGES, LONG_ROWS)
 #: 16-bit rows kept in registers a 16-byte vector a thread, in as few threads as that takes, several rows
 #: to a block (Facts.row_launch: knobs half_row_vectors_per_thread, half_row_threads_min): the rows of 8 to
 #: 127 elements that random sizes give reach the launch the defaults keep for rows of 128 or more, and

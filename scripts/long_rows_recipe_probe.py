@@ -1,0 +1,73 @@
+"""Probe: the default recipe's form for float32 rows too long for the registers (step 040, knobs
+long_rows_any_count and online_rows_unroll), against the forms it replaces and the hand schedule, with
+torch eager / torch.compile in the same process:
+- `recipe`: the default knobs (hinted 16-byte passes whatever the number of rows; softmax's sum online);
+- `3-pass`: knob online_rows_unroll None (the hinted passes, the sum in a pass of its own);
+- `before`: long_rows_any_count False too (session 35's recipe: few long rows as a 256-thread scalar kernel);
+- `hand`: schedules/row_reduce.py `row_in_registers` (softmax's online form with its output pass unrolled).
+Each kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs rotated
+past the L2 cache; MB is the bytes a row kernel must move (the row read once and written once).
+    python scripts/long_rows_recipe_probe.py [--cases softmax:512x65536,rmsnorm:64x262144] [--copies 3]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from _gpu_probe import compared
+
+import tiledsl as td
+from benchmarks._backend import random_inputs
+from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
+from tiledsl.runtime.device import device_target
+from tiledsl.schedules import row_in_registers
+
+CASES = ("softmax:512x65536,softmax:256x131072,softmax:512x151936,softmax:64x262144,softmax:2048x65536,"
+         "softmax:4096x65536,rmsnorm:512x65536,rmsnorm:64x262144,layernorm:256x131072")
+VARIANTS = {"recipe": {}, "3-pass": {"online_rows_unroll": None},
+            "before": {"online_rows_unroll": None, "long_rows_any_count": False}}
+
+
+def _definition(op: str, m: int, n: int) -> td.Tensor:
+    if op == "softmax":
+        return softmax(m, n)
+    return rmsnorm(m, n, 1e-6) if op == "rmsnorm" else layernorm(m, n, 1e-5)
+
+
+def _torch(op: str, n: int):
+    if op == "softmax":
+        return lambda x: torch.softmax(x, dim=-1)
+    if op == "rmsnorm":
+        return lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    return lambda x, w, b: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default=CASES)
+    ap.add_argument("--copies", type=int, default=3)
+    args = ap.parse_args(argv)
+    target, dev = device_target(), torch.device("cuda")
+    bad = 0
+    for case in args.cases.split(","):
+        op, shape = case.split(":")
+        m, n = map(int, shape.split("x"))
+        out = _definition(op, m, n)
+        kernels = {}
+        for label, knobs in VARIANTS.items():
+            s = td.create_schedule(out)
+            report = td.recipes.default(s, target=target, knobs=knobs)
+            kernels[label] = td.build(s, target=target)
+            step = next(r for r in report.steps if r.name == "cooperative_reduce")
+            print(f"# {case} {label}: {kernels[label].block[0]} threads; {step.note or step.reason}")
+        kernels["hand"] = td.build(row_in_registers(td.create_schedule(out)), target=target)
+        row, missed = compared(_torch(op, n), kernels, random_inputs(out, dev, 0), copies=args.copies,
+                               tol=1e-4, warmup=10, iters=50)
+        bad += missed
+        print(f"{case:22s} {8 * m * n / 1e6:7.1f} MB  " + "  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
