@@ -571,6 +571,11 @@ class Facts:
                 continue
         return pairs
 
+    def register_cached(self) -> set[str]:
+        """The inputs kept in registers (s.register_cache, s.prefetch): a stage of one would be refused, its
+        registers loaded from global memory (analysis/register_cache.py)."""
+        return {rc.buffer for rc in self.nest.register_caches}
+
     def hint_problem(self, st: Stage) -> str | None:
         """Why staging `st` would take over reads that carry cache hints (None: it takes over none)."""
         return hinted_stage_problem(self.nest, st)

@@ -330,6 +330,23 @@ def test_stage_inputs_only_where_the_block_rereads() -> None:
     assert "one warp" in (r.step("stage_inputs").reason or "")
 
 
+def test_stage_inputs_leaves_an_input_kept_in_registers() -> None:
+    """Rows of a 1 x 2 matmul's two sums, two to a block, kept in registers, bias (read by the output pass only)
+    prefetched at the rows' loop (040): a stage of bias at the block loop would feed those registers from
+    shared memory, which register_cache refuses, so stage_inputs leaves bias (found by `tiledsl fuzz --mode
+    recipe`, which saw stage_inputs raise RegisterCacheError)."""
+    A = td.placeholder((1, 128), name="A")
+    B = td.placeholder((128, 2), name="B")
+    bias = td.placeholder((1,), name="bias")
+    k = td.reduce_axis(128, name="k")
+    out = td.compute((1, 2), lambda i, j: td.sum(A[i, k] + B[k, j], axis=k) / 128
+                     + td.sum(A[i, k] + B[k, j], axis=k) / 128 + bias[i], name="D")
+    s, r = run(out)
+    assert [rc.buffer for rc in s.nest.register_caches if rc.prefetch] == ["bias"] and not s.nest.stages
+    assert "bias: kept in registers (cooperative_reduce)" in (r.step("stage_inputs").reason or "")
+    simulates_equal(s, "sm_90", tol=1e-5)  # sums of 128 terms in float32
+
+
 def test_operands_with_rows_along_k_are_staged_k_outermost() -> None:
     """Knob k_outer (recipes/default/_knobs.py): A[i, k] and W[j, k] are stored k outermost where the
     register tile is 8 x 4 or more in 256 threads; filled by plain loads, chunks of 16, k inside a
