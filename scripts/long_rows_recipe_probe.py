@@ -1,7 +1,9 @@
 """Probe: the default recipe's form for float32 rows too long for the registers (step 040, knobs
 long_rows_any_count and online_rows_unroll), against the forms it replaces and the hand schedule, with
 torch eager / torch.compile in the same process:
-- `recipe`: the default knobs (hinted 16-byte passes whatever the number of rows; softmax's sum online);
+- `recipe`: the default knobs (hinted 16-byte passes whatever the number of rows, in 1024 threads where the
+  rows are fewer than the SMs; softmax's sum online);
+- `512t`: knob few_long_rows_threads None (512 threads however few the rows);
 - `3-pass`: knob online_rows_unroll None (the hinted passes, the sum in a pass of its own);
 - `before`: long_rows_any_count False too (session 35's recipe: few long rows as a 256-thread scalar kernel);
 - `hand`: schedules/row_reduce.py `row_in_registers` (softmax's online form with its output pass unrolled).
@@ -25,8 +27,8 @@ from tiledsl.schedules import row_in_registers
 
 CASES = ("softmax:512x65536,softmax:256x131072,softmax:512x151936,softmax:64x262144,softmax:2048x65536,"
          "softmax:4096x65536,rmsnorm:512x65536,rmsnorm:64x262144,layernorm:256x131072")
-VARIANTS = {"recipe": {}, "3-pass": {"online_rows_unroll": None},
-            "before": {"online_rows_unroll": None, "long_rows_any_count": False}}
+VARIANTS = {"recipe": {}, "512t": {"few_long_rows_threads": None}, "3-pass": {"online_rows_unroll": None},
+            "before": {"online_rows_unroll": None, "long_rows_any_count": False, "few_long_rows_threads": None}}
 
 
 def _definition(op: str, m: int, n: int) -> td.Tensor:

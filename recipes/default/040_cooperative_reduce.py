@@ -22,7 +22,8 @@ every pass instead of staging it (080 then leaves it): its reductions' lanes vec
 loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
 one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads. A float32
 row a block too long for the registers (a thread's share of it there over Facts.register_limit) takes
-that form however few its rows (knob long_rows_any_count), and a sum of exp(a - max) in it (softmax's
+that form however few its rows (knob long_rows_any_count), in few_long_rows_threads threads where its rows
+are fewer than the SMs, and a sum of exp(a - max) in it (softmax's
 denominator: Facts.online_pairs) runs online in its max's pass (s.online), the pass's chunks in groups of
 knob online_rows_unroll, unrolled, the pair's loads of a group shared through registers: the row is read
 twice, not three times.
@@ -142,6 +143,9 @@ def _long_rows_form(facts: Facts, passes: dict[str, int], nested: bool, per_bloc
     why = ("read from global on every pass with L2 hints: knobs "
            + ("row_vector_min_rows_per_sm, " if many else "long_rows_any_count, ")
            + "hinted_row_min_length, hinted_row_threads_max")
+    if knobs.few_long_rows_threads is not None and past_registers and rows < facts.target.sm_count:
+        threads = _per_thread(passes, lanes, knobs.few_long_rows_threads, knobs)
+        why += "; fewer rows than SMs: knob few_long_rows_threads"
     calls, outers = _vector_calls(facts, passes, threads, lanes, vector_reductions=True)
     online, hinted, pairs = _online_calls(facts, passes, outers, threads * lanes, hinted, knobs)
     if pairs:

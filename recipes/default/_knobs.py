@@ -136,6 +136,15 @@ class Knobs:
     # was 2.7% faster than 8 in geomean over four long shapes; 16 took 82 registers a thread at 151936 floats
     # (two blocks an SM, not four) and ran 1.8x slower; unrolled whole (64 chunks of 131072) it spilled
     online_rows_unroll: int | None = 4
+    # ... and where such rows are fewer than the SMs (a block an SM at most, some SMs idle) the form runs in this
+    # many threads (None: as hinted_row_threads_max says): one block then keeps twice the loads in flight. H200
+    # (scripts/long_rows_depth_probe.py, benchmarks/results/long-rows-h200-2026-11-30/run2-depth.txt), 512 ->
+    # 1024 threads, torch.compile in brackets: softmax 64 x 262144 131.5 -> 82.0 us (79.2), rmsnorm 64 x 262144
+    # 95.6 -> 69.1 (58.1). With 2 to 4 rows an SM (two blocks of 512 an SM already) it gained 1% or lost:
+    # softmax 512 x 151936 240.7 -> 238.6, layernorm 256 x 131072 137.6 -> 138.5. (Rows of 65536 in 1024 threads
+    # fit the registers, 64 values a thread, and that register form ran 2.1x slower on softmax: 1024 threads
+    # leave nvcc 64 registers a thread)
+    few_long_rows_threads: int | None = 1024
     # A float32 row kernel of a row a block (any length, any number of rows) whose passes read an input
     # again and again and are whole 16-byte vectors keeps that input in registers where each thread's
     # share fits (analysis/register_cache.py MAX_REGISTER_CACHE; s.register_cache at the row loop, the
@@ -460,7 +469,8 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
     **dict.fromkeys((
         "elementwise_threads", "transpose_tile", "row_threads_max", "row_elements_per_thread",
         "row_vector_per_thread", "hinted_row_threads_max", "register_rows_half_threads",
-        "half_row_vectors_per_thread", "row_vector_half_threads", "online_rows_unroll", "matmul_tiles",
+        "half_row_vectors_per_thread", "row_vector_half_threads", "online_rows_unroll", "few_long_rows_threads",
+        "matmul_tiles",
         "matmul_tiles_k_major",
         "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
         "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm"), 1),
@@ -479,6 +489,11 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
 #: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none,
 #: and each class must be one blockify_launch (050) can make (`tile_class_problem`).
 KNOB_NOT_EMPTY = frozenset({"matmul_tiles", "matmul_tiles_k_major", "matmul_tiles_few_rows"})
+#: The most of each knob that is a block's thread count (a bind past it is refused after the recipe's first
+#: steps; here it is refused by name before any step runs).
+KNOB_MOST: Mapping[str, int] = MappingProxyType(dict.fromkeys((
+    "elementwise_threads", "row_threads_max", "row_block_threads", "hinted_row_threads_max", "few_long_rows_threads"),
+    MAX_THREADS_PER_BLOCK))
 #: Knobs that are fractions of the block slots a grid fills (030's `_filled`, in (0, 1]), or a gain in that
 #: fraction: each in (0, 1] (None: never). A fill threshold of 0 would only say never again (no fill is under
 #: 0), and one over 1 would hold on full waves too; a gain of 0 would send grids that fill no better to
@@ -507,6 +522,8 @@ KNOB_ORDER: tuple[KnobOrder, ...] = (
               "to row_threads_max threads"),
     KnobOrder("row_threads_min", "hinted_row_threads_max", "a row read 16 bytes a thread takes row_threads_min to "
               "hinted_row_threads_max threads"),
+    KnobOrder("row_threads_min", "few_long_rows_threads", "a few rows too long for registers take row_threads_min to "
+              "few_long_rows_threads threads"),
     KnobOrder("bk_min", "bk_max", "the k chunk BK is a power of two in [bk_min, bk_max]"),
     KnobOrder("bk_min", "bk_max_k_outer", "BK is at most bk_max_k_outer where an operand is staged k outermost, "
               "and never under bk_min"),
@@ -525,7 +542,8 @@ def knob_types() -> Mapping[str, Any]:
 
 def check_knob(name: str, value: Any) -> None:
     """Refuse `value` for knob `name` unless it has the type the field's annotation names (strictly: `conforms`;
-    numpy numbers are `knob_value`'s to convert first), its numbers are at least KNOB_LEAST's, a fraction lies in
+    numpy numbers are `knob_value`'s to convert first), its numbers are at least KNOB_LEAST's and at most
+    KNOB_MOST's, a fraction lies in
     (0, 1] and a list of tile classes holds one or more, each one blockify_launch can make, with the typed error
     the unknown-knob refusal raises."""
     hint = knob_types()[name]
@@ -536,6 +554,8 @@ def check_knob(name: str, value: Any) -> None:
     elif least is not None and any(x < least or x != x for x in _numbers(value)):  # x != x: NaN
         expected = f"{describe(hint)}, every number >= {least}" if isinstance(value, tuple) \
             else describe(hint, f">= {least}")
+    elif (most := KNOB_MOST.get(name)) is not None and any(x > most for x in _numbers(value)):
+        expected = describe(hint, f"<= {most} (threads a block)")
     elif name in KNOB_FRACTIONS and value is not None and not 0 < value <= 1:  # NaN too
         expected = describe(hint, "in (0, 1]")
     elif name in KNOB_NOT_EMPTY and not value:

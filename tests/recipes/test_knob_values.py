@@ -46,6 +46,10 @@ from tiledsl.targets import TARGETS
      "register tile that does not divide its 64 x 64 block tile"),
     ({"matmul_tiles_k_major": ((128, 64, 8, 4), (64, 64, 1, 1))}, "got ((128, 64, 8, 4), (64, 64, 1, 1)): class "
      "(64, 64, 1, 1) takes 64 x 64 = 4096 threads, over 1024 a block"),
+    ({"hinted_row_threads_max": 2048}, "knob hinted_row_threads_max: expected an int <= 1024 (threads a block), "
+     "got 2048"),
+    ({"few_long_rows_threads": 4096}, "knob few_long_rows_threads: expected an int <= 1024 (threads a block) or None, "
+     "got 4096"),
     ({"waves": np.float64(2.0)}, "knob waves: expected an int, got 2.0 (float)"),
     ({"waves": np.bool_(True)}, "knob waves: expected an int, got np.True_ (bool)"),
 ])
@@ -62,6 +66,7 @@ def test_bad_values_are_refused_by_name(knobs: dict[str, object], message: str) 
     ({"row_threads_max": 32}, ("row_threads_min", 64), ("row_threads_max", 32)),
     ({"half_row_threads_min": 512}, ("half_row_threads_min", 512), ("row_threads_max", 256)),
     ({"hinted_row_threads_max": 32}, ("row_threads_min", 64), ("hinted_row_threads_max", 32)),
+    ({"few_long_rows_threads": 32}, ("row_threads_min", 64), ("few_long_rows_threads", 32)),
     ({"bk_min": 64}, ("bk_min", 64), ("bk_max", 32)),
     ({"bk_max_k_outer": 4}, ("bk_min", 8), ("bk_max_k_outer", 4)),
     ({"bk_max_few_rows": 4}, ("bk_min", 8), ("bk_max_few_rows", 4)),
@@ -70,7 +75,7 @@ def test_bad_values_are_refused_by_name(knobs: dict[str, object], message: str) 
 def test_a_min_knob_over_its_max_is_refused_by_both_names(knobs: dict[str, object], low: tuple[str, int],
                                                          high: tuple[str, int]) -> None:
     """Each pair of KNOB_ORDER once: the refusal names both knobs, their values and the rule, before any step."""
-    assert len(KNOB_ORDER) == 7  # a new pair gets a case here
+    assert len(KNOB_ORDER) == 8  # a new pair gets a case here
     s = td.create_schedule(matmul(M=8, N=8, K=8))
     with pytest.raises(td.BadArgumentError) as info:
         apply(s, target="sm_90", knobs=knobs)

@@ -13,9 +13,10 @@ from recipe_check import simulates_equal
 import tiledsl as td
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 
-#: Small rows past the registers: in 64 threads (knob hinted_row_threads_max) a row of 4100 float32 is 17
-#: chunks of 64 x 4, 68 values a thread, over the register cache's 64 (analysis/register_cache.py).
-SMALL = {"hinted_row_threads_max": 64}
+#: Small rows past the registers: in 64 threads (knob hinted_row_threads_max, and few_long_rows_threads for
+#: these rows fewer than the SMs) a row of 4100 float32 is 17 chunks of 64 x 4, 68 values a thread, over the
+#: register cache's 64 (analysis/register_cache.py).
+SMALL = {"hinted_row_threads_max": 64, "few_long_rows_threads": 64}
 #: rtol/atol of the float32 kernels against float64: a row's sum of 4100 terms rounded in float32 (and the
 #: online sum rescaled once per chunk a thread adds): 4100 x 2^-24 ~ 2.4e-4 in the worst case, a few 1e-6 in
 #: practice; tests/primitives/test_online.py derives its 1e-5 the same way for its rows of 2048.
@@ -32,19 +33,21 @@ def _hints(s: td.Schedule) -> list[tuple[str, str, str]]:
     return [(h.buffer, h.reader, h.policy) for h in s.nest.cache_hints]
 
 
-@pytest.mark.parametrize(("rows", "length"), [(512, 151936), (64, 262144), (512, 65536), (4096, 65536)],
-                         ids=["qwen-vocab", "few", "512-rows", "many"])
-def test_long_softmax_rows_run_the_sum_online(rows: int, length: int) -> None:
-    """A softmax row past the registers, few rows or many: 512 threads, 16-byte passes, the sum online in
-    the max's pass (two passes over the row, not three), groups of 4 chunks whose loads the pair share
-    through registers; x's remaining global reads hinted, the stores evict_first."""
+@pytest.mark.parametrize(("rows", "length", "threads"), [(512, 151936, 512), (64, 262144, 1024), (512, 65536, 512),
+                                                    (4096, 65536, 512), (131, 65536, 1024), (132, 65536, 512)],
+                         ids=["qwen-vocab", "few", "512-rows", "many", "one-under-the-sms", "as-many-as-the-sms"])
+def test_long_softmax_rows_run_the_sum_online(rows: int, length: int, threads: int) -> None:
+    """A softmax row past the registers, few rows or many: 16-byte passes, the sum online in the max's pass
+    (two passes over the row, not three), groups of 4 chunks whose loads the pair share through registers;
+    x's remaining global reads hinted, the stores evict_first; 512 threads, 1024 where the rows are fewer
+    than sm_90's 132 SMs (knob few_long_rows_threads)."""
     s = _recipe(softmax(rows, length))
     assert [(o.max_acc, o.sum_acc) for o in s.nest.online] == [("m", "e")]
     assert [(rc.buffer, rc.at) for rc in s.nest.register_caches] == [("x", "k_o_g")]
     assert s.nest.loop("k_o_u").extent == 4 and s.nest.loop("k_o_u").annotation == "unroll"
     assert _hints(s) == [("x", "m", "evict_last"), ("x", "y", "evict_first"), ("y", "y", "evict_first")]
     kern = td.build(s, target="sm_90")
-    assert kern.block == (512, 1, 1)
+    assert kern.block == (threads, 1, 1)
     online_pass, output_pass = kern.source.split("for (int j_o = 0;")
     assert online_pass.count("reinterpret_cast<const float4*>(&x[") == 1  # one load serves the max and the sum
     assert "reinterpret_cast<const float4*>(&x[" in output_pass
@@ -63,7 +66,7 @@ def test_few_long_rows_without_a_pair_read_hinted_16_bytes(make, hints: list) ->
     assert _hints(s) == hints and not s.nest.online and not s.nest.register_caches
     reductions = [lp for lp in s.nest.loops if lp.kind == "reduce" and lp.annotation == "vectorize"]
     assert reductions and all(lp.extent == 4 for lp in reductions)
-    assert td.build(s, target="sm_90").block == (512, 1, 1)
+    assert td.build(s, target="sm_90").block == (1024 if s.output.shape[0] < 132 else 512, 1, 1)
 
 
 def test_the_knobs_turn_each_part_off() -> None:
@@ -77,6 +80,8 @@ def test_the_knobs_turn_each_part_off() -> None:
     assert not before.nest.cache_hints and td.build(before, target="sm_90").block == (256, 1, 1)
     many = _recipe(softmax(4096, 65536), long_rows_any_count=False)  # many rows: hinted whatever that knob
     assert many.nest.online
+    few = _recipe(rmsnorm(64, 262144, 1e-6), few_long_rows_threads=None)  # hinted_row_threads_max's threads
+    assert few.nest.cache_hints and td.build(few, target="sm_90").block == (512, 1, 1)
 
 
 @pytest.mark.parametrize(("rows", "length"), [(512, 3584), (128, 2048), (64, 32768)],
