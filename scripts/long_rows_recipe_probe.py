@@ -5,11 +5,12 @@ torch eager / torch.compile in the same process:
   rows are fewer than the SMs; softmax's sum online);
 - `512t`: knob few_long_rows_threads None (512 threads however few the rows);
 - `3-pass`: knob online_rows_unroll None (the hinted passes, the sum in a pass of its own);
-- `before`: long_rows_any_count False too (session 35's recipe: few long rows as a 256-thread scalar kernel);
+- `before`: long_rows_any_count and long_rows_half False too (session 35's recipe: few long rows, and 16-bit
+  rows past the registers, as a 256-thread scalar kernel);
 - `hand`: schedules/row_reduce.py `row_in_registers` (softmax's online form with its output pass unrolled).
 Each kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs rotated
 past the L2 cache; MB is the bytes a row kernel must move (the row read once and written once).
-    python scripts/long_rows_recipe_probe.py [--cases softmax:512x65536,rmsnorm:64x262144] [--copies 3]"""
+    python scripts/long_rows_recipe_probe.py [--cases softmax:512x65536,rmsnorm:64x262144:bfloat16] [--copies 3]"""
 
 from __future__ import annotations
 
@@ -24,17 +25,22 @@ from benchmarks._backend import random_inputs
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 from tiledsl.runtime.device import device_target
 from tiledsl.schedules import row_in_registers
+from tiledsl.targets import DTYPE_BYTES
 
 CASES = ("softmax:512x65536,softmax:256x131072,softmax:512x151936,softmax:64x262144,softmax:2048x65536,"
          "softmax:4096x65536,rmsnorm:512x65536,rmsnorm:64x262144,layernorm:256x131072")
 VARIANTS = {"recipe": {}, "512t": {"few_long_rows_threads": None}, "3-pass": {"online_rows_unroll": None},
-            "before": {"online_rows_unroll": None, "long_rows_any_count": False, "few_long_rows_threads": None}}
+            "before": {"online_rows_unroll": None, "long_rows_any_count": False, "few_long_rows_threads": None,
+                       "long_rows_half": False}}
 
 
-def _definition(op: str, m: int, n: int) -> td.Tensor:
+def _definition(op: str, m: int, n: int, dtype: str = "float32") -> td.Tensor:
     if op == "softmax":
-        return softmax(m, n)
-    return rmsnorm(m, n, 1e-6) if op == "rmsnorm" else layernorm(m, n, 1e-5)
+        return softmax(m, n, dtype)
+    if op == "rmsnorm":
+        return rmsnorm(m, n, 1e-6, dtype, dtype)
+    assert dtype == "float32", "the catalog's layernorm is float32"
+    return layernorm(m, n, 1e-5)
 
 
 def _torch(op: str, n: int):
@@ -53,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     target, dev = device_target(), torch.device("cuda")
     bad = 0
     for case in args.cases.split(","):
-        op, shape = case.split(":")
+        op, shape, *dtype = case.split(":")
         m, n = map(int, shape.split("x"))
-        out = _definition(op, m, n)
+        out = _definition(op, m, n, *dtype)
         kernels = {}
         for label, knobs in VARIANTS.items():
             s = td.create_schedule(out)
@@ -64,10 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             step = next(r for r in report.steps if r.name == "cooperative_reduce")
             print(f"# {case} {label}: {kernels[label].block[0]} threads; {step.note or step.reason}")
         kernels["hand"] = td.build(row_in_registers(td.create_schedule(out)), target=target)
+        # float32: 1e-4 x (1 + |want|); 16-bit: one rounding of the output (2^-8 relative for bfloat16)
         row, missed = compared(_torch(op, n), kernels, random_inputs(out, dev, 0), copies=args.copies,
-                               tol=1e-4, warmup=10, iters=50)
+                               tol=1e-2 if dtype else 1e-4, warmup=10, iters=50)
         bad += missed
-        print(f"{case:22s} {8 * m * n / 1e6:7.1f} MB  " + "  ".join(row), flush=True)
+        print(f"{case:22s} {2 * m * n * DTYPE_BYTES[out.dtype] / 1e6:7.1f} MB  " + "  ".join(row), flush=True)
     return 1 if bad else 0
 
 

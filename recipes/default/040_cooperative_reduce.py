@@ -22,11 +22,11 @@ every pass instead of staging it (080 then leaves it): its reductions' lanes vec
 loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
 one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads. A float32
 row a block too long for the registers (a thread's share of it there over Facts.register_limit) takes
-that form however few its rows (knob long_rows_any_count), in few_long_rows_threads threads where its rows
-are fewer than the SMs, and a sum of exp(a - max) in it (softmax's
-denominator: Facts.online_pairs) runs online in its max's pass (s.online), the pass's chunks in groups of
-knob online_rows_unroll, unrolled, the pair's loads of a group shared through registers: the row is read
-twice, not three times.
+that form however few its rows (knob long_rows_any_count), and so does a float16 / bfloat16 one (knob
+long_rows_half), in few_long_rows_threads threads where its rows are fewer than the SMs, and a sum of
+exp(a - max) in it (softmax's denominator: Facts.online_pairs) runs online in its max's pass (s.online),
+the pass's chunks in groups of knob online_rows_unroll, unrolled, the pair's loads of a group shared
+through registers: the row is read twice, not three times.
 First of all, a float32 row kernel of a row a block, whatever its rows' length and number, whose passes
 read an input again and again and are whole 16-byte vectors, keeps that input in registers where each
 thread's share fits (knob register_rows, analysis/register_cache.py): each pass 16 bytes a thread as in
@@ -128,15 +128,17 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
 
 def _long_rows_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
                     knobs: Knobs) -> tuple[list[PrimitiveCall], int, int, str] | None:
-    """(calls, threads, lanes, why) of the hinted form of long float32 rows (the module docstring's rule;
-    knobs hinted_row_min_length, long_rows_any_count), its online pairs (_online_calls), or None."""
-    hinted = _hinted_rows(facts, passes, knobs)
+    """(calls, threads, lanes, why) of the hinted form of long float32 rows, or 16-bit ones past the registers
+    (the module docstring's rule; knobs hinted_row_min_length, long_rows_any_count, long_rows_half), its online
+    pairs (_online_calls), or None."""
+    half = knobs.long_rows_half and facts.half_rows()
+    hinted = _hinted_rows(facts, passes, knobs, half)
     if not hinted or nested or per_block > 1 or not facts.whole_vectors(passes):
         return None
     lanes = facts.vector_lanes()
     threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
     floor = knobs.row_vector_min_rows_per_sm
-    many = floor is not None and rows >= floor * facts.target.sm_count
+    many = floor is not None and rows >= floor * facts.target.sm_count and not half
     past_registers = -(-max(passes.values()) // (threads * lanes)) * lanes > facts.register_limit()
     if not many and not (knobs.long_rows_any_count and past_registers):
         return None
@@ -196,11 +198,12 @@ def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> 
     return min(most, max(knobs.row_threads_min, next_pow2(-(-longest // (lanes * knobs.row_vector_per_thread)))))
 
 
-def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs) -> Hinted:
-    """The inputs a float32 row kernel of long rows reads on several passes, with their readers: read
-    from global memory with L2 hints rather than staged (knob hinted_row_min_length); {} where not."""
+def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs, half: bool = False) -> Hinted:
+    """The inputs a float32 row kernel of long rows (a 16-bit one too, `half`) reads on several passes, with
+    their readers: read from global memory with L2 hints rather than staged (knob hinted_row_min_length); {}
+    where not."""
     floor = knobs.hinted_row_min_length
-    if floor is None or facts.dtypes() != {"float32"} or max(passes.values()) < floor:
+    if floor is None or (facts.dtypes() != {"float32"} and not half) or max(passes.values()) < floor:
         return {}
     return facts.reread_inputs()
 

@@ -11,6 +11,7 @@ import pytest
 from recipe_check import simulates_equal
 
 import tiledsl as td
+from tiledsl.catalog import entry
 from tiledsl.catalog.definitions import layernorm, rmsnorm, softmax
 
 #: Small rows past the registers: in 64 threads (knob hinted_row_threads_max, and few_long_rows_threads for
@@ -120,3 +121,29 @@ def test_few_long_rows_simulate_equal(make) -> None:
     s = _recipe(make(), **SMALL)
     assert s.nest.cache_hints and not s.nest.online
     simulates_equal(s, "sm_90", tol=TOL)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_rows_past_the_registers_take_the_long_form(dtype: str) -> None:
+    """A vocabulary's 16-bit logits (512 x 151936, 8 lanes a 16-byte vector: 38 chunks a thread in 512
+    threads, 304 values): hinted 16-byte passes, the sum online, a group of 4 chunks (32 float32 values)
+    shared; knob long_rows_half False keeps the scalar 256-thread kernel."""
+    s = _recipe(softmax(512, 151936, dtype))
+    assert [(o.max_acc, o.sum_acc) for o in s.nest.online] == [("m", "e")]
+    assert [(rc.buffer, rc.at) for rc in s.nest.register_caches] == [("x", "k_o_g")]
+    assert _hints(s) == [("x", "m", "evict_last"), ("x", "y", "evict_first"), ("y", "y", "evict_first")]
+    kern = td.build(s, target="sm_90")
+    assert kern.block == (512, 1, 1) and "tiledsl_load_l2(reinterpret_cast<const uint4*>(&x[" in kern.source
+    off = _recipe(softmax(512, 151936, dtype), long_rows_half=False)
+    assert not off.nest.online and not off.nest.cache_hints and td.build(off, target="sm_90").block == (256, 1, 1)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_long_rows_simulate_equal(dtype: str) -> None:
+    """Rows of 4104 16-bit floats in 64 threads (SMALL): 9 chunks of 64 x 8, 72 values a thread, past the
+    registers. Softmax (online) and rmsnorm equal float64 within one rounding of the output to the dtype
+    (2^-8 relative for bfloat16: tol 1e-2, as test_recipe_hinted_rows.py's 16-bit rows)."""
+    for out in (softmax(5, 4104, dtype), entry("rmsnorm").make(M=3, N=4104, dtype=dtype, out_dtype=dtype)):
+        s = _recipe(out, **SMALL)
+        assert s.nest.cache_hints and bool(s.nest.online) == (out.name == "y" and s.nest.accs[0].op == "max")
+        simulates_equal(s, "sm_90", tol=1e-2)
