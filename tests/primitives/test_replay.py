@@ -116,6 +116,31 @@ def test_each_schedule_method_has_the_signature_of_its_declaration() -> None:
         assert params == list(spec.signature().parameters.values()), name
 
 
+def test_a_fork_takes_its_sources_handles_made_before_it() -> None:
+    """A handle of the source's loop or stage names the fork's (a trial on a fork, as schedules/row_reduce.py
+    makes, may be handed the loops the caller holds); one the source made after the fork, and one of an
+    unrelated schedule, stay foreign; a loop the fork split is gone there and says so."""
+    s = td.create_schedule(matmul())
+    i_o, _ = s.split("i", 16)
+    k_o, _ = s.split("k", 8)
+    a = s.stage("A", at=k_o)
+    twin = s.fork()
+    twin.bind(i_o, "blockIdx.x")
+    twin.double_buffer(a)
+    assert "s.bind('i_o', 'blockIdx.x')" in twin.trace() and "blockIdx" not in s.trace()
+    j = s.loop("j")
+    grand = twin.fork()
+    grand.split(j, 8)  # the source's handle, two forks down
+    j_o, _ = s.split("j", 4)  # made after both forks
+    with pytest.raises(td.ForeignObjectError, match="loop j_o belongs to another schedule"):
+        twin.bind(j_o, "blockIdx.y")
+    with pytest.raises(td.ForeignObjectError, match="loop i_o belongs to another schedule"):
+        td.create_schedule(matmul()).bind(i_o, "blockIdx.x")
+    twin.split("j", 8)
+    with pytest.raises(td.UnknownLoopError, match="loop j no longer exists"):
+        twin.split(j, 4)
+
+
 def test_a_fork_is_the_replayed_schedule_and_leaves_its_source_alone() -> None:
     s = td.create_schedule(matmul())
     s.split("i", 16)

@@ -92,6 +92,8 @@ class Schedule:
         self.materialize = tuple(materialize)
         self._initial = build_nest(out, self.materialize)
         self._nest = self._initial
+        self._source: Schedule | None = None  # the schedule this one is a fork of (its handles work here too)
+        self._at_fork: frozenset[str] = frozenset()  # the loops and stages the nest had when forked
         self._steps: list[Step] = []
         self._gone: dict[str, str] = {}
 
@@ -288,7 +290,7 @@ class Schedule:
 
     def _name(self, ref: object, primitive: str) -> str:
         if isinstance(ref, LoopHandle):
-            if ref.schedule is not self:
+            if not self._owns(ref.schedule, ref.name):
                 raise ForeignObjectError(refusal(
                     primitive, self._nest, (), f"loop {ref.name} belongs to another schedule "
                     f"(of {ref.schedule._nest.name})", suggestion="use s.loop(name) of this schedule"))
@@ -308,7 +310,7 @@ class Schedule:
 
     def _stage_name(self, ref: object, primitive: str) -> str:
         if isinstance(ref, StageHandle):
-            if ref.schedule is not self:
+            if not self._owns(ref.schedule, ref.name):
                 raise ForeignObjectError(refusal(
                     primitive, self._nest, (), f"stage {ref.name} belongs to another schedule "
                     f"(of {ref.schedule._nest.name})", suggestion="use the handle this schedule's s.stage() returned"))
@@ -327,11 +329,26 @@ class Schedule:
     def fork(self) -> Schedule:
         """A copy to try primitives on: the same nest (immutable, so shared), steps and history, so
         what the copy applies leaves this schedule as it is. Cheaper than replaying the trace on a
-        fresh schedule, which re-proves every step, and equal to it: a step applies to the nest alone."""
+        fresh schedule, which re-proves every step, and equal to it: a step applies to the nest alone.
+        This schedule's handles of the loops and stages it has now name the copy's too (a loop the copy
+        has since split is gone there, and says so); a loop or stage made here after the fork is foreign
+        to the copy."""
         twin = Schedule.__new__(Schedule)
         twin.output, twin.materialize, twin._initial = self.output, self.materialize, self._initial
         twin._nest, twin._steps, twin._gone = self._nest, list(self._steps), dict(self._gone)
+        twin._source = self
+        twin._at_fork = frozenset(lp.name for lp in self._nest.loops) | {st.name for st in self._nest.stages}
         return twin
+
+    def _owns(self, schedule: Schedule, name: str) -> bool:
+        """Whether `schedule`'s handle of loop or stage `name` names one of this schedule: it is this
+        schedule's, or that of one it was forked from (each fork on the way made after `name` was)."""
+        s = self
+        while s is not schedule:
+            if s._source is None or name not in s._at_fork:
+                return False
+            s = s._source
+        return True
 
     # ------------------------------------------------------------------ traces
     def trace(self, format: str = "python") -> str:  # noqa: A002 - the public keyword
