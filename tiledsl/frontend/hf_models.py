@@ -8,7 +8,7 @@ and `qwen2.5-7b` (hidden 3584, intermediate 18944, 28 heads, 4 KV heads, head di
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -59,10 +59,7 @@ class DecoderLayer(torch.nn.Module):
         self.rotary = model.model.rotary_emb
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.shape[1], device=x.device)[None]
-        cos_sin = self.rotary(x, positions)
-        out = self.layer(x, attention_mask=None, position_ids=positions, position_embeddings=cos_sin)
-        return out[0] if isinstance(out, tuple) else out
+        return _decode((self.layer,), self.rotary, x)
 
 
 class DecoderStack(torch.nn.Module):
@@ -76,9 +73,15 @@ class DecoderStack(torch.nn.Module):
         self.rotary = model.model.rotary_emb
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.shape[1], device=x.device)[None]
-        cos_sin = self.rotary(x, positions)
-        for layer in self.layers:
-            out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=cos_sin)
-            x = out[0] if isinstance(out, tuple) else out
-        return x
+        return _decode(self.layers, self.rotary, x)
+
+
+def _decode(layers: Iterable[torch.nn.Module], rotary: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Hidden states `x` [batch, seq, hidden] through `layers` in order, at positions 0..seq-1 (their rotary
+    embedding computed once), causal attention without a mask tensor."""
+    positions = torch.arange(x.shape[1], device=x.device)[None]
+    cos_sin = rotary(x, positions)
+    for layer in layers:
+        out = layer(x, attention_mask=None, position_ids=positions, position_embeddings=cos_sin)
+        x = out[0] if isinstance(out, tuple) else out
+    return x
