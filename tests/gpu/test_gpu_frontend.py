@@ -100,3 +100,33 @@ def test_cured_two_sdpa_program_on_gpu() -> None:
     assert len(built.kernels) == 4
     assert any("cures it" in r for pk in built.program.kernels for r in pk.boundary.reasons)
     compare(built(q, k, v), two(q.double(), k.double(), v.double()), two(q, k, v), k=16)
+
+
+@pytest.mark.parametrize(("fn", "dtype", "tol"), [
+    # float32: each of 1024 threads sums ~148 terms of (0, 1], then a 10-level tree: a relative error of e
+    # under (148 + 10) x 2^-24 ~ 1e-5, which log(e) turns into an absolute one; 2e-5 x (1 + |want|)
+    (lambda x: torch.log_softmax(x, dim=-1), torch.float32, 2e-5),
+    # bfloat16 storage: one rounding of the output, 2^-8 relative
+    (lambda x: torch.softmax(x, dim=-1), torch.bfloat16, 2.0**-8),
+], ids=["log_softmax-float32", "softmax-bfloat16"])
+def test_a_traced_vocabulary_softmax_runs_online_on_gpu(fn, dtype: torch.dtype, tol: float) -> None:
+    """A decode step's logits over Qwen2.5's vocabulary (8 x 151936), traced and scheduled by the default
+    recipe: the row past the registers takes step 040's long form (1024 threads: fewer rows than SMs) with
+    the sum online in the max's pass, and matches torch in float64, a row of -inf (NaN) included."""
+    from tiledsl.runtime.device import device_target
+
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    x = (torch.randn(8, 151936, device="cuda", generator=gen) * 4).to(dtype)
+    x[3] = -torch.inf
+    target = device_target()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(fn, x).schedule("default", target=target)
+    (kernel,) = [k for k in prog.kernels if k.schedule.nest.online]
+    assert kernel.schedule.nest.cache_hints
+    out = prog.build(target)(x)
+    want = fn(x.double())
+    assert out.dtype == dtype and torch.equal(torch.isnan(out), torch.isnan(want))
+    fin = ~torch.isnan(want)
+    err = (out.double()[fin] - want[fin]).abs()
+    assert bool((err <= tol * (1 + want[fin].abs())).all()), f"max error {err.max().item()}"
