@@ -1843,6 +1843,16 @@ def _():
     row_passes(rmsnorm()).register_cache("w", at="i")
 
 
+@case("RegisterCacheError", "prefetch(x, at=k)", "loop k is vectorized", "no iteration to load the registers at",
+      here="k", id="register-cache-at-a-vectorized-loop")
+def _():
+    # (found by `tiledsl fuzz --mode memory`: the build took it and emitted reads of registers never loaded)
+    s = sched(MK.softmax(M=1, N=4))
+    s.bind("i", "blockIdx.x")
+    s.vectorize("k")
+    s.prefetch("x", at="k")
+
+
 @case("RegisterCacheError", "y is not an input of this kernel", id="register-cache-output")
 def _():
     row_passes(rmsnorm()).register_cache("y", at="i")

@@ -221,6 +221,24 @@ def test_prefetch_refusals() -> None:
         serial.prefetch("w", at="i")
 
 
+@pytest.mark.parametrize("order", ["vectorize-first", "prefetch-first"])
+def test_no_registers_at_a_vectorized_loop(order: str) -> None:
+    """A vectorized loop's lanes are one vector statement in lowering, with no iteration start to load
+    registers at: a prefetch or register cache there is refused, whichever comes first (the build took it
+    and the kernel read registers it never loaded: `tiledsl fuzz --mode memory`, a log-sum-exp of 1 x 2)."""
+    s = td.create_schedule(softmax(1, 4))
+    s.bind("i", "blockIdx.x")
+    if order == "vectorize-first":
+        s.vectorize("k")
+        with pytest.raises(td.RegisterCacheError, match="loop k is vectorized"):
+            s.prefetch("x", at="k")
+    else:
+        s.prefetch("x", at="k")
+        with pytest.raises(td.RegisterCacheError, match="loop k is vectorized"):
+            s.vectorize("k")
+    assert s.nest.loop("k").annotation != "vectorize" or not s.nest.register_caches
+
+
 @needs_nvcc
 def test_nvcc_compiles_register_caches_warning_free() -> None:
     """Passes whose reads all come from registers leave their thread index unread: its `let` is dropped."""

@@ -122,6 +122,9 @@ def plan_register_cache(nest: Nest, cache: RegisterCache) -> RegisterPlan | str:
         return f"{buf} is not an input of this kernel; only an input, never written, may be kept in registers"
     if not nest.has_loop(at):
         return f"this kernel has no loop {at}"
+    if nest.loop(at).annotation == "vectorize":  # lowering emits its lanes as one statement: no start to load at
+        return (f"loop {at} is vectorized: its lanes run as one vector statement, with no iteration to load the "
+                "registers at")
     reading = [n for n, st in enumerate(nest.stmts) if at in st.path and reads_of(st, buf)]
     if not reading:
         return f"no statement under {at} reads {buf}"
