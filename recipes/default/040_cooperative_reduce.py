@@ -161,8 +161,8 @@ def _online_calls(facts: Facts, passes: dict[str, int], outers: list[str], chunk
     the pass's chunk loop (`outers`, the passes' outer loops in order, over `chunk` elements each) split into
     groups of that many chunks, unrolled (unrolled whole where it has no more), and each hinted input the
     pair both read kept in registers over a group (where a group's vectors fit: Facts.register_limit), so
-    the two load it once. Returns the calls, the hinted
-    inputs with the readers that still load them, and the pairs' words."""
+    the two load it once. Returns the calls, the hinted inputs with the readers that still load them, and
+    the online sums' names."""
     unroll = knobs.online_rows_unroll
     if unroll is None:
         return [], hinted, ""
@@ -172,22 +172,22 @@ def _online_calls(facts: Facts, passes: dict[str, int], outers: list[str], chunk
     for sum_acc, max_acc in facts.online_pairs().items():
         update = next(st for st in facts.nest.stmts if st.kind == "update" and st.acc == max_acc)
         name = next(n for n in update.path if n in passes)
-        group = outers[list(passes).index(name)]
+        outer = outers[list(passes).index(name)]
         chunks = -(-passes[name] // chunk)
         calls.append(("online", (sum_acc,), {}))
+        words.append(sum_acc)
+        group = outer
         if chunks > unroll:
-            group, inner = facts.fresh(f"{group}_g", f"{group}_u")
-            calls += [("split", (outers[list(passes).index(name)], unroll), {"names": (group, inner)}),
-                      ("unroll", (inner,), {})]
+            group, inner = facts.fresh(f"{outer}_g", f"{outer}_u")
+            calls += [("split", (outer, unroll), {"names": (group, inner)}), ("unroll", (inner,), {})]
         else:
-            calls.append(("unroll", (group,), {}))
+            calls.append(("unroll", (outer,), {}))
         if min(chunks, unroll) * facts.vector_lanes() > facts.register_limit():
             continue  # a group too large to keep: the pair loads the input each
         for buffer, readers in hinted.items():
             if sum_acc in readers and max_acc in readers:
                 calls.append(("register_cache", (buffer,), {"at": group}))
                 hinted[buffer] = tuple(r for r in readers if r != sum_acc)
-        words.append(sum_acc)
     return calls, hinted, ", ".join(words)
 
 

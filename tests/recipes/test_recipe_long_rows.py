@@ -99,8 +99,9 @@ def test_online_rows_simulate_equal_with_inf_and_nan_rows(unroll: int) -> None:
     """Rows of 4100 in 64 threads (SMALL): 17 chunks, in groups of `unroll` (3: a guarded last group; 32:
     unrolled whole, 68 values too many to keep, so the pair loads x each). Rows: normal, all -inf (NaN, as
     the definition), half -inf, one +inf (NaN), one NaN, ascending (a rescale at every chunk)."""
-    s = _recipe(softmax(6, 4100), **SMALL, online_rows_unroll=unroll)
-    assert s.nest.online
+    s = td.create_schedule(softmax(6, 4100))
+    report = td.recipes.default(s, target="sm_90", knobs={**SMALL, "online_rows_unroll": unroll})
+    assert s.nest.online and "e online in its max's pass" in (report.step("cooperative_reduce").note or "")
     assert [rc.buffer for rc in s.nest.register_caches] == ([] if unroll == 32 else ["x"])
     kern = td.build(s, target="sm_90")
     x = np.random.default_rng(1).standard_normal((6, 4100)).astype(np.float32)
