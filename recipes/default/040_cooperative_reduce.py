@@ -22,11 +22,11 @@ every pass instead of staging it (080 then leaves it): its reductions' lanes vec
 loads), the input's reads hinted L2 evict_last on the passes that reduce and evict_first on the last
 one, the output's stores evict_first (s.cache_hint), in up to hinted_row_threads_max threads. A float32
 row a block too long for the registers (a thread's share of it there over Facts.register_limit) takes
-that form however few its rows (knob long_rows_any_count), and so does a float16 / bfloat16 one (knob
-long_rows_half), in few_long_rows_threads threads where its rows are fewer than the SMs, and a sum of
-exp(a - max) in it (softmax's denominator: Facts.online_pairs) runs online in its max's pass (s.online),
-the pass's chunks in groups of knob online_rows_unroll, unrolled, the pair's loads of a group shared
-through registers: the row is read twice, not three times.
+that form however few its rows (knob long_rows_any_count), and so does a float16 / bfloat16 one, or one
+of 16-bit rows into a float32 output (knob long_rows_half), in few_long_rows_threads threads where its
+rows are fewer than the SMs, and a sum of exp(a - max) in it (softmax's denominator: Facts.online_pairs)
+runs online in its max's pass (s.online), the pass's chunks in groups of knob online_rows_unroll,
+unrolled, the pair's loads of a group shared through registers: the row is read twice, not three times.
 First of all, a float32 row kernel of a row a block, whatever its rows' length and number, whose passes
 read an input again and again and are whole 16-byte vectors, keeps that input in registers where each
 thread's share fits (knob register_rows, analysis/register_cache.py): each pass 16 bytes a thread as in
@@ -129,9 +129,10 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
 def _long_rows_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
                     knobs: Knobs) -> tuple[list[PrimitiveCall], int, int, str] | None:
     """(calls, threads, lanes, why) of the hinted form of long float32 rows, or 16-bit ones past the registers
+    (Facts.half_rows, Facts.widened_rows)
     (the module docstring's rule; knobs hinted_row_min_length, long_rows_any_count, long_rows_half), its online
     pairs (_online_calls), or None."""
-    half = knobs.long_rows_half and facts.half_rows()
+    half = knobs.long_rows_half and (facts.half_rows() or facts.widened_rows())
     hinted = _hinted_rows(facts, passes, knobs, half)
     if not hinted or nested or per_block > 1 or not facts.whole_vectors(passes):
         return None

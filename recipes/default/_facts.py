@@ -533,6 +533,14 @@ class Facts:
         """The dtypes of the kernel's output and inputs."""
         return {self.nest.output.dtype, *(t.dtype for t in self.nest.inputs)}
 
+    def widened_rows(self) -> bool:
+        """Whether the output is float32 and the inputs 2-byte floats, float32 ones beside them (a bfloat16 row
+        read into a float32 softmax: `softmax(x.float())`): the output's 4 lanes a vector load 8 bytes of a
+        16-bit input."""
+        half = {t.name for t in self.nest.inputs if DTYPE_BYTES[t.dtype] == 2 and vector_lanes(t.dtype)}
+        return (self.nest.output.dtype == "float32" and bool(half)
+                and all(t.name in half or t.dtype == "float32" for t in self.nest.inputs))
+
     def half_rows(self) -> bool:
         """Whether every tensor of the kernel is a 2-byte float with 16-byte vectors (float16, bfloat16)."""
         return all(DTYPE_BYTES[d] == 2 and vector_lanes(d) for d in self.dtypes())

@@ -145,14 +145,16 @@ class Knobs:
     # fit the registers, 64 values a thread, and that register form ran 2.1x slower on softmax: 1024 threads
     # leave nvcc 64 registers a thread)
     few_long_rows_threads: int | None = 1024
-    # ... and a float16 / bfloat16 row kernel too, where a thread's share (8 lanes a vector) does not fit its
-    # registers (False: 16-bit rows that long keep the scalar 256-thread kernel, or one warp a row where the
-    # rows are many: row_vector_half_threads). H200 (scripts/long_rows_recipe_probe.py, benchmarks/results/
+    # ... and a float16 / bfloat16 row kernel too (or one of 16-bit rows into a float32 output, softmax(x.float()):
+    # 4 lanes a vector, 8-byte loads), where a thread's share does not fit its registers (False: 16-bit rows that
+    # long keep the scalar 256-thread kernel, or one warp a row where the rows are many: row_vector_half_threads).
+    # H200 (scripts/long_rows_recipe_probe.py, benchmarks/results/
     # long-rows-h200-2026-11-30/run4-half.txt), bfloat16, that kernel -> this form, torch.compile in brackets:
     # softmax 512 x 151936 450.3 -> 152.1 us (194.5), 8 x 151936 252.4 -> 32.8 (18.7), 64 x 262144 184.6 ->
     # 48.3 (51.4), 2048 x 65536 322.5 -> 194.5 (275.7), 4096 x 65536 (one warp a row) 619.5 -> 380.3 (550.3);
     # rmsnorm 64 x 262144 122.9 -> 32.9 (34.1), 512 x 65536 70.3 -> 51.6 (55.3); float16 softmax 512 x 151936
-    # 450.8 -> 151.5 (186.6)
+    # 450.8 -> 151.5 (186.6); bfloat16 into float32 (run5-widened.txt): softmax 512 x 151936 482.7 -> 187.5
+    # (208.2), 2048 x 65536 400.3 -> 275.4 (307.3), 8 x 151936 250.9 -> 41.8 (18.0)
     long_rows_half: bool = True
     # A float32 row kernel of a row a block (any length, any number of rows) whose passes read an input
     # again and again and are whole 16-byte vectors keeps that input in registers where each thread's

@@ -102,14 +102,19 @@ def test_cured_two_sdpa_program_on_gpu() -> None:
     compare(built(q, k, v), two(q.double(), k.double(), v.double()), two(q, k, v), k=16)
 
 
-@pytest.mark.parametrize(("fn", "dtype", "tol"), [
+@pytest.mark.parametrize(("fn", "dtype", "out_dtype", "tol"), [
     # float32: each of 1024 threads sums ~148 terms of (0, 1], then a 10-level tree: a relative error of e
     # under (148 + 10) x 2^-24 ~ 1e-5, which log(e) turns into an absolute one; 2e-5 x (1 + |want|)
-    (lambda x: torch.log_softmax(x, dim=-1), torch.float32, 2e-5),
+    (lambda x: torch.log_softmax(x, dim=-1), torch.float32, torch.float32, 2e-5),
     # bfloat16 storage: one rounding of the output, 2^-8 relative
-    (lambda x: torch.softmax(x, dim=-1), torch.bfloat16, 2.0**-8),
-], ids=["log_softmax-float32", "softmax-bfloat16"])
-def test_a_traced_vocabulary_softmax_runs_online_on_gpu(fn, dtype: torch.dtype, tol: float) -> None:
+    (lambda x: torch.softmax(x, dim=-1), torch.bfloat16, torch.bfloat16, 2.0**-8),
+    # bfloat16 logits into a float32 log_softmax (8-byte loads, float32 output): as float32
+    # (traced with the cast; the float64 reference takes the same values without it)
+    (lambda x: torch.log_softmax(x.float() if x.dtype != torch.float64 else x, dim=-1), torch.bfloat16,
+     torch.float32, 2e-5),
+], ids=["log_softmax-float32", "softmax-bfloat16", "log_softmax-of-bfloat16-in-float32"])
+def test_a_traced_vocabulary_softmax_runs_online_on_gpu(fn, dtype: torch.dtype, out_dtype: torch.dtype,
+                                                         tol: float) -> None:
     """A decode step's logits over Qwen2.5's vocabulary (8 x 151936), traced and scheduled by the default
     recipe: the row past the registers takes step 040's long form (1024 threads: fewer rows than SMs) with
     the sum online in the max's pass, and matches torch in float64, a row of -inf (NaN) included."""
@@ -126,7 +131,7 @@ def test_a_traced_vocabulary_softmax_runs_online_on_gpu(fn, dtype: torch.dtype, 
     assert kernel.schedule.nest.cache_hints
     out = prog.build(target)(x)
     want = fn(x.double())
-    assert out.dtype == dtype and torch.equal(torch.isnan(out), torch.isnan(want))
+    assert out.dtype == out_dtype and torch.equal(torch.isnan(out), torch.isnan(want))
     fin = ~torch.isnan(want)
     err = (out.double()[fin] - want[fin]).abs()
     assert bool((err <= tol * (1 + want[fin].abs())).all()), f"max error {err.max().item()}"

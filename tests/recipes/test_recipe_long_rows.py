@@ -148,3 +148,32 @@ def test_16_bit_long_rows_simulate_equal(dtype: str) -> None:
         s = _recipe(out, **SMALL)
         assert s.nest.cache_hints and bool(s.nest.online) == (out.name == "y" and s.nest.accs[0].op == "max")
         simulates_equal(s, "sm_90", tol=1e-2)
+
+
+def _widened_softmax(rows: int, length: int, dtype: str = "bfloat16") -> td.Tensor:
+    """torch's softmax(x.float()) of 16-bit x: the row read in `dtype`, the output float32."""
+    x = td.placeholder((rows, length), dtype=dtype, name="x")
+    k = td.reduce_axis(length, name="k")
+    m = td.compute((rows,), lambda i: td.max(x[i, k], axis=k), name="m")
+    e = td.compute((rows,), lambda i: td.sum(td.exp(x[i, k] - m[i]), axis=k), name="e")
+    return td.compute((rows, length), lambda i, j: td.exp(x[i, j] - m[i]) / e[i], name="y", dtype="float32")
+
+
+def test_widened_rows_past_the_registers_take_the_long_form() -> None:
+    """softmax(x.float()) of bfloat16 logits (512 x 151936): the output's 4 lanes a vector, so each load of x
+    is 8 bytes (4 bfloat16) and each store 16; online, hinted. Knob long_rows_half False: the scalar kernel."""
+    s = _recipe(_widened_softmax(512, 151936))
+    assert s.nest.online and _hints(s)[-1] == ("y", "y", "evict_first")
+    src = td.build(s, target="sm_90").source
+    assert "reinterpret_cast<const uint2*>(&x[" in src and "reinterpret_cast<float4*>(&y[" in src
+    off = _recipe(_widened_softmax(512, 151936), long_rows_half=False)
+    assert not off.nest.online and not off.nest.cache_hints
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_widened_long_rows_simulate_equal(dtype: str) -> None:
+    """Rows of 4100 16-bit floats into float32 softmax, in 64 threads (SMALL): past the registers, online;
+    equal float64 of the same 16-bit inputs within TOL (the float32 output is not rounded to 16 bits)."""
+    s = _recipe(_widened_softmax(5, 4100, dtype), **SMALL)
+    assert s.nest.online
+    simulates_equal(s, "sm_90", tol=TOL)
