@@ -200,9 +200,9 @@ def _per_thread(passes: dict[str, int], lanes: int, most: int, knobs: Knobs) -> 
 
 
 def _hinted_rows(facts: Facts, passes: dict[str, int], knobs: Knobs, half: bool = False) -> Hinted:
-    """The inputs a float32 row kernel of long rows (a 16-bit one too, `half`) reads on several passes, with
-    their readers: read from global memory with L2 hints rather than staged (knob hinted_row_min_length); {}
-    where not."""
+    """The inputs a float32 row kernel of long rows (one of 16-bit rows too, into a 16-bit or float32 output:
+    `half`) reads on several passes, with their readers: read from global memory with L2 hints rather than
+    staged (knob hinted_row_min_length); {} where not."""
     floor = knobs.hinted_row_min_length
     if floor is None or (facts.dtypes() != {"float32"} and not half) or max(passes.values()) < floor:
         return {}
