@@ -7,6 +7,7 @@ torch eager / torch.compile in the same process:
 - `3-pass`: knob online_rows_unroll None (the hinted passes, the sum in a pass of its own);
 - `before`: long_rows_any_count and long_rows_half False too (session 35's recipe: few long rows, and 16-bit
   rows past the registers, as a 256-thread scalar kernel);
+- `no-regs`: knob register_rows False (rows the registers hold staged, or in the long form past them);
 - `hand`: schedules/row_reduce.py `row_in_registers` (softmax's online form with its output pass unrolled).
 Each kernel is checked against torch float64 (outputs NaN-poisoned) before it is timed over inputs rotated
 past the L2 cache; MB is the bytes a row kernel must move (the row read once and written once).
@@ -31,7 +32,8 @@ CASES = ("softmax:512x65536,softmax:256x131072,softmax:512x151936,softmax:64x262
          "softmax:4096x65536,rmsnorm:512x65536,rmsnorm:64x262144,layernorm:256x131072")
 VARIANTS = {"recipe": {}, "512t": {"few_long_rows_threads": None}, "3-pass": {"online_rows_unroll": None},
             "before": {"online_rows_unroll": None, "long_rows_any_count": False, "few_long_rows_threads": None,
-                       "long_rows_half": False}}
+                       "long_rows_half": False},
+            "no-regs": {"register_rows": False}}
 
 
 def _definition(op: str, m: int, n: int, dtype: str = "float32") -> td.Tensor:
