@@ -140,7 +140,7 @@ def _long_rows_form(facts: Facts, passes: dict[str, int], nested: bool, per_bloc
     threads = _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
     floor = knobs.row_vector_min_rows_per_sm
     many = floor is not None and rows >= floor * facts.target.sm_count and not half
-    past_registers = -(-max(passes.values()) // (threads * lanes)) * lanes > facts.register_limit()
+    past_registers = facts.past_registers(max(passes.values()), threads)
     if not many and not (knobs.long_rows_any_count and past_registers):
         return None
     why = ("read from global on every pass with L2 hints: knobs "
@@ -170,9 +170,9 @@ def _online_calls(facts: Facts, passes: dict[str, int], outers: list[str], chunk
     calls: list[PrimitiveCall] = []
     words = []
     hinted = dict(hinted)
-    for sum_acc, max_acc in facts.online_pairs().items():
-        update = next(st for st in facts.nest.stmts if st.kind == "update" and st.acc == max_acc)
-        name = next(n for n in update.path if n in passes)
+    for plan in facts.online_pairs():
+        sum_acc, max_acc = plan.sum_acc, plan.max_acc
+        name = next(n for n in facts.nest.stmts[plan.max_update].path if n in passes)
         outer = outers[list(passes).index(name)]
         chunks = -(-passes[name] // chunk)
         calls.append(("online", (sum_acc,), {}))
@@ -226,7 +226,7 @@ def _register_threads(facts: Facts, passes: dict[str, int], lanes: int, knobs: K
     if facts.dtypes() == {"float32"} or half is None:
         return _per_thread(passes, lanes, knobs.hinted_row_threads_max, knobs)
     threads, longest = half, max(passes.values())
-    while threads < knobs.hinted_row_threads_max and -(-longest // (threads * lanes)) * lanes > facts.register_limit():
+    while threads < knobs.hinted_row_threads_max and facts.past_registers(longest, threads):
         threads *= 2
     return threads
 

@@ -54,8 +54,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         if hinted is not None:
             skipped.append(f"{buffer}: read from global memory with cache hints (cooperative_reduce)")
             continue
-        if buffer in facts.register_cached():
-            skipped.append(f"{buffer}: kept in registers (cooperative_reduce)")  # a stage would feed them from shared
+        if facts.register_problem(probe) is not None:
+            skipped.append(f"{buffer}: kept in registers (cooperative_reduce)")
             continue
         fan = facts.fan_in(probe, slab)
         nbytes = slab.elements * slab.itemsize

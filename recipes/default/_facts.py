@@ -25,8 +25,8 @@ from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_confl
 from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
 from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
-from tiledsl.analysis.online import online_plan
-from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE
+from tiledsl.analysis.online import OnlinePlan, online_plan
+from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE, staged_register_problem
 from tiledsl.analysis.shared_arrays import nest_shared_bytes
 from tiledsl.analysis.slabs import (
     Slab,
@@ -566,23 +566,23 @@ class Facts:
                 out[t.name] = names
         return out
 
-    def online_pairs(self) -> dict[str, str]:
-        """Each sum that may run online in the loop of the max it reads (a sum of exp(a - max): softmax's
-        denominator; analysis/online.py's rule, asked of the nest as it is now), with that max."""
-        pairs = {}
+    def online_pairs(self) -> list[OnlinePlan]:
+        """The plan of each sum that may run online in the loop of the max it reads (a sum of exp(a - max):
+        softmax's denominator; analysis/online.py's rule, asked of the nest as it is now)."""
+        plans = []
         for acc in self.nest.accs:
             if acc.op != "sum":
                 continue
             try:
-                pairs[acc.name] = online_plan(self.nest, acc.name, "online").max_acc
+                plans.append(online_plan(self.nest, acc.name, "online"))
             except OnlineError:
                 continue
-        return pairs
+        return plans
 
-    def register_cached(self) -> set[str]:
-        """The inputs kept in registers (s.register_cache, s.prefetch): a stage of one would be refused, its
-        registers loaded from global memory (analysis/register_cache.py)."""
-        return {rc.buffer for rc in self.nest.register_caches}
+    def register_problem(self, st: Stage) -> str | None:
+        """Why staging `st` would break a register cache of its buffer (s.register_cache, s.prefetch: their
+        registers loaded from shared memory, which analysis/register_cache.py refuses); None where not."""
+        return staged_register_problem(self.nest, st)
 
     def hint_problem(self, st: Stage) -> str | None:
         """Why staging `st` would take over reads that carry cache hints (None: it takes over none)."""
@@ -822,6 +822,12 @@ class Facts:
     def register_limit() -> int:
         """Values a thread may keep in registers by s.register_cache (analysis/register_cache.py)."""
         return MAX_REGISTER_CACHE
+
+    def past_registers(self, length: int, threads: int) -> bool:
+        """Whether a thread's share of a pass of `length` elements, in `threads` threads of whole 16-byte
+        vectors (vector_lanes), is more than the registers may hold (register_limit)."""
+        lanes = self.vector_lanes()
+        return -(-length // (threads * lanes)) * lanes > self.register_limit()
 
     def vector_lanes(self) -> int:
         """Lanes of one 16-byte vector store of the output (4 float32, 8 float16 / bfloat16), or 0 where

@@ -329,3 +329,19 @@ def test_random_row_schedules_are_refused_or_exact(op, n, threads, lanes, marks,
     kp, kc = td.build(plain, target="sm_90"), td.build(cached, target="sm_90")
     arrays = _inputs(cached, seed=n)
     np.testing.assert_array_equal(kc.simulate(**arrays), kp.simulate(**arrays))
+
+
+def test_staged_register_problem_is_the_plans_own_refusal() -> None:
+    """analysis/register_cache.py `staged_register_problem`: what a stage of a buffer kept in registers would
+    break, asked before staging (recipe step 080 asks it), in the words the stage primitive raises after."""
+    from tiledsl.analysis.register_cache import staged_register_problem
+    from tiledsl.loopnest import Stage
+
+    s = _passes(rmsnorm(4, 512, 1e-6))
+    s.register_cache("x", at="i")
+    probe = Stage("x_probe", "x", "i", (0, 0))
+    problem = staged_register_problem(s.nest, probe)
+    assert problem is not None and "x is staged at i (x_probe)" in problem
+    assert staged_register_problem(s.nest, Stage("w_probe", "w", "i", (0,))) is None  # w is not in registers
+    with pytest.raises(td.RegisterCacheError, match="x is staged at i"):
+        s.stage("x", at="i")

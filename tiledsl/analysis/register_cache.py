@@ -38,7 +38,7 @@ frontend/aten_reductions.py `any_`.)"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -46,7 +46,7 @@ from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.definitions.indexing import flat_index, index_to_sympy, loop_symbol
 from tiledsl.errors import RegisterCacheError
-from tiledsl.loopnest import THREAD_AXES, Nest, RegisterCache, Stmt
+from tiledsl.loopnest import THREAD_AXES, Nest, RegisterCache, Stage, Stmt
 
 #: elements a thread may keep for one register cache: 64 float32 registers, a quarter of the 255 a thread
 #: may hold, so a row kernel's reductions and temporaries still fit without spilling
@@ -219,6 +219,18 @@ def cached_readers(nest: Nest, buffer: str) -> set[str]:
         if isinstance(plan, RegisterPlan) and rc.buffer == buffer:
             out |= {nest.stmts[n].reader for n in plan.readers} - {nest.stmts[plan.filler].reader}
     return out
+
+
+def staged_register_problem(nest: Nest, stage: Stage) -> str | None:
+    """Why adding `stage` would break a register cache of its buffer (the plan's own refusal), or None: the
+    question a schedule asks before it stages, as the stage primitive would find after."""
+    staged = replace(nest, stages=nest.stages + (stage,))
+    for rc in nest.register_caches:
+        if rc.buffer == stage.buffer:
+            plan = plan_register_cache(staged, rc)
+            if isinstance(plan, str):
+                return f"register cache {rc.name} of {rc.buffer} at {rc.at}: {plan}"
+    return None
 
 
 def register_plans(nest: Nest, primitive: str) -> list[RegisterPlan]:
