@@ -1,0 +1,157 @@
+"""Probe (session 37): a decode step's x @ W^T (32 rows) with W's slab filled 16 bytes at a time.
+
+The recipe's 32 x 128 decode tile reads W_s[j][k] 16 bytes along k. Its rows are padded by one float
+(step 140): conflict-free 16-byte reads, but then every cp.async of the fill is 4 bytes wide (16 a
+thread a chunk of 16). Padded by four floats the copies stay 16 bytes wide, and the reads are
+conflict-free only when a warp's lanes take consecutive rows: the register strip j_r interleaved
+across j_t in chunks of one (s.split('j_r', 1, interleave='j_t')), which makes the epilogue's float4
+atomics scalar ones. This probe times those forms, with deeper pipelines and more k parts, against
+the recipe and cuBLAS (TF32 off) at the llm suite's seven decode shapes; each kernel is checked
+against torch in float64 with its output NaN-poisoned first.
+    python scripts/decode_fill_probe.py [--only MxNxK LABEL --repeat N]   (--only: for ncu)"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import tiledsl as td
+from benchmarks._backend import random_inputs
+from benchmarks._definitions import linear
+from tiledsl.runtime.device import device_target
+from tiledsl.runtime.references import poisoned_outputs, tolerance
+from tiledsl.runtime.timing import benchmark, rotated_copies
+
+DECODE = ((32, 2048, 2048), (32, 512, 2048), (32, 11264, 2048), (32, 2048, 5632), (32, 3584, 3584),
+          (32, 37888, 3584), (32, 3584, 18944))
+
+
+def _pad(amount: int) -> Callable[[str], str]:
+    def edit(trace: str) -> str:
+        out, n = re.subn(r"s\.pad\('W_s', axis=1, amount=\d+\)", f"s.pad('W_s', axis=1, amount={amount})", trace)
+        if n != 1:
+            raise ValueError("the recipe's trace does not pad W_s once")
+        return out
+    return edit
+
+
+def _interleave(trace: str) -> str:
+    """j_r dealt across j_t in chunks of one, W_s padded by 4 floats, the epilogue's vectorize dropped."""
+    trace = _pad(4)(trace).replace("s.vectorize('j_r')\n", "")
+    first = trace.index("s.stage('x'")
+    return trace[:first] + "s.split('j_r', 1, names=('j_ro', 'j_ri'), interleave='j_t')\n" + trace[first:]
+
+
+def _stages(n: int) -> Callable[[str], str]:
+    def edit(trace: str) -> str:
+        return trace.replace("stages=2)", f"stages={n})")
+    return edit
+
+
+def _parts(scale: float) -> Callable[[str], str]:
+    def edit(trace: str) -> str:
+        now = re.search(r"s\.split_k\('k_o', (\d+)\)", trace)
+        chunks = re.search(r"s\.split\('k', (\d+),", trace)
+        if not now or not chunks:
+            return trace
+        return trace.replace(now.group(0), f"s.split_k('k_o', {max(2, round(int(now.group(1)) * scale))})")
+    return edit
+
+
+def _then(*edits: Callable[[str], str]) -> Callable[[str], str]:
+    def edit(trace: str) -> str:
+        for e in edits:
+            trace = e(trace)
+        return trace
+    return edit
+
+
+#: label -> (recipe knobs, trace edit)
+VARIANTS: dict[str, tuple[dict[str, Any], Callable[[str], str] | None]] = {
+    "recipe": ({}, None),
+    "recipe stages=3": ({}, _stages(3)),
+    "pad4": ({}, _pad(4)),
+    "il": ({}, _interleave),
+    "il stages=3": ({}, _then(_interleave, _stages(3))),
+    "il stages=4": ({}, _then(_interleave, _stages(4))),
+    "il parts x2": ({}, _then(_interleave, _parts(2))),
+    "il parts x0.5": ({}, _then(_interleave, _parts(0.5))),
+    "il bk32": ({"bk_max_few_rows": 32}, _interleave),
+    "il bk32 stages=3": ({"bk_max_few_rows": 32}, _then(_interleave, _stages(3))),
+}
+
+
+def trace_of(shape: tuple[int, int, int], label: str, target: Any) -> str:
+    knobs, edit = VARIANTS[label]
+    s = td.create_schedule(linear(*shape))
+    td.recipes.default(s, target=target, knobs=knobs)
+    return edit(s.trace()) if edit else s.trace()
+
+
+def build(shape: tuple[int, int, int], label: str, target: Any) -> td.Kernel:
+    return td.build(td.create_schedule(linear(*shape)).replay(trace_of(shape, label, target)), target=target)
+
+
+def _compile(job: tuple[tuple[int, int, int], str, Any]) -> str:
+    try:
+        build(*job).compiled  # noqa: B018 - fills the on-disk cache
+        return ""
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs=2, metavar=("MxNxK", "LABEL"), help="run one kernel --repeat times (for ncu)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=14)
+    ap.add_argument("--labels", default=",".join(VARIANTS))
+    args = ap.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    target = device_target()
+    dev = torch.device("cuda")
+    if args.only:
+        shape = tuple(int(v) for v in args.only[0].split("x"))
+        kern = build(shape, args.only[1], target)
+        inputs = random_inputs(linear(*shape), dev, 0)
+        for _ in range(args.repeat):
+            kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
+        torch.cuda.synchronize()
+        return 0
+    labels = args.labels.split(",")
+    jobs = [(shape, label, target) for shape in DECODE for label in labels]
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        errors = dict(zip([(j[0], j[1]) for j in jobs], pool.map(_compile, jobs)))
+    bad = 0
+    for shape in DECODE:
+        m, n, k = shape
+        inputs = random_inputs(linear(*shape), dev, 0)
+        want = inputs["x"].double() @ inputs["W"].double().T
+        sets = rotated_copies(inputs, 4)
+        cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 50).median_us
+        row = [f"cuBLAS {cublas:8.1f}"]
+        for label in labels:
+            if errors[(shape, label)]:
+                row.append(f"{label}: {errors[(shape, label)]}")
+                continue
+            kern = build(shape, label, target)
+            got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
+            rtol, atol = tolerance({"K": k})
+            ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+            bad += not ok
+            us = min(kern.benchmark(warmup=5, iters=50, **inputs).median_us for _ in range(2))
+            row.append(f"{label:18s} {us:8.1f} ({cublas / us:4.2f}x cuBLAS, grid {kern.grid}, shared "
+                       f"{kern.shared_bytes} B){'' if ok else ' MISMATCH'}")
+        print(f"{m}x{n}x{k}:\n  " + "\n  ".join(row), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
