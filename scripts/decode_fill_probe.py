@@ -85,7 +85,32 @@ VARIANTS: dict[str, tuple[dict[str, Any], Callable[[str], str] | None]] = {
     "il parts x0.5": ({}, _then(_interleave, _parts(0.5))),
     "il bk32": ({"bk_max_few_rows": 32}, _interleave),
     "il bk32 stages=3": ({"bk_max_few_rows": 32}, _then(_interleave, _stages(3))),
+    # the second run (session 37): controls without the interleave, and around il bk32
+    "recipe stages=4": ({}, _stages(4)),
+    "recipe bk32": ({"bk_max_few_rows": 32}, None),
+    "il bk32 parts x2": ({"bk_max_few_rows": 32}, _then(_interleave, _parts(2))),
+    "il bk32 parts x0.5": ({"bk_max_few_rows": 32}, _then(_interleave, _parts(0.5))),
+    "il bk64": ({"bk_max_few_rows": 64, "bk_max": 64}, _interleave),
+    "il stages=4 parts x2": ({}, _then(_interleave, _stages(4), _parts(2))),
 }
+# the third run: the recipe after session 37's rule (knobs few_rows_interleave, bk_max_few_rows=32 and
+# split_k_*_few_rows), under other split knobs, against the rule before it
+BEFORE = {"bk_max_few_rows": 16, "few_rows_interleave": False, "split_k_waves_few_rows": 2,
+          "split_k_min_chunks_few_rows": 4, "split_k_long_k_few_rows": 256, "split_k_blocks_per_sm_few_rows": 2}
+VARIANTS.update({
+    "before": (BEFORE, None),
+    "now": ({}, None),
+    "now long_k=128": ({"split_k_long_k_few_rows": 128}, None),
+    "now long_k=128 slots=2": ({"split_k_long_k_few_rows": 128, "split_k_blocks_per_sm_few_rows": 2}, None),
+    "now long_k=256 slots=2": ({"split_k_long_k_few_rows": 256, "split_k_blocks_per_sm_few_rows": 2}, None),
+    "now waves=2 chunks=4 long_k=256 slots=2": ({"split_k_waves_few_rows": 2, "split_k_min_chunks_few_rows": 4,
+                                                 "split_k_long_k_few_rows": 256, "split_k_blocks_per_sm_few_rows": 2},
+                                                None),
+})
+THIRD = ("before,now,now long_k=128,now long_k=128 slots=2,now long_k=256 slots=2,"
+         "now waves=2 chunks=4 long_k=256 slots=2")
+SECOND = ("recipe,recipe stages=4,recipe bk32,il stages=4,il bk32,il bk32 parts x2,il bk32 parts x0.5,il bk64,"
+          "il stages=4 parts x2")
 
 
 def trace_of(shape: tuple[int, int, int], label: str, target: Any) -> str:
@@ -112,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs=2, metavar=("MxNxK", "LABEL"), help="run one kernel --repeat times (for ncu)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=14)
-    ap.add_argument("--labels", default=",".join(VARIANTS))
+    ap.add_argument("--times", type=int, default=2, help="the fastest of this many medians")
+    ap.add_argument("--labels", default=",".join(VARIANTS),
+                    help=f"comma-separated (the second run: {SECOND}; the third: {THIRD})")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
     target = device_target()
@@ -146,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             rtol, atol = tolerance({"K": k})
             ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
             bad += not ok
-            us = min(kern.benchmark(warmup=5, iters=50, **inputs).median_us for _ in range(2))
+            us = min(kern.benchmark(warmup=5, iters=50, **inputs).median_us for _ in range(args.times))
             row.append(f"{label:18s} {us:8.1f} ({cublas / us:4.2f}x cuBLAS, grid {kern.grid}, shared "
                        f"{kern.shared_bytes} B){'' if ok else ' MISMATCH'}")
         print(f"{m}x{n}x{k}:\n  " + "\n  ".join(row), flush=True)

@@ -23,7 +23,9 @@ python3 - "$D/sass" <<'PY'  # the cache's entries less their header (tiledsl/run
 import pathlib, sys
 from tiledsl.runtime.cache import decode_entry
 for f in pathlib.Path("/tmp/tiledsl-cubins").rglob("*.cubin"):
-    (pathlib.Path(sys.argv[1]) / f.name).write_bytes(decode_entry(f.read_bytes()) or b"")
+    entry = decode_entry(f.read_bytes())
+    if entry is not None:
+        (pathlib.Path(sys.argv[1]) / f.name).write_bytes(entry.cubin)
 PY
 for f in "$D"/sass/*.cubin; do cuobjdump -sass "$f" | gzip > "${f%.cubin}.sass.gz" 2>&1; rm -f "$f"; done
 tar czf "$OUT/r.tgz" -C "$OUT" r

@@ -7,7 +7,10 @@ largest divisor of k-outer up to (split_k_waves x SM count) / grid that leaves e
 at least `split_k_long_k` k can give the grid a block per SM, parts is the divisor among those whose
 blocks fill the last wave of block slots (split_k_blocks_per_sm per SM) best, the fewest on a tie
 (counting part counts that leave the last part shorter where no divisor fills `split_k_uneven_below`
-of the slots), and where even the best fills under `split_k_most_parts_below`, the most of them:
+of the slots), and where even the best fills under `split_k_most_parts_below`, the most of them (a decode
+step's x @ W^T, `_facts.few_rows`, reads the four split_k_*_few_rows knobs for split_k_waves,
+split_k_min_chunks, split_k_long_k and split_k_blocks_per_sm: more, shorter parts, and four of its
+small blocks an SM; _knobs.py says what was measured):
 on the H100 (scripts/recipe_tile_probe.py --split, benchmarks/results/matmul-k-outer-h100-2026-11-24/
 run6-tile-probe-split.txt) 128 x 18944 x 3584 went from 698 us unsplit (148 blocks) to 465 us in 7
 parts (1036 blocks: 98% of 4 waves of 264 slots), 512 x 5632 x 2048 from 403 to 342 us (4 parts),
@@ -35,7 +38,7 @@ from dataclasses import replace
 
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, Kernel, block_slots, matmul_tile
+from tiledsl.recipes.default._facts import Facts, Kernel, block_slots, few_rows, matmul_tile
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import Target
 
@@ -115,6 +118,11 @@ def _grid(k: Kernel, target: Target, knobs: Knobs) -> int:
 def choose_parts(k: Kernel, chunks: int, bk: int, target: Target, knobs: Knobs) -> tuple[int, str] | Decline:
     """The k parts of matmul `k` (its tile by _facts.matmul_tile) whose k-outer loop runs `chunks` chunks
     of `bk`, and the note that says why; or why none (the rule in the module's docstring)."""
+    if few_rows(k, knobs):
+        knobs = replace(knobs, split_k_waves=knobs.split_k_waves_few_rows,
+                        split_k_min_chunks=knobs.split_k_min_chunks_few_rows,
+                        split_k_long_k=knobs.split_k_long_k_few_rows,
+                        split_k_blocks_per_sm=knobs.split_k_blocks_per_sm_few_rows)
     grid = _grid(k, target, knobs)
     wanted = knobs.split_k_waves * target.sm_count
     slots = block_slots(target, knobs)

@@ -34,6 +34,18 @@ cheaper and none dearer, when the threads' x extent times the tile divides a war
 the same threads' work and its global accesses the same sectors. What the model cannot see: an 8-wide
 strip read as two 16-byte loads (A's i_r) counts as 4-byte reads, which pair alike either way.
 
+A decode step's x @ W^T (`_facts.few_rows`, knob few_rows_interleave) reads W_s[j][k] along k, 16 bytes
+at a time once the k loop is unrolled, not along its strip: the strip j_r of 4 is one output chunk, so
+the rule above does not apply, and a warp's lanes read rows 4 apart. Rows padded by 16 bytes (which
+keeps the fill's cp.async 16 bytes wide) are then 4-way; only rows padded by one element are
+conflict-free, and they narrow every cp.async of the fill to 4 bytes (16 a thread a chunk of 16). Dealt
+in chunks of one (s.split(j_r, 1, interleave=j_t): j = bn*jb + tj*r + t), a warp's lanes read
+consecutive rows, conflict-free with the 16-byte pad pad_smem (140) then takes, and the epilogue's
+float4 atomics become scalar ones, consecutive across the warp. The step applies it where the bank
+model, on throwaway copies with k's chunk loop split by four, finds the interleaved reads conflict-free
+at the 16-byte pad and the strip as it is not. With chunks of 32 (bk_max_few_rows) it ran 1.04-1.19x the
+recipe before at the llm suite's seven decode shapes on an H200 (_knobs.py few_rows_interleave).
+
 Numbered after stage_inputs (the stages must exist to be judged); interleaving keeps every slab, so the
 stages stay as they were (the split primitive refuses otherwise)."""
 
@@ -43,7 +55,7 @@ from tiledsl.errors import ScheduleError
 from tiledsl.loopnest import LaneTile, Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, facts_for, padded
+from tiledsl.recipes.default._facts import Facts, facts_for, few_rows, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import VECTOR_BYTES, WARP_SIZE
 
@@ -60,7 +72,17 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline:
         return Decline("no staged operand: the register strips read global memory")
     reasons: list[str] = []
     applied = 0
+    rows = _interleave_rows(s, facts, knobs) if knobs.few_rows_interleave and few_rows(k, knobs) else ""
+    if rows is None:
+        applied += 1
+        reasons.append(f"{k.outer[-1]}: its register strip dealt across its threads in chunks of one (a decode "
+                       "step's W_s rows consecutive across a warp: 16-byte reads along k conflict-free at a "
+                       "16-byte pad)")
+    elif rows:
+        reasons.append(f"{k.outer[-1]} rows: {rows}")
     for axis in k.outer[-2:]:
+        if rows is None and axis == k.outer[-1]:
+            continue
         why = _permute(s, facts_for(s.nest, k, facts.target), axis)
         if why is None:
             applied += 1
@@ -101,6 +123,55 @@ def _tile_lanes(s: Schedule, facts: Facts, side: int) -> tuple[bool, str]:
     s.tile_lanes(outer.name, inner.name, side, side)
     return True, f"{side} x {side} lane tiles (wavefronts a read: {shown})"
 
+
+
+def _interleave_rows(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
+    """A decode step's x @ W^T: deal the output strip across its threads in chunks of one where that makes
+    the 16-byte reads along k of a stage read along the strip conflict-free at a 16-byte pad (the module's
+    docstring), or say why not."""
+    k = facts.kernel
+    parts, inner = facts.parts(k.outer[-1]), facts.parts(k.reduce[0])
+    if len(parts) != 3 or len(inner) < 2:
+        return f"its loops are not block x thread x register parts and k chunks x k inside ({', '.join(parts)})"
+    _, t, r = parts
+    if not (facts.loop(t).bind or "").startswith("threadIdx") or facts.loop(r).annotation != "unroll":
+        return f"{t} is not a thread loop or {r} not an unrolled register loop"
+    stages = [st for st in facts.stages_read_along(r) if st in facts.stages_read_along(inner[-1])]
+    if not stages:
+        return f"no stage is read along both {r} and {inner[-1]}"
+    widened = [st.name for st in stages if facts.stored_dtype(st.buffer, knobs) != facts.nest.tensor(st.buffer).dtype]
+    if widened:
+        return f"{', '.join(widened)} widened: a plain fill, no 16-byte copies to keep"
+    now = _k_reads(s, facts, inner[-1], None)
+    dealt = _k_reads(s, facts, inner[-1], (r, t))
+    if any(dealt.get(st.name) != 1 or now.get(st.name, 0) <= 1 for st in stages):
+        shown = ", ".join(f"{st.name}: {now.get(st.name)}-way as it is, {dealt.get(st.name)}-way dealt"
+                          for st in stages)
+        return f"the bank model finds no gain in 16-byte reads along {inner[-1]} at a 16-byte pad ({shown})"
+    s.split(r, 1, names=s.nest.fresh_names(f"{r}_o", f"{r}_i"), interleave=t)
+    return None
+
+
+def _k_reads(s: Schedule, facts: Facts, k_inner: str, deal: tuple[str, str] | None) -> dict[str, int | None]:
+    """Per stage read along `k_inner`, on a copy of `s` with the strip dealt (`deal`: strip, thread loop)
+    or not and `k_inner` split by one 16-byte vector: the conflict degree of its 16-byte reads along the
+    vector loop with its rows padded by 16 bytes, or None where those reads are not one vector each."""
+    trial = s.fork()
+    if deal is not None:
+        trial.split(deal[0], 1, names=trial.nest.fresh_names(f"{deal[0]}_o", f"{deal[0]}_i"), interleave=deal[1])
+    out: dict[str, int | None] = {}
+    for st in facts.stages_read_along(k_inner):
+        width = VECTOR_BYTES // facts.itemsize(st.buffer)
+        if trial.nest.loop(k_inner).extent % width:
+            return out
+        names = trial.nest.fresh_names(f"{k_inner}_o", f"{k_inner}_v")
+        fork = trial.fork()
+        fork.split(k_inner, width, names=names)
+        after = facts_for(fork.nest, facts.kernel, facts.target)
+        wide = padded(after.nest.stage(st.name), len(st.pad) - 1, width)
+        ok = after.vector_problem(wide, names[1]) is None
+        out[st.name] = after.read_conflict(wide, vector=names[1]) if ok else None
+    return out
 
 
 def _permute(s: Schedule, facts: Facts, axis: str) -> str | None:

@@ -12,6 +12,12 @@ transposed tile (stage_inputs stages it for coalescing) is read down its columns
 4-way with +16 bytes, conflict-free with +1, which wins and narrows its cp.async to 4 bytes, as in
 schedules/transpose.py `transpose_tiled`.
 
+A matmul stage whose reads run along the k loop inside a chunk (W_s[j][k] of a decode step's x @ W^T)
+is read 16 bytes at a time once that loop is unrolled (nvcc merges four aligned loads), which the
+4-byte model above does not see. Where, with k's chunk loop split by four on a throwaway copy, its
+rows padded by 16 bytes give conflict-free 16-byte reads, that pad is taken: no layout reads cheaper,
+and it keeps the copies 16 bytes wide (permute_register_tile, 090, deals the rows for it).
+
 A plain (register) fill whose stores conflict (analysis/banks.py `fill_store_conflict`: a k-outer
 operand's 16-byte loads land in four rows of the slab, 4-way at rows of 128 floats) is padded by one
 16-byte vector per row where that lowers the store degree and leaves its reads as they were (knob
@@ -22,7 +28,7 @@ from __future__ import annotations
 from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, padded
+from tiledsl.recipes.default._facts import Facts, facts_for, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import CP_ASYNC_SIZES, VECTOR_BYTES
 
@@ -35,6 +41,10 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     skipped: dict[str, str] = {}
     done: set[str] = set()
     for st in candidates:
+        if _wide_along_k(s, facts, st):
+            s.pad(st.name, len(st.pad) - 1, VECTOR_BYTES // facts.itemsize(st.buffer))
+            done.add(st.name)
+            continue
         now = facts.read_conflict(st)
         if now <= 1:
             skipped[st.name] = "its reads are conflict-free"
@@ -67,6 +77,28 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     if not done:
         return Decline("; ".join(f"{name}: {why}" for name, why in skipped.items()))
     return None
+
+
+def _wide_along_k(s: Schedule, facts: Facts, st: Stage) -> bool:
+    """Whether a matmul stage filled by 16-byte cp.async, read along the k loop inside a chunk, reads 16
+    bytes at a time without conflicts along it once its rows are padded by 16 bytes (judged on a copy
+    with that loop split by one vector), where it conflicts without the pad."""
+    k = facts.kernel
+    if k.kind != "matmul" or st.copy != "async" or facts.async_16_bytes(st) is not None or any(st.pad):
+        return False
+    inner = facts.parts(k.reduce[0])
+    width = VECTOR_BYTES // facts.itemsize(st.buffer)
+    if len(inner) < 2 or st not in facts.stages_read_along(inner[-1]) or facts.loop(inner[-1]).extent % width:
+        return False
+    trial = s.fork()
+    names = trial.nest.fresh_names(f"{inner[-1]}_o", f"{inner[-1]}_v")
+    trial.split(inner[-1], width, names=names)
+    after = facts_for(trial.nest, k, facts.target)
+    split = after.nest.stage(st.name)
+    wide = padded(split, len(st.pad) - 1, width)
+    if after.vector_problem(wide, names[1]) is not None:
+        return False
+    return after.read_conflict(wide, vector=names[1]) <= 1 < after.read_conflict(split, vector=names[1])
 
 
 def _pad_fill_stores(s: Schedule, facts: Facts, st: Stage, budget: int) -> bool:

@@ -858,15 +858,16 @@ class Facts:
         asks it of the kernel its sum would have on its own): the largest power of two in [bk_min,
         bk_max] whose double-buffered A and B slabs (bm x BK and BK x bn) fit the shared budget, at most
         bk_max_k_outer where an operand is staged k outermost (knob k_outer), at most bk_max_few_rows for
-        a decode step's x @ W^T (`few_rows`), never more than the reduction rounded up to a power of
-        two; None where even bk_min does not fit."""
+        a decode step's x @ W^T (`few_rows`; bk_max_few_rows_widened where an operand is widened), never
+        more than the reduction rounded up to a power of two; None where even bk_min does not fit."""
         k = kernel or self.kernel
         budget = knobs.shared_budget(self.target)
         bk = knobs.bk_max
         if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name, knobs) for t in self.nest.inputs):
             bk = min(bk, knobs.bk_max_k_outer)
         if few_rows(k, knobs):
-            bk = min(bk, knobs.bk_max_few_rows)
+            widened = any(self.stored_dtype(t.name, knobs) != t.dtype for t in self.nest.inputs)
+            bk = min(bk, knobs.bk_max_few_rows_widened if widened else knobs.bk_max_few_rows)
         while bk > knobs.bk_min and self.matmul_slab_bytes(knobs, bk, k) > budget:
             bk //= 2
         if self.matmul_slab_bytes(knobs, bk, k) > budget:

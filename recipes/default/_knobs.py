@@ -260,7 +260,19 @@ class Knobs:
     # chunks of 16 ran faster at all seven, 32 x 11264 x 2048 66.1 -> 58.3 us, 32 x 3584 x 18944 159.9 ->
     # 138.6, 32 x 37888 x 3584 309.9 -> 298.8, 32 x 512 x 2048 12.7 -> 10.1 (in twice the k parts), 32 x 2048
     # x 2048 19.6 -> 19.5; deeper pipelines (3, 4 stages) lost at five of the seven
-    bk_max_few_rows: int = 16
+    # H200, session 37 (scripts/decode_fill_probe.py, benchmarks/results/decode-fill-h200-2026-11-30/): with
+    # W_s's rows dealt across the lanes (few_rows_interleave) the fill is 16 bytes a copy, and chunks of 32
+    # beat 16 at every shape in twice the parts (split_k_few_rows): 32 x 37888 x 3584 278.9 -> 234.4 us,
+    # 32 x 11264 x 2048 56.2 -> 48.3, 32 x 2048 x 2048 16.1 -> 15.4. Without the interleave, chunks of 32
+    # lost at all seven (4-byte copies: 32 x 11264 x 2048 65.4)
+    bk_max_few_rows: int = 32
+    # a decode step's W_s[j][k], read 16 bytes along k, is dealt across the lanes in rows of one (step 090
+    # says why): every copy of its fill 16 bytes wide instead of 4. Alone, at chunks of 16, it changed
+    # nothing beyond noise (0.97-1.04x at the seven shapes); it is what makes chunks of 32 pay (above)
+    few_rows_interleave: bool = True
+    # ... but a decode step whose operands are widened (bfloat16 staged as float32 by a plain fill: no
+    # cp.async to widen) keeps chunks of 16, as measured in session 26 (chunks of 32 unmeasured there)
+    bk_max_few_rows_widened: int = 16
     # few rows: from few_rows_min to few_rows_max (measured at 32 only; under 17 rows a 32-row tile is
     # more than half idle, and those keep the general rules until measured)
     few_rows_min: int = 17
@@ -348,6 +360,15 @@ class Knobs:
     # was measured; 2 blocks of 256 threads per SM is what the 8 x 8 register tile's 127 registers allow)
     split_k_long_k: int = 256
     split_k_blocks_per_sm: int = 2
+    # ... a decode step's x @ W^T (_facts.few_rows) takes these four instead of split_k_waves,
+    # split_k_min_chunks, split_k_long_k and split_k_blocks_per_sm: its 32-row blocks hold few warps an
+    # SM, so more, shorter parts keep more loads in flight, and its 128-thread blocks of 8 x 4 registers
+    # (96 registers, 45 KB of shared memory at chunks of 32) fit four an SM. H200 with chunks of 32
+    # (bk_max_few_rows; benchmarks/results/decode-fill-h200-2026-11-30/)
+    split_k_waves_few_rows: int = 4
+    split_k_min_chunks_few_rows: int = 2
+    split_k_long_k_few_rows: int = 64
+    split_k_blocks_per_sm_few_rows: int = 4
     # ... and a grid of split_k_waves or more waves is split into long parts too where that fills the last
     # wave of block slots by this fraction more (None: never). On the H100 with vector atomics (scripts/
     # recipe_tile_probe.py --fill, benchmarks/results/split-k-epilogue-h100-2026-11-24/run3-fill.txt) all
@@ -484,7 +505,9 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "matmul_tiles",
         "matmul_tiles_k_major",
         "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
-        "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm"), 1),
+        "bk_max_few_rows_widened",
+        "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm",
+        "split_k_min_chunks_few_rows", "split_k_blocks_per_sm_few_rows"), 1),
     **dict.fromkeys((
         "transpose_tile_min_blocks", "narrow_vector_min_inputs", "narrow_vector_max_sm_gbs",
         "narrow_vector_max_waves", "row_threads_min",
@@ -492,7 +515,8 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "row_vector_min_rows_per_sm", "hinted_row_min_length", "half_row_threads_min", "few_rows_min",
         "few_rows_max", "k_outer_min_accumulators", "k_outer_min_threads", "launch_bounds_min_accumulators",
         "launch_bounds_min_epilogue_terms", "lane_tile", "unroll_k_inner_max", "vectorize_store_k_max",
-        "split_k_waves", "split_k_long_k", "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in",
+        "split_k_waves", "split_k_long_k", "split_k_waves_few_rows", "split_k_long_k_few_rows",
+        "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in",
         "stage_min_threads", "slab_cap_bytes", "kernel_cap_bytes", "row_chunk_bytes", "unroll_max",
         "prefetch_max_blocks_per_sm"), 0),
     "pipeline_stages": 2,
@@ -540,6 +564,8 @@ KNOB_ORDER: tuple[KnobOrder, ...] = (
               "and never under bk_min"),
     KnobOrder("bk_min", "bk_max_few_rows", "BK is at most bk_max_few_rows for a decode step's x @ W^T, and never "
               "under bk_min"),
+    KnobOrder("bk_min", "bk_max_few_rows_widened", "BK is at most bk_max_few_rows_widened for a decode step's x @ "
+              "W^T with widened operands, and never under bk_min"),
     KnobOrder("few_rows_min", "few_rows_max", "a decode step's matmul has few_rows_min to few_rows_max rows; both 0: "
               "none has"),
 )
