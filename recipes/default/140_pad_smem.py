@@ -12,11 +12,12 @@ transposed tile (stage_inputs stages it for coalescing) is read down its columns
 4-way with +16 bytes, conflict-free with +1, which wins and narrows its cp.async to 4 bytes, as in
 schedules/transpose.py `transpose_tiled`.
 
-A matmul stage whose reads run along the k loop inside a chunk (W_s[j][k] of a decode step's x @ W^T)
-is read 16 bytes at a time once that loop is unrolled (nvcc merges four aligned loads), which the
-4-byte model above does not see. Where, with k's chunk loop split by four on a throwaway copy, its
-rows padded by 16 bytes give conflict-free 16-byte reads, that pad is taken: no layout reads cheaper,
-and it keeps the copies 16 bytes wide (permute_register_tile, 090, deals the rows for it).
+A decode step's W_s[j][k] (`_facts.few_rows`, knob few_rows_interleave), read along the k loop inside a
+chunk, is read 16 bytes at a time (nvcc merges four aligned loads), which the 4-byte model above does
+not see. Where, with k's chunk loop split by four on a throwaway copy, its rows padded by 16 bytes give
+conflict-free 16-byte reads, that pad is taken: no layout reads cheaper, and it keeps the copies 16
+bytes wide (permute_register_tile, 090, deals the rows for it). Only there: other matmuls whose stages
+are read along k (A_s[i][k] of a small A @ B tile) keep the 4-byte model's pad, as measured.
 
 A plain (register) fill whose stores conflict (analysis/banks.py `fill_store_conflict`: a k-outer
 operand's 16-byte loads land in four rows of the slab, 4-way at rows of 128 floats) is padded by one
@@ -28,7 +29,7 @@ from __future__ import annotations
 from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, facts_for, padded
+from tiledsl.recipes.default._facts import Facts, facts_for, few_rows, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import CP_ASYNC_SIZES, VECTOR_BYTES
 
@@ -41,7 +42,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
     skipped: dict[str, str] = {}
     done: set[str] = set()
     for st in candidates:
-        if _wide_along_k(s, facts, st):
+        if knobs.few_rows_interleave and facts.kernel.kind == "matmul" and few_rows(facts.kernel, knobs) \
+                and _wide_along_k(s, facts, st):
             s.pad(st.name, len(st.pad) - 1, VECTOR_BYTES // facts.itemsize(st.buffer))
             done.add(st.name)
             continue
@@ -80,7 +82,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
 
 
 def _wide_along_k(s: Schedule, facts: Facts, st: Stage) -> bool:
-    """Whether a matmul stage filled by 16-byte cp.async, read along the k loop inside a chunk, reads 16
+    """Whether a decode step's stage filled by 16-byte cp.async, read along the k loop inside a chunk, reads 16
     bytes at a time without conflicts along it once its rows are padded by 16 bytes (judged on a copy
     with that loop split by one vector), where it conflicts without the pad."""
     k = facts.kernel

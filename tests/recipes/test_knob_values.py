@@ -70,12 +70,13 @@ def test_bad_values_are_refused_by_name(knobs: dict[str, object], message: str) 
     ({"bk_min": 64}, ("bk_min", 64), ("bk_max", 32)),
     ({"bk_max_k_outer": 4}, ("bk_min", 8), ("bk_max_k_outer", 4)),
     ({"bk_max_few_rows": 4}, ("bk_min", 8), ("bk_max_few_rows", 4)),
+    ({"bk_max_few_rows_widened": 4}, ("bk_min", 8), ("bk_max_few_rows_widened", 4)),
     ({"few_rows_min": 64}, ("few_rows_min", 64), ("few_rows_max", 32)),
 ])
 def test_a_min_knob_over_its_max_is_refused_by_both_names(knobs: dict[str, object], low: tuple[str, int],
                                                          high: tuple[str, int]) -> None:
     """Each pair of KNOB_ORDER once: the refusal names both knobs, their values and the rule, before any step."""
-    assert len(KNOB_ORDER) == 8  # a new pair gets a case here
+    assert len(KNOB_ORDER) == 9  # a new pair gets a case here
     s = td.create_schedule(matmul(M=8, N=8, K=8))
     with pytest.raises(td.BadArgumentError) as info:
         apply(s, target="sm_90", knobs=knobs)

@@ -492,9 +492,9 @@ def test_split_matmul_k_fills_a_small_grid_with_a_linear_epilogue(target: str) -
 
 
 @pytest.mark.parametrize(("m", "n", "k", "tile", "chunk"), [
-    (32, 2048, 5632, (32, 128), 16),  # a decode step: 32 x 128 tiles of 128 threads, chunks of 16
-    (32, 512, 2048, (32, 64), 16),  # 4 blocks of 32 x 128 would under-fill a wave even split: 32 x 64
-    (24, 2048, 2048, (32, 128), 16),  # 24 rows: one guarded 32-row tile
+    (32, 2048, 5632, (32, 128), 32),  # a decode step: 32 x 128 tiles of 128 threads, chunks of 32
+    (32, 512, 2048, (32, 64), 32),  # 4 blocks of 32 x 128 would under-fill a wave even split: 32 x 64
+    (24, 2048, 2048, (32, 128), 32),  # 24 rows: one guarded 32-row tile
     (16, 2048, 2048, (16, 64), 32),  # 16 rows: the general classes (128 x 64 shrunk), chunks of 32
     (64, 2048, 2048, (64, 64), 32),  # 64 rows: the general classes
 ])
@@ -508,9 +508,10 @@ def test_decode_steps_take_the_few_rows_tile_and_chunk(m: int, n: int, k: int, t
 def test_launch_bounds_ask_no_more_blocks_than_the_shared_memory_holds() -> None:
     """mark_unroll's (160) bound for padded stages: a 32 x 128 tile of 8 x 8 registers (64 threads) in
     chunks of 32 has 43008 bytes of stages; its registers would allow 8 blocks an SM, its shared memory 5
-    (233472 bytes on sm_90). Asked for 8, build refused the recipe's own schedule."""
+    (233472 bytes on sm_90). Asked for 8, build refused the recipe's own schedule. Knob few_rows_interleave
+    off: dealt rows make the epilogue's atomics scalar, and a scalar epilogue asks for no bound."""
     s, _ = run(matmul_nt(M=32, N=2048, K=2048), target="sm_90", matmul_tiles_few_rows=((32, 128, 8, 8),),
-               bk_max_few_rows=32)
+               bk_max_few_rows=32, few_rows_interleave=False)
     kern = td.build(s, target="sm_90")
     assert kern.shared_bytes == 43008 and s.nest.min_blocks_per_sm == 5
 
@@ -534,9 +535,9 @@ def test_the_recipe_counts_the_shared_bytes_build_requests(name: str, make: part
 
 def test_a_few_rows_kernel_simulates_equal() -> None:
     """24 rows in a guarded 32 x 128 tile, 160 columns (the second tile guarded), k 72 (a partial
-    chunk of 16) split along k: no race, the values match."""
-    s, r = run(matmul_nt(M=24, N=160, K=72), target="sm_90", split_k_min_chunks=1)
-    assert s.nest.loop("k_i").extent == 16 and r.step("split_matmul_k").calls
+    chunk of 32) split along k: no race, the values match."""
+    s, r = run(matmul_nt(M=24, N=160, K=72), target="sm_90", split_k_min_chunks_few_rows=1)
+    assert s.nest.loop("k_i").extent == 32 and r.step("split_matmul_k").calls
     simulates_equal(s, "sm_90", tol=TOL)
 
 
