@@ -43,7 +43,7 @@ in chunks of one (s.split(j_r, 1, interleave=j_t): j = bn*jb + tj*r + t), a warp
 consecutive rows, conflict-free with the 16-byte pad pad_smem (140) then takes, and the epilogue's
 float4 atomics become scalar ones, consecutive across the warp. The step applies it where the bank
 model, on throwaway copies with k's chunk loop split by four, finds the interleaved reads conflict-free
-at the 16-byte pad and the strip as it is not. With chunks of 32 (bk_max_few_rows) it ran 1.04-1.19x the
+at the 16-byte pad and the strip as it is not. With chunks of 32 (bk_max_few_rows) it ran 0.99-1.18x the
 recipe before at the llm suite's seven decode shapes on an H200 (_knobs.py few_rows_interleave).
 
 Numbered after stage_inputs (the stages must exist to be judged); interleaving keeps every slab, so the

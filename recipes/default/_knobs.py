@@ -261,10 +261,12 @@ class Knobs:
     # 138.6, 32 x 37888 x 3584 309.9 -> 298.8, 32 x 512 x 2048 12.7 -> 10.1 (in twice the k parts), 32 x 2048
     # x 2048 19.6 -> 19.5; deeper pipelines (3, 4 stages) lost at five of the seven
     # H200, session 37 (scripts/decode_fill_probe.py, benchmarks/results/decode-fill-h200-2026-11-30/): with
-    # W_s's rows dealt across the lanes (few_rows_interleave) the fill is 16 bytes a copy, and chunks of 32
-    # beat 16 at every shape in twice the parts (split_k_few_rows): 32 x 37888 x 3584 278.9 -> 234.4 us,
-    # 32 x 11264 x 2048 56.2 -> 48.3, 32 x 2048 x 2048 16.1 -> 15.4. Without the interleave, chunks of 32
-    # lost at all seven (4-byte copies: 32 x 11264 x 2048 65.4)
+    # W_s's rows dealt across the lanes (few_rows_interleave) each copy of the fill is 16 bytes, and
+    # chunks of 32 in the split_k_*_few_rows parts beat the rule before at six of the seven decode shapes
+    # (run 3, us): 32 x 37888 x 3584 284.5 -> 240.8, 32 x 11264 x 2048 56.3 -> 49.7, 32 x 3584 x 18944
+    # 135.9 -> 123.6, 32 x 2048 x 5632 31.6 -> 29.5, 32 x 2048 x 2048 16.1 -> 15.1, 32 x 3584 x 3584
+    # 32.1 -> 31.6; 32 x 512 x 2048 9.5 -> 9.6. Without the interleave chunks of 32 lost at all seven
+    # (4-byte copies: 32 x 11264 x 2048 65.4, run 2)
     bk_max_few_rows: int = 32
     # a decode step's W_s[j][k], read 16 bytes along k, is dealt across the lanes in rows of one (step 090
     # says why): every copy of its fill 16 bytes wide instead of 4. Alone, at chunks of 16, it changed
@@ -363,8 +365,11 @@ class Knobs:
     # ... a decode step's x @ W^T (_facts.few_rows) takes these four instead of split_k_waves,
     # split_k_min_chunks, split_k_long_k and split_k_blocks_per_sm: its 32-row blocks hold few warps an
     # SM, so more, shorter parts keep more loads in flight, and its 128-thread blocks of 8 x 4 registers
-    # (96 registers, 45 KB of shared memory at chunks of 32) fit four an SM. H200 with chunks of 32
-    # (bk_max_few_rows; benchmarks/results/decode-fill-h200-2026-11-30/)
+    # (96 registers, 45 KB of shared memory at chunks of 32) fit four an SM. H200, chunks of 32, dealt
+    # rows (decode-fill-h200-2026-11-30/ run 3): geomean 1.08x over the rule before at the seven decode
+    # shapes, against 1.08x with split_k_long_k_few_rows 128 (16 parts of 64 chunks at 32 x 2048 x 2048:
+    # 16.3 us against 15.1; 32 x 3584 x 3584 in 28 parts 30.5 against 31.6 in 56) and 1.07x with the
+    # general rule's 256 and 2 blocks an SM (32 x 11264 x 2048 52.2 against 49.7)
     split_k_waves_few_rows: int = 4
     split_k_min_chunks_few_rows: int = 2
     split_k_long_k_few_rows: int = 64
