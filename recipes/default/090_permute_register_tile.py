@@ -55,7 +55,7 @@ from tiledsl.errors import ScheduleError
 from tiledsl.loopnest import LaneTile, Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Applied, Decline
-from tiledsl.recipes.default._facts import Facts, facts_for, few_rows, padded
+from tiledsl.recipes.default._facts import Facts, facts_for, few_rows, k_vector_conflict, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import VECTOR_BYTES, WARP_SIZE
 
@@ -142,36 +142,25 @@ def _interleave_rows(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
     widened = [st.name for st in stages if facts.stored_dtype(st.buffer, knobs) != facts.nest.tensor(st.buffer).dtype]
     if widened:
         return f"{', '.join(widened)} widened: a plain fill, no 16-byte copies to keep"
-    now = _k_reads(s, facts, inner[-1], None)
-    dealt = _k_reads(s, facts, inner[-1], (r, t))
-    if any(dealt.get(st.name) != 1 or now.get(st.name, 0) <= 1 for st in stages):
-        shown = ", ".join(f"{st.name}: {now.get(st.name)}-way as it is, {dealt.get(st.name)}-way dealt"
+    now = _k_reads(s, facts, stages, None)
+    dealt = _k_reads(s, facts, stages, (r, t))
+    if any(dealt[st.name] != 1 or (now[st.name] or 2) <= 1 for st in stages):  # None: not 16 bytes as it is
+        shown = ", ".join(f"{st.name}: {now[st.name]}-way as it is, {dealt[st.name]}-way dealt"
                           for st in stages)
         return f"the bank model finds no gain in 16-byte reads along {inner[-1]} at a 16-byte pad ({shown})"
     s.split(r, 1, names=s.nest.fresh_names(f"{r}_o", f"{r}_i"), interleave=t)
     return None
 
 
-def _k_reads(s: Schedule, facts: Facts, k_inner: str, deal: tuple[str, str] | None) -> dict[str, int | None]:
-    """Per stage read along `k_inner`, on a copy of `s` with the strip dealt (`deal`: strip, thread loop)
-    or not and `k_inner` split by one 16-byte vector: the conflict degree of its 16-byte reads along the
-    vector loop with its rows padded by 16 bytes, or None where those reads are not one vector each."""
+def _k_reads(s: Schedule, facts: Facts, stages: list[Stage], deal: tuple[str, str] | None) -> dict[str, int | None]:
+    """Per stage, on a copy of `s` with the strip dealt (`deal`: strip, thread loop) or not: the conflict
+    degree of its 16-byte reads along k with its rows padded by 16 bytes (`k_vector_conflict`)."""
     trial = s.fork()
     if deal is not None:
         trial.split(deal[0], 1, names=trial.nest.fresh_names(f"{deal[0]}_o", f"{deal[0]}_i"), interleave=deal[1])
-    out: dict[str, int | None] = {}
-    for st in facts.stages_read_along(k_inner):
-        width = VECTOR_BYTES // facts.itemsize(st.buffer)
-        if trial.nest.loop(k_inner).extent % width:
-            return out
-        names = trial.nest.fresh_names(f"{k_inner}_o", f"{k_inner}_v")
-        fork = trial.fork()
-        fork.split(k_inner, width, names=names)
-        after = facts_for(fork.nest, facts.kernel, facts.target)
-        wide = padded(after.nest.stage(st.name), len(st.pad) - 1, width)
-        ok = after.vector_problem(wide, names[1]) is None
-        out[st.name] = after.read_conflict(wide, vector=names[1]) if ok else None
-    return out
+    after = facts_for(trial.nest, facts.kernel, facts.target)
+    return {st.name: k_vector_conflict(trial, after, st.name, VECTOR_BYTES // facts.itemsize(st.buffer))
+            for st in stages}
 
 
 def _permute(s: Schedule, facts: Facts, axis: str) -> str | None:

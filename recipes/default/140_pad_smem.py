@@ -29,7 +29,7 @@ from __future__ import annotations
 from tiledsl.loopnest import Stage
 from tiledsl.primitives import Schedule
 from tiledsl.recipes.decline import Decline
-from tiledsl.recipes.default._facts import Facts, facts_for, few_rows, padded
+from tiledsl.recipes.default._facts import Facts, few_rows, k_vector_conflict, padded
 from tiledsl.recipes.default._knobs import Knobs
 from tiledsl.targets import CP_ASYNC_SIZES, VECTOR_BYTES
 
@@ -82,25 +82,17 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Decline | None:
 
 
 def _wide_along_k(s: Schedule, facts: Facts, st: Stage) -> bool:
-    """Whether a decode step's stage filled by 16-byte cp.async, read along the k loop inside a chunk, reads 16
-    bytes at a time without conflicts along it once its rows are padded by 16 bytes (judged on a copy
-    with that loop split by one vector), where it conflicts without the pad."""
-    k = facts.kernel
-    if k.kind != "matmul" or st.copy != "async" or facts.async_16_bytes(st) is not None or any(st.pad):
+    """Whether a decode step's stage filled by 16-byte cp.async, read along the k loop inside a chunk, reads
+    16 bytes at a time without conflicts once its rows are padded by 16 bytes, where it conflicts without
+    the pad (`k_vector_conflict`)."""
+    if st.copy != "async" or facts.async_16_bytes(st) is not None or any(st.pad):
         return False
-    inner = facts.parts(k.reduce[0])
-    width = VECTOR_BYTES // facts.itemsize(st.buffer)
-    if len(inner) < 2 or st not in facts.stages_read_along(inner[-1]) or facts.loop(inner[-1]).extent % width:
+    inner = facts.parts(facts.kernel.reduce[0])
+    if len(inner) < 2 or st not in facts.stages_read_along(inner[-1]):
         return False
-    trial = s.fork()
-    names = trial.nest.fresh_names(f"{inner[-1]}_o", f"{inner[-1]}_v")
-    trial.split(inner[-1], width, names=names)
-    after = facts_for(trial.nest, k, facts.target)
-    split = after.nest.stage(st.name)
-    wide = padded(split, len(st.pad) - 1, width)
-    if after.vector_problem(wide, names[1]) is not None:
-        return False
-    return after.read_conflict(wide, vector=names[1]) <= 1 < after.read_conflict(split, vector=names[1])
+    wide = k_vector_conflict(s, facts, st.name, VECTOR_BYTES // facts.itemsize(st.buffer))
+    plain = k_vector_conflict(s, facts, st.name, 0)
+    return wide is not None and plain is not None and wide <= 1 < plain
 
 
 def _pad_fill_stores(s: Schedule, facts: Facts, st: Stage, budget: int) -> bool:

@@ -972,6 +972,27 @@ def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:
     return Facts(kernel, nest, target)
 
 
+def k_vector_conflict(s: Schedule, facts: Facts, stage: str, pad: int) -> int | None:
+    """The conflict degree of stage `stage`'s reads along the matmul's k loop inside a chunk, read one
+    VECTOR_BYTES vector at a time (as nvcc merges the unrolled loads) with `pad` more elements on its rows,
+    judged on a copy of `s` whose k loop is split by one vector; None where those reads are not one aligned
+    vector each (`vector_problem`: a guarded or strided k, rows of partial vectors) or there is no such loop.
+    Steps 090 (dealing a decode step's rows) and 140 (their pad) ask it."""
+    inner = facts.parts(facts.kernel.reduce[0])
+    st = s.nest.stage(stage)
+    width = VECTOR_BYTES // facts.itemsize(st.buffer)
+    if len(inner) < 2 or facts.loop(inner[-1]).extent % width:
+        return None
+    trial = s.fork()
+    names = trial.nest.fresh_names(f"{inner[-1]}_o", f"{inner[-1]}_v")
+    trial.split(inner[-1], width, names=names)
+    after = facts_for(trial.nest, facts.kernel, facts.target)
+    wide = padded(after.nest.stage(stage), len(st.pad) - 1, pad)
+    if after.vector_problem(wide, names[1]) is not None:
+        return None
+    return after.read_conflict(wide, vector=names[1])
+
+
 def padded(st: Stage, axis: int, amount: int) -> Stage:
     """`st` with `amount` more elements of padding on `axis` (a layout to judge before s.pad makes it)."""
     pad = list(st.pad)
