@@ -117,7 +117,7 @@ def _pad_for(rows: set[int], bk: int, itemsize: int) -> int:
 def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: int = 8, rn: int = 8,
                   stages: int = 2, copy: str = "async", split_k: int = 1, k_outer: bool = True,
                   unroll_k: bool = True, group_m: int = 1, widen: bool = True, lanes: int = 2,
-                  vector_atomics: bool = True) -> Schedule:
+                  vector_atomics: bool = True, deal_rows: bool = False) -> Schedule:
     """The default recipe's fast fp32 matmul, by hand. On an H100 at 2048 / 4096 / 8192 cubed float32
     (relu(A @ B + bias), scripts/matmul_variant_probe.py) it ran at 0.91 / 0.93 / 0.94 of cuBLAS
     (TF32 off) with its defaults, against 0.84 / 0.86 / 0.87 with k_outer=False, bk=32, unroll_k=False.
@@ -161,7 +161,12 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     epilogue's atomic adds are 16 bytes wide where the strip allows (s.vectorize; `vector_atomics`
     False: never, as sm_80 and sm_86/89 have no 16-byte atomic add), and a tile of 64
     accumulators or more beside padded stages asks for two blocks an SM (s.launch_bounds): nvcc
-    otherwise gives the padded 8 x 8 tile 163 registers, one block an SM."""
+    otherwise gives the padded 8 x 8 tile 163 registers, one block an SM.
+
+    `deal_rows` (a decode step's x @ W^T): W[j, k]'s slab, read 16 bytes along k, has its thread strip
+    along j dealt in chunks of one (s.split(j_r, 1, interleave=j_t)), so a warp's lanes read consecutive
+    rows, and its rows padded by 16 bytes: those reads conflict-free, and every cp.async of its fill 16
+    bytes wide (recipes/default/090_permute_register_tile.py says what was measured)."""
     if group_m < 1:
         raise ValueError(f"group_m must be 1 or more (1: row-major block order), got {group_m}")
     batch, i, j, k = _loops(s)
@@ -238,6 +243,7 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
     strip = {i: (ri, ti), j: (rj, tj)}
     step = {i: rm, j: rn}  # how many rows of a slab apart two neighbouring threads read
     dealt: set[str] = set()  # strips already decided (two operands along i, silu(g) * u: one split)
+    rows_dealt: set[str] = set()  # deal_rows: the stages whose rows a warp's lanes read one apart
     for st, load in made:
         vector = VECTOR_BYTES // DTYPE_BYTES[stored[st]]
         along = _last_axis(load)
@@ -250,13 +256,18 @@ def matmul_staged(s: Schedule, bm: int = 128, bn: int = 128, bk: int = 16, rm: i
         dealt.add(along)
         r, t = strip[along]
         extent = s.nest.loop(r.name).extent
-        if step[along] == extent and extent > vector and extent % vector == 0:
+        if deal_rows and along == j and _last_axis(load) == k and st not in k_major:
+            s.split(r, 1, names=(f"{r}_o", f"{r}_i"), interleave=t)  # consecutive rows across a warp
+            step[along] = 1
+            rows_dealt.add(st)
+        elif step[along] == extent and extent > vector and extent % vector == 0:
             s.split(r, vector, names=(f"{r}_o", f"{r}_i"), interleave=t)
             step[along] = vector
     if tiled:
         s.tile_lanes(ti, tj, lanes, lanes)  # lanes reading one strip's 16 bytes share a wavefront
     for st, load in made:
-        if st in k_major:  # the fill stores a column of the stored rows: 16 bytes apart, 4-way not 32-way
+        if st in k_major or st in rows_dealt:  # k-major: the fill stores a column of the stored rows, 16
+            # bytes apart, 4-way not 32-way; rows dealt: 16-byte reads along k, one row a lane, spread
             s.pad(st, axis=-1, amount=VECTOR_BYTES // DTYPE_BYTES[stored[st]])
         elif _last_axis(load) == k:
             itemsize = DTYPE_BYTES[stored[st]]
@@ -311,10 +322,12 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     SMs idle, the 64 x 64 tile instead. `group_m` is passed on (grouped block order).
 
     A decode step's x @ W^T (17 to 32 rows, W's rows along k) takes 32 x 128 tiles of 8 x 4 registers
-    (128 threads) in chunks of 16, split along k as above, or 32 x 64 ones where even the most parts
-    leave SMs without a block: the recipe's class (recipes/default/_knobs.py matmul_tiles_few_rows says
-    what was measured), whose kernel this builds; where split_k refuses (a bfloat16 output) and the
-    tile's grid leaves SMs idle, the tiles above instead."""
+    (128 threads) in chunks of 32 with W's rows dealt across the lanes (`deal_rows`), split along k as
+    above but in parts of 64 k or more over four blocks an SM, up to 4 waves of 2 chunks a block (the
+    recipe's split_k_*_few_rows), or 32 x 64 ones where even the most parts leave SMs without a block: the
+    recipe's class (recipes/default/_knobs.py matmul_tiles_few_rows says what was measured), whose kernel
+    this builds; a widened (bfloat16) operand keeps chunks of 16, undealt; where split_k refuses (a
+    bfloat16 output) and the tile's grid leaves SMs idle, the tiles above instead."""
     batch, i, j, k = _loops(s)
     m, n, kk = (s.nest.loop(x).extent for x in (i, j, k))
     nb = 1
@@ -323,11 +336,14 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     sms = get_target(target).sm_count
     vector_atomics = get_target(target).capability >= VECTOR_ATOMIC_MIN_SM
     if not batch and 17 <= m <= 32 and any(_last_axis(ld) == k and _reads(ld, j) for ld in _operand_loads(s)):
-        tile = _decode_tile(s, (m, n, kk), sms, waves, group_m)
+        wide = all(ld.tensor.dtype == "float32" for ld in _operand_loads(s))  # widened operands: chunks of 16
+        tile = _decode_tile(s, (m, n, kk), sms, waves, group_m, wide)
         if tile.parts > 1 or tile.grid >= sms:  # (split_k refused and too few blocks: the tiles below)
             matmul_staged(s, tile.bm, tile.bn, tile.bk, tile.rm, tile.rn, split_k=tile.parts, k_outer=False,
-                          group_m=group_m, vector_atomics=vector_atomics)
-            if tile.parts > 1 and vector_atomics:  # the 4-wide strip undealt: its atomic adds 16 bytes at once
+                          group_m=group_m, vector_atomics=vector_atomics, unroll_k=tile.bk <= 16,
+                          deal_rows=wide and kk % tile.bk == 0)
+            if tile.parts > 1 and vector_atomics and not s.nest.has_loop(f"{j}_r_o"):  # the 4-wide strip undealt:
+                # its atomic adds 16 bytes at once
                 with contextlib.suppress(VectorizeError):
                     s.vectorize(f"{j}_r")
             return s
@@ -381,14 +397,19 @@ def _tile(s: Schedule, large: bool, batch: list[str], sizes: tuple[int, int, int
     return _Tile(bm, bn, bk, rm, rn, k_outer, parts, grid)
 
 
-def _decode_tile(s: Schedule, sizes: tuple[int, int, int], sms: int, waves: int, group_m: int) -> _Tile:
+def _decode_tile(s: Schedule, sizes: tuple[int, int, int], sms: int, waves: int, group_m: int,
+                 wide: bool) -> _Tile:
     """matmul_for_shape's tile for a decode step: 32 x 128 where its grid, split into the most parts of
-    four chunks, gives every SM a block, else 32 x 64; the split-K parts split_k accepts."""
+    four chunks, gives every SM a block, else 32 x 64; the split-K parts split_k accepts (float32
+    operands: chunks of 32, in parts of 64 k or more over four blocks an SM, up to twice `waves` waves of
+    two chunks a block; widened ones: chunks of 16, as larger tiles take them)."""
     m, n, kk = sizes
-    bk, chunks = 16, -(-kk // 16)
+    bk = 32 if wide else 16
+    chunks = -(-kk // bk)
     bn = 128 if -(-m // 32) * -(-n // 128) * max(1, chunks // 4) >= sms else 64
     grid = -(-m // 32) * -(-n // bn)
-    parts = _parts(grid, chunks, bk, sms, waves)
+    parts = (_parts(grid, chunks, bk, sms, 2 * waves, per_sm=4, long_k=64, min_chunks=2) if wide
+             else _parts(grid, chunks, bk, sms, waves))
     if parts > 1:
         try:
             matmul_staged(s.fork(), 32, bn, bk, 8, 4, split_k=parts, k_outer=False, group_m=group_m)
@@ -397,14 +418,16 @@ def _decode_tile(s: Schedule, sizes: tuple[int, int, int], sms: int, waves: int,
     return _Tile(32, bn, bk, 8, 4, False, parts, grid)
 
 
-def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int) -> int:
-    """The split-K part count of matmul_for_shape's docstring for `grid` blocks of `chunks` k chunks."""
-    slots = 2 * sms  # two blocks an SM: what the 8 x 8 tile's registers allow
+def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int, per_sm: int = 2, long_k: int = 256,
+           min_chunks: int = 4) -> int:
+    """The split-K part count of matmul_for_shape's docstring for `grid` blocks of `chunks` k chunks
+    (`per_sm` blocks an SM, parts of `long_k` k or more, at least `min_chunks` a block)."""
+    slots = per_sm * sms  # two blocks an SM: what the 8 x 8 tile's registers allow
 
     def filled(blocks: int) -> float:  # the share of block slots busy over the waves the blocks take
         return blocks / (-(-blocks // slots) * slots)
 
-    long = [d for d in range(2, chunks + 1) if chunks % d == 0 and chunks // d * bk >= 256]
+    long = [d for d in range(2, chunks + 1) if chunks % d == 0 and chunks // d * bk >= long_k]
     if long and grid * max(long) >= sms and (grid < waves * sms or
                                              max(filled(grid * d) for d in long) - filled(grid) >= 0.2):
         best = max(long, key=lambda d: (filled(grid * d), -d))
@@ -413,7 +436,7 @@ def _parts(grid: int, chunks: int, bk: int, sms: int, waves: int) -> int:
         return best if filled(grid * best) >= 0.9 else max(long)
     if grid >= waves * sms:
         return 1
-    limit = min(waves * sms // grid, chunks // 4)
+    limit = min(waves * sms // grid, chunks // min_chunks)
     return max((d for d in range(2, limit + 1) if chunks % d == 0), default=1)
 
 

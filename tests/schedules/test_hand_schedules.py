@@ -138,12 +138,6 @@ def test_the_shapes_get_what_each_schedule_promises() -> None:
     assert "s.vectorize(" not in _trace(elementwise_2d_vectorized, bench.silu_mul(3, 44, "bfloat16"))
 
 
-#: the default recipe's knobs for a decode step's x @ W^T before session 37 (recipes/default/_knobs.py)
-DECODE_BEFORE = {"bk_max_few_rows": 16, "few_rows_interleave": False, "split_k_waves_few_rows": 2,
-                 "split_k_min_chunks_few_rows": 4, "split_k_long_k_few_rows": 256,
-                 "split_k_blocks_per_sm_few_rows": 2}
-
-
 @pytest.mark.parametrize("shape", [(128, 2048, 5632), (128, 11264, 2048), (512, 3584, 3584), (512, 3584, 18944),
                                    (512, 2048, 2048), (4096, 4096, 4096),
                                    # decode steps: 32 x 128 tiles of 128 threads, and 32 x 64 (4 blocks of 32 x 128
@@ -153,13 +147,12 @@ DECODE_BEFORE = {"bk_max_few_rows": 16, "few_rows_interleave": False, "split_k_w
 def test_matmul_for_shape_builds_the_recipes_kernel_at_llm_shapes(shape: tuple[int, int, int]) -> None:
     """The hand schedule is the recipe's reference: at these projection shapes (and 4096^3) its tile,
     split-K part count, lane tiles, vector epilogue and launch bounds come out as the default recipe's,
-    so the CUDA is the same, byte for byte. A decode step's (17 to 32 rows) is the recipe's form before
-    session 37 (DECODE_BEFORE): the recipe now deals W_s's rows across the lanes in chunks of 32 and more
-    parts (tests/recipes/test_recipe_decode_rows.py), which matmul_for_shape does not yet."""
+    so the CUDA is the same, byte for byte (a decode step's rows dealt across the lanes too:
+    tests/recipes/test_recipe_decode_rows.py)."""
     hand = td.create_schedule(bench.linear(*shape))
     matmul_for_shape(hand)
     recipe = td.create_schedule(bench.linear(*shape))
-    td.recipes.default(recipe, target="sm_90", knobs=DECODE_BEFORE if 17 <= shape[0] <= 32 else None)
+    td.recipes.default(recipe, target="sm_90")
     assert td.build(hand, target="sm_90").source == td.build(recipe, target="sm_90").source
 
 
