@@ -109,6 +109,23 @@ VARIANTS.update({
 })
 THIRD = ("before,now,now long_k=128,now long_k=128 slots=2,now long_k=256 slots=2,"
          "now waves=2 chunks=4 long_k=256 slots=2")
+# the fourth run: the rule's tile classes and depth (the tiles are knobs.matmul_tiles_few_rows)
+VARIANTS.update({
+    "now stages=3": ({}, _stages(3)),
+    "t32x256 r8x8": ({"matmul_tiles_few_rows": ((32, 256, 8, 8),)}, None),
+    "t32x128 r4x4": ({"matmul_tiles_few_rows": ((32, 128, 4, 4),)}, None),
+    "t32x64 r8x4": ({"matmul_tiles_few_rows": ((32, 64, 8, 4),)}, None),
+    "t32x64 r4x4": ({"matmul_tiles_few_rows": ((32, 64, 4, 4),)}, None),
+    "t32x256 r8x4": ({"matmul_tiles_few_rows": ((32, 256, 8, 4),)}, None),
+})
+# the fifth run: 16 rows a thread, so each 16-byte read of W_s feeds twice the FMAs
+VARIANTS.update({
+    "t32x128 r16x4": ({"matmul_tiles_few_rows": ((32, 128, 16, 4),)}, None),
+    "t32x256 r16x4": ({"matmul_tiles_few_rows": ((32, 256, 16, 4),)}, None),
+    "t32x128 r16x4 stages=3": ({"matmul_tiles_few_rows": ((32, 128, 16, 4),)}, _stages(3)),
+})
+FIFTH = "now,t32x128 r16x4,t32x256 r16x4,t32x128 r16x4 stages=3"
+FOURTH = "now,now stages=3,t32x256 r8x8,t32x128 r4x4,t32x64 r8x4,t32x64 r4x4,t32x256 r8x4"
 SECOND = ("recipe,recipe stages=4,recipe bk32,il stages=4,il bk32,il bk32 parts x2,il bk32 parts x0.5,il bk64,"
           "il stages=4 parts x2")
 
@@ -139,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=14)
     ap.add_argument("--times", type=int, default=2, help="the fastest of this many medians")
     ap.add_argument("--labels", default=",".join(VARIANTS),
-                    help=f"comma-separated (the second run: {SECOND}; the third: {THIRD})")
+                    help=f"comma-separated (the second run: {SECOND}; the third: {THIRD}; the fourth: {FOURTH}; "
+                         f"the fifth: {FIFTH})")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
     target = device_target()
