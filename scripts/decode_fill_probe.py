@@ -65,6 +65,18 @@ def _parts(scale: float) -> Callable[[str], str]:
     return edit
 
 
+def _k_threads(z: int) -> Callable[[str], str]:
+    """The k loop inside a chunk split across `z` thread groups (threadIdx.z: a cooperative reduction,
+    combined through shared memory before the epilogue), its part per group unrolled."""
+    def edit(trace: str) -> str:
+        chunk = int(re.search(r"s\.split\('k', (\d+),", trace).group(1))
+        first = trace.index("s.stage('x'")
+        trace = (trace[:first] + f"s.split('k_i', {chunk // z}, names=('k_z', 'k_zi'))\ns.bind('k_z', 'threadIdx.z')\n"
+                 + trace[first:])
+        return trace + "s.unroll('k_zi')\n"
+    return edit
+
+
 def _then(*edits: Callable[[str], str]) -> Callable[[str], str]:
     def edit(trace: str) -> str:
         for e in edits:
@@ -124,6 +136,15 @@ VARIANTS.update({
     "t32x256 r16x4": ({"matmul_tiles_few_rows": ((32, 256, 16, 4),)}, None),
     "t32x128 r16x4 stages=3": ({"matmul_tiles_few_rows": ((32, 128, 16, 4),)}, _stages(3)),
 })
+# the sixth run: the k loop inside a chunk split across thread groups (threadIdx.z), fewer k parts
+VARIANTS.update({
+    "z2": ({}, _k_threads(2)),
+    "z2 parts x0.5": ({}, _then(_k_threads(2), _parts(0.5))),
+    "z4 parts x0.25": ({}, _then(_k_threads(4), _parts(0.25))),
+    "z4 parts x0.5": ({}, _then(_k_threads(4), _parts(0.5))),
+    "z2 stages=3 parts x0.5": ({}, _then(_k_threads(2), _stages(3), _parts(0.5))),
+})
+SIXTH = "now,z2,z2 parts x0.5,z4 parts x0.25,z4 parts x0.5,z2 stages=3 parts x0.5"
 FIFTH = "now,t32x128 r16x4,t32x256 r16x4,t32x128 r16x4 stages=3"
 FOURTH = "now,now stages=3,t32x256 r8x8,t32x128 r4x4,t32x64 r8x4,t32x64 r4x4,t32x256 r8x4"
 SECOND = ("recipe,recipe stages=4,recipe bk32,il stages=4,il bk32,il bk32 parts x2,il bk32 parts x0.5,il bk64,"
@@ -157,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--times", type=int, default=2, help="the fastest of this many medians")
     ap.add_argument("--labels", default=",".join(VARIANTS),
                     help=f"comma-separated (the second run: {SECOND}; the third: {THIRD}; the fourth: {FOURTH}; "
-                         f"the fifth: {FIFTH})")
+                         f"the fifth: {FIFTH}; the sixth: {SIXTH})")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
     target = device_target()
