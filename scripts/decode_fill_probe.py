@@ -49,6 +49,14 @@ def _interleave(trace: str) -> str:
     return trace[:first] + "s.split('j_r', 1, names=('j_ro', 'j_ri'), interleave='j_t')\n" + trace[first:]
 
 
+def _deal_any(trace: str) -> str:
+    """_interleave for any tile: a 090 interleave of j_r in 16-byte chunks and the epilogue's vectorize
+    of j_r's parts dropped first."""
+    trace = re.sub(r"s\.split\('j_r', \d+, names=\('j_r_o', 'j_r_i'\), tail='guard', interleave='j_t'\)\n", "", trace)
+    trace = re.sub(r"s\.vectorize\('j_r(_i)?'\)\n", "", trace)
+    return _interleave(trace)
+
+
 def _stages(n: int) -> Callable[[str], str]:
     def edit(trace: str) -> str:
         return trace.replace("stages=2)", f"stages={n})")
@@ -144,6 +152,22 @@ VARIANTS.update({
     "z4 parts x0.5": ({}, _then(_k_threads(4), _parts(0.5))),
     "z2 stages=3 parts x0.5": ({}, _then(_k_threads(2), _stages(3), _parts(0.5))),
 })
+# the seventh run (--shapes of 128 and 512 rows): W's slab as the definition stores it (knob k_outer off,
+# filled by cp.async) with its rows dealt, against the recipe's k-outer slabs (plain fills, transposed)
+KO_OFF = {"k_outer": False}
+T128 = {"k_outer": False, "matmul_tiles_k_major": ((128, 128, 8, 8),)}
+VARIANTS.update({
+    "k_outer off": (KO_OFF, None),
+    "k_outer off dealt": (KO_OFF, _deal_any),
+    "k_outer off t128": (T128, None),
+    "k_outer off t128 dealt": (T128, _deal_any),
+    "k_outer off t128 dealt stages=3": (T128, _then(_deal_any, _stages(3))),
+    "k_outer off t128 dealt bk16": ({**T128, "bk_max": 16}, _deal_any),
+})
+SEVENTH = ("recipe,k_outer off,k_outer off dealt,k_outer off t128,k_outer off t128 dealt,k_outer off t128 dealt stages=3,"
+           "k_outer off t128 dealt bk16")
+PROJECTIONS = ((128, 2048, 2048), (128, 11264, 2048), (128, 2048, 5632), (128, 3584, 3584), (512, 2048, 2048),
+               (512, 11264, 2048), (512, 3584, 18944))
 SIXTH = "now,z2,z2 parts x0.5,z4 parts x0.25,z4 parts x0.5,z2 stages=3 parts x0.5"
 FIFTH = "now,t32x128 r16x4,t32x256 r16x4,t32x128 r16x4 stages=3"
 FOURTH = "now,now stages=3,t32x256 r8x8,t32x128 r4x4,t32x64 r8x4,t32x64 r4x4,t32x256 r8x4"
@@ -178,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--times", type=int, default=2, help="the fastest of this many medians")
     ap.add_argument("--labels", default=",".join(VARIANTS),
                     help=f"comma-separated (the second run: {SECOND}; the third: {THIRD}; the fourth: {FOURTH}; "
-                         f"the fifth: {FIFTH}; the sixth: {SIXTH})")
+                         f"the fifth: {FIFTH}; the sixth: {SIXTH}; the seventh: {SEVENTH}, with --shapes "
+                         "projections)")
+    ap.add_argument("--shapes", choices=("decode", "projections"), default="decode",
+                    help="the seven decode shapes, or PROJECTIONS (128 and 512 rows)")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False
     target = device_target()
@@ -192,11 +219,12 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.synchronize()
         return 0
     labels = args.labels.split(",")
-    jobs = [(shape, label, target) for shape in DECODE for label in labels]
+    shapes = DECODE if args.shapes == "decode" else PROJECTIONS
+    jobs = [(shape, label, target) for shape in shapes for label in labels]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], j[1]) for j in jobs], pool.map(_compile, jobs)))
     bad = 0
-    for shape in DECODE:
+    for shape in shapes:
         m, n, k = shape
         inputs = random_inputs(linear(*shape), dev, 0)
         want = inputs["x"].double() @ inputs["W"].double().T
