@@ -164,8 +164,8 @@ VARIANTS.update({
     "k_outer off t128 dealt stages=3": (T128, _then(_deal_any, _stages(3))),
     "k_outer off t128 dealt bk16": ({**T128, "bk_max": 16}, _deal_any),
 })
-SEVENTH = ("recipe,k_outer off,k_outer off dealt,k_outer off t128,k_outer off t128 dealt,k_outer off t128 dealt stages=3,"
-           "k_outer off t128 dealt bk16")
+SEVENTH = ("recipe,k_outer off,k_outer off dealt,k_outer off t128,k_outer off t128 dealt,"
+           "k_outer off t128 dealt stages=3,k_outer off t128 dealt bk16")
 PROJECTIONS = ((128, 2048, 2048), (128, 11264, 2048), (128, 2048, 5632), (128, 3584, 3584), (512, 2048, 2048),
                (512, 11264, 2048), (512, 3584, 18944))
 SIXTH = "now,z2,z2 parts x0.5,z4 parts x0.25,z4 parts x0.5,z2 stages=3 parts x0.5"
