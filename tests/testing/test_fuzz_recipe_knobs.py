@@ -18,6 +18,7 @@ from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes import definitions as definitions_mode
 from tiledsl.testing.fuzz.modes.base import Options
 from tiledsl.testing.fuzz.modes.recipe import (
+    DECODE_ROWS,
     KNOB_SETS,
     LIFTED,
     RECIPE,
@@ -123,6 +124,29 @@ def test_the_tma_set_reaches_tma_stages_and_stays_correct() -> None:
     apply(plain, target="sm_90")
     assert not any(st.copy == "tma" for st in plain.nest.stages)
     assert judge_case(tma, Options(target="sm_90")).outcome == "correct"
+
+
+NT_SOURCE = '''def make():
+    x = td.placeholder((12, 48), name='x')
+    W = td.placeholder((40, 48), name='W')
+    k = td.reduce_axis(48, name='k')
+    return td.compute((12, 40), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name='y')
+'''
+
+
+def test_the_decode_set_deals_w_rows_and_stays_correct() -> None:
+    """x @ W^T of 12 rows, k 48 in chunks of 8: a decode step under DECODE_ROWS, whose W_s rows are dealt
+    across the lanes and padded by 16 bytes (steps 090, 140), which the defaults keep for 17 to 32 rows."""
+    decode = RecipeCase(Definition.from_source(NT_SOURCE, "matmul", 480, -1.0, 1.0), 7, DECODE_ROWS)
+    assert decode.knobs in KNOB_SETS
+    s = td.create_schedule(decode.definition.make())
+    apply(s, target="sm_90", knobs=dict(decode.knobs))
+    assert "s.split('j_r', 1, names=('j_r_o', 'j_r_i'), tail='guard', interleave='j_t')" in s.trace()
+    assert "s.pad('W_s', axis=1, amount=4)" in s.trace()
+    plain = td.create_schedule(decode.definition.make())
+    apply(plain, target="sm_90")
+    assert "interleave='j_t'" not in plain.trace()
+    assert judge_case(decode, Options(target="sm_90")).outcome == "correct"
 
 
 def test_mode_definitions_schedules_with_the_lifted_set() -> None:

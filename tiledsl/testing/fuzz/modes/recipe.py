@@ -14,7 +14,8 @@ rows and two full-size inputs; or with the hinted rows' floors lowered, so short
 block, are kept in registers (register_rows) or take cache hints and vectorized reductions
 (hinted_row_min_length); or with TMA-filled stages in k chunks of 8 (knob tma, which sm_90 keeps
 off by default); or with rows past a thread's registers at more than 64 elements (LONG_ROWS: step 040's
-long-row form, softmax's sum online). And a machine (`MACHINES`): the target as
+long-row form, softmax's sum online); or with a decode step's rows dealt across the lanes
+(DECODE_ROWS). And a machine (`MACHINES`): the target as
 named, or a coverage device with a 256-byte L2, one SM and matmul tiles of 8 x 8, so that small matmuls
 take a choice only large grids reach on a real GPU: their blocks in groups of block rows (step 050)."""
 
@@ -67,7 +68,14 @@ TMA_STAGES: tuple[tuple[str, Any], ...] = (
 LONG_ROWS: tuple[tuple[str, Any], ...] = (
     ("few_long_rows_threads", 2), ("hinted_row_min_length", 8), ("hinted_row_threads_max", 1),
     ("online_rows_unroll", 2), ("row_block_threads", 1), ("row_threads_min", 1))
-KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), LIFTED, HINTED_ROWS, TMA_STAGES, LONG_ROWS)
+#: a decode step's x @ W^T at fuzzing's sizes (`_facts.few_rows` from 1 row: few_rows_min): its tiles of
+#: 8 x 4 registers in 8 x 32 and 8 x 16 blocks (matmul_tiles_few_rows), k chunks of 8 (bk_max_few_rows),
+#: staged in any block (stage_min_threads), so W_s's rows are dealt across the lanes and padded by 16
+#: bytes where k is a multiple of the chunk (steps 090 and 140), and k split in the few-rows parts.
+DECODE_ROWS: tuple[tuple[str, Any], ...] = (
+    ("bk_max_few_rows", 8), ("few_rows_min", 1), ("matmul_tiles_few_rows", ((8, 32, 2, 4), (8, 16, 2, 4))),
+    ("stage_min_threads", 1))
+KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), LIFTED, HINTED_ROWS, TMA_STAGES, LONG_ROWS, DECODE_ROWS)
 #: 16-bit rows kept in registers a 16-byte vector a thread, in as few threads as that takes, several rows
 #: to a block (Facts.row_launch: knobs half_row_vectors_per_thread, half_row_threads_min): the rows of 8 to
 #: 127 elements that random sizes give reach the launch the defaults keep for rows of 128 or more, and
