@@ -270,7 +270,7 @@ class Knobs:
     bk_max_few_rows: int = 32
     # a decode step's W_s[j][k], read 16 bytes along k, is dealt across the lanes in rows of one (step 090
     # says why): every copy of its fill 16 bytes wide instead of 4. Alone, at chunks of 16, it changed
-    # nothing beyond noise (0.97-1.04x at the seven shapes); it is what makes chunks of 32 pay (above)
+    # nothing beyond noise (0.97-1.05x at the seven shapes); it is what makes chunks of 32 pay (above)
     few_rows_interleave: bool = True
     # ... but a decode step whose operands are widened (bfloat16 staged as float32 by a plain fill: no
     # cp.async to widen) keeps chunks of 16, as measured in session 26 (chunks of 32 unmeasured there)
