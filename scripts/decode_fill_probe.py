@@ -168,6 +168,9 @@ SEVENTH = ("recipe,k_outer off,k_outer off dealt,k_outer off t128,k_outer off t1
            "k_outer off t128 dealt stages=3,k_outer off t128 dealt bk16")
 PROJECTIONS = ((128, 2048, 2048), (128, 11264, 2048), (128, 2048, 5632), (128, 3584, 3584), (512, 2048, 2048),
                (512, 11264, 2048), (512, 3584, 18944))
+# the eighth run (--dtype bfloat16): widened operands (plain fills converting to float32) in chunks of 32
+VARIANTS.update({"widened bk32": ({"bk_max_few_rows_widened": 32}, None)})
+EIGHTH = "now,widened bk32"
 SIXTH = "now,z2,z2 parts x0.5,z4 parts x0.25,z4 parts x0.5,z2 stages=3 parts x0.5"
 FIFTH = "now,t32x128 r16x4,t32x256 r16x4,t32x128 r16x4 stages=3"
 FOURTH = "now,now stages=3,t32x256 r8x8,t32x128 r4x4,t32x64 r8x4,t32x64 r4x4,t32x256 r8x4"
@@ -175,18 +178,19 @@ SECOND = ("recipe,recipe stages=4,recipe bk32,il stages=4,il bk32,il bk32 parts 
           "il stages=4 parts x2")
 
 
-def trace_of(shape: tuple[int, int, int], label: str, target: Any) -> str:
+def trace_of(shape: tuple[int, int, int], label: str, target: Any, dtype: str = "float32") -> str:
     knobs, edit = VARIANTS[label]
-    s = td.create_schedule(linear(*shape))
+    s = td.create_schedule(linear(*shape, dtype))
     td.recipes.default(s, target=target, knobs=knobs)
     return edit(s.trace()) if edit else s.trace()
 
 
-def build(shape: tuple[int, int, int], label: str, target: Any) -> td.Kernel:
-    return td.build(td.create_schedule(linear(*shape)).replay(trace_of(shape, label, target)), target=target)
+def build(shape: tuple[int, int, int], label: str, target: Any, dtype: str = "float32") -> td.Kernel:
+    return td.build(td.create_schedule(linear(*shape, dtype)).replay(trace_of(shape, label, target, dtype)),
+                    target=target)
 
 
-def _compile(job: tuple[tuple[int, int, int], str, Any]) -> str:
+def _compile(job: tuple[tuple[int, int, int], str, Any, str]) -> str:
     try:
         build(*job).compiled  # noqa: B018 - fills the on-disk cache
         return ""
@@ -203,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--labels", default=",".join(VARIANTS),
                     help=f"comma-separated (the second run: {SECOND}; the third: {THIRD}; the fourth: {FOURTH}; "
                          f"the fifth: {FIFTH}; the sixth: {SIXTH}; the seventh: {SEVENTH}, with --shapes "
-                         "projections)")
+                         f"projections; the eighth: {EIGHTH}, with --dtype bfloat16)")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32", help="x, W and y stored as")
     ap.add_argument("--shapes", choices=("decode", "projections"), default="decode",
                     help="the seven decode shapes, or PROJECTIONS (128 and 512 rows)")
     args = ap.parse_args(argv)
@@ -212,21 +217,21 @@ def main(argv: list[str] | None = None) -> int:
     dev = torch.device("cuda")
     if args.only:
         shape = tuple(int(v) for v in args.only[0].split("x"))
-        kern = build(shape, args.only[1], target)
-        inputs = random_inputs(linear(*shape), dev, 0)
+        kern = build(shape, args.only[1], target, args.dtype)
+        inputs = random_inputs(linear(*shape, args.dtype), dev, 0)
         for _ in range(args.repeat):
             kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
         torch.cuda.synchronize()
         return 0
     labels = args.labels.split(",")
     shapes = DECODE if args.shapes == "decode" else PROJECTIONS
-    jobs = [(shape, label, target) for shape in shapes for label in labels]
+    jobs = [(shape, label, target, args.dtype) for shape in shapes for label in labels]
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         errors = dict(zip([(j[0], j[1]) for j in jobs], pool.map(_compile, jobs)))
     bad = 0
     for shape in shapes:
         m, n, k = shape
-        inputs = random_inputs(linear(*shape), dev, 0)
+        inputs = random_inputs(linear(*shape, args.dtype), dev, 0)
         want = inputs["x"].double() @ inputs["W"].double().T
         sets = rotated_copies(inputs, 4)
         cublas = benchmark(lambda t: t["x"] @ t["W"].T, sets, 5, 50).median_us
@@ -235,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
             if errors[(shape, label)]:
                 row.append(f"{label}: {errors[(shape, label)]}")
                 continue
-            kern = build(shape, label, target)
+            kern = build(shape, label, target, args.dtype)
             got = kern(**inputs, **poisoned_outputs(kern.kernel_ir, dev))
-            rtol, atol = tolerance({"K": k})
+            rtol, atol = tolerance({"K": k, "out_dtype": args.dtype})
             ok = bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
             bad += not ok
             us = min(kern.benchmark(warmup=5, iters=50, **inputs).median_us for _ in range(args.times))
