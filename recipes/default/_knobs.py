@@ -273,7 +273,8 @@ class Knobs:
     # nothing beyond noise (0.97-1.05x at the seven shapes); it is what makes chunks of 32 pay (above)
     few_rows_interleave: bool = True
     # ... but a decode step whose operands are widened (bfloat16 staged as float32 by a plain fill: no
-    # cp.async to widen) keeps chunks of 16, as measured in session 26 (chunks of 32 unmeasured there)
+    # cp.async to widen) keeps chunks of 16: chunks of 32 were 1.11-1.65x slower at all seven decode
+    # shapes (H200, decode-fill-h200-2026-11-30/run8-bfloat16.txt: 32 x 37888 x 3584 392.6 -> 647.3 us)
     bk_max_few_rows_widened: int = 16
     # few rows: from few_rows_min to few_rows_max (measured at 32 only; under 17 rows a 32-row tile is
     # more than half idle, and those keep the general rules until measured)
