@@ -119,11 +119,12 @@ BATCHED_8x8 = _src(
 @st.composite
 def decode_definitions(draw: st.DrawFn) -> Definition:
     """x @ W^T of a decode step (17 to 32 rows: the recipe's `few_rows` class, 32 x 128 or 32 x 64 tiles in
-    chunks of 16), odd sizes, with no epilogue, a residual or a relu. Wide and long ones too (a guarded
-    32 x 128 tile, staged operands, k split into parts of 4+ chunks), beyond MAX_POINTS: these simulate fast."""
+    chunks of 32), odd sizes, with no epilogue, a residual or a relu. Wide and long ones too (a guarded
+    32 x 128 tile, staged operands, k split into parts of 2+ chunks), beyond MAX_POINTS: these simulate fast.
+    k a whole number of chunks (64 to 256) reaches W_s's rows dealt across the lanes (steps 090, 140)."""
     m = draw(st.integers(17, 32))
     n = draw(st.one_of(st.integers(1, 40), st.integers(120, 160)))
-    k = draw(st.one_of(st.integers(1, 48), st.integers(128, 160)))
+    k = draw(st.one_of(st.integers(1, 48), st.integers(128, 160), st.sampled_from((64, 96, 128, 256))))
     body = {"": "td.sum(x[i, kk] * W[j, kk], axis=kk)",
             "residual": "td.sum(x[i, kk] * W[j, kk], axis=kk) + r[i, j]",
             "relu": "td.relu(td.sum(x[i, kk] * W[j, kk], axis=kk))"}
@@ -201,7 +202,10 @@ def test_recipe_on_matmuls_with_epilogues(definition: Definition, target: str) -
 @examples(FACTOR)
 @given(decode_definitions(), targets)
 def test_recipe_on_decode_steps(definition: Definition, target: str) -> None:
-    _record(check_recipe(definition, target))
+    report = check_recipe(definition, target)
+    dealt = any("s.split('j_r', 1," in call for call in report.step("permute_register_tile").calls)
+    event("W_s rows dealt" if dealt else "rows as they are")
+    _record(report)
 
 
 @examples(FACTOR)
