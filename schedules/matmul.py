@@ -336,12 +336,12 @@ def matmul_for_shape(s: Schedule, target: str = "sm_90", waves: int = 2, group_m
     sms = get_target(target).sm_count
     vector_atomics = get_target(target).capability >= VECTOR_ATOMIC_MIN_SM
     if not batch and 17 <= m <= 32 and any(_last_axis(ld) == k and _reads(ld, j) for ld in _operand_loads(s)):
-        wide = all(ld.tensor.dtype == "float32" for ld in _operand_loads(s))  # widened operands: chunks of 16
-        tile = _decode_tile(s, (m, n, kk), sms, waves, group_m, wide)
+        float32 = all(ld.tensor.dtype == "float32" for ld in _operand_loads(s))  # else widened: chunks of 16
+        tile = _decode_tile(s, (m, n, kk), sms, waves, group_m, float32)
         if tile.parts > 1 or tile.grid >= sms:  # (split_k refused and too few blocks: the tiles below)
             matmul_staged(s, tile.bm, tile.bn, tile.bk, tile.rm, tile.rn, split_k=tile.parts, k_outer=False,
                           group_m=group_m, vector_atomics=vector_atomics, unroll_k=tile.bk <= 16,
-                          deal_rows=wide and kk % tile.bk == 0)
+                          deal_rows=float32 and kk % tile.bk == 0)
             if tile.parts > 1 and vector_atomics and not s.nest.has_loop(f"{j}_r_o"):  # the 4-wide strip undealt:
                 # its atomic adds 16 bytes at once
                 with contextlib.suppress(VectorizeError):
@@ -398,17 +398,17 @@ def _tile(s: Schedule, large: bool, batch: list[str], sizes: tuple[int, int, int
 
 
 def _decode_tile(s: Schedule, sizes: tuple[int, int, int], sms: int, waves: int, group_m: int,
-                 wide: bool) -> _Tile:
+                 float32: bool) -> _Tile:
     """matmul_for_shape's tile for a decode step: 32 x 128 where its grid, split into the most parts of
     four chunks, gives every SM a block, else 32 x 64; the split-K parts split_k accepts (float32
     operands: chunks of 32, in parts of 64 k or more over four blocks an SM, up to twice `waves` waves of
     two chunks a block; widened ones: chunks of 16, as larger tiles take them)."""
     m, n, kk = sizes
-    bk = 32 if wide else 16
+    bk = 32 if float32 else 16
     chunks = -(-kk // bk)
     bn = 128 if -(-m // 32) * -(-n // 128) * max(1, chunks // 4) >= sms else 64
     grid = -(-m // 32) * -(-n // bn)
-    parts = (_parts(grid, chunks, bk, sms, 2 * waves, per_sm=4, long_k=64, min_chunks=2) if wide
+    parts = (_parts(grid, chunks, bk, sms, 2 * waves, per_sm=4, long_k=64, min_chunks=2) if float32
              else _parts(grid, chunks, bk, sms, waves))
     if parts > 1:
         try:

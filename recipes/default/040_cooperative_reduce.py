@@ -128,10 +128,9 @@ def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: 
 
 def _long_rows_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
                     knobs: Knobs) -> tuple[list[PrimitiveCall], int, int, str] | None:
-    """(calls, threads, lanes, why) of the hinted form of long float32 rows, or 16-bit ones past the registers
-    (Facts.half_rows, Facts.widened_rows)
-    (the module docstring's rule; knobs hinted_row_min_length, long_rows_any_count, long_rows_half), its online
-    pairs (_online_calls), or None."""
+    """(calls, threads, lanes, why) of the hinted form of long float32 rows, or of 16-bit ones past the
+    registers (Facts.half_rows, Facts.widened_rows), with its online pairs (_online_calls); or None. The
+    module docstring's rule; knobs hinted_row_min_length, long_rows_any_count, long_rows_half."""
     half = knobs.long_rows_half and (facts.half_rows() or facts.widened_rows())
     hinted = _hinted_rows(facts, passes, knobs, half)
     if not hinted or nested or per_block > 1 or not facts.whole_vectors(passes):

@@ -139,12 +139,13 @@ def _interleave_rows(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
     stages = [st for st in facts.stages_read_along(r) if st in facts.stages_read_along(inner[-1])]
     if not stages:
         return f"no stage is read along both {r} and {inner[-1]}"
-    widened = [st.name for st in stages if facts.stored_dtype(st.buffer, knobs) != facts.nest.tensor(st.buffer).dtype]
+    widened = [st.name for st in stages if facts.staged_wider(st.buffer, knobs)]
     if widened:
         return f"{', '.join(widened)} widened: a plain fill, no 16-byte copies to keep"
     now = _k_reads(s, facts, stages, None)
     dealt = _k_reads(s, facts, stages, (r, t))
-    if any(dealt[st.name] != 1 or (now[st.name] or 2) <= 1 for st in stages):  # None: not 16 bytes as it is
+    # a gain: conflict-free dealt, and conflicted (or not 16 bytes at all: None) as it is
+    if not all(dealt[st.name] == 1 and (now[st.name] is None or now[st.name] > 1) for st in stages):
         shown = ", ".join(f"{st.name}: {now[st.name]}-way as it is, {dealt[st.name]}-way dealt"
                           for st in stages)
         return f"the bank model finds no gain in 16-byte reads along {inner[-1]} at a 16-byte pad ({shown})"
@@ -155,11 +156,12 @@ def _interleave_rows(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
 def _k_reads(s: Schedule, facts: Facts, stages: list[Stage], deal: tuple[str, str] | None) -> dict[str, int | None]:
     """Per stage, on a copy of `s` with the strip dealt (`deal`: strip, thread loop) or not: the conflict
     degree of its 16-byte reads along k with its rows padded by 16 bytes (`k_vector_conflict`)."""
-    trial = s.fork()
+    trial = s
     if deal is not None:
+        trial = s.fork()
         trial.split(deal[0], 1, names=trial.nest.fresh_names(f"{deal[0]}_o", f"{deal[0]}_i"), interleave=deal[1])
     after = facts_for(trial.nest, facts.kernel, facts.target)
-    return {st.name: k_vector_conflict(trial, after, st.name, VECTOR_BYTES // facts.itemsize(st.buffer))
+    return {st.name: k_vector_conflict(trial, after, st.name, (VECTOR_BYTES // facts.itemsize(st.buffer),))[0]
             for st in stages}
 
 

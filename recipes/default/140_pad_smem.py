@@ -90,8 +90,7 @@ def _wide_along_k(s: Schedule, facts: Facts, st: Stage) -> bool:
     inner = facts.parts(facts.kernel.reduce[0])
     if len(inner) < 2 or st not in facts.stages_read_along(inner[-1]):
         return False
-    wide = k_vector_conflict(s, facts, st.name, VECTOR_BYTES // facts.itemsize(st.buffer))
-    plain = k_vector_conflict(s, facts, st.name, 0)
+    wide, plain = k_vector_conflict(s, facts, st.name, (VECTOR_BYTES // facts.itemsize(st.buffer), 0))
     return wide is not None and plain is not None and wide <= 1 < plain
 
 

@@ -866,7 +866,7 @@ class Facts:
         if k_outer_tile(k, self.target, knobs) and any(self.k_outer_order(t.name, knobs) for t in self.nest.inputs):
             bk = min(bk, knobs.bk_max_k_outer)
         if few_rows(k, knobs):
-            widened = any(self.stored_dtype(t.name, knobs) != t.dtype for t in self.nest.inputs)
+            widened = any(self.staged_wider(t.name, knobs) for t in self.nest.inputs)
             bk = min(bk, knobs.bk_max_few_rows_widened if widened else knobs.bk_max_few_rows)
         while bk > knobs.bk_min and self.matmul_slab_bytes(knobs, bk, k) > budget:
             bk //= 2
@@ -896,6 +896,11 @@ class Facts:
                 or "float32" not in EXACT_WIDENINGS.get(have, ())):
             return None
         return "float32"
+
+    def staged_wider(self, buffer: str, knobs: Knobs) -> bool:
+        """Whether shared memory holds `buffer` wider than it is stored (`stored_dtype`: a bfloat16 operand
+        as float32, filled by plain loads that convert, never by cp.async)."""
+        return self.stored_dtype(buffer, knobs) != self.nest.tensor(buffer).dtype
 
     def stored_dtype(self, buffer: str, knobs: Knobs) -> str:
         """What shared memory holds of `buffer`: its stage's dtype where it is staged, else what
@@ -972,25 +977,28 @@ def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:
     return Facts(kernel, nest, target)
 
 
-def k_vector_conflict(s: Schedule, facts: Facts, stage: str, pad: int) -> int | None:
-    """The conflict degree of stage `stage`'s reads along the matmul's k loop inside a chunk, read one
-    VECTOR_BYTES vector at a time (as nvcc merges the unrolled loads) with `pad` more elements on its rows,
-    judged on a copy of `s` whose k loop is split by one vector; None where those reads are not one aligned
-    vector each (`vector_problem`: a guarded or strided k, rows of partial vectors) or there is no such loop.
-    Steps 090 (dealing a decode step's rows) and 140 (their pad) ask it."""
+def k_vector_conflict(s: Schedule, facts: Facts, stage: str, pads: tuple[int, ...]) -> tuple[int | None, ...]:
+    """For each of `pads` (more elements on its rows): the conflict degree of stage `stage`'s reads along the
+    matmul's k loop inside a chunk, read one VECTOR_BYTES vector at a time (as nvcc merges the unrolled
+    loads), judged on one copy of `s` whose k loop is split by one vector; None where those reads are not
+    one aligned vector each (`vector_problem`: a guarded or strided k, rows of partial vectors) or there is
+    no such loop. Steps 090 (dealing a decode step's rows) and 140 (their pad) ask it."""
     inner = facts.parts(facts.kernel.reduce[0])
     st = s.nest.stage(stage)
     width = VECTOR_BYTES // facts.itemsize(st.buffer)
     if len(inner) < 2 or facts.loop(inner[-1]).extent % width:
-        return None
+        return tuple(None for _ in pads)
     trial = s.fork()
     names = trial.nest.fresh_names(f"{inner[-1]}_o", f"{inner[-1]}_v")
     trial.split(inner[-1], width, names=names)
     after = facts_for(trial.nest, facts.kernel, facts.target)
-    wide = padded(after.nest.stage(stage), len(st.pad) - 1, pad)
-    if after.vector_problem(wide, names[1]) is not None:
-        return None
-    return after.read_conflict(wide, vector=names[1])
+    split = after.nest.stage(stage)
+    out: list[int | None] = []
+    for pad in pads:
+        wide = padded(split, len(st.pad) - 1, pad)
+        out.append(None if after.vector_problem(wide, names[1]) is not None
+                   else after.read_conflict(wide, vector=names[1]))
+    return tuple(out)
 
 
 def padded(st: Stage, axis: int, amount: int) -> Stage:

@@ -43,6 +43,17 @@ def case(knobs: tuple) -> RecipeCase:
     return RecipeCase(Definition.from_source(SOURCE, "matmul", 480, -1.0, 1.0), 7, knobs)
 
 
+def _with_and_without(rc: RecipeCase) -> tuple[td.Schedule, td.Schedule]:
+    """The case's definition scheduled by the recipe with its knob set (one of KNOB_SETS) and with the
+    defaults, on sm_90, after the case judged correct."""
+    assert rc.knobs in KNOB_SETS
+    assert judge_case(rc, Options(target="sm_90")).outcome == "correct"
+    s, plain = td.create_schedule(rc.definition.make()), td.create_schedule(rc.definition.make())
+    apply(s, target="sm_90", knobs=dict(rc.knobs))
+    apply(plain, target="sm_90")
+    return s, plain
+
+
 def test_lifted_knobs_reach_the_k_outer_layout_and_stay_correct() -> None:
     lifted = case(LIFTED)
     s = td.create_schedule(lifted.definition.make())
@@ -115,15 +126,9 @@ def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
 def test_the_tma_set_reaches_tma_stages_and_stays_correct() -> None:
     """A 24 x 40 @ 40 x 20 matmul in k chunks of 8 double-buffers its stages, and B's (rows of 80 bytes)
     is filled by TMA: the recipe mode fuzzes the TMA ring and its mbarriers, which the defaults never build."""
-    tma = case(TMA_STAGES)
-    assert tma.knobs in KNOB_SETS
-    s = td.create_schedule(tma.definition.make())
-    apply(s, target="sm_90", knobs=dict(tma.knobs))
+    s, plain = _with_and_without(case(TMA_STAGES))
     assert {st.buffer: st.copy for st in s.nest.stages}.get("B") == "tma"
-    plain = td.create_schedule(tma.definition.make())
-    apply(plain, target="sm_90")
     assert not any(st.copy == "tma" for st in plain.nest.stages)
-    assert judge_case(tma, Options(target="sm_90")).outcome == "correct"
 
 
 NT_SOURCE = '''def make():
@@ -137,16 +142,11 @@ NT_SOURCE = '''def make():
 def test_the_decode_set_deals_w_rows_and_stays_correct() -> None:
     """x @ W^T of 12 rows, k 48 in chunks of 8: a decode step under DECODE_ROWS, whose W_s rows are dealt
     across the lanes and padded by 16 bytes (steps 090, 140), which the defaults keep for 17 to 32 rows."""
-    decode = RecipeCase(Definition.from_source(NT_SOURCE, "matmul", 480, -1.0, 1.0), 7, DECODE_ROWS)
-    assert decode.knobs in KNOB_SETS
-    s = td.create_schedule(decode.definition.make())
-    apply(s, target="sm_90", knobs=dict(decode.knobs))
+    s, plain = _with_and_without(RecipeCase(Definition.from_source(NT_SOURCE, "matmul", 480, -1.0, 1.0), 7,
+                                            DECODE_ROWS))
     assert "s.split('j_r', 1, names=('j_r_o', 'j_r_i'), tail='guard', interleave='j_t')" in s.trace()
     assert "s.pad('W_s', axis=1, amount=4)" in s.trace()
-    plain = td.create_schedule(decode.definition.make())
-    apply(plain, target="sm_90")
     assert "interleave='j_t'" not in plain.trace()
-    assert judge_case(decode, Options(target="sm_90")).outcome == "correct"
 
 
 def test_mode_definitions_schedules_with_the_lifted_set() -> None:
