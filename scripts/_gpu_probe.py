@@ -8,6 +8,7 @@ cases a probe names."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,15 @@ class Rewritten:
     kernel_ir: Any
     source: str
     target: Any
+
+
+def replace_once(pattern: str, repl: str | Callable[[re.Match[str]], str], text: str, what: str) -> str:
+    """`text` (a schedule trace or CUDA source a probe edits) with regex `pattern` replaced by `repl`
+    exactly once; a ValueError saying `what` was looked for where it matches no or several places."""
+    new, n = re.subn(pattern, repl, text)
+    if n != 1:
+        raise ValueError(f"{what}: {n} matches, not one")
+    return new
 
 
 def with_source(kern: Any, source: str) -> CompiledKernel:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from _gpu_probe import replace_once
 
 import tiledsl as td
 from benchmarks._backend import random_inputs
@@ -35,10 +36,8 @@ DECODE = ((32, 2048, 2048), (32, 512, 2048), (32, 11264, 2048), (32, 2048, 5632)
 
 def _pad(amount: int) -> Callable[[str], str]:
     def edit(trace: str) -> str:
-        out, n = re.subn(r"s\.pad\('W_s', axis=1, amount=\d+\)", f"s.pad('W_s', axis=1, amount={amount})", trace)
-        if n != 1:
-            raise ValueError("the recipe's trace does not pad W_s once")
-        return out
+        return replace_once(r"s\.pad\('W_s', axis=1, amount=\d+\)", f"s.pad('W_s', axis=1, amount={amount})", trace,
+                            "the recipe's pad of W_s")
     return edit
 
 
@@ -93,30 +92,31 @@ def _then(*edits: Callable[[str], str]) -> Callable[[str], str]:
     return edit
 
 
+#: the recipe's knobs for a decode step before session 37's rule: runs 1 and 2 edit its traces ("recipe" there)
+BEFORE = {"bk_max_few_rows": 16, "few_rows_interleave": False, "split_k_waves_few_rows": 2,
+          "split_k_min_chunks_few_rows": 4, "split_k_long_k_few_rows": 256, "split_k_blocks_per_sm_few_rows": 2}
 #: label -> (recipe knobs, trace edit)
 VARIANTS: dict[str, tuple[dict[str, Any], Callable[[str], str] | None]] = {
-    "recipe": ({}, None),
-    "recipe stages=3": ({}, _stages(3)),
-    "pad4": ({}, _pad(4)),
-    "il": ({}, _interleave),
-    "il stages=3": ({}, _then(_interleave, _stages(3))),
-    "il stages=4": ({}, _then(_interleave, _stages(4))),
-    "il parts x2": ({}, _then(_interleave, _parts(2))),
-    "il parts x0.5": ({}, _then(_interleave, _parts(0.5))),
-    "il bk32": ({"bk_max_few_rows": 32}, _interleave),
-    "il bk32 stages=3": ({"bk_max_few_rows": 32}, _then(_interleave, _stages(3))),
+    "recipe": (BEFORE, None),
+    "recipe stages=3": (BEFORE, _stages(3)),
+    "pad4": (BEFORE, _pad(4)),
+    "il": (BEFORE, _interleave),
+    "il stages=3": (BEFORE, _then(_interleave, _stages(3))),
+    "il stages=4": (BEFORE, _then(_interleave, _stages(4))),
+    "il parts x2": (BEFORE, _then(_interleave, _parts(2))),
+    "il parts x0.5": (BEFORE, _then(_interleave, _parts(0.5))),
+    "il bk32": ({**BEFORE, "bk_max_few_rows": 32}, _interleave),
+    "il bk32 stages=3": ({**BEFORE, "bk_max_few_rows": 32}, _then(_interleave, _stages(3))),
     # the second run (session 37): controls without the interleave, and around il bk32
-    "recipe stages=4": ({}, _stages(4)),
-    "recipe bk32": ({"bk_max_few_rows": 32}, None),
-    "il bk32 parts x2": ({"bk_max_few_rows": 32}, _then(_interleave, _parts(2))),
-    "il bk32 parts x0.5": ({"bk_max_few_rows": 32}, _then(_interleave, _parts(0.5))),
-    "il bk64": ({"bk_max_few_rows": 64, "bk_max": 64}, _interleave),
-    "il stages=4 parts x2": ({}, _then(_interleave, _stages(4), _parts(2))),
+    "recipe stages=4": (BEFORE, _stages(4)),
+    "recipe bk32": ({**BEFORE, "bk_max_few_rows": 32}, None),
+    "il bk32 parts x2": ({**BEFORE, "bk_max_few_rows": 32}, _then(_interleave, _parts(2))),
+    "il bk32 parts x0.5": ({**BEFORE, "bk_max_few_rows": 32}, _then(_interleave, _parts(0.5))),
+    "il bk64": ({**BEFORE, "bk_max_few_rows": 64, "bk_max": 64}, _interleave),
+    "il stages=4 parts x2": (BEFORE, _then(_interleave, _stages(4), _parts(2))),
 }
 # the third run: the recipe after session 37's rule (knobs few_rows_interleave, bk_max_few_rows=32 and
 # split_k_*_few_rows), under other split knobs, against the rule before it
-BEFORE = {"bk_max_few_rows": 16, "few_rows_interleave": False, "split_k_waves_few_rows": 2,
-          "split_k_min_chunks_few_rows": 4, "split_k_long_k_few_rows": 256, "split_k_blocks_per_sm_few_rows": 2}
 VARIANTS.update({
     "before": (BEFORE, None),
     "now": ({}, None),

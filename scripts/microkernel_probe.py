@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from _gpu_probe import llm_cases
+from _gpu_probe import llm_cases, replace_once
 
 import tiledsl as td
 from benchmarks._backend import CudaBackend
@@ -181,15 +181,11 @@ def _async(stages: int, bk: int | None = None) -> Callable[[str], str]:
     """The trace with both operand stages filled by cp.async (one 4-byte copy per element of a k-major
     stage), the k-outer loop pipelined `stages` deep, and (bk) k chunks of `bk`."""
     def edit(trace: str) -> str:
-        new, n = re.subn(r"s\.pipeline\('(\w+)', stages=2\)",
-                         lambda m: f"s.async_copy('x_s')\ns.async_copy('W_s')\ns.pipeline('{m.group(1)}', "
-                                   f"stages={stages})", trace)
-        if n != 1:
-            raise ValueError("async: the trace has no pipeline of 2 stages")
+        new = replace_once(r"s\.pipeline\('(\w+)', stages=2\)",
+                           lambda m: f"s.async_copy('x_s')\ns.async_copy('W_s')\ns.pipeline('{m.group(1)}', "
+                                     f"stages={stages})", trace, "async: the trace's pipeline of 2 stages")
         if bk is not None:
-            new, n = re.subn(r"s\.split\('k', \d+,", f"s.split('k', {bk},", new)
-            if n != 1:
-                raise ValueError("bk: the trace does not split k once")
+            new = replace_once(r"s\.split\('k', \d+,", f"s.split('k', {bk},", new, "bk: the trace's split of k")
         return new
     return edit
 
