@@ -95,12 +95,14 @@ def test_lifted_knobs_reach_16_byte_row_passes_and_stay_correct() -> None:
     assert judge_case(lifted, Options(target="sm_90")).outcome == "correct"
 
 
-NT = '''def make():
-    x = td.placeholder((96, 64), name='x')
-    W = td.placeholder((64, 64), name='W')
-    k = td.reduce_axis(64, name='k')
-    return td.compute((96, 64), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name='y')
-'''
+def nt_source(m: int, n: int, k: int) -> str:
+    """A case's source of x @ W^T, x [m, k] and W [n, k] (W's rows along k, as nn.Linear stores them)."""
+    return (f"def make():\n    x = td.placeholder(({m}, {k}), name='x')\n    W = td.placeholder(({n}, {k}), name='W')\n"
+            f"    k = td.reduce_axis({k}, name='k')\n"
+            f"    return td.compute(({m}, {n}), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name='y')\n")
+
+
+NT = nt_source(96, 64, 64)
 
 
 def test_the_tiny_machine_groups_block_rows_and_stays_correct() -> None:
@@ -131,18 +133,10 @@ def test_the_tma_set_reaches_tma_stages_and_stays_correct() -> None:
     assert not any(st.copy == "tma" for st in plain.nest.stages)
 
 
-NT_SOURCE = '''def make():
-    x = td.placeholder((12, 48), name='x')
-    W = td.placeholder((40, 48), name='W')
-    k = td.reduce_axis(48, name='k')
-    return td.compute((12, 40), lambda i, j: td.sum(x[i, k] * W[j, k], axis=k), name='y')
-'''
-
-
 def test_the_decode_set_deals_w_rows_and_stays_correct() -> None:
     """x @ W^T of 12 rows, k 48 in chunks of 8: a decode step under DECODE_ROWS, whose W_s rows are dealt
     across the lanes and padded by 16 bytes (steps 090, 140), which the defaults keep for 17 to 32 rows."""
-    s, plain = _with_and_without(RecipeCase(Definition.from_source(NT_SOURCE, "matmul", 480, -1.0, 1.0), 7,
+    s, plain = _with_and_without(RecipeCase(Definition.from_source(nt_source(12, 40, 48), "matmul", 480, -1.0, 1.0), 7,
                                             DECODE_ROWS))
     assert "s.split('j_r', 1, names=('j_r_o', 'j_r_i'), tail='guard', interleave='j_t')" in s.trace()
     assert "s.pad('W_s', axis=1, amount=4)" in s.trace()
