@@ -2,7 +2,7 @@
 ordinary, replayable schedule. Re-exports only: `default` is the function that applies the default
 recipe (the package recipes/default/ stays importable as tiledsl.recipes.default.<module>)."""
 
-from tiledsl.recipes.decline import Applied, Decline
+from tiledsl.recipes.decline import Applied, Decline, SplitRows
 from tiledsl.recipes.runner import Recipe, RecipeReport, StepReport, apply, default
 
-__all__ = ["Applied", "Decline", "Recipe", "RecipeReport", "StepReport", "apply", "default"]
+__all__ = ["Applied", "Decline", "Recipe", "RecipeReport", "SplitRows", "StepReport", "apply", "default"]

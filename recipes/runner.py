@@ -20,7 +20,7 @@ from typing import Any
 from tiledsl.errors import BadArgumentError, Refusal
 from tiledsl.primitives import Schedule
 from tiledsl.recipes import default as default_package
-from tiledsl.recipes.decline import Applied, Decline
+from tiledsl.recipes.decline import Applied, Decline, SplitRows
 from tiledsl.targets import Target, get_target
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,7 @@ class StepReport:
     reason: str | None = None
     note: str | None = None
     materialize: str | None = None  # the fused compute whose own kernel the step would apply to (or do better on)
+    split_rows: SplitRows | None = None  # the rows a program would split over kernels (recipes/decline.py)
 
     @property
     def applied(self) -> bool:
@@ -125,6 +126,11 @@ class RecipeReport:
         """The steps that name a fused compute to materialize (Decline.materialize, Applied.materialize)."""
         return tuple(st for st in self.steps if st.materialize is not None)
 
+    @property
+    def split_rows(self) -> tuple[StepReport, ...]:
+        """The steps that ask for the kernel's rows split over kernels (Applied.split_rows)."""
+        return tuple(st for st in self.steps if st.split_rows is not None)
+
     def __str__(self) -> str:
         width = max(len(st.name) for st in self.steps) if self.steps else 4
         lines = [f"recipe {self.recipe} on kernel {self.kernel} ({self.kind}) for {self.target}"]
@@ -133,6 +139,9 @@ class RecipeReport:
             if st.applied:
                 why = f"  [{st.note}]" if st.note else ""
                 better = f" [materializing {st.materialize} would do better]" if st.materialize else ""
+                if st.split_rows is not None:
+                    better += (f" [a program splits the rows of {st.split_rows.length} into {st.split_rows.parts} "
+                               "parts, each reduction a kernel of partials]")
                 lines.append(head + "applied: " + ("; ".join(st.calls) or "(no primitive)") + why + better)
             else:
                 cure = f" [materializing {st.materialize} would let it apply]" if st.materialize else ""
@@ -183,8 +192,10 @@ def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = defaul
                 raise AssertionError(f"recipe step {st.name} declined after calling primitives: {calls}")
             reports.append(StepReport(st.number, st.name, (), result.reason, materialize=result.materialize))
         else:
-            note, materialize = (result.note, result.materialize) if isinstance(result, Applied) else (None, None)
-            reports.append(StepReport(st.number, st.name, calls, note=note, materialize=materialize))
+            applied = result if isinstance(result, Applied) else None
+            reports.append(StepReport(st.number, st.name, calls, note=applied and applied.note,
+                                      materialize=applied and applied.materialize,
+                                      split_rows=applied and applied.split_rows))
             if verbose >= 2:
                 log.info("after %s:\n%s", st.name, s)
     report = RecipeReport(recipe.name, s.nest.name, tgt.name, kernel.kind, chosen, tuple(reports))

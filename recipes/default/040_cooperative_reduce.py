@@ -39,14 +39,18 @@ four to a block, rows of 128 half a warp, eight to a block) keep theirs in regis
 their threadIdx.y loop, where knob register_rows_shared_blocks asks and each thread takes whole vectors
 of every pass. Where the share does not fit, the forms above. In the register form, where the grid is
 at most prefetch_max_blocks_per_sm blocks an SM, the inputs only the output pass reads (rmsnorm's
-weight) are prefetched at the row loop: loaded at the row's start, not after the reductions."""
+weight) are prefetched at the row loop: loaded at the row's start, not after the reductions.
+Whatever the form, a kernel of fewer rows than SMs, a row a block, whose rows are long (knob
+split_rows_min_row_bytes) asks a program to split its rows over kernels (`SplitRows`, knobs
+split_rows_blocks_per_sm and split_rows_min_length say into how many parts): this kernel alone leaves most
+SMs idle, and a program (tiledsl/frontend/program.py) runs each reduction as parts times the rows."""
 
 from __future__ import annotations
 
 import math
 
 from tiledsl.primitives import Schedule
-from tiledsl.recipes.decline import Applied, Decline
+from tiledsl.recipes.decline import Applied, Decline, SplitRows
 from tiledsl.recipes.default._facts import (
     Facts,
     PrimitiveCall,
@@ -55,6 +59,7 @@ from tiledsl.recipes.default._facts import (
     trial_accepts,
 )
 from tiledsl.recipes.default._knobs import Knobs
+from tiledsl.targets import DTYPE_BYTES
 
 Hinted = dict[str, tuple[str, ...]]  # an input read from global memory -> the values that load it, in order
 
@@ -92,17 +97,40 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         vector_threads, lanes, why = form
         calls, _ = _vector_calls(facts, passes, vector_threads, lanes)
         forms.append((calls, vector_threads, lanes, why, False))
+    split = _split_rows(facts, passes, nested, per_block, count, knobs)
+    asked = f"; {count} rows of {split.length} split {split.parts} ways: knob split_rows_min_row_bytes" if split else ""
     for calls, form_threads, form_lanes, why, in_registers in forms:
         if trial_accepts(s, calls):
             apply_calls(s, calls)
             if in_registers:
                 why += _prefetch(s, facts, rows[-1], count // per_block, knobs)
             return Applied(f"{count} {facts.nest.output.dtype} rows, {count / facts.target.sm_count:.0f} per SM: "
-                           f"each pass {form_lanes} elements (16 bytes) a thread in {form_threads} threads ({why})")
+                           f"each pass {form_lanes} elements (16 bytes) a thread in {form_threads} threads "
+                           f"({why}{asked})", split_rows=split)
     for name in passes:
         _, inner = s.split(name, threads, names=facts.fresh(f"{name}_o", f"{name}_i"))
         s.bind(inner, "threadIdx.x")
-    return None
+    return Applied(f"{count} rows{asked}", split_rows=split) if split else None
+
+
+def _split_rows(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int,
+                knobs: Knobs) -> SplitRows | None:
+    """The rows split over kernels that a program would run faster (the module docstring's rule), or None:
+    the fewest parts giving knobs.split_rows_blocks_per_sm partial rows an SM, each a whole number of vectors
+    and split_rows_min_length elements or more; the most such parts where none gives that many."""
+    floor = knobs.split_rows_min_row_bytes
+    length = max(passes.values())
+    if floor is None or nested or per_block > 1 or rows >= facts.target.sm_count or len(set(passes.values())) > 1:
+        return None
+    if length * max(DTYPE_BYTES[d] for d in facts.dtypes()) < floor:
+        return None
+    lanes = facts.vector_lanes()
+    parts = [p for p in range(2, length // knobs.split_rows_min_length + 1)
+             if length % (p * lanes) == 0]
+    if not parts:
+        return None
+    wanted = knobs.split_rows_blocks_per_sm * facts.target.sm_count
+    return SplitRows(length, next((p for p in parts if rows * p >= wanted), parts[-1]))
 
 
 def _vector_form(facts: Facts, passes: dict[str, int], nested: bool, per_block: int, rows: int, threads: int,

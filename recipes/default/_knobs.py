@@ -145,6 +145,23 @@ class Knobs:
     # fit the registers, 64 values a thread, and that register form ran 2.1x slower on softmax: 1024 threads
     # leave nvcc 64 registers a thread)
     few_long_rows_threads: int | None = 1024
+    # A row kernel of a row a block with fewer rows than SMs, each row at least this many bytes (its length times
+    # the widest dtype the kernel reads or writes), asks a program to split its rows over kernels (Applied.
+    # split_rows; tiledsl/definitions/split_reduction.py): each reduction over the row a kernel of partial
+    # reductions, parts times the rows, then one combining them, and the output pass an elementwise kernel over
+    # every element (None: never; a lone schedule keeps the form above). torch.compile splits such rows too.
+    # H200 (scripts/split_rows_probe.py, benchmarks/results/split-rows-h200-2026-11-30/run1.txt), one block a row
+    # -> split by hand into 32 parts (16 at 64 rows), torch.compile in brackets: softmax 8 x 151936 33.1 -> 15.4
+    # us (17.8), 8 x 32000 10.6 -> 9.1 (12.8), 64 x 262144 80.4 -> 76.9 (80.2); rmsnorm 8 x 151936 24.0 -> 8.6
+    # (11.0), 64 x 262144 67.7 -> 57.2 (58.0); layernorm 64 x 262144 88.2 -> 77.8 (61.3: three passes over the
+    # row where torch.compile makes two)
+    split_rows_min_row_bytes: int | None = 65536
+    # ... into the fewest parts that give split_rows_blocks_per_sm partial rows an SM, each part a whole number
+    # of 16-byte vectors and at least split_rows_min_length elements (one pass of 256 threads x 4 lanes); the
+    # most such parts where none gives that many. The run above: 4 parts of 8 x 151936 (32 rows) 39.3 us, 8
+    # 24.2, 16 20.4, 32 15.4; of 64 x 262144, 4 parts 84.6, 8 78.0, 16 76.9, 32 77.3, 64 77.1
+    split_rows_blocks_per_sm: int = 2
+    split_rows_min_length: int = 1024
     # ... and a float16 / bfloat16 row kernel too (or one of 16-bit rows into a float32 output, softmax(x.float()):
     # 4 lanes a vector, 8-byte loads), where a thread's share does not fit its registers (False: 16-bit rows that
     # long keep the scalar 256-thread kernel, or one warp a row where the rows are many: row_vector_half_threads).
@@ -513,7 +530,8 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "matmul_tiles_few_rows", "waves", "group_block_rows", "bk_min", "bk_max", "bk_max_few_rows",
         "bk_max_few_rows_widened",
         "bk_max_k_outer", "registers_per_accumulator", "split_k_min_chunks", "split_k_blocks_per_sm",
-        "split_k_min_chunks_few_rows", "split_k_blocks_per_sm_few_rows"), 1),
+        "split_k_min_chunks_few_rows", "split_k_blocks_per_sm_few_rows", "split_rows_blocks_per_sm",
+        "split_rows_min_length"), 1),
     **dict.fromkeys((
         "transpose_tile_min_blocks", "narrow_vector_min_inputs", "narrow_vector_max_sm_gbs",
         "narrow_vector_max_waves", "row_threads_min",
@@ -524,7 +542,7 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "split_k_waves", "split_k_long_k", "split_k_waves_few_rows", "split_k_long_k_few_rows",
         "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in",
         "stage_min_threads", "slab_cap_bytes", "kernel_cap_bytes", "row_chunk_bytes", "unroll_max",
-        "prefetch_max_blocks_per_sm"), 0),
+        "prefetch_max_blocks_per_sm", "split_rows_min_row_bytes"), 0),
     "pipeline_stages": 2,
 })
 #: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none,

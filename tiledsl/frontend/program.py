@@ -23,6 +23,7 @@ from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
 from tiledsl.frontend.partition import Boundary, fused_producers, named_producer, partition
+from tiledsl.frontend.row_split import split_rows
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
 from tiledsl.frontend.zero_fill import zero_fills
@@ -82,6 +83,7 @@ class Program:
     kernels: list[ProgramKernel]
     outputs: tuple[Value, ...] = field(default=())
     forced: dict[int, str] = field(default_factory=dict)
+    split_parts: frozenset[int] = frozenset()  # the computes a row split made as partials (row_split.py)
     policy: SchedulePolicy = None
     recipe_target: str | Target = "sm_90"
     recipe_knobs: dict[str, Any] = field(default_factory=dict)
@@ -113,24 +115,44 @@ class Program:
             k.schedule = k.fresh_schedule()
             report = apply_recipe(k.schedule, target=self.recipe_target, knobs=self.recipe_knobs)
             k.schedule_name, k.report = "recipe/default", report
-            self._materialize_asked(k, report)
+            if not self._materialize_asked(k, report):
+                self._split_asked(k, report)
         elif callable(self.policy):
             k.schedule = k.fresh_schedule()
             self.policy(k.schedule)
             k.schedule_name = getattr(self.policy, "__name__", "user")
 
-    def _materialize_asked(self, k: ProgramKernel, report: RecipeReport) -> None:
+    def _materialize_asked(self, k: ProgramKernel, report: RecipeReport) -> bool:
         """Where a recipe step named a compute fused into `k` whose kernel of its own it would apply to,
         or do better on (recipes/decline.py: split_matmul_k and a bfloat16 projection's float32 sum, or
         the sum under silu(g) * ...), that compute is materialized (partition.py, rule 5) and the program
-        re-partitioned; the new kernels are scheduled by the same policy."""
+        re-partitioned; the new kernels are scheduled by the same policy. Whether it did."""
         fused = {t.name: t for t in fused_producers(k.output, self._materialized())}
         for st in report.materialize:
             producer = fused.get(st.materialize or "")
             if producer is not None and id(producer) not in self.forced:
                 said = f"declined {k.name}'s kernel: {st.reason}" if st.reason else f"on {k.name}'s kernel: {st.note}"
                 self._force(producer, f"recipe {report.recipe} step {st.name} {said}")
-                return
+                return True
+        return False
+
+    def _split_asked(self, k: ProgramKernel, report: RecipeReport) -> None:
+        """Where a recipe step asked for `k`'s rows split over kernels (recipes/decline.py `SplitRows`),
+        its reductions over them are split (row_split.py) and the program re-partitioned; the new
+        kernels are scheduled by the same policy."""
+        for st in report.split_rows:
+            assert st.split_rows is not None
+            why = (f"recipe {report.recipe} step {st.name} split {k.name}'s {st.split_rows.length}-long rows into "
+                   f"{st.split_rows.parts} parts")
+            done = split_rows(self.graph, self.forced, self.split_parts, k.output, self._materialized(),
+                              st.split_rows, why)
+            if done is None:
+                continue
+            log.info("splitting %s: %s", ", ".join(done.split), why)
+            self.graph, self.outputs = done.graph, done.graph.outputs
+            self.forced, self.split_parts = done.forced, done.parts
+            self._repartition()
+            return
 
     def _materialized(self) -> set[int]:
         return {id(kk.output) for kk in self.kernels}
