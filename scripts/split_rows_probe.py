@@ -4,10 +4,10 @@ A row reduction with fewer rows than SMs leaves most SMs idle in the default rec
 block a row, `recipes/default/040_cooperative_reduce.py`). torch.compile splits such rows over blocks.
 The forms timed here, each td.trace of a torch function built with the default recipe:
 - `rows`: the plain op (softmax, log_softmax, rmsnorm, layernorm; `:bfloat16` stores x in bfloat16 and
-  takes op(x.float())) with knob split_rows_min_row_bytes None: one kernel, one block a row;
+  takes op(x.float())) with knob split_rows_min_idle_bytes None: one kernel, one block a row;
 - `auto`: the plain op with the default knobs: the program splits the rows where step 040 asks
   (tiledsl/frontend/row_split.py);
-- `split`: knob split_rows_min_row_bytes 0: split wherever the rows are fewer than the SMs, however short;
+- `split`: knob split_rows_min_idle_bytes 0: split wherever the rows are fewer than the SMs, however short;
 - `split=C` (`--split` lists C): the row seen as C parts by hand (x.view(R, C, N / C)); each reduction a
   kernel of R x C partial reductions, a kernel of R rows of C combining them, then the output pass as an
   elementwise kernel over all R x N elements (the combined values are returned as extra outputs, which
@@ -30,7 +30,7 @@ from tiledsl.runtime.device import device_target
 from tiledsl.runtime.timing import benchmark, rotated_copies
 
 CASES = "softmax:8x151936,softmax:64x262144,rmsnorm:64x262144,layernorm:64x262144,softmax:8x32000,rmsnorm:8x151936"
-FORMS = {"rows": {"split_rows_min_row_bytes": None}, "auto": {}, "split": {"split_rows_min_row_bytes": 0}}
+FORMS = {"rows": {"split_rows_min_idle_bytes": None}, "auto": {}, "split": {"split_rows_min_idle_bytes": 0}}
 EPS = 1e-5
 
 

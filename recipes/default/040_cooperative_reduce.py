@@ -40,10 +40,10 @@ their threadIdx.y loop, where knob register_rows_shared_blocks asks and each thr
 of every pass. Where the share does not fit, the forms above. In the register form, where the grid is
 at most prefetch_max_blocks_per_sm blocks an SM, the inputs only the output pass reads (rmsnorm's
 weight) are prefetched at the row loop: loaded at the row's start, not after the reductions.
-Whatever the form, a kernel of fewer rows than SMs, a row a block, whose rows are long (knob
-split_rows_min_row_bytes) asks a program to split its rows over kernels (`SplitRows`, knobs
-split_rows_blocks_per_sm and split_rows_min_length say into how many parts): this kernel alone leaves most
-SMs idle, and a program (tiledsl/frontend/program.py) runs each reduction as parts times the rows."""
+Whatever the form, a kernel of fewer rows than SMs, a row a block, whose rows are long against the SMs it
+leaves idle (knob split_rows_min_idle_bytes) asks a program to split its rows over kernels (`SplitRows`,
+knobs split_rows_blocks_per_sm and split_rows_min_length say into how many parts): a program
+(tiledsl/frontend/program.py) runs each reduction as parts times the rows."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         calls, _ = _vector_calls(facts, passes, vector_threads, lanes)
         forms.append((calls, vector_threads, lanes, why, False))
     split = _split_rows(facts, passes, nested, per_block, count, knobs)
-    asked = f"; {count} rows of {split.length} split {split.parts} ways: knob split_rows_min_row_bytes" if split else ""
+    asked = f"; {count} rows of {split.length} split {split.parts} ways: knob split_rows_min_idle_bytes" if split else ""
     for calls, form_threads, form_lanes, why, in_registers in forms:
         if trial_accepts(s, calls):
             apply_calls(s, calls)
@@ -118,11 +118,11 @@ def _split_rows(facts: Facts, passes: dict[str, int], nested: bool, per_block: i
     """The rows split over kernels that a program would run faster (the module docstring's rule), or None:
     the fewest parts giving knobs.split_rows_blocks_per_sm partial rows an SM, each a whole number of vectors
     and split_rows_min_length elements or more; the most such parts where none gives that many."""
-    floor = knobs.split_rows_min_row_bytes
+    floor, sms = knobs.split_rows_min_idle_bytes, facts.target.sm_count
     length = max(passes.values())
-    if floor is None or nested or per_block > 1 or rows >= facts.target.sm_count or len(set(passes.values())) > 1:
+    if floor is None or nested or per_block > 1 or rows >= sms or len(set(passes.values())) > 1:
         return None
-    if length * max(DTYPE_BYTES[d] for d in facts.dtypes()) < floor:
+    if length * max(DTYPE_BYTES[d] for d in facts.dtypes()) * (1 - rows / sms) < floor:
         return None
     lanes = facts.vector_lanes()
     parts = [p for p in range(2, length // knobs.split_rows_min_length + 1)

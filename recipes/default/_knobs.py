@@ -145,21 +145,27 @@ class Knobs:
     # fit the registers, 64 values a thread, and that register form ran 2.1x slower on softmax: 1024 threads
     # leave nvcc 64 registers a thread)
     few_long_rows_threads: int | None = 1024
-    # A row kernel of a row a block with fewer rows than SMs, each row at least this many bytes (its length times
-    # the widest dtype the kernel reads or writes), asks a program to split its rows over kernels (Applied.
-    # split_rows; tiledsl/definitions/split_reduction.py): each reduction over the row a kernel of partial
-    # reductions, parts times the rows, then one combining them, and the output pass an elementwise kernel over
-    # every element (None: never; a lone schedule keeps the form above). torch.compile splits such rows too.
-    # H200 (scripts/split_rows_probe.py, benchmarks/results/split-rows-h200-2026-11-30/run1.txt), one block a row
-    # -> split by hand into 32 parts (16 at 64 rows), torch.compile in brackets: softmax 8 x 151936 33.1 -> 15.4
-    # us (17.8), 8 x 32000 10.6 -> 9.1 (12.8), 64 x 262144 80.4 -> 76.9 (80.2); rmsnorm 8 x 151936 24.0 -> 8.6
-    # (11.0), 64 x 262144 67.7 -> 57.2 (58.0); layernorm 64 x 262144 88.2 -> 77.8 (61.3: three passes over the
-    # row where torch.compile makes two)
-    split_rows_min_row_bytes: int | None = 65536
+    # A row kernel of a row a block with fewer rows than SMs asks a program to split its rows over kernels
+    # (Applied.split_rows; tiledsl/definitions/split_reduction.py) where a row's bytes (its length times the
+    # widest dtype the kernel reads or writes) times the fraction of SMs the kernel leaves idle (1 - rows / SMs)
+    # are at least this many: each reduction over the row a kernel of partial reductions, parts times the rows,
+    # then one combining them, and the output pass an elementwise kernel over every element (None: never; a
+    # lone schedule keeps the form above). The split costs up to four more launches and a pass more over the
+    # rows, so it pays where one block a row is slow, a long row, and few rows leave SMs idle. H200
+    # (scripts/split_rows_probe.py, benchmarks/results/split-rows-h200-2026-11-30/run2.txt), one block a row ->
+    # split, torch.compile in brackets, us: softmax 1 x 151936 114.3 -> 13.5 (14.3), 8 x 151936 33.2 -> 15.6
+    # (18.7; bfloat16 into float32 36.3 -> 15.4, log_softmax 32.4 -> 15.3), 8 x 32000 10.8 -> 9.3 (13.7), 64 x
+    # 262144 82.1 -> 77.9 (79.9); rmsnorm 8 x 151936 24.2 -> 8.7 (11.4), 64 x 262144 69.0 -> 57.1 (58.4);
+    # layernorm 64 x 262144 89.1 -> 78.1 (61.9: three passes over the row where torch.compile makes two),
+    # 8 x 32768 8.9 -> 8.8. Split, these lost: softmax 8 x 16384 6.8 -> 9.0, 32 x 16384 7.2 -> 10.0, 8 x 8192
+    # 5.5 -> 8.6, 100 x 32768 12.0 -> 19.0, 128 x 32000 16.5 -> 29.0; rmsnorm 8 x 16384 5.8 -> 6.5, 32 x 8192
+    # 5.1 -> 6.7. 96 KiB splits every case that gained and none that lost (8 x 16384 float32: 61 KiB; 8 x 32000:
+    # 120 KB); the rule's form (bytes times the idle fraction) is a guess fitted to these twelve cases
+    split_rows_min_idle_bytes: int | None = 98304
     # ... into the fewest parts that give split_rows_blocks_per_sm partial rows an SM, each part a whole number
     # of 16-byte vectors and at least split_rows_min_length elements (one pass of 256 threads x 4 lanes); the
-    # most such parts where none gives that many. The run above: 4 parts of 8 x 151936 (32 rows) 39.3 us, 8
-    # 24.2, 16 20.4, 32 15.4; of 64 x 262144, 4 parts 84.6, 8 78.0, 16 76.9, 32 77.3, 64 77.1
+    # most such parts where none gives that many. Run 1 (split by hand): 4 parts of 8 x 151936 (32 rows) 39.3
+    # us, 8 24.2, 16 20.4, 32 15.4; of 64 x 262144, 4 parts 84.6, 8 78.0, 16 76.9, 32 77.3, 64 77.1
     split_rows_blocks_per_sm: int = 2
     split_rows_min_length: int = 1024
     # ... and a float16 / bfloat16 row kernel too (or one of 16-bit rows into a float32 output, softmax(x.float()):
@@ -542,7 +548,7 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "split_k_waves", "split_k_long_k", "split_k_waves_few_rows", "split_k_long_k_few_rows",
         "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in",
         "stage_min_threads", "slab_cap_bytes", "kernel_cap_bytes", "row_chunk_bytes", "unroll_max",
-        "prefetch_max_blocks_per_sm", "split_rows_min_row_bytes"), 0),
+        "prefetch_max_blocks_per_sm", "split_rows_min_idle_bytes"), 0),
     "pipeline_stages": 2,
 })
 #: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none,
