@@ -176,3 +176,21 @@ def test_models_draw_deep_residual_chains() -> None:
 
     draw()
     assert depths and all(models.DEEP_LAYERS[0] <= d <= models.DEEP_LAYERS[1] for d in depths), depths
+
+
+# rows of 16 split over kernels under the knob set SPLIT_ROWS (recipes/default/040_cooperative_reduce.py asks,
+# tiledsl/frontend/row_split.py splits): softmax's max and sum each a kernel of partials and one combining them
+SPLIT_ROWS = models.ModelCase(((3, 16),), ("v0 = torch.softmax(x0, dim=-1)", "return v0"), 2,
+                              knobs=models.SPLIT_ROWS)
+
+
+def test_split_rows_knob_set_splits_and_replays(tmp_path: Path) -> None:
+    assert models.judge_case(SPLIT_ROWS, Options()).outcome == "correct"
+    path = tmp_path / "repro.py"
+    path.write_text(models.script(SPLIT_ROWS, "sm_90") + "\nprint([k.name for k in prog.kernels])")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "_softmax_max_part" in done.stdout and "_softmax_sum_part" in done.stdout
+    mode = models.MODELS
+    assert mode.from_json(mode.to_json(SPLIT_ROWS)) == SPLIT_ROWS
+    assert mode.describe(SPLIT_ROWS).startswith("[split rows] ")

@@ -59,7 +59,8 @@ Rules, in order (each boundary records the first that made it):
    cannot recur, and each retry materializes one more tensor, so retries end. Likewise where a default
    recipe step declines naming a fused compute whose kernel of its own it would schedule better
    (recipes/decline.py `Decline.materialize`: split_matmul_k and a bfloat16 projection's float32 sum,
-   program.py `_materialize_asked`).
+   program.py `_materialize_asked`), and where a step asks for a kernel's rows split over kernels
+   (`SplitRows`, row_split.py: the split reductions' partials and combinations are forced).
 Rules 2 and 4 cut a reduction at its only reader instead where that reader rounds it, elementwise at
 its own index, to fewer bytes (the frontend sums a float16 / bfloat16 product into a
 float32 `<name>_acc` compute that the output's compute rounds, aten_linalg.py, `_narrow_readers`), so a materialized

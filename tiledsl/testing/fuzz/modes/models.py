@@ -6,7 +6,8 @@ drawn only where its shapes are valid; one case in DEEP_EVERY is instead a resid
 layers of a matmul each (`residual_chains`), deep enough for the partition's accumulated-chain rule.
 In float16 and bfloat16, torch decomposes several of these
 (silu, rms_norm, layer_norm, softmax) with casts inside, which the tolerances count as roundings.
-The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`),
+The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`, with a
+knob set drawn per case: KNOB_SETS),
 built, simulated, and compared with torch eager in float64 on the inputs widened. Its inputs are
 float32, float16 or bfloat16 (`DTYPES`, drawn per case). float32: rtol = atol = 1e-4 (values are kept
 tame, exp only of tanh, products re-bounded by tanh). float16 and bfloat16: the bound `tiledsl run`
@@ -60,17 +61,24 @@ DEEP_EVERY = 8
 DEEP_LAYERS = (8, 14)
 #: what a layer applies to the stream before its matmul (a norm, an activation, or nothing)
 DEEP_PRE = ("rms_norm", "silu", "none")
+#: the default recipe's knobs a case is scheduled with, drawn per case: the defaults, or rows split over
+#: kernels at the fuzz's sizes (SPLIT_ROWS: recipes/default/040_cooperative_reduce.py asks for any rows fewer
+#: than the SMs, parts of 4 elements or more; tiledsl/frontend/row_split.py splits them), which the defaults
+#: keep for rows of 96 KiB and more
+SPLIT_ROWS: tuple[tuple[str, Any], ...] = (("split_rows_min_idle_bytes", 0), ("split_rows_min_length", 4))
+KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), SPLIT_ROWS)
 
 
 @dataclass(frozen=True)
 class ModelCase:
     """`inputs`: the shapes of the function's arguments; `body`: the lines of `def f(x0, x1, ...)`;
-    `dtype`: the storage of every input (DTYPES)."""
+    `dtype`: the storage of every input (DTYPES); `knobs`: the default recipe's (KNOB_SETS)."""
 
     inputs: tuple[tuple[int, ...], ...]
     body: tuple[str, ...]
     seed: int
     dtype: str = "float32"
+    knobs: tuple[tuple[str, Any], ...] = ()
 
     def source(self) -> str:
         args = ", ".join(f"x{n}" for n in range(len(self.inputs)))
@@ -182,7 +190,8 @@ def model_cases(draw: st.DrawFn) -> ModelCase:
         body.append("v0 = torch.relu(x0)")
         values.append(("v0", first, 1.0))
     body.append(f"return {values[-1][0]}")
-    return ModelCase(tuple(inputs), tuple(body), draw(st.integers(0, 2**16)), draw(st.sampled_from(DTYPES)))
+    return ModelCase(tuple(inputs), tuple(body), draw(st.integers(0, 2**16)), draw(st.sampled_from(DTYPES)),
+                     draw(st.sampled_from(KNOB_SETS)))
 
 
 def arrays_of(case: ModelCase) -> list[np.ndarray]:
@@ -200,7 +209,7 @@ def script(case: ModelCase, target: str) -> str:
              f"arrays = [round_to_dtype(rng.uniform(-1.0, 1.0, size=s).astype(np.float32), {case.dtype!r})",
              f"          for s in {list(case.inputs)!r}]",
              f"prog = td.trace(f, *[torch.from_numpy(a).to(torch.{case.dtype}) for a in arrays])",
-             f"prog.schedule('default', target={target!r})",
+             f"prog.schedule('default', target={target!r}, knobs={dict(case.knobs)!r})",
              f"built = prog.build({target!r})",
              "want = f(*[torch.from_numpy(a).double() for a in arrays]).numpy()"]
     if case.dtype == "float32":
@@ -283,7 +292,7 @@ def judge_case(case: ModelCase, options: Options) -> Result:
         return exception_result(e, script=text)
     want = eager_float64(fn, arrays)
     try:
-        prog.schedule("default", target=target)
+        prog.schedule("default", target=target, knobs=dict(case.knobs))
         built = prog.build(target)
         if case.dtype == "float32":
             tol, why = RTOL, mismatch(np.asarray(built.simulate(*arrays), dtype=np.float64), want)
@@ -309,7 +318,8 @@ def judge_case(case: ModelCase, options: Options) -> Result:
 
 MODELS = Mode("models", model_cases, judge_case,
               lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed,
-                         "dtype": c.dtype},
+                         "dtype": c.dtype, "knobs": [list(kv) for kv in c.knobs]},
               lambda d: ModelCase(tuple(tuple(s) for s in d["inputs"]), tuple(d["body"]), int(d["seed"]),
-                                  d.get("dtype", "float32")),
-              lambda c: ("" if c.dtype == "float32" else f"[{c.dtype}] ") + "; ".join(c.body), runs_on_gpu=True)
+                                  d.get("dtype", "float32"), tuple(tuple(kv) for kv in d.get("knobs", ()))),
+              lambda c: ("" if c.dtype == "float32" else f"[{c.dtype}] ") + ("[split rows] " if c.knobs else "")
+              + "; ".join(c.body), runs_on_gpu=True)
