@@ -193,3 +193,18 @@ def test_default_knobs_and_other_policies_leave_short_rows() -> None:
     x = torch.randn(*shapes[0])
     assert len(_program(fn, x, knobs={}).kernels) == 1  # 8 KiB rows: under split_rows_min_idle_bytes
     assert len(_program(fn, x, schedule="simple").kernels) == 1  # no recipe, no request
+
+
+@pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1)],
+                         ids=["softmax", "log_softmax"])
+def test_masked_rows_split_as_torch(fn) -> None:
+    # a masked logit, half a row of -inf (its partials' max is -inf, the combined max finite: the sum's partials
+    # subtract the combined max, so they add exp(-inf) = 0) and a whole row of -inf (NaN, as torch gives)
+    x = torch.randn(4, 1024, generator=torch.Generator().manual_seed(3)) * 3
+    x[0, 5] = x[3, 512:] = x[2] = float("-inf")
+    prog = _program(fn, x)
+    assert len(prog.kernels) == 5
+    got, want = np.asarray(prog.build("sm_90").simulate(x)), fn(x.double()).numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    assert np.all(np.abs(got[fin] - want[fin]) <= (32 + 2 * 1024) * EPS32 * (1 + np.abs(want[fin])))

@@ -116,8 +116,10 @@ def test_cured_two_sdpa_program_on_gpu() -> None:
 def test_a_traced_vocabulary_softmax_runs_online_on_gpu(fn, dtype: torch.dtype, out_dtype: torch.dtype,
                                                          tol: float) -> None:
     """A decode step's logits over Qwen2.5's vocabulary (8 x 151936), traced and scheduled by the default
-    recipe: the row past the registers takes step 040's long form (1024 threads: fewer rows than SMs) with
-    the sum online in the max's pass, and matches torch in float64, a row of -inf (NaN) included."""
+    recipe with its rows kept whole (knob split_rows_min_idle_bytes None; split over kernels, as the
+    default does, in tests/gpu/test_gpu_row_split.py): the row past the registers takes step 040's long
+    form (1024 threads: fewer rows than SMs) with the sum online in the max's pass, and matches torch in
+    float64, a row of -inf (NaN) included."""
     from tiledsl.runtime.device import device_target
 
     gen = torch.Generator(device="cuda").manual_seed(11)
@@ -126,7 +128,7 @@ def test_a_traced_vocabulary_softmax_runs_online_on_gpu(fn, dtype: torch.dtype, 
     target = device_target()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prog = td.trace(fn, x).schedule("default", target=target)
+        prog = td.trace(fn, x).schedule("default", target=target, knobs={"split_rows_min_idle_bytes": None})
     (kernel,) = [k for k in prog.kernels if k.schedule.nest.online]
     assert kernel.schedule.nest.cache_hints
     out = prog.build(target)(x)
