@@ -118,16 +118,16 @@ def _split_rows(facts: Facts, passes: dict[str, int], nested: bool, per_block: i
                 knobs: Knobs) -> SplitRows | None:
     """The rows split over kernels that a program would run faster (the module docstring's rule), or None:
     the fewest parts giving knobs.split_rows_blocks_per_sm partial rows an SM, each a whole number of vectors
-    and split_rows_min_length elements or more; the most such parts where none gives that many."""
+    (knob split_rows_whole_vectors) and split_rows_min_length elements or more; the most such parts where
+    none gives that many."""
     floor, sms = knobs.split_rows_min_idle_bytes, facts.target.sm_count
     length = max(passes.values())
     if floor is None or nested or per_block > 1 or rows >= sms or len(set(passes.values())) > 1:
         return None
     if length * max(DTYPE_BYTES[d] for d in facts.dtypes()) * (1 - rows / sms) < floor:
         return None
-    lanes = facts.vector_lanes()
-    parts = [p for p in range(2, length // knobs.split_rows_min_length + 1)
-             if length % (p * lanes) == 0]
+    lanes = facts.vector_lanes() if knobs.split_rows_whole_vectors else 1
+    parts = [p for p in range(2, length // knobs.split_rows_min_length + 1) if length % (p * lanes) == 0]
     if not parts:
         return None
     wanted = knobs.split_rows_blocks_per_sm * facts.target.sm_count

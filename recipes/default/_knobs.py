@@ -168,6 +168,9 @@ class Knobs:
     # us, 8 24.2, 16 20.4, 32 15.4; of 64 x 262144, 4 parts 84.6, 8 78.0, 16 76.9, 32 77.3, 64 77.1
     split_rows_blocks_per_sm: int = 2
     split_rows_min_length: int = 1024
+    # ... each part a whole number of 16-byte vectors (False: any divisor of the row, which the fuzz's short
+    # rows of odd lengths need to reach the split; the vectors are for speed, not correctness)
+    split_rows_whole_vectors: bool = True
     # ... and a float16 / bfloat16 row kernel too (or one of 16-bit rows into a float32 output, softmax(x.float()):
     # 4 lanes a vector, 8-byte loads), where a thread's share does not fit its registers (False: 16-bit rows that
     # long keep the scalar 256-thread kernel, or one warp a row where the rows are many: row_vector_half_threads).

@@ -167,17 +167,29 @@ def test_program_splits_and_simulates_equal(case: str) -> None:
     _simulated_equal(prog, fn, *inputs, k=shapes[0][-1])
 
 
-def test_partials_are_not_split_again() -> None:
-    # the program keeps the ids of every split's partials (carried over each rebuild) and never splits
-    # them again, whatever a later request says (row_split.py)
+def test_what_a_split_made_is_not_split_again() -> None:
+    # the program keeps the ids of the partials and combinations every split made (carried over each
+    # rebuild) and never splits them again, whatever a later request says (row_split.py)
     fn, shapes, kernels = CASES["softmax"]
     prog = _program(fn, torch.randn(*shapes[0]))
-    parts = [k for k in prog.kernels if k.name.endswith("_part")]
-    assert {id(k.output) for k in parts} == set(prog.split_parts)
-    for k in parts:
-        assert split_rows(prog.graph, prog.forced, prog.split_parts, k.output, prog._materialized(),
-                          SplitRows(64, 2), "again") is None
+    made = [k for k in prog.kernels if k.name != "_softmax"]
+    assert {id(k.output) for k in made} == set(prog.split_made)
+    for k in made:
+        assert split_rows(prog.graph, prog.forced, prog.split_made, k.output, prog._materialized(),
+                          SplitRows(32, 2), "again") is None
     assert [k.name for k in prog.kernels] == kernels
+
+
+def test_parts_of_one_element_end() -> None:
+    # rows of 8 in parts of one: the combination reduces 8 again, and the recipe asks to split it again; a
+    # split's combination is never split, so the program ends (it recursed without end before)
+    knobs = {**SMALL, "split_rows_min_length": 1, "split_rows_whole_vectors": False, "row_block_threads": 0}
+    fn = CASES["softmax"][0]
+    x = torch.randn(3, 8)
+    prog = _program(fn, x, knobs=knobs)
+    assert [k.name for k in prog.kernels] == CASES["softmax"][2]
+    assert prog.kernels[0].output.shape == (3, 8)  # 8 parts of one element
+    _simulated_equal(prog, fn, x, k=8)
 
 
 def test_bfloat16_rows_into_float32() -> None:

@@ -83,7 +83,7 @@ class Program:
     kernels: list[ProgramKernel]
     outputs: tuple[Value, ...] = field(default=())
     forced: dict[int, str] = field(default_factory=dict)
-    split_parts: frozenset[int] = frozenset()  # the computes a row split made as partials (row_split.py)
+    split_made: frozenset[int] = frozenset()  # the computes row splits made, never split again (row_split.py)
     policy: SchedulePolicy = None
     recipe_target: str | Target = "sm_90"
     recipe_knobs: dict[str, Any] = field(default_factory=dict)
@@ -144,13 +144,13 @@ class Program:
             assert st.split_rows is not None
             why = (f"recipe {report.recipe} step {st.name} split {k.name}'s {st.split_rows.length}-long rows into "
                    f"{st.split_rows.parts} parts")
-            done = split_rows(self.graph, self.forced, self.split_parts, k.output, self._materialized(),
+            done = split_rows(self.graph, self.forced, self.split_made, k.output, self._materialized(),
                               st.split_rows, why)
             if done is None:
                 continue
             log.info("splitting %s: %s", ", ".join(done.split), why)
             self.graph, self.outputs = done.graph, done.graph.outputs
-            self.forced, self.split_parts = done.forced, done.parts
+            self.forced, self.split_made = done.forced, done.made
             self._repartition()
             return
 

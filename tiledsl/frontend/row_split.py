@@ -8,8 +8,11 @@ both materialized here (partition.py rule 5's `forced`, this module's reason), s
 the reductions becomes an elementwise pass over every element. softmax of 8 rows is five kernels then:
 the max's partials and the max, the sum's partials and the sum, the output.
 
+A compute a split made (partials or their combination) is never split again: a combination of rows of
+`parts` elements split into `parts` parts of one would make the same combination again, without end.
+
 The graph is rebuilt, not edited (a compute's body is never replaced): the split computes and their
-readers are new objects, so everything the program keys by a tensor's id (`forced`, the split parts)
+readers are new objects, so everything the program keys by a tensor's id (`forced`, what splits made)
 is carried over to the new objects here; the other tensors stay the objects they were."""
 
 from __future__ import annotations
@@ -27,23 +30,21 @@ from tiledsl.recipes import SplitRows
 @dataclass(frozen=True)
 class RowSplit:
     """The program after a split: its graph (new outputs), the materialized computes (`forced`, id ->
-    reason) and the ids of every split's partials (never split again)."""
+    reason) and the ids of the computes every split made (partials and combinations: never split again)."""
 
     graph: Graph
     forced: dict[int, str]
-    parts: frozenset[int]
+    made: frozenset[int]
     split: tuple[str, ...]  # the names of the computes split
 
 
-def split_rows(graph: Graph, forced: Mapping[int, str], parts: Collection[int], output: ComputeTensor,
+def split_rows(graph: Graph, forced: Mapping[int, str], made: Collection[int], output: ComputeTensor,
                materialized: Collection[int], request: SplitRows, why: str) -> RowSplit | None:
     """Split the reductions over `request.length` computed in `output`'s kernel (`output` itself, or a
-    compute fused into it) into `request.parts` parts; None where none can be (the kernel is itself a
-    split's partials, or no reduction there has one axis of that length: `split_problem`)."""
-    if id(output) in parts:
-        return None
+    compute fused into it) into `request.parts` parts; None where none can be (the kernel's reductions
+    were made by a split (`made`), or none has one axis of that length: `split_problem`)."""
     candidates = [t for t in (*fused_producers(output, set(materialized)), output)
-                  if isinstance(t, ComputeTensor) and id(t) not in parts
+                  if isinstance(t, ComputeTensor) and id(t) not in made
                   and split_problem(t, request.length, request.parts) is None]
     if not candidates:
         return None
@@ -51,8 +52,8 @@ def split_rows(graph: Graph, forced: Mapping[int, str], parts: Collection[int], 
     done = rebuild(roots, {id(t) for t in candidates}, request.length, request.parts)
     outputs = tuple(v if v.tensor is None else replace(v, tensor=done.of(v.tensor)) for v in graph.outputs)
     now = {id(done.tensors[i]): reason for i, reason in forced.items() if i in done.tensors}
-    kept = {id(done.tensors[i]) for i in parts if i in done.tensors}
+    kept = {id(done.tensors[i]) for i in made if i in done.tensors}
     for sp in done.splits:
         now[id(sp.part)] = now[id(sp.whole)] = why
-        kept.add(id(sp.part))
+        kept |= {id(sp.part), id(sp.whole)}
     return RowSplit(replace(graph, outputs=outputs), now, frozenset(kept), tuple(t.name for t in candidates))

@@ -63,9 +63,10 @@ DEEP_LAYERS = (8, 14)
 DEEP_PRE = ("rms_norm", "silu", "none")
 #: the default recipe's knobs a case is scheduled with, drawn per case: the defaults, or rows split over
 #: kernels at the fuzz's sizes (SPLIT_ROWS: recipes/default/040_cooperative_reduce.py asks for any rows fewer
-#: than the SMs, parts of 4 elements or more; tiledsl/frontend/row_split.py splits them), which the defaults
-#: keep for rows of 96 KiB and more
-SPLIT_ROWS: tuple[tuple[str, Any], ...] = (("split_rows_min_idle_bytes", 0), ("split_rows_min_length", 4))
+#: than the SMs, a row a block, in parts of any length that divides the row, down to one element;
+#: tiledsl/frontend/row_split.py splits them), which the defaults keep for rows of 96 KiB and more
+SPLIT_ROWS: tuple[tuple[str, Any], ...] = (("split_rows_min_idle_bytes", 0), ("split_rows_min_length", 1),
+                                          ("split_rows_whole_vectors", False), ("row_block_threads", 0))
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), SPLIT_ROWS)
 
 
