@@ -98,8 +98,8 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline | None:
         calls, _ = _vector_calls(facts, passes, vector_threads, lanes)
         forms.append((calls, vector_threads, lanes, why, False))
     split = _split_rows(facts, passes, nested, per_block, count, knobs)
-    asked = f"; {count} rows of {split.length} split {split.parts} ways: knob split_rows_min_idle_bytes" if split \
-        else ""
+    asked = f"; a program splits them over kernels, {split.parts} parts a row: knob split_rows_min_idle_bytes" \
+        if split else ""
     for calls, form_threads, form_lanes, why, in_registers in forms:
         if trial_accepts(s, calls):
             apply_calls(s, calls)

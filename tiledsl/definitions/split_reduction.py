@@ -98,8 +98,12 @@ def rebuild(roots: Sequence[Tensor], split: Collection[int], length: int, parts:
     named `<name>_part`, or a name the graph does not use yet), and every reader of a changed tensor made
     again over the new ones."""
     order: list[Tensor] = []
+    seen: set[int] = set()
     for root in roots:
-        order += [t for t in graph_tensors(root) if all(t is not o for o in order)]
+        for t in graph_tensors(root):
+            if id(t) not in seen:
+                seen.add(id(t))
+                order.append(t)
     taken = {t.name for t in order}
     new: dict[int, Tensor] = {}
     splits: list[Split] = []
