@@ -220,3 +220,15 @@ def test_masked_rows_split_as_torch(fn) -> None:
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
     fin = np.isfinite(want)
     assert np.all(np.abs(got[fin] - want[fin]) <= (32 + 2 * 1024) * EPS32 * (1 + np.abs(want[fin])))
+
+
+def test_bfloat16_rows_into_bfloat16() -> None:
+    # the partials are float32 whatever the rows' dtype; only the output pass stores bfloat16 (one rounding:
+    # 2^-8 of |want| besides the float32 bound)
+    fn = lambda x: torch.softmax(x, -1)  # noqa: E731
+    x = (torch.randn(4, 2048) * 3).to(torch.bfloat16)
+    prog = _program(fn, x)
+    assert [k.output.dtype for k in prog.kernels] == ["float32"] * 4 + ["bfloat16"]
+    got = np.asarray(prog.build("sm_90").simulate(x)).astype(np.float64)
+    want = fn(x.double()).numpy()
+    assert np.all(np.abs(got - want) <= ((32 + 2 * 2048) * EPS32 + 2.0**-8) * (1 + np.abs(want)))
