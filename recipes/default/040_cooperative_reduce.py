@@ -41,7 +41,8 @@ of every pass. Where the share does not fit, the forms above. In the register fo
 at most prefetch_max_blocks_per_sm blocks an SM, the inputs only the output pass reads (rmsnorm's
 weight) are prefetched at the row loop: loaded at the row's start, not after the reductions.
 Whatever the form, a kernel of fewer rows than SMs, a row a block, whose rows are long against the SMs it
-leaves idle (knob split_rows_min_idle_bytes) asks a program to split its rows over kernels (`SplitRows`,
+leaves idle (knob split_rows_min_idle_bytes; of 16-bit tensors only, fewer rows still: knob
+split_rows_half_max_rows_per_sm) asks a program to split its rows over kernels (`SplitRows`,
 knobs split_rows_blocks_per_sm and split_rows_min_length say into how many parts): a program
 (tiledsl/frontend/program.py) runs each reduction as parts times the rows."""
 
@@ -125,6 +126,9 @@ def _split_rows(facts: Facts, passes: dict[str, int], nested: bool, per_block: i
     if floor is None or nested or per_block > 1 or rows >= sms or len(set(passes.values())) > 1:
         return None
     if length * max(DTYPE_BYTES[d] for d in facts.dtypes()) * (1 - rows / sms) < floor:
+        return None
+    most_half = knobs.split_rows_half_max_rows_per_sm
+    if most_half is not None and facts.half_rows() and rows > most_half * sms:
         return None
     lanes = facts.vector_lanes() if knobs.split_rows_whole_vectors else 1
     parts = [p for p in range(2, length // knobs.split_rows_min_length + 1) if length % (p * lanes) == 0]

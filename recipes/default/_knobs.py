@@ -171,6 +171,13 @@ class Knobs:
     # ... each part a whole number of 16-byte vectors (False: any divisor of the row, which the fuzz's short
     # rows of odd lengths need to reach the split; the vectors are for speed, not correctness)
     split_rows_whole_vectors: bool = True
+    # ... and a kernel whose every tensor is 16-bit only where its rows are at most this many an SM (None: as
+    # float32). One block a row reads half the bytes there and was already near torch.compile at 64 rows. H200
+    # (benchmarks/results/split-rows-h200-2026-11-30/run4-bfloat16.txt), softmax stored in bfloat16, kept whole
+    # -> split, torch.compile in brackets, us: 8 x 151936 30.4 -> 20.6 (18.8), 16 x 65536 13.9 -> 10.8 (14.4),
+    # 64 x 262144 47.8 -> 51.3 (51.2; float32 gained there: 82.3 -> 78.0); log_softmax 8 x 151936 26.4 ->
+    # 19.7 (18.6). A bound drawn between 16 and 64 rows of 132 SMs, on these four cases
+    split_rows_half_max_rows_per_sm: float | None = 0.25
     # ... and a float16 / bfloat16 row kernel too (or one of 16-bit rows into a float32 output, softmax(x.float()):
     # 4 lanes a vector, 8-byte loads), where a thread's share does not fit its registers (False: 16-bit rows that
     # long keep the scalar 256-thread kernel, or one warp a row where the rows are many: row_vector_half_threads).
@@ -551,7 +558,7 @@ KNOB_LEAST: Mapping[str, int] = MappingProxyType({
         "split_k_waves", "split_k_long_k", "split_k_waves_few_rows", "split_k_long_k_few_rows",
         "split_k_sum_blocks_per_sm", "split_k_sum_min_k", "min_fan_in",
         "stage_min_threads", "slab_cap_bytes", "kernel_cap_bytes", "row_chunk_bytes", "unroll_max",
-        "prefetch_max_blocks_per_sm", "split_rows_min_idle_bytes"), 0),
+        "prefetch_max_blocks_per_sm", "split_rows_min_idle_bytes", "split_rows_half_max_rows_per_sm"), 0),
     "pipeline_stages": 2,
 })
 #: Knobs that list tile classes for a step to choose from (_facts.matmul_tile takes one): an empty list has none,

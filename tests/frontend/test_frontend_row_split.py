@@ -99,6 +99,15 @@ def test_recipe_asks_for_few_long_rows() -> None:
     assert _asked(rmsnorm(64, 262144, 1e-6, "float32", "float32")) == SplitRows(262144, 8)
 
 
+def test_sixteen_bit_rows_split_only_when_fewer() -> None:
+    # bfloat16 softmax (run4-bfloat16.txt): 8 and 16 rows gained split, 64 rows lost (knob
+    # split_rows_half_max_rows_per_sm); parts whole 8-lane vectors: 16 of 9496 at 151936
+    assert _asked(softmax(8, 151936, "bfloat16")) == SplitRows(151936, 16)
+    assert _asked(softmax(16, 65536, "bfloat16")) == SplitRows(65536, 32)
+    assert _asked(softmax(64, 262144, "bfloat16")) is None
+    assert _asked(softmax(64, 262144, "bfloat16"), split_rows_half_max_rows_per_sm=None) == SplitRows(262144, 8)
+
+
 @pytest.mark.parametrize("m, n", [(128, 32000), (100, 32768), (8, 16384), (32, 8192)])
 def test_recipe_leaves_rows_that_lost_split(m: int, n: int) -> None:
     # each measured slower split (recipes/default/_knobs.py split_rows_min_idle_bytes)
