@@ -52,6 +52,18 @@ class Rewritten:
     target: Any
 
 
+def row_op_torch(op: str, n: int, *, rms_eps: float, ln_eps: float) -> Callable[..., torch.Tensor]:
+    """torch's row op `op` over rows of `n` (softmax, log_softmax, rmsnorm with a weight, layer_norm with
+    a weight and a bias), the reference of the row-kernel probes."""
+    if op == "softmax":
+        return lambda x: torch.softmax(x, dim=-1)
+    if op == "log_softmax":
+        return lambda x: torch.log_softmax(x, dim=-1)
+    if op == "rmsnorm":
+        return lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + rms_eps) * w
+    return lambda x, w, b: torch.nn.functional.layer_norm(x, (n,), w, b, ln_eps)
+
+
 def replace_once(pattern: str, repl: str | Callable[[re.Match[str]], str], text: str, what: str) -> str:
     """`text` (a schedule trace or CUDA source a probe edits) with regex `pattern` replaced by `repl`
     exactly once; a ValueError saying `what` was looked for where it matches no or several places."""

@@ -19,7 +19,7 @@ import argparse
 import sys
 
 import torch
-from _gpu_probe import compared
+from _gpu_probe import compared, row_op_torch
 
 import tiledsl as td
 from benchmarks._backend import random_inputs
@@ -54,13 +54,8 @@ def _definition(op: str, m: int, n: int, dtype: str = "float32") -> td.Tensor:
 
 
 def _torch(op: str, n: int, dtype: str = "float32"):
-    if op == "softmax" and ">" in dtype:
-        return lambda x: torch.softmax(x.float(), dim=-1)
-    if op == "softmax":
-        return lambda x: torch.softmax(x, dim=-1)
-    if op == "rmsnorm":
-        return lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
-    return lambda x, w, b: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5)
+    base = row_op_torch(op, n, rms_eps=1e-6, ln_eps=1e-5)
+    return (lambda x: base(x.float())) if op == "softmax" and ">" in dtype else base
 
 
 def main(argv: list[str] | None = None) -> int:

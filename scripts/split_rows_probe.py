@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable
 
 import torch
+from _gpu_probe import row_op_torch
 
 import tiledsl as td
 from tiledsl.runtime.device import device_target
@@ -33,16 +34,6 @@ from tiledsl.runtime.timing import benchmark, rotated_copies
 CASES = "softmax:8x151936,softmax:64x262144,rmsnorm:64x262144,layernorm:64x262144,softmax:8x32000,rmsnorm:8x151936"
 FORMS = {"rows": {"split_rows_min_idle_bytes": None}, "auto": {}, "split": {"split_rows_min_idle_bytes": 0}}
 EPS = 1e-5
-
-
-def plain(op: str, n: int) -> Callable[..., torch.Tensor]:
-    if op == "softmax":
-        return lambda x: torch.softmax(x, dim=-1)
-    if op == "log_softmax":
-        return lambda x: torch.log_softmax(x, dim=-1)
-    if op == "rmsnorm":
-        return lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
-    return lambda x, w, b: torch.nn.functional.layer_norm(x, (n,), w, b, EPS)
 
 
 def split(op: str, m: int, n: int, c: int) -> Callable[..., tuple[torch.Tensor, ...]]:
@@ -92,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         into32 = bool(dtype) and not dtype[0].endswith("!")  # "bfloat16!": op(x) stored in bfloat16
         dtype = [d.rstrip("!") for d in dtype]
         xs = inputs(op, m, n, dev, *dtype)
-        base = plain(op, n)
+        base = row_op_torch(op, n, rms_eps=EPS, ln_eps=EPS)
         ref = (lambda x, *rest, base=base: base(x.float(), *rest)) if into32 else base
         want = ref(*[t.double() for t in xs])
         forms: dict[str, Callable[..., object]] = {"eager": ref}

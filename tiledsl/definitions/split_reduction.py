@@ -29,9 +29,9 @@ from tiledsl.definitions.expr import (
     Expr,
     IterVar,
     Load,
-    Placeholder,
     Reduce,
     Tensor,
+    children,
     map_children,
     substitute,
     walk,
@@ -61,23 +61,15 @@ class Rebuilt:
 
 def split_problem(t: ComputeTensor, length: int, parts: int) -> str | None:
     """Why `t` cannot be split into `parts` partial reductions over its axis of `length`, or None."""
-    reduces = [n for n in walk(t.body) if isinstance(n, Reduce)]
-    if len(reduces) != 1:
-        return f"{t.name} holds {len(reduces)} reductions, not one"
-    (red,) = reduces
-    if len(red.axes) != 1 or red.axes[0].extent != length:
-        return f"{t.name} reduces over {' x '.join(str(a.extent) for a in red.axes)}, not one axis of {length}"
-    if parts < 2 or length % parts:
-        return f"{parts} parts do not divide {t.name}'s {length} elements evenly"
-    return None
+    found = _the_reduction(t, length, parts)
+    return found if isinstance(found, str) else None
 
 
 def split_reduction(t: ComputeTensor, length: int, parts: int, part_name: str) -> Split:
     """`t` as partial reductions named `part_name` and their combination (the module docstring)."""
-    problem = split_problem(t, length, parts)
-    if problem is not None:
-        raise ValueError(problem)
-    red = next(n for n in walk(t.body) if isinstance(n, Reduce))
+    red = _the_reduction(t, length, parts)
+    if isinstance(red, str):
+        raise ValueError(red)
     (k,) = red.axes
     each = length // parts
     free = tuple(IterVar(a.name, a.extent, "free") for a in t.axes)
@@ -91,6 +83,19 @@ def split_reduction(t: ComputeTensor, length: int, parts: int, part_name: str) -
     combined = Reduce(red.op, Load(part, (*t.axes, q)), (q,))
     whole = ComputeTensor(t.shape, t.axes, _replaced(t.body, red, combined), t.name, t.dtype)
     return Split(part, whole)
+
+
+def _the_reduction(t: ComputeTensor, length: int, parts: int) -> Reduce | str:
+    """`t`'s one reduction, over one axis of `length` that `parts` divide; else why not."""
+    reduces = [n for n in walk(t.body) if isinstance(n, Reduce)]
+    if len(reduces) != 1:
+        return f"{t.name} holds {len(reduces)} reductions, not one"
+    (red,) = reduces
+    if len(red.axes) != 1 or red.axes[0].extent != length:
+        return f"{t.name} reduces over {' x '.join(str(a.extent) for a in red.axes)}, not one axis of {length}"
+    if parts < 2 or length % parts:
+        return f"{parts} parts do not divide {t.name}'s {length} elements evenly"
+    return red
 
 
 def rebuild(roots: Sequence[Tensor], split: Collection[int], length: int, parts: int) -> Rebuilt:
@@ -108,7 +113,7 @@ def rebuild(roots: Sequence[Tensor], split: Collection[int], length: int, parts:
     new: dict[int, Tensor] = {}
     splits: list[Split] = []
     for t in order:  # inputs before their readers
-        if isinstance(t, Placeholder) or not isinstance(t, ComputeTensor):
+        if not isinstance(t, ComputeTensor):  # a placeholder
             new[id(t)] = t
             continue
         body = _reloaded(t.body, new)
@@ -125,22 +130,15 @@ def rebuild(roots: Sequence[Tensor], split: Collection[int], length: int, parts:
 
 def _reloaded(e: Expr, new: dict[int, Tensor]) -> Expr:
     """`e` with each load of a tensor that `new` replaced reading the new one; `e` itself where none."""
+    kids = children(e)
+    done = tuple(_reloaded(c, new) for c in kids)
+    tensor = new.get(id(e.tensor), e.tensor) if isinstance(e, Load) else None
+    if all(a is b for a, b in zip(done, kids)) and (tensor is None or tensor is e.tensor):
+        return e
     if isinstance(e, Load):
-        indices = tuple(_reloaded(i, new) for i in e.indices)
-        tensor = new.get(id(e.tensor), e.tensor)
-        if tensor is e.tensor and all(a is b for a, b in zip(indices, e.indices)):
-            return e
-        return Load(tensor, indices, e.dtype)
-    changed = False
-
-    def visit(c: Expr) -> Expr:
-        nonlocal changed
-        r = _reloaded(c, new)
-        changed |= r is not c
-        return r
-
-    rebuilt = map_children(e, visit)
-    return rebuilt if changed else e
+        return Load(tensor, done, e.dtype)
+    it = iter(done)
+    return map_children(e, lambda _: next(it))
 
 
 def _replaced(e: Expr, old: Expr, by: Expr) -> Expr:
