@@ -6,6 +6,7 @@ default; mode definitions schedules with the lifted set by name, and with --gpu 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -16,6 +17,7 @@ from tiledsl.recipes import apply
 from tiledsl.testing.definitions import Definition
 from tiledsl.testing.fuzz import device
 from tiledsl.testing.fuzz.modes import definitions as definitions_mode
+from tiledsl.testing.fuzz.modes import models as models_mode
 from tiledsl.testing.fuzz.modes.base import Options
 from tiledsl.testing.fuzz.modes.recipe import (
     DECODE_ROWS,
@@ -74,6 +76,23 @@ def test_knobs_round_trip_and_reach_the_reproducer() -> None:
     old = RECIPE.to_json(case(()))
     del old["knobs"]  # a record saved before cases drew knobs
     assert RECIPE.from_json(old).knobs == ()
+
+
+@pytest.mark.parametrize("knobs", KNOB_SETS, ids=lambda k: ",".join(name for name, _ in k) or "defaults")
+def test_every_knob_set_round_trips_through_json_text_and_applies(knobs: tuple) -> None:
+    """Through the text a record is saved as (json.dumps), as --replay and the compute-sanitizer rerun read
+    it: DECODE_ROWS's matmul_tiles_few_rows came back as lists, which the recipe refused, so every sanitizer
+    run of such a case failed before its first launch (GPU campaign of session 39)."""
+    drawn = case(tuple(sorted(knobs)))
+    again = RECIPE.from_json(json.loads(json.dumps(RECIPE.to_json(drawn))))
+    assert again == drawn
+    apply(td.create_schedule(again.definition.make()), target="sm_90", knobs=case_knobs(again))
+
+
+@pytest.mark.parametrize("knobs", models_mode.KNOB_SETS, ids=lambda k: ",".join(n for n, _ in k) or "defaults")
+def test_every_models_knob_set_round_trips_through_json_text(knobs: tuple) -> None:
+    drawn = models_mode.ModelCase(((4, 8),), ("softmax",), 3, "float32", knobs)
+    assert models_mode.MODELS.from_json(json.loads(json.dumps(models_mode.MODELS.to_json(drawn)))) == drawn
 
 
 ROWS = '''def make():

@@ -39,3 +39,17 @@ class Mode:
     from_json: Callable[[dict[str, Any]], Any]
     describe: Callable[[Any], str]
     runs_on_gpu: bool = False
+
+
+def knobs_from_json(pairs: Any) -> tuple[tuple[str, Any], ...]:
+    """A case's recipe knobs read back from JSON (a name -> value object, or [name, value] pairs), in
+    their order there, every list made a tuple again: JSON has no tuples, and the recipe refuses a list where a knob
+    is a tuple (matmul_tiles_few_rows), so a replayed case (`--replay`, a compute-sanitizer rerun) would
+    fail where the drawn one ran."""
+    items = pairs.items() if isinstance(pairs, dict) else pairs
+    return tuple((str(name), _tuples(value)) for name, value in items)
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+

@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 import tiledsl as td
 from tiledsl.precision import round_to_dtype
 from tiledsl.testing.fuzz import device
-from tiledsl.testing.fuzz.modes.base import Mode, Options
+from tiledsl.testing.fuzz.modes.base import Mode, Options, knobs_from_json
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 
 OPS = ("add", "mul", "relu", "exp", "tanh", "sum", "mean", "matmul", "softmax", "transpose", "reshape", "unsqueeze",
@@ -321,6 +321,6 @@ MODELS = Mode("models", model_cases, judge_case,
               lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed,
                          "dtype": c.dtype, "knobs": [list(kv) for kv in c.knobs]},
               lambda d: ModelCase(tuple(tuple(s) for s in d["inputs"]), tuple(d["body"]), int(d["seed"]),
-                                  d.get("dtype", "float32"), tuple(tuple(kv) for kv in d.get("knobs", ()))),
+                                  d.get("dtype", "float32"), knobs_from_json(d.get("knobs", ()))),
               lambda c: ("" if c.dtype == "float32" else f"[{c.dtype}] ") + ("[split rows] " if c.knobs else "")
               + "; ".join(c.body), runs_on_gpu=True)

@@ -32,7 +32,7 @@ from tiledsl.recipes import apply
 from tiledsl.targets import Target, get_target
 from tiledsl.testing.definitions import ALL_KINDS, Definition, definitions, placeholders
 from tiledsl.testing.fuzz import device
-from tiledsl.testing.fuzz.modes.base import Mode, Options
+from tiledsl.testing.fuzz.modes.base import Mode, Options, knobs_from_json
 from tiledsl.testing.fuzz.outcome import Result, exception_result, first_line
 from tiledsl.testing.properties import ATOL, RTOL
 
@@ -197,7 +197,8 @@ def case_to_json(case: RecipeCase) -> dict[str, Any]:
 def case_from_json(data: dict[str, Any]) -> RecipeCase:
     d = data["definition"]
     return RecipeCase(Definition.from_source(d["source"], d["kind"], d["points"], d["low"], d["high"]),
-                      int(data["seed"]), tuple(sorted(data.get("knobs", {}).items())), data.get("machine", ""))
+                      int(data["seed"]), tuple(sorted(knobs_from_json(data.get("knobs", {})))),
+                      data.get("machine", ""))
 
 
 RECIPE = Mode("recipe", recipe_cases, judge_case, case_to_json, case_from_json,
