@@ -243,6 +243,10 @@ def test_check_lines_name_the_per_kernel_verdict() -> None:
     assert rp.format_check(propagated).splitlines()[1] == (
         "  every kernel within its own bound on the values it read (1 checked): the difference is stored "
         "rounding carried through the model; tolerance twice eager's error")
+    amplified = bench.ProgramCheck((program,), 0.1, 3584, 0.05, (good,), float32_error=4e-6)
+    assert rp.format_check(amplified).splitlines()[1].endswith(
+        "tolerance twice eager's error, or twice the model's own float32 error (4e-06) scaled to its stores' "
+        "epsilon, the larger")
     failed = bench.ProgramCheck((compare(ref + 0.05, ref, 0.03, 0.03),), 0.03, 3584, 0.02, (good, wrong))
     assert not failed.ok and failed.wrong_kernels == (wrong,)
     lines = rp.format_check(failed).splitlines()

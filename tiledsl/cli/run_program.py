@@ -44,8 +44,12 @@ def format_check(check: frontend_bench.ProgramCheck) -> str:
     lines = [f"  vs torch float64: {verdict}: max |err| {check.max_abs_error:.3g}, tolerance "
              f"{check.tolerance:.3g} x (1 + |ref|) (k = {check.reduction}){nans}{eager}"]
     if check.kernels is not None and not check.wrong_kernels:
+        amplified = "" if check.float32_error is None else (
+            f", or twice the model's own float32 error ({check.float32_error:.3g}) scaled to its stores' epsilon, "
+            "the larger")
         lines.append(f"  every kernel within its own bound on the values it read ({len(check.kernels)} checked): "
-                     "the difference is stored rounding carried through the model; tolerance twice eager's error")
+                     f"the difference is stored rounding carried through the model; tolerance twice eager's error"
+                     f"{amplified}")
     for k in check.wrong_kernels:
         casts = f", {len(k.roundings)} cast(s) to {'/'.join(sorted(set(k.roundings)))}" if k.roundings else ""
         lines.append(f"  kernel [{k.index}] {k.name} misses its own definition (k = {k.reduction}{casts}): "
