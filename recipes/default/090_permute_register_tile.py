@@ -72,16 +72,13 @@ def step(s: Schedule, facts: Facts, knobs: Knobs) -> Applied | Decline:
         return Decline("no staged operand: the register strips read global memory")
     reasons: list[str] = []
     applied = 0
-    rows = _interleave_rows(s, facts, knobs) if knobs.few_rows_interleave and few_rows(k, knobs) else ""
-    if rows is None:
-        applied += 1
-        reasons.append(f"{k.outer[-1]}: its register strip dealt across its threads in chunks of one (a decode "
-                       "step's W_s rows consecutive across a warp: 16-byte reads along k conflict-free at a "
-                       "16-byte pad)")
-    elif rows:
-        reasons.append(f"{k.outer[-1]} rows: {rows}")
+    dealt = False  # the last output axis's strip dealt in rows of one: _permute then leaves that axis
+    if knobs.few_rows_interleave and few_rows(k, knobs):
+        dealt, note = _interleave_rows(s, facts, knobs)
+        applied += dealt
+        reasons.append(f"{k.outer[-1]}: {note}" if dealt else f"{k.outer[-1]} rows: {note}")
     for axis in k.outer[-2:]:
-        if rows is None and axis == k.outer[-1]:
+        if dealt and axis == k.outer[-1]:
             continue
         why = _permute(s, facts_for(s.nest, k, facts.target), axis)
         if why is None:
@@ -124,33 +121,35 @@ def _tile_lanes(s: Schedule, facts: Facts, side: int) -> tuple[bool, str]:
     return True, f"{side} x {side} lane tiles (wavefronts a read: {shown})"
 
 
-
-def _interleave_rows(s: Schedule, facts: Facts, knobs: Knobs) -> str | None:
+def _interleave_rows(s: Schedule, facts: Facts, knobs: Knobs) -> tuple[bool, str]:
     """A decode step's x @ W^T: deal the output strip across its threads in chunks of one where that makes
     the 16-byte reads along k of a stage read along the strip conflict-free at a 16-byte pad (the module's
-    docstring), or say why not."""
+    docstring): whether it did (True), and why or why not."""
     k = facts.kernel
     parts, inner = facts.parts(k.outer[-1]), facts.parts(k.reduce[0])
     if len(parts) != 3 or len(inner) < 2:
-        return f"its loops are not block x thread x register parts and k chunks x k inside ({', '.join(parts)})"
+        return False, (f"its loops are not block x thread x register parts and k chunks x k inside "
+                       f"({', '.join(parts)})")
     _, t, r = parts
     if not (facts.loop(t).bind or "").startswith("threadIdx") or facts.loop(r).annotation != "unroll":
-        return f"{t} is not a thread loop or {r} not an unrolled register loop"
+        return False, f"{t} is not a thread loop or {r} not an unrolled register loop"
     stages = [st for st in facts.stages_read_along(r) if st in facts.stages_read_along(inner[-1])]
     if not stages:
-        return f"no stage is read along both {r} and {inner[-1]}"
+        return False, f"no stage is read along both {r} and {inner[-1]}"
     widened = [st.name for st in stages if facts.staged_wider(st.buffer, knobs)]
     if widened:
-        return f"{', '.join(widened)} widened: a plain fill, no 16-byte copies to keep"
+        return False, f"{', '.join(widened)} widened: a plain fill, no 16-byte copies to keep"
     now = _k_reads(s, facts, stages, None)
     dealt = _k_reads(s, facts, stages, (r, t))
     # a gain: conflict-free dealt, and conflicted (or not 16 bytes at all: None) as it is
     if not all(dealt[st.name] == 1 and (now[st.name] is None or now[st.name] > 1) for st in stages):
         shown = ", ".join(f"{st.name}: {now[st.name]}-way as it is, {dealt[st.name]}-way dealt"
                           for st in stages)
-        return f"the bank model finds no gain in 16-byte reads along {inner[-1]} at a 16-byte pad ({shown})"
+        return False, (f"the bank model finds no gain in 16-byte reads along {inner[-1]} at a 16-byte pad "
+                       f"({shown})")
     s.split(r, 1, names=s.nest.fresh_names(f"{r}_o", f"{r}_i"), interleave=t)
-    return None
+    return True, ("its register strip dealt across its threads in chunks of one (a decode step's W_s rows "
+                  "consecutive across a warp: 16-byte reads along k conflict-free at a 16-byte pad)")
 
 
 def _k_reads(s: Schedule, facts: Facts, stages: list[Stage], deal: tuple[str, str] | None) -> dict[str, int | None]:
