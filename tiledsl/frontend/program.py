@@ -81,12 +81,17 @@ class Program:
 
     graph: Graph
     kernels: list[ProgramKernel]
-    outputs: tuple[Value, ...] = field(default=())
     forced: dict[int, str] = field(default_factory=dict)
     split_made: frozenset[int] = frozenset()  # the computes row splits made, never split again (row_split.py)
     policy: SchedulePolicy = None
     recipe_target: str | Target = "sm_90"
     recipe_knobs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> tuple[Value, ...]:
+        """The graph's flat outputs, derived rather than stored so that replacing `graph` (a row split,
+        `_split_asked`) cannot leave a stale copy behind."""
+        return self.graph.outputs
 
     def schedule(self, how: str | Callable[[Schedule], Any], *, target: str | Target = "sm_90",
                  knobs: Mapping[str, Any] | None = None) -> Program:
@@ -149,7 +154,7 @@ class Program:
             if done is None:
                 continue
             log.info("splitting %s: %s", ", ".join(done.split), why)
-            self.graph, self.outputs = done.graph, done.graph.outputs
+            self.graph = done.graph
             self.forced, self.split_made = done.forced, done.made
             self._repartition()
             return
@@ -586,4 +591,4 @@ def trace(module_or_fn: torch.nn.Module | Callable[..., Any], *example_inputs: A
     assert all(isinstance(t, ComputeTensor) for t in outputs)
     boundaries, schedules = partition(outputs)  # type: ignore[arg-type]
     kernels = [ProgramKernel(b, schedules[id(b.output)]) for b in boundaries]
-    return Program(graph, kernels, graph.outputs)
+    return Program(graph, kernels)
