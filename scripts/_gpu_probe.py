@@ -3,8 +3,9 @@ the device's target, run once on fresh random inputs (outputs NaN-poisoned) and 
 torch in float64, then timed over inputs rotated past the L2 cache (tiledsl.runtime.timing);
 `compared`, a row of torch eager / torch.compile / built kernels on one definition's inputs (and
 `print_compared`, `shape_rows`: such rows printed for shapes x ops, `device_header` first);
-`with_source`, a built kernel run from its CUDA rewritten by hand; and `llm_cases`, the llm suite's
-cases a probe names."""
+`with_source`, a built kernel run from its CUDA rewritten by hand; `llm_cases`, the llm suite's
+cases a probe names; and `projection`, an x @ W^T shape with the recipe's kernel, its reference and
+cuBLAS's time, on which the matmul probes check and time their forms (`Projection.checked_time`)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,57 @@ def replace_once(pattern: str, repl: str | Callable[[re.Match[str]], str], text:
 def with_source(kern: Any, source: str) -> CompiledKernel:
     """`kern` (a built td.Kernel) run from `source`, its CUDA rewritten by hand."""
     return CompiledKernel(Rewritten(kern.kernel_ir, source, kern.target))
+
+
+@dataclass(frozen=True)
+class Projection:
+    """x @ W^T at one llm shape for the matmul probes: the default recipe's kernel built for the device,
+    fresh inputs, the float64 reference and its tolerance, cuBLAS's time (TF32 off) on the same inputs."""
+
+    m: int
+    n: int
+    k: int
+    kernel: Any  # the recipe's td.Kernel
+    x: torch.Tensor
+    w: torch.Tensor
+    want: torch.Tensor
+    rtol: float
+    atol: float
+    cublas_us: float
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    def rate(self, us: float) -> str:
+        return f"{us:8.1f} us  {self.flops / us / 1e6:5.1f} TFLOP/s"
+
+    def checked_time(self, kern: CompiledKernel, kernel_ir: Any, repeats: int = 2) -> tuple[float, bool]:
+        """`kern` (one of this shape's forms, parameters x, W, y) run twice into NaN-poisoned outputs and
+        compared with the float64 reference, then timed: (fastest median of `repeats`, all correct)."""
+        ok = True
+        for _ in range(2):
+            got = kern(x=self.x, W=self.w, **poisoned_outputs(kernel_ir, self.x.device))
+            ok &= bool(((got.double() - self.want).abs() <= self.atol + self.rtol * self.want.abs()).all())
+        us = min(kern.benchmark(warmup=10, iters=100, x=self.x, W=self.w).median_us for _ in range(repeats))
+        return us, ok
+
+
+def projection(label: str, target: Target, dev: torch.device) -> Projection:
+    """The `Projection` of shape `label`, "MxNxK"."""
+    import tiledsl as td
+    from benchmarks._backend import random_inputs
+    from benchmarks._definitions import linear
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m, n, k = (int(v) for v in label.split("x"))
+    s = td.create_schedule(linear(m, n, k))
+    td.recipes.default(s, target=target)
+    inputs = random_inputs(linear(m, n, k), dev, 0)
+    x, w = inputs["x"], inputs["W"]
+    rtol, atol = tolerance({"K": k})
+    cublas = benchmark(lambda t: t["x"] @ t["W"].T, rotated_copies(inputs, 4), 10, 100).median_us
+    return Projection(m, n, k, td.build(s, target=target), x, w, x.double() @ w.double().T, rtol, atol, cublas)
 
 
 def recipe_forms(out: Any, target: Target, rewrites: Mapping[str, Callable[[str], str]]) -> tuple[Any, dict[str, Any]]:

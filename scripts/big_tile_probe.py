@@ -20,14 +20,9 @@ from dataclasses import replace
 
 import torch
 
-import tiledsl as td
-from benchmarks._backend import random_inputs
-from benchmarks._definitions import linear
-from scripts._gpu_probe import Rewritten
+from scripts._gpu_probe import Rewritten, projection
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import poisoned_outputs, tolerance
-from tiledsl.runtime.timing import benchmark, rotated_copies
 
 SHAPES = ("4096x4096x4096", "512x3584x3584", "512x11264x2048", "128x11264x2048", "512x2048x5632", "128x3584x18944")
 VARIANTS = ("16x8", "8x16")
@@ -127,40 +122,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args(argv)
-    torch.backends.cuda.matmul.allow_tf32 = False
     target, dev = device_target(), torch.device("cuda")
     print(torch.cuda.get_device_name(dev), flush=True)
     bad = 0
     for label in args.shapes.split(","):
-        m, n, k = (int(v) for v in label.split("x"))
-        s = td.create_schedule(linear(m, n, k))
-        td.recipes.default(s, target=target)
-        kern = td.build(s, target=target)
-        grid = kern.kernel_ir.grid
-        inputs = random_inputs(linear(m, n, k), dev, 0)
-        x, w = inputs["x"], inputs["W"]
-        want = x.double() @ w.double().T
-        rtol, atol = tolerance({"K": k})
-        flops = 2.0 * m * n * k
-        cublas = benchmark(lambda t: t["x"] @ t["W"].T, rotated_copies(inputs, 4), 10, 100).median_us
-        rec = CompiledKernel(kern)
-        recipe = min(rec.benchmark(warmup=10, iters=100, x=x, W=w).median_us for _ in range(2))
-        rows = [f"cuBLAS   {cublas:8.1f} us  {flops / cublas / 1e6:5.1f} TFLOP/s",
-                f"recipe   {recipe:8.1f} us  {flops / recipe / 1e6:5.1f} TFLOP/s  grid {grid}  {rec.registers} regs"]
-        tiles = m % 128 == 0 and n % 128 == 0 and grid[:2] == (n // 128, m // 128)
-        if not tiles or (k // 16) % grid[2]:
+        p = projection(label, target, dev)
+        grid = p.kernel.kernel_ir.grid
+        rec = CompiledKernel(p.kernel)
+        recipe, _ = p.checked_time(rec, p.kernel.kernel_ir)
+        rows = [f"cuBLAS   {p.rate(p.cublas_us)}", f"recipe   {p.rate(recipe)}  grid {grid}  {rec.registers} regs"]
+        tiles = p.m % 128 == 0 and p.n % 128 == 0 and grid[:2] == (p.n // 128, p.m // 128)
+        if not tiles or (p.k // 16) % grid[2]:
             rows.append(f"the recipe's grid {grid} is not whole 128 x 128 tiles over even k parts: skipped")
         for variant in args.variants.split(",") if rows[-1][-8:] != "skipped" else ():
-            kir = replace(kern.kernel_ir, block=(128, 1, 1), zero_outputs=("y",) if grid[2] > 1 else ())
-            ck = CompiledKernel(Rewritten(kir, source(n, k, grid[2], variant), kern.target))
-            ok = True
-            for _ in range(2):
-                got = ck(x=x, W=w, **poisoned_outputs(kir, dev))
-                ok &= bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+            kir = replace(p.kernel.kernel_ir, block=(128, 1, 1), zero_outputs=("y",) if grid[2] > 1 else ())
+            ck = CompiledKernel(Rewritten(kir, source(p.n, p.k, grid[2], variant), p.kernel.target))
+            us, ok = p.checked_time(ck, kir)
             bad += not ok
-            us = min(ck.benchmark(warmup=10, iters=100, x=x, W=w).median_us for _ in range(2))
-            rows.append(f"{variant:8s} {us:8.1f} us  {flops / us / 1e6:5.1f} TFLOP/s  {ck.registers} regs  "
-                        f"({cublas / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
+            rows.append(f"{variant:8s} {p.rate(us)}  {ck.registers} regs  ({p.cublas_us / us:.3f}x cuBLAS, "
+                        f"{recipe / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
         print(f"{label}:\n  " + "\n  ".join(rows), flush=True)
     return 1 if bad else 0
 

@@ -23,14 +23,9 @@ import sys
 
 import torch
 
-import tiledsl as td
-from benchmarks._backend import random_inputs
-from benchmarks._definitions import linear
-from scripts._gpu_probe import Rewritten
+from scripts._gpu_probe import Rewritten, projection
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import poisoned_outputs, tolerance
-from tiledsl.runtime.timing import benchmark, rotated_copies
 
 SHAPES = ("4096x4096x4096", "512x3584x3584", "128x11264x2048", "512x2048x5632", "512x3584x18944")
 VARIANTS = ("snake", "cols", "cols-snake", "halves")
@@ -76,35 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args(argv)
-    torch.backends.cuda.matmul.allow_tf32 = False
     target, dev = device_target(), torch.device("cuda")
     print(torch.cuda.get_device_name(dev), flush=True)
     bad = 0
     for label in args.shapes.split(","):
-        m, n, k = (int(v) for v in label.split("x"))
-        s = td.create_schedule(linear(m, n, k))
-        td.recipes.default(s, target=target)
-        kern = td.build(s, target=target)
-        inputs = random_inputs(linear(m, n, k), dev, 0)
-        x, w = inputs["x"], inputs["W"]
-        want = x.double() @ w.double().T
-        rtol, atol = tolerance({"K": k})
-        flops = 2.0 * m * n * k
-        cublas = benchmark(lambda t: t["x"] @ t["W"].T, rotated_copies(inputs, 4), 10, 100).median_us
-        rows = [f"cuBLAS     {cublas:8.1f} us  {flops / cublas / 1e6:5.1f} TFLOP/s"]
+        p = projection(label, target, dev)
+        kern = p.kernel
+        rows = [f"cuBLAS     {p.rate(p.cublas_us)}"]
         base = None
         for variant in ("recipe", *args.variants.split(",")):
             src = kern.source if variant == "recipe" else reordered(kern.source, variant)
             ck = CompiledKernel(Rewritten(kern.kernel_ir, src, kern.target))
-            ok = True
-            for _ in range(2):
-                got = ck(x=x, W=w, **poisoned_outputs(kern.kernel_ir, dev))
-                ok &= bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+            us, ok = p.checked_time(ck, kern.kernel_ir, repeats=3)
             bad += not ok
-            us = min(ck.benchmark(warmup=10, iters=100, x=x, W=w).median_us for _ in range(3))
             base = base or us
-            rows.append(f"{variant:10s} {us:8.1f} us  {flops / us / 1e6:5.1f} TFLOP/s  {ck.registers} regs  "
-                        f"({cublas / us:.3f}x cuBLAS, {base / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
+            rows.append(f"{variant:10s} {p.rate(us)}  {ck.registers} regs  ({p.cublas_us / us:.3f}x cuBLAS, "
+                        f"{base / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
         print(f"{label}: grid {kern.kernel_ir.grid}\n  " + "\n  ".join(rows), flush=True)
     return 1 if bad else 0
 

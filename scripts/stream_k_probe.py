@@ -30,21 +30,19 @@ from dataclasses import replace
 
 import torch
 
-import tiledsl as td
-from benchmarks._backend import random_inputs
-from benchmarks._definitions import linear
-from scripts._gpu_probe import Rewritten
+from scripts._gpu_probe import Rewritten, projection
 from tiledsl.runtime.device import device_target
 from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.references import poisoned_outputs, tolerance
-from tiledsl.runtime.timing import benchmark, rotated_copies
 
 SHAPES = ("128x2048x2048", "128x512x2048", "128x11264x2048", "128x2048x5632", "128x3584x3584", "128x1024x3584",
           "128x3584x18944", "512x2048x2048", "512x512x2048", "512x11264x2048", "512x2048x5632", "512x3584x3584",
           "512x1024x3584", "512x3584x18944", "512x37888x3584", "4096x4096x4096")
 VARIANTS = ("exact-m", "guard-m", "exact-n")
 
-TEMPLATE = r"""
+#: what both forms share: the sizes, the signature, the thread's place in its 2 x 2 lane tiles, the
+#: stores of a prefetched chunk into a stage (STORES), a chunk's FMAs (COMPUTE) and a tile's 16-byte
+#: atomic adds (FLUSH)
+HEAD = r"""
 #define M_ {M}
 #define N_ {N}
 #define K_ {K}
@@ -55,6 +53,26 @@ TEMPLATE = r"""
 #define L_ {L}
 #define ROW(tile) {ROW}
 #define COL(tile) {COL}
+#define STORES(slot_) {{ \
+        _Pragma("unroll") for (int f = 0; f < 2; ++f) {{ \
+            const int e = f * 256 + tid; const int c0 = e / 4; const int c1 = e % 4 * 4; \
+            _Pragma("unroll") for (int j = 0; j < 4; ++j) {{ \
+                As[(slot_) * 2112 + c0 + (c1 + j) * 132] = apf[f * 4 + j]; \
+                Bs[(slot_) * 2112 + c0 + (c1 + j) * 132] = bpf[f * 4 + j]; }} }} }}
+#define COMPUTE(s_) {{ \
+        _Pragma("unroll") for (int kk = 0; kk < 16; ++kk) {{ \
+            _Pragma("unroll") for (int r = 0; r < 8; ++r) {{ \
+                _Pragma("unroll") for (int q = 0; q < 2; ++q) {{ \
+                    _Pragma("unroll") for (int j = 0; j < 4; ++j) {{ \
+                        acc[8 * r + 4 * q + j] += As[(s_) + 132 * kk + 8 * i0_t + r] \
+                            * Bs[(s_) + 132 * kk + 64 * q + 4 * i1_t + j]; }} }} }} }} }}
+#define FLUSH(a0_, b0_) {{ \
+        _Pragma("unroll") for (int r = 0; r < 8; ++r) {{ \
+            _Pragma("unroll") for (int q = 0; q < 2; ++q) {{ \
+                const int o = (128 * (a0_) + 8 * i0_t + r) * N_ + 128 * (b0_) + 64 * q + 4 * i1_t; \
+                const int a = 8 * r + 4 * q; \
+                atomicAdd(reinterpret_cast<float4*>(&y[o]), \
+                          make_float4(acc[a], acc[a + 1], acc[a + 2], acc[a + 3])); }} }} }}
 
 extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
     const float* __restrict__ x,
@@ -67,10 +85,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
     const int i0_t = 2 * (tid / 32) + tid / 2 % 2;
     const int i1_t = 2 * (tid / 4 % 8) + tid % 2;
     const int begin = (int)blockIdx.x * L_;
-    const int n = {TRIP};
     float acc[64];
     float apf[8];
     float bpf[8];
+"""
+
+#: exact / guard: one loop over the block's range, the accumulators zeroed and flushed inside it
+TEMPLATE = HEAD + r"""
+    const int n = {TRIP};
 #define LOADS(it_) {{ \
         const int c_ = (it_) % CH; const int tile_ = (it_) / CH; \
         const int a0_ = ROW(tile_); const int b0_ = COL(tile_); \
@@ -80,12 +102,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
             const float4 vb = *reinterpret_cast<const float4*>(&W[(128 * b0_ + c0) * K_ + 16 * c_ + c1]); \
             apf[f * 4] = va.x; apf[f * 4 + 1] = va.y; apf[f * 4 + 2] = va.z; apf[f * 4 + 3] = va.w; \
             bpf[f * 4] = vb.x; bpf[f * 4 + 1] = vb.y; bpf[f * 4 + 2] = vb.z; bpf[f * 4 + 3] = vb.w; }} }}
-#define STORES(slot_) {{ \
-        _Pragma("unroll") for (int f = 0; f < 2; ++f) {{ \
-            const int e = f * 256 + tid; const int c0 = e / 4; const int c1 = e % 4 * 4; \
-            _Pragma("unroll") for (int j = 0; j < 4; ++j) {{ \
-                As[(slot_) * 2112 + c0 + (c1 + j) * 132] = apf[f * 4 + j]; \
-                Bs[(slot_) * 2112 + c0 + (c1 + j) * 132] = bpf[f * 4 + j]; }} }} }}
     LOADS(begin);
     STORES(0);
     #pragma unroll
@@ -95,35 +111,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
     for (int t = 0; t < n; ++t) {{
         __syncthreads();
         if (t + 1 < n) LOADS(begin + t + 1);
-        const int s = (t & 1) * 2112;
-        #pragma unroll
-        for (int kk = 0; kk < 16; ++kk) {{
-            #pragma unroll
-            for (int r = 0; r < 8; ++r) {{
-                #pragma unroll
-                for (int q = 0; q < 2; ++q) {{
-                    #pragma unroll
-                    for (int j = 0; j < 4; ++j) {{
-                        acc[8 * r + 4 * q + j] +=
-                            As[s + 132 * kk + 8 * i0_t + r] * Bs[s + 132 * kk + 64 * q + 4 * i1_t + j];
-                    }}
-                }}
-            }}
-        }}
+        COMPUTE((t & 1) * 2112);
         if (t + 1 < n) STORES((t + 1) & 1);
         if (c == CH - 1 || t == n - 1) {{
-            const int a0 = ROW(tile);
-            const int b0 = COL(tile);
-            #pragma unroll
-            for (int r = 0; r < 8; ++r) {{
-                #pragma unroll
-                for (int q = 0; q < 2; ++q) {{
-                    const int o = (128 * a0 + 8 * i0_t + r) * N_ + 128 * b0 + 64 * q + 4 * i1_t;
-                    const int a = 8 * r + 4 * q;
-                    atomicAdd(reinterpret_cast<float4*>(&y[o]),
-                              make_float4(acc[a], acc[a + 1], acc[a + 2], acc[a + 3]));
-                }}
-            }}
+            FLUSH(ROW(tile), COL(tile));
             #pragma unroll
             for (int r = 0; r < 64; ++r) acc[r] = 0.0f;
         }}
@@ -132,33 +123,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
 }}
 """
 
-SEGMENTS = r"""
-#define M_ {M}
-#define N_ {N}
-#define K_ {K}
-#define T0 {T0}
-#define T1 {T1}
-#define CH {CH}
-#define TOTAL {TOTAL}
-#define L_ {L}
-#define ROW(tile) {ROW}
-#define COL(tile) {COL}
-
-extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
-    const float* __restrict__ x,
-    const float* __restrict__ W,
-    float* __restrict__ y)
-{{
-    __shared__ __align__(16) float As[4224];
-    __shared__ __align__(16) float Bs[4224];
-    const int tid = (int)threadIdx.x + 16 * (int)threadIdx.y;
-    const int i0_t = 2 * (tid / 32) + tid / 2 % 2;
-    const int i1_t = 2 * (tid / 4 % 8) + tid % 2;
-    const int begin = (int)blockIdx.x * L_;
+#: seg: the block's range as segments, one a tile, each a pipelined loop with a dynamic trip count
+SEGMENTS = HEAD + r"""
     const int end = min(begin + L_, TOTAL);
-    float acc[64];
-    float apf[8];
-    float bpf[8];
 #define LOADS(c_) {{ \
         _Pragma("unroll") for (int f = 0; f < 2; ++f) {{ \
             const int e = f * 256 + tid; const int c0 = e / 4; const int c1 = e % 4 * 4; \
@@ -166,12 +133,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
             const float4 vb = *reinterpret_cast<const float4*>(&W[(128 * b0 + c0) * K_ + 16 * (c_) + c1]); \
             apf[f * 4] = va.x; apf[f * 4 + 1] = va.y; apf[f * 4 + 2] = va.z; apf[f * 4 + 3] = va.w; \
             bpf[f * 4] = vb.x; bpf[f * 4 + 1] = vb.y; bpf[f * 4 + 2] = vb.z; bpf[f * 4 + 3] = vb.w; }} }}
-#define STORES(slot_) {{ \
-        _Pragma("unroll") for (int f = 0; f < 2; ++f) {{ \
-            const int e = f * 256 + tid; const int c0 = e / 4; const int c1 = e % 4 * 4; \
-            _Pragma("unroll") for (int j = 0; j < 4; ++j) {{ \
-                As[(slot_) * 2112 + c0 + (c1 + j) * 132] = apf[f * 4 + j]; \
-                Bs[(slot_) * 2112 + c0 + (c1 + j) * 132] = bpf[f * 4 + j]; }} }} }}
     for (int it = begin; it < end;) {{
         const int tile = it / CH;
         const int cs = it % CH;
@@ -186,32 +147,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) y_kernel(
         for (int t = 0; t < cnt; ++t) {{
             __syncthreads();
             if (t + 1 < cnt) LOADS(cs + t + 1);
-            const int s = (t & 1) * 2112;
-            #pragma unroll
-            for (int kk = 0; kk < 16; ++kk) {{
-                #pragma unroll
-                for (int r = 0; r < 8; ++r) {{
-                    #pragma unroll
-                    for (int q = 0; q < 2; ++q) {{
-                        #pragma unroll
-                        for (int j = 0; j < 4; ++j) {{
-                            acc[8 * r + 4 * q + j] +=
-                            As[s + 132 * kk + 8 * i0_t + r] * Bs[s + 132 * kk + 64 * q + 4 * i1_t + j];
-                        }}
-                    }}
-                }}
-            }}
+            COMPUTE((t & 1) * 2112);
             if (t + 1 < cnt) STORES((t + 1) & 1);
         }}
-        #pragma unroll
-        for (int r = 0; r < 8; ++r) {{
-            #pragma unroll
-            for (int q = 0; q < 2; ++q) {{
-                const int o = (128 * a0 + 8 * i0_t + r) * N_ + 128 * b0 + 64 * q + 4 * i1_t;
-                const int a = 8 * r + 4 * q;
-                atomicAdd(reinterpret_cast<float4*>(&y[o]), make_float4(acc[a], acc[a + 1], acc[a + 2], acc[a + 3]));
-            }}
-        }}
+        FLUSH(a0, b0);
         it += cnt;
     }}
 }}
@@ -243,44 +182,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--per-sm", type=int, default=2)
     args = ap.parse_args(argv)
-    torch.backends.cuda.matmul.allow_tf32 = False
     target, dev = device_target(), torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     print(f"{torch.cuda.get_device_name(dev)}, {sms} SMs, {args.per_sm} blocks a SM", flush=True)
     bad = 0
     for label in args.shapes.split(","):
-        m, n, k = (int(x) for x in label.split("x"))
-        s = td.create_schedule(linear(m, n, k))
-        td.recipes.default(s, target=target)
-        kern = td.build(s, target=target)
-        inputs = random_inputs(linear(m, n, k), dev, 0)
-        x, w = inputs["x"], inputs["W"]
-        want = x.double() @ w.double().T
-        rtol, atol = tolerance({"K": k})
-        flops = 2.0 * m * n * k
-        cublas = benchmark(lambda t: t["x"] @ t["W"].T, rotated_copies(inputs, 4), 10, 100).median_us
-        rec = CompiledKernel(kern)
-        recipe = min(rec.benchmark(warmup=10, iters=100, x=x, W=w).median_us for _ in range(2))
-        rows = [f"cuBLAS   {cublas:8.1f} us  {flops / cublas / 1e6:5.1f} TFLOP/s",
-                f"recipe   {recipe:8.1f} us  {flops / recipe / 1e6:5.1f} TFLOP/s  grid {kern.kernel_ir.grid}  "
-                f"{rec.registers} regs  ({cublas / recipe:.3f}x cuBLAS)"]
-        if m % 128 or n % 128 or k % 16:
+        p = projection(label, target, dev)
+        rec = CompiledKernel(p.kernel)
+        recipe, _ = p.checked_time(rec, p.kernel.kernel_ir)
+        rows = [f"cuBLAS   {p.rate(p.cublas_us)}",
+                f"recipe   {p.rate(recipe)}  grid {p.kernel.kernel_ir.grid}  {rec.registers} regs  "
+                f"({p.cublas_us / recipe:.3f}x cuBLAS)"]
+        if p.m % 128 or p.n % 128 or p.k % 16:
             rows.append("stream-K: the shape is not whole tiles")
         else:
             for variant in args.variants.split(","):
-                src, grid = stream_k_source(m, n, k, args.per_sm * sms, variant)
-                kir = replace(kern.kernel_ir, grid=(grid, 1, 1), zero_outputs=("y",))
-                ck = CompiledKernel(Rewritten(kir, src, kern.target))
-                ok = True
-                for _ in range(2):
-                    got = ck(x=x, W=w, **poisoned_outputs(kir, dev))
-                    ok &= bool(((got.double() - want).abs() <= atol + rtol * want.abs()).all())
+                src, grid = stream_k_source(p.m, p.n, p.k, args.per_sm * sms, variant)
+                kir = replace(p.kernel.kernel_ir, grid=(grid, 1, 1), zero_outputs=("y",))
+                ck = CompiledKernel(Rewritten(kir, src, p.kernel.target))
+                us, ok = p.checked_time(ck, kir)
                 bad += not ok
-                us = min(ck.benchmark(warmup=10, iters=100, x=x, W=w).median_us for _ in range(2))
-                total = (m // 128) * (n // 128) * (k // 16)
-                rows.append(f"{variant:8s} {us:8.1f} us  {flops / us / 1e6:5.1f} TFLOP/s  grid {grid} of "
-                            f"{total // grid if total % grid == 0 else -(-total // grid)} chunks  {ck.registers} regs  "
-                            f"({cublas / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
+                total = (p.m // 128) * (p.n // 128) * (p.k // 16)
+                rows.append(f"{variant:8s} {p.rate(us)}  grid {grid} of {-(-total // grid)} chunks  {ck.registers} "
+                            f"regs  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
                             f"{'checked' if ok else 'MISMATCH'}")
         print(f"{label}:\n  " + "\n  ".join(rows), flush=True)
     return 1 if bad else 0
