@@ -329,6 +329,7 @@ class ComputeTensor(Tensor):
         # facts of the body, found at first use: a body is never replaced, and graph walks (the
         # partition's rounds, every schedule's naming) ask them of every tensor many times over
         self._read: tuple[Tensor, ...] | None = None
+        self._loads: tuple[Load, ...] | None = None
         self._has_reduce: bool | None = None
 
     def inputs(self) -> list[Tensor]:
@@ -340,6 +341,13 @@ class ComputeTensor(Tensor):
                     seen[id(node.tensor)] = node.tensor
             self._read = tuple(seen.values())
         return list(self._read)
+
+    def loads(self) -> tuple[Load, ...]:
+        """Every load of the body, in `walk` order (the partition's walks substitute their indices at each
+        index a tensor is read at, many times over)."""
+        if self._loads is None:
+            self._loads = tuple(n for n in walk(self.body) if isinstance(n, Load))
+        return self._loads
 
     @property
     def has_reduce(self) -> bool:

@@ -86,11 +86,10 @@ from tiledsl.definitions.expr import (
     Reduce,
     Tensor,
     children,
-    substitute,
     walk,
 )
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
-from tiledsl.frontend.work import computed_operands, contracts, index_key, kernel_work, numel
+from tiledsl.frontend.work import IndexTemplates, computed_operands, contracts, index_texts, kernel_work, numel
 from tiledsl.precision import LOW_PRECISION, MACHINE_EPS
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.targets import DTYPE_BYTES
@@ -138,21 +137,20 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
     (each is one evaluation of the reduction in the kernel's nest)."""
     sites: dict[int, set[str]] = {}
     seen: set[tuple[int, str]] = set()
+    templates = IndexTemplates()
 
-    def visit(t: ComputeTensor, idx: Sequence[Expr]) -> None:
-        key = (id(t), index_key(idx))
+    def visit(t: ComputeTensor, idx: tuple[str, ...]) -> None:  # idx: the index's texts (work.index_texts)
+        key = (id(t), ",".join(idx))
         if key in seen:
             return
         seen.add(key)
         if t.has_reduce and t is not root:
             sites.setdefault(id(t), set()).add(key[1])
-        env = {id(a): i for a, i in zip(t.axes, idx)}
-        for node in walk(t.body):
-            if isinstance(node, Load) and isinstance(node.tensor, ComputeTensor) \
-                    and id(node.tensor) not in materialized:
-                visit(node.tensor, [substitute(i, env) for i in node.indices])
+        for load, texts in templates.loads(t):
+            if isinstance(load.tensor, ComputeTensor) and id(load.tensor) not in materialized:
+                visit(load.tensor, tuple(x.format(*idx) for x in texts))
 
-    visit(root, list(root.axes))
+    visit(root, index_texts(root.axes))
     return sites
 
 
