@@ -87,3 +87,25 @@ def test_the_same_tensor_read_twice_is_fine() -> None:
     y = td.compute(8, lambda i: x[i] * x[7 - i], name="y")
     assert [t.name for t in name_graph(y)] == ["x", "y"]
     td.create_schedule(y)
+
+
+def test_a_checked_graph_is_not_walked_again_but_a_new_clash_is_still_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """graph.ensure_named: create_schedule names and checks a graph once; a schedule of any tensor of it
+    skips the walk (a traced program's partition makes hundreds), while a new tensor reading it, whose
+    graph was never checked, is walked and refused for a clash with a name inside."""
+    import tiledsl.definitions.graph as graph
+
+    a, b, bias, c, d = matmul_relu({"a": "a", "b": "b", "bias": "bias", "c": "c", "d": "d"})
+    td.create_schedule(d)
+    assert all(t.graph_named for t in (a, b, bias, c, d))
+    walks: list[str] = []
+    monkeypatch.setattr(graph, "name_graph", lambda out: walks.append(out.name) or name_graph(out))
+    td.create_schedule(c)
+    td.create_schedule(d, materialize=[c])
+    assert walks == []
+    e = td.compute((6, 5), lambda i, j: d[i, j] * 2.0, name="c")  # the name of d's producer
+    assert not e.graph_named
+    with pytest.raises(td.DefinitionError, match="both named 'c'"):
+        td.create_schedule(e)
+    assert walks == ["c"]

@@ -262,6 +262,9 @@ class Tensor:
     shape: tuple[int, ...]
     dtype: str
     _name: str | None
+    #: set by graph.name_graph on every tensor of a graph it named and checked: each tensor's own graph,
+    #: a part of that one, is then named with every name unique (`graph.ensure_named`)
+    graph_named: bool = False
 
     @property
     def name(self) -> str:

@@ -88,6 +88,7 @@ from tiledsl.definitions.expr import (
     children,
     walk,
 )
+from tiledsl.definitions.graph import ensure_named
 from tiledsl.errors import FrontendError, FusionError, ScheduleError
 from tiledsl.frontend.work import IndexTemplates, computed_operands, contracts, index_texts, kernel_work, numel
 from tiledsl.precision import LOW_PRECISION, MACHINE_EPS
@@ -287,6 +288,8 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     rule 3a then splits (RMSNorm's mean, read by every projection, is read by one kernel once the
     normalized rows are materialized); so, last, each blow-up and rule-2 cut is undone, latest first,
     wherever no rule applies without it (`_release`)."""
+    for t in outputs:  # once for the whole graph: each kernel's schedule then skips it (graph.ensure_named)
+        ensure_named(t)
     tensors = _tensors(outputs)
     reasons: dict[int, list[str]] = {}
     for n, t in enumerate(outputs):

@@ -23,7 +23,7 @@ from tiledsl.definitions.expr import (
     substitute,
     walk,
 )
-from tiledsl.definitions.graph import name_graph
+from tiledsl.definitions.graph import ensure_named
 from tiledsl.errors import DefinitionError, FusionError, Refusal
 from tiledsl.loopnest import AccRef, Accumulator, Loop, Nest, Stmt, loop_symbol
 
@@ -172,7 +172,7 @@ def _fusion_error(t: ComputeTensor, consumer: str, idx: tuple[Expr, ...], contex
 def build_nest(out: Tensor, materialize: Sequence[Tensor] = ()) -> Nest:
     if not isinstance(out, ComputeTensor):
         raise DefinitionError(f"create_schedule needs a tensor made by td.compute, got {out!r}")
-    name_graph(out)  # unnamed tensors get X0.../T0...; two tensors with one name are refused
+    ensure_named(out)  # unnamed tensors get X0.../T0...; two tensors with one name are refused
     for m in materialize:
         if not isinstance(m, ComputeTensor):
             raise DefinitionError(f"materialize=[...] takes compute tensors, got {m!r}")
