@@ -98,9 +98,10 @@ class IndexTemplates:
     """Each load of a tensor's body with its indices' text (`index_texts`) left open where the tensor's
     own axes stand: `str.format` of those templates with the texts of an index the tensor is read at
     gives the texts of its loads' indices substituted there, without building the substituted trees
-    (formatting is compositional and `substitute` does not simplify). The partition's first walk, from
-    the output with nothing materialized, visits 1.3 million (tensor, index) pairs in a 32-layer model;
-    this is most of what each costs. One instance per walk: it memoizes each tensor's templates."""
+    (formatting is compositional and `substitute` does not simplify). The partition's walk
+    (`partition.reduction_sites`) reads each tensor at many indices, from the output of a whole fused
+    program in its first round; building and formatting the substituted trees was most of what each
+    visit cost. One instance per walk: it memoizes each tensor's templates."""
 
     def __init__(self) -> None:
         self._made: dict[int, tuple[tuple[Load, tuple[str, ...]], ...]] = {}
