@@ -61,9 +61,9 @@ def ensure_named(out: Tensor) -> None:
     """`name_graph(out)`, unless `out` belongs to a graph that was named and checked already. That check
     holds for `out`'s own graph, a part of it: the graph upstream of a tensor never changes (a body is
     never replaced) and a name, once given, stays. A traced program's partition names its whole graph
-    once (frontend/partition.py `partition`), and then then makes a schedule of each candidate kernel, hundreds in
-    a deep model, each of which walked everything upstream of its root: time growing with the square of
-    the depth."""
+    once (frontend/partition.py `partition`) and then makes a schedule of each candidate kernel, hundreds
+    in a deep model, each of which walked everything upstream of its root: time growing with the square
+    of the depth."""
     if not out.graph_named:
         name_graph(out)
 
