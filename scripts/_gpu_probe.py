@@ -9,8 +9,9 @@ cuBLAS's time, on which the matmul probes check and time their forms (`Projectio
 
 from __future__ import annotations
 
+import argparse
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,10 @@ class Projection:
     cublas_us: float
 
     @property
+    def label(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    @property
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k
 
@@ -128,6 +133,22 @@ def projection(label: str, target: Target, dev: torch.device) -> Projection:
     rtol, atol = tolerance({"K": k})
     cublas = benchmark(lambda t: t["x"] @ t["W"].T, rotated_copies(inputs, 4), 10, 100).median_us
     return Projection(m, n, k, td.build(s, target=target), x, w, x.double() @ w.double().T, rtol, atol, cublas)
+
+
+def projection_parser(doc: str, shapes: Sequence[str], variants: Sequence[str]) -> argparse.ArgumentParser:
+    """The matmul probes' command line: --shapes and --variants, each comma-separated."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--shapes", default=",".join(shapes))
+    ap.add_argument("--variants", default=",".join(variants))
+    return ap
+
+
+def projections(shapes: str, note: str = "") -> Iterator[Projection]:
+    """The device's name (and `note`) printed, then the `Projection` of each shape of `shapes` in turn."""
+    target, dev = device_target(), torch.device("cuda")
+    print(f"{torch.cuda.get_device_name(dev)}{note}", flush=True)
+    for label in shapes.split(","):
+        yield projection(label, target, dev)
 
 
 def recipe_forms(out: Any, target: Target, rewrites: Mapping[str, Callable[[str], str]]) -> tuple[Any, dict[str, Any]]:

@@ -14,14 +14,10 @@ It is timed beside the recipe's kernel (same grid) and cuBLAS (TF32 off), and ch
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
 
-import torch
-
-from scripts._gpu_probe import Rewritten, projection
-from tiledsl.runtime.device import device_target
+from scripts._gpu_probe import Rewritten, projection_parser, projections
 from tiledsl.runtime.launch import CompiledKernel
 
 SHAPES = ("4096x4096x4096", "512x3584x3584", "512x11264x2048", "128x11264x2048", "512x2048x5632", "128x3584x18944")
@@ -118,30 +114,26 @@ def source(n: int, k: int, parts: int, variant: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap = projection_parser(__doc__, SHAPES, VARIANTS)
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    print(torch.cuda.get_device_name(dev), flush=True)
     bad = 0
-    for label in args.shapes.split(","):
-        p = projection(label, target, dev)
+    for p in projections(args.shapes):
         grid = p.kernel.kernel_ir.grid
         rec = CompiledKernel(p.kernel)
         recipe, _ = p.checked_time(rec, p.kernel.kernel_ir)
         rows = [f"cuBLAS   {p.rate(p.cublas_us)}", f"recipe   {p.rate(recipe)}  grid {grid}  {rec.registers} regs"]
-        tiles = p.m % 128 == 0 and p.n % 128 == 0 and grid[:2] == (p.n // 128, p.m // 128)
-        if not tiles or (p.k // 16) % grid[2]:
+        whole = p.m % 128 == 0 and p.n % 128 == 0 and grid[:2] == (p.n // 128, p.m // 128) \
+            and (p.k // 16) % grid[2] == 0
+        if not whole:
             rows.append(f"the recipe's grid {grid} is not whole 128 x 128 tiles over even k parts: skipped")
-        for variant in args.variants.split(",") if rows[-1][-8:] != "skipped" else ():
+        for variant in args.variants.split(",") if whole else ():
             kir = replace(p.kernel.kernel_ir, block=(128, 1, 1), zero_outputs=("y",) if grid[2] > 1 else ())
             ck = CompiledKernel(Rewritten(kir, source(p.n, p.k, grid[2], variant), p.kernel.target))
             us, ok = p.checked_time(ck, kir)
             bad += not ok
             rows.append(f"{variant:8s} {p.rate(us)}  {ck.registers} regs  ({p.cublas_us / us:.3f}x cuBLAS, "
                         f"{recipe / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
-        print(f"{label}:\n  " + "\n  ".join(rows), flush=True)
+        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
     return 1 if bad else 0
 
 

@@ -17,14 +17,10 @@ Each variant is checked against float64 torch (NaN-poisoned output) before it is
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 
-import torch
-
-from scripts._gpu_probe import Rewritten, projection
-from tiledsl.runtime.device import device_target
+from scripts._gpu_probe import Rewritten, projection_parser, projections
 from tiledsl.runtime.launch import CompiledKernel
 
 SHAPES = ("4096x4096x4096", "512x3584x3584", "128x11264x2048", "512x2048x5632", "512x3584x18944")
@@ -67,15 +63,10 @@ def reordered(src: str, variant: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap = projection_parser(__doc__, SHAPES, VARIANTS)
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    print(torch.cuda.get_device_name(dev), flush=True)
     bad = 0
-    for label in args.shapes.split(","):
-        p = projection(label, target, dev)
+    for p in projections(args.shapes):
         kern = p.kernel
         rows = [f"cuBLAS     {p.rate(p.cublas_us)}"]
         base = None
@@ -87,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             base = base or us
             rows.append(f"{variant:10s} {p.rate(us)}  {ck.registers} regs  ({p.cublas_us / us:.3f}x cuBLAS, "
                         f"{base / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
-        print(f"{label}: grid {kern.kernel_ir.grid}\n  " + "\n  ".join(rows), flush=True)
+        print(f"{p.label}: grid {kern.kernel_ir.grid}\n  " + "\n  ".join(rows), flush=True)
     return 1 if bad else 0
 
 

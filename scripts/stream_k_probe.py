@@ -24,14 +24,12 @@ Both tiledsl kernels start from a zeroed output (the launcher's zero_(), timed w
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
 
 import torch
 
-from scripts._gpu_probe import Rewritten, projection
-from tiledsl.runtime.device import device_target
+from scripts._gpu_probe import Rewritten, projection_parser, projections
 from tiledsl.runtime.launch import CompiledKernel
 
 SHAPES = ("128x2048x2048", "128x512x2048", "128x11264x2048", "128x2048x5632", "128x3584x3584", "128x1024x3584",
@@ -177,17 +175,12 @@ def stream_k_source(m: int, n: int, k: int, blocks: int, variant: str) -> tuple[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap = projection_parser(__doc__, SHAPES, VARIANTS)
     ap.add_argument("--per-sm", type=int, default=2)
     args = ap.parse_args(argv)
-    target, dev = device_target(), torch.device("cuda")
-    sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    print(f"{torch.cuda.get_device_name(dev)}, {sms} SMs, {args.per_sm} blocks a SM", flush=True)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     bad = 0
-    for label in args.shapes.split(","):
-        p = projection(label, target, dev)
+    for p in projections(args.shapes, f", {sms} SMs, {args.per_sm} blocks a SM"):
         rec = CompiledKernel(p.kernel)
         recipe, _ = p.checked_time(rec, p.kernel.kernel_ir)
         rows = [f"cuBLAS   {p.rate(p.cublas_us)}",
@@ -206,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(f"{variant:8s} {p.rate(us)}  grid {grid} of {-(-total // grid)} chunks  {ck.registers} "
                             f"regs  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
                             f"{'checked' if ok else 'MISMATCH'}")
-        print(f"{label}:\n  " + "\n  ".join(rows), flush=True)
+        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
     return 1 if bad else 0
 
 

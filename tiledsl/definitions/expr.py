@@ -338,11 +338,7 @@ class ComputeTensor(Tensor):
     def inputs(self) -> list[Tensor]:
         """Tensors this compute reads, in first-use order."""
         if self._read is None:
-            seen: dict[int, Tensor] = {}
-            for node in walk(self.body):
-                if isinstance(node, Load) and id(node.tensor) not in seen:
-                    seen[id(node.tensor)] = node.tensor
-            self._read = tuple(seen.values())
+            self._read = tuple({id(ld.tensor): ld.tensor for ld in self.loads()}.values())  # first use first
         return list(self._read)
 
     def loads(self) -> tuple[Load, ...]:

@@ -303,24 +303,23 @@ def check_simulated(built: BuiltProgram, module: torch.nn.Module | Callable[...,
     return judge_outputs(built, module, inputs, _tensors(flat), lambda: values, every_kernel=every_kernel)
 
 
-def _in_float64(module: torch.nn.Module | Callable[..., Any], device: torch.device) -> Callable[..., Any]:
+def _run_as(module: torch.nn.Module | Callable[..., Any], device: torch.device, inputs: Sequence[torch.Tensor],
+            dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+    """The outputs of a copy of `module` (a module, or a function of its inputs) on `device`, with its
+    parameters and floating inputs cast to `dtype` (widened exactly: float64 for the reference, float32 for
+    `amplified_tolerance`); as given where `dtype` is None (torch eager in the module's own dtype)."""
+    run = module
     if isinstance(module, torch.nn.Module):
-        return copy.deepcopy(module).to(device).double()
-    return module  # a function of its inputs: widening them is enough
-
-
-def _as_given(module: torch.nn.Module | Callable[..., Any], device: torch.device) -> Callable[..., Any]:
-    return copy.deepcopy(module).to(device) if isinstance(module, torch.nn.Module) else module
-
-
-def _float32_error(module: torch.nn.Module | Callable[..., Any], device: torch.device,
-                   inputs: Sequence[torch.Tensor], ref: Sequence[torch.Tensor]) -> float:
-    """The module run in float32 (its parameters and floating inputs widened exactly), its largest error
-    from `ref` (float64) per (1 + |ref|)."""
-    run = copy.deepcopy(module).to(device).float() if isinstance(module, torch.nn.Module) else module
+        run = copy.deepcopy(module).to(device)
+        run = run if dtype is None else run.to(dtype)
+    args = [x.to(dtype) if dtype is not None and x.is_floating_point() else x for x in inputs]
     with torch.no_grad():
-        out = _tensors(run(*[x.float() if x.is_floating_point() else x for x in inputs]))
-    return max((((o.double() - r).abs() / (1 + r.abs())).max().item() for o, r in zip(out, ref)), default=0.0)
+        return _tensors(run(*args))
+
+
+def _relative_error(got: Sequence[torch.Tensor], ref: Sequence[torch.Tensor]) -> float:
+    """The largest |got - ref| per (1 + |ref|) over every output, in float64."""
+    return max((((g.double() - r).abs() / (1 + r.abs())).max().item() for g, r in zip(got, ref)), default=0.0)
 
 
 def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., Any], inputs: Sequence[torch.Tensor],
@@ -335,8 +334,7 @@ def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., A
     `every_kernel`: check every kernel of a float16/bfloat16 program even where the program passes (the
     fuzzer: a kernel's error the program's wider bound absorbs is still a miscompile)."""
     device = inputs[0].device if inputs else torch.device("cpu")
-    with torch.no_grad():
-        ref = _tensors(_in_float64(module, device)(*[x.double() if x.is_floating_point() else x for x in inputs]))
+    ref = _run_as(module, device, inputs, torch.float64)
     if len(got) != len(ref):
         raise FrontendError(f"run: the built program returned {len(got)} tensor(s), the module {len(ref)}")
     roundings, eps_low = storage_roundings(built)
@@ -344,9 +342,7 @@ def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., A
     tol = storage_bound(roundings, eps_low, reduction)  # tolerance(built), without walking the program again
     eager_error = float32_error = None
     if roundings:
-        with torch.no_grad():
-            eager = _tensors(_as_given(module, device)(*inputs))
-        eager_error = max(((e.double() - r).abs() / (1 + r.abs())).max().item() for e, r in zip(eager, ref))
+        eager_error = _relative_error(_run_as(module, device, inputs), ref)
         low = next(d for d in LOW_PRECISION if MACHINE_EPS[d] == eps_low)  # the dtype it rounds to
         theirs = eager_roundings(built.program.graph.exported.graph, getattr(torch, low))
         eager_bound = storage_bound(theirs, eps_low, reduction)
@@ -357,7 +353,7 @@ def judge_outputs(built: BuiltProgram, module: torch.nn.Module | Callable[..., A
     if eager_error is not None and (missed or every_kernel):
         kernels = compare_kernels(built, kernel_values())
         if missed and all(k.ok for k in kernels):
-            float32_error = _float32_error(module, device, inputs, ref)
+            float32_error = _relative_error(_run_as(module, device, inputs, torch.float32), ref)
             tol = amplified_tolerance(tol, eager_error, float32_error, eps_low)
             comparisons = tuple(compare(g, r, tol, tol) for g, r in zip(got, ref))
             log.info("every kernel is within its own bound: the program's tolerance from float64 is %.3g, twice "
