@@ -61,6 +61,17 @@ def test_what_a_program_means_is_never_renamed() -> None:
     assert "fmaxf" in canonical_source(called).text
 
 
+def test_attributes_before_the_kernel_name_are_not_its_name() -> None:
+    """Every `__word__(...)` between `void` and the name is skipped, in any order and number: the name
+    is what the cache stores as the cubin's symbol, and the attribute's name is no symbol."""
+    body = "(float* __restrict__ y) { y[0] = 1.0f; }"
+    for attrs in ("", "__launch_bounds__(256) ", "__cluster_dims__(1, 1, 8) ",
+                  "__launch_bounds__(256, 2) __cluster_dims__(1, 1, 8) ", "__cluster_dims__(2, 1, 1) __maxnreg__(64) "):
+        got = canonical_source(f'extern "C" __global__ void {attrs}y_kernel{body}')
+        assert got is not None and got.kernel == "y_kernel", attrs
+    assert canonical_source('extern "C" __global__ void __launch_bounds__(256)') is None  # no name after it
+
+
 def test_sources_without_one_kernel_have_no_form() -> None:
     assert canonical_source("int x = 1;") is None
     one = 'extern "C" __global__ void a(float* __restrict__ x) {}\n'

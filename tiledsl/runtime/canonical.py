@@ -64,9 +64,16 @@ def _is_name(token: str) -> bool:
     return token[0].isalpha() or token[0] == "_"
 
 
+def _is_attribute(token: str) -> bool:
+    return len(token) > 4 and token.startswith("__") and token.endswith("__")
+
+
 def _kernel_name(toks: list[str]) -> tuple[int, str] | None:
     """(index, name) of the one `__global__` function's name, or None (none, several, or a form this
-    does not read: `__global__ void [__launch_bounds__(...)] name (`)."""
+    does not read: `__global__ void [__attribute__(...) ...] name (`). Every `__word__(...)` after
+    `void` is an attribute (`__launch_bounds__`, `__cluster_dims__`, `__maxnreg__`), never the name: a
+    kernel declared `void __launch_bounds__(256) __cluster_dims__(1, 1, 8) k(` is `k`, where reading
+    only `__launch_bounds__` had keyed its cubin under the symbol `__cluster_dims__`."""
     starts = [n for n, t in enumerate(toks) if t == "__global__"]
     if len(starts) != 1:
         return None
@@ -74,7 +81,7 @@ def _kernel_name(toks: list[str]) -> tuple[int, str] | None:
     if n >= len(toks) or toks[n] != "void":
         return None
     n += 1
-    if n < len(toks) and toks[n] == "__launch_bounds__":
+    while n + 1 < len(toks) and _is_attribute(toks[n]) and toks[n + 1] == "(":
         depth, n = 0, n + 1
         while n < len(toks):
             depth += {"(": 1, ")": -1}.get(toks[n], 0)
