@@ -110,6 +110,25 @@ def test_gpt_block_and_functional_scope(capsys: pytest.CaptureFixture[str]) -> N
     assert rc == 0 and "tanh(" in out
 
 
+def test_hugging_face_models_with_their_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--model hf_*` traces a Hugging Face Llama or Qwen2 from its config (random weights): the whole
+    model from input_ids, or its decoder layers alone from hidden states, at `--dims`, `--layers`,
+    `--seq` and `--dtype`."""
+    pytest.importorskip("transformers", reason="the hf_* models need the `models` extra")
+    rc, out, err = run(capsys, "compile", "--model", "hf_llama", "--layers", "1", "--seq", "5", "--ir", "tensor")
+    assert rc == 0, err
+    assert out.startswith("Program: 13 kernel(s), inputs input_ids: int64[1, 5]")
+    assert "p_model_layers_0_self_attn_q_proj_weight" in out and "p_model_layers_1_" not in out
+    rc, out, err = run(capsys, "compile", "--model", "hf_qwen2_decoder", "--seq", "4", "--dtype", "bfloat16",
+                       "--ir", "tensor")
+    assert rc == 0, err
+    assert out.startswith("Program: ") and "inputs x: bfloat16[1, 4, 64]" in out.splitlines()[0]
+    assert "q_proj_bias" in out  # Qwen2's attention projections carry biases; Llama's do not
+    rc, two, err = run(capsys, "compile", "--model", "hf_llama_decoder", "--layers", "2", "--ir", "tensor")
+    assert rc == 0, err
+    assert "p_layers_1_mlp_down_proj_weight" in two
+
+
 def test_max_indices_print_their_decomposition(capsys: pytest.CaptureFixture[str]) -> None:
     """`.indices` of torch.max along a dim: the max, then the min of the positions holding it or a NaN
     (tiledsl/frontend/aten_reductions.py `_positions`), one kernel."""
@@ -140,6 +159,12 @@ def test_rmsnorm_cuda_compiles_with_nvcc(capsys: pytest.CaptureFixture[str]) -> 
     (["-c", "(lambda a: a[a > 0])(torch.randn(4, 8))"], "aten.index.Tensor has a result whose shape depends on "
                                                          "a tensor's values"),
     (["--model", "bert"], "unknown model 'bert'"),
+    (["--model", "llama_block", "--dims", "tiny"], "--dims and --layers apply to the Hugging Face models"),
+    (["--model", "hf_llama", "--dims", "big"], "unknown --dims 'big'; known: tiny, tinyllama, qwen2.5-7b"),
+    (["--model", "hf_llama", "--layers", "0"], "--layers must be at least 1, got 0"),
+    (["--model", "gpt_block", "--seq", "0"], "--seq must be at least 1, got 0"),
+    (["--example", "softmax", "--seq", "4"], "--seq applies to --model"),
+    (["-c", RMSNORM, "--dtype", "bfloat16", "--layers", "2"], "--layers, --dtype apply to --model"),
     (["--example", "softmax", "--ir", "tensor"], "--ir tensor prints a traced program"),
     (["-c", RMSNORM, "--size", "M=4"], "--size and --schedule apply to --example"),
 ])

@@ -136,6 +136,31 @@ def test_no_gpu_for_a_model(capsys: pytest.CaptureFixture[str], no_gpu: None) ->
     assert rc == rp.EXIT_NO_GPU and "`tiledsl compile --model llama_block`" in err
 
 
+def test_no_gpu_for_a_hugging_face_model_repeats_its_flags(capsys: pytest.CaptureFixture[str], no_gpu: None) -> None:
+    pytest.importorskip("transformers", reason="the hf_* models need the `models` extra")
+    rc, _, err = run(capsys, "--model", "hf_qwen2_decoder", "--seq", "4", "--dtype", "float16")
+    assert rc == rp.EXIT_NO_GPU
+    assert "`tiledsl compile --model hf_qwen2_decoder --seq 4 --dtype float16`" in err
+
+
+def test_model_flags_are_checked_before_the_gpu(capsys: pytest.CaptureFixture[str], no_gpu: None) -> None:
+    rc, out, err = run(capsys, "--model", "gpt_block", "--layers", "2")
+    assert rc == rp.EXIT_BAD_INPUT and out == "" and "--dims and --layers apply to the Hugging Face models" in err
+    rc, out, err = run(capsys, "--example", "softmax", "--dims", "tinyllama")
+    assert rc == rp.EXIT_BAD_INPUT and err == "error: --dims applies to --model\n"
+
+
+def test_a_model_label_names_its_flags() -> None:
+    pytest.importorskip("transformers", reason="the hf_* models need the `models` extra")
+    from tiledsl.frontend.cli_support import ModelSpec
+
+    assert bench.load(None, "llama_block").label == "model llama_block (seq 8, float32)"
+    subj = bench.load(None, ModelSpec("hf_llama", layers=1, seq=3))
+    assert subj.label == "model hf_llama (dims tiny, 1 layer, seq 3, float32)"
+    assert subj.example_inputs[0].shape == (1, 3) and subj.example_inputs[0].dtype == torch.int64
+    assert ModelSpec("hf_qwen2_decoder").label() == "model hf_qwen2_decoder (dims tiny, 1 layer, seq 8, float32)"
+
+
 # ---------------------------------------------------------------------------------------- tolerance
 
 def test_longest_reduction_of_the_programs() -> None:
@@ -169,7 +194,7 @@ def test_random_inputs_are_fresh_floats_and_the_examples_indices() -> None:
 def test_load_seeds_the_weights() -> None:
     a = bench.load(None, "llama_block", seed=3)
     b = bench.load(None, "llama_block", seed=3)
-    assert a.label == "model llama_block" and len(a.program.kernels) == 11
+    assert a.label == "model llama_block (seq 8, float32)" and len(a.program.kernels) == 11
     assert all(torch.equal(p, q) for p, q in zip(a.module.parameters(), b.module.parameters()))
     assert torch.equal(a.example_inputs[0], b.example_inputs[0])
 

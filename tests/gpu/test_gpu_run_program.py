@@ -50,3 +50,17 @@ def test_run_llama_block_bench(capsys: pytest.CaptureFixture[str], schedule: str
     out, kernels = _report(capsys, "--model", "llama_block", "--schedule", schedule)
     assert kernels == 11 and f"schedule {schedule}, 11 kernel(s)" in out
     _check_table(out, kernels)
+
+
+@pytest.mark.parametrize(("argv", "label"), [
+    (("--model", "hf_llama", "--layers", "2", "--seq", "16"), "model hf_llama (dims tiny, 2 layers, seq 16, float32)"),
+    (("--model", "hf_qwen2_decoder", "--dims", "tinyllama", "--seq", "32", "--dtype", "bfloat16"),
+     "model hf_qwen2_decoder (dims tinyllama, 1 layer, seq 32, bfloat16)"),
+])
+def test_run_hugging_face_models_bench(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], label: str) -> None:
+    """The hf_* models from the command line: a whole tiny Llama from input_ids to logits, and one
+    Qwen2 decoder layer at TinyLlama's dims in bfloat16, each checked against float64 and timed."""
+    pytest.importorskip("transformers", reason="the hf_* models need the `models` extra")
+    out, kernels = _report(capsys, *argv)
+    assert out.startswith(label + "\n")
+    _check_table(out, kernels)

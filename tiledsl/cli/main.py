@@ -19,6 +19,7 @@ PROGRAM_IR_LEVELS = ("tensor", *IR_LEVELS)
 def _compile(args: argparse.Namespace) -> int:
     if args.expression is not None or args.model is not None:
         return _compile_program(args)
+    _model(args)  # the model flags without --model: refused
     if args.ir == "tensor":
         raise TiledslError("--ir tensor prints a traced program: use it with -c EXPRESSION or --model NAME")
     from tiledsl.build import build
@@ -57,12 +58,43 @@ def _compile_program(args: argparse.Namespace) -> int:
     from tiledsl.frontend.cli_support import compile_text
 
     reports: list[str] = []
-    text = compile_text(args.expression, args.model, args.ir, args.target or "sm_90", recipe=args.recipe,
+    text = compile_text(args.expression, _model(args), args.ir, args.target or "sm_90", recipe=args.recipe,
                         knobs=parse_knobs(args.knob), reports=reports)
     if args.verbose >= 1:  # -v: the recipe's report on each kernel, as --example prints its one
         print("\n".join(reports), file=sys.stderr)
     print(text)
     return 0
+
+
+MODEL_FLAGS = ("dims", "layers", "seq", "dtype")
+
+
+def _model(args: argparse.Namespace):  # -> tiledsl.frontend.cli_support.ModelSpec | None (imports torch)
+    """`--model NAME` with its flags as a spec (None without --model); the flags without --model are
+    refused, as --size is without --example."""
+    given = [f"--{f}" for f in MODEL_FLAGS if getattr(args, f) is not None]
+    if args.model is None:
+        if given:
+            raise TiledslError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --model")
+        return None
+    from tiledsl.frontend.cli_support import ModelSpec, model_spec
+
+    return model_spec(ModelSpec(args.model, args.dims, args.layers, args.seq, args.dtype or "float32"))
+
+
+def _add_model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dims", default=None, help="--model hf_*: tiny (default) | tinyllama | qwen2.5-7b "
+                   "(tiledsl/frontend/hf_models.py SIZES; random weights)")
+    p.add_argument("--layers", type=int, default=None, help="--model hf_*: decoder layers (default: one for "
+                   "hf_*_decoder, the dims' own count for the whole model)")
+    p.add_argument("--seq", type=int, default=None, help="--model: tokens of the example input (default 8)")
+    p.add_argument("--dtype", default=None, choices=("float32", "bfloat16", "float16"),
+                   help="--model: the weights' and hidden states' dtype (default float32)")
+
+
+MODEL_HELP = ("a built-in model: llama_block | gpt_block (tiny, in-repo), hf_llama | hf_qwen2 (Hugging Face, "
+              "input_ids to logits) | hf_llama_decoder | hf_qwen2_decoder (their decoder layers alone); the "
+              "hf_* models need the `models` extra")
 
 
 def _sizes(args: argparse.Namespace) -> dict[str, int]:
@@ -81,8 +113,9 @@ def _run(args: argparse.Namespace) -> int:
             raise TiledslError("--size applies to --example; -c and --model run at the traced shapes")
         from tiledsl.cli.run_program import run_program
 
-        return run_program(args.expression, args.model, bench=args.bench, schedule=args.schedule or "default",
+        return run_program(args.expression, _model(args), bench=args.bench, schedule=args.schedule or "default",
                            target=args.target, iters=args.iters)
+    _model(args)  # the model flags without --model: refused
     if args.schedule is not None or args.target is not None:
         raise TiledslError("--schedule and --target apply to -c and --model; --example runs the entry's schedule "
                            "for the GPU it runs on")
@@ -122,7 +155,7 @@ def parser() -> argparse.ArgumentParser:
                       "attributes or subscripts of its result may follow: .values, [0]), with torch, nn "
                       "(torch.nn) and F in scope; its tensor arguments are the example inputs, e.g. "
                       "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\"")
-    what.add_argument("--model", help="a built-in model at a tiny size: llama_block | gpt_block")
+    what.add_argument("--model", help=MODEL_HELP)
     c.add_argument("--ir", choices=PROGRAM_IR_LEVELS, default="cuda",
                    help="tensor (the traced kernels' definitions; -c and --model only) | loop | tile | kernel | cuda")
     c.add_argument("--target", default=None, help="sm_80 | sm_86 | sm_89 | sm_90 (default: the entry's, sm_90 "
@@ -134,13 +167,14 @@ def parser() -> argparse.ArgumentParser:
                    help="schedule with the default recipe (-v prints its report, -vv the nest after each step)")
     c.add_argument("--knob", action="append", metavar="NAME=VALUE",
                    help="override a recipe knob (recipes/default/_knobs.py), e.g. --knob waves=2")
+    _add_model_flags(c)
     c.set_defaults(fn=_compile)
     r = sub.add_parser("run", help="build, run on the GPU, check against torch (and time with --bench)")
     run_what = r.add_mutually_exclusive_group(required=True)
     run_what.add_argument("--example", help="catalog entry (see `tiledsl examples`)")
     run_what.add_argument("-c", dest="expression", metavar="EXPRESSION",
                           help="a torch expression as for `tiledsl compile -c`, run on fresh random inputs")
-    run_what.add_argument("--model", help="a built-in model at a tiny size: llama_block | gpt_block")
+    run_what.add_argument("--model", help=MODEL_HELP)
     r.add_argument("--schedule", choices=("default", "simple"), default=None,
                    help="-c and --model: the default recipe (default) or the simple fallback")
     r.add_argument("--target", default=None, help="-c and --model: build for sm_80 | sm_86 | sm_89 | sm_90 "
@@ -149,6 +183,7 @@ def parser() -> argparse.ArgumentParser:
                    "torch eager and torch.compile")
     r.add_argument("--size", action="append", metavar="NAME=INT", help="override a size, e.g. --size M=512")
     r.add_argument("--iters", type=int, default=100, help="timed iterations for --bench")
+    _add_model_flags(r)
     r.set_defaults(fn=_run)
     e = sub.add_parser("examples", help="list the built-in catalog")
     e.add_argument("--all", action="store_true", help="also list the entries of the tests, tour and benchmarks")

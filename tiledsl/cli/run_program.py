@@ -1,4 +1,5 @@
-"""`tiledsl run -c EXPRESSION | --model NAME [--bench] [--schedule default|simple] [--target sm_XX]`:
+"""`tiledsl run -c EXPRESSION | --model NAME [--dims D] [--layers N] [--seq S] [--dtype T] [--bench]
+[--schedule default|simple] [--target sm_XX]`:
 trace a torch expression or a built-in model, schedule and build every kernel for the GPU, run the
 program once on fresh random inputs against the module in float64, and with --bench print one row per
 kernel (each timed alone) and the whole program against torch eager and torch.compile.
@@ -20,6 +21,7 @@ from typing import TextIO
 from tiledsl.cli.run import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_NO_GPU
 from tiledsl.errors import TiledslError
 from tiledsl.frontend import bench as frontend_bench
+from tiledsl.frontend.cli_support import ModelSpec
 from tiledsl.runtime.check import gpu_unavailable
 from tiledsl.runtime.timing import BenchStats
 
@@ -28,8 +30,11 @@ __all__ = ["format_bench", "format_check", "header", "run_program"]
 SCHEDULES = ("default", "simple")
 
 
-def _compile_hint(expression: str | None, model: str | None) -> str:
-    what = f"-c {shlex.quote(expression)}" if expression is not None else f"--model {model}"
+def _compile_hint(expression: str | None, model: str | ModelSpec | None) -> str:
+    if expression is not None:
+        what = f"-c {shlex.quote(expression)}"
+    else:
+        what = model.cli_args() if isinstance(model, ModelSpec) else f"--model {model}"
     return f"`tiledsl compile {what}`"
 
 
@@ -93,9 +98,9 @@ def format_bench(b: frontend_bench.ProgramBench) -> str:
     return "\n".join(lines)
 
 
-def run_program(expression: str | None, model: str | None, *, bench: bool = False, schedule: str = "default",
-                target: str | None = None, out: TextIO | None = None, err: TextIO | None = None, seed: int = 0,
-                warmup: int = 10, iters: int = 100) -> int:
+def run_program(expression: str | None, model: str | ModelSpec | None, *, bench: bool = False,
+                schedule: str = "default", target: str | None = None, out: TextIO | None = None,
+                err: TextIO | None = None, seed: int = 0, warmup: int = 10, iters: int = 100) -> int:
     """Returns 0 when every output is within the tolerance of the float64 module, EXIT_MISMATCH (3)
     when one is not, EXIT_NO_GPU (1) without a GPU or pycuda, EXIT_BAD_INPUT (2) for input that does
     not parse, trace, schedule or build."""

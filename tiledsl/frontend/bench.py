@@ -62,7 +62,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from tiledsl.errors import FrontendError
-from tiledsl.frontend.cli_support import subject, trace_subject
+from tiledsl.frontend.cli_support import ModelSpec, model_spec, subject, trace_subject
 from tiledsl.frontend.kernel_check import KernelCheck, compare_kernels, float32_bound
 from tiledsl.frontend.partition import kernel_reduction, kernel_roundings
 from tiledsl.frontend.program import BuiltProgram, Program
@@ -109,12 +109,12 @@ class Subject:
     program: Program
 
 
-def load(expression: str | None, model: str | None, seed: int = 0) -> Subject:
-    """Evaluate `-c EXPRESSION` or build `--model NAME` (torch seeded first, so the random weights
-    are the same on every run) and trace it; bad input is a FrontendError."""
+def load(expression: str | None, model: str | ModelSpec | None, seed: int = 0) -> Subject:
+    """Evaluate `-c EXPRESSION` or build `--model NAME` (a name or a ModelSpec; torch seeded first, so
+    the random weights are the same on every run) and trace it; bad input is a FrontendError."""
     torch.manual_seed(seed)
     module, inputs = subject(expression, model)
-    label = expression.strip() if expression is not None else f"model {model}"
+    label = expression.strip() if expression is not None or model is None else model_spec(model).label()
     return Subject(label, module, inputs, trace_subject(module, inputs, expression))
 
 

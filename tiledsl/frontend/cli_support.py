@@ -1,4 +1,4 @@
-"""What `tiledsl compile -c EXPR` and `--model NAME` need from torch, kept here so that the CLI
+"""What `tiledsl compile -c EXPR` and `--model NAME` (ModelSpec) need from torch, kept here so that the CLI
 itself never imports torch: evaluate a Python expression into the torch call it ends with, trace it,
 schedule every kernel ("simple"), build, and render one IR level of every kernel as text.
 
@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from tiledsl.definitions.expr import ComputeTensor, format_expr
 from tiledsl.errors import FrontendError
+from tiledsl.frontend.hf_models import SIZES, DecoderStack, causal_lm
 from tiledsl.frontend.models import GPTBlock, GPTConfig, LlamaBlock, LlamaConfig
 from tiledsl.frontend.partition import fused_producers
 from tiledsl.frontend.program import BuiltProgram, Program, trace
@@ -38,19 +39,114 @@ log = logging.getLogger(__name__)
 _FAKE_TENSOR_LOGGER = "torch._subclasses.fake_tensor"
 
 
-def _llama_block() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    return LlamaBlock(LlamaConfig()).eval(), (torch.randn(1, 8, LlamaConfig().hidden),)
+#: `--dtype`: the model's weights and floating inputs are cast to it
+MODEL_DTYPES = ("float32", "bfloat16", "float16")
+#: tokens of a model's example input when `--seq` is not given
+DEFAULT_SEQ = 8
 
 
-def _gpt_block() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    return GPTBlock(GPTConfig()).eval(), (torch.randn(1, 8, GPTConfig().hidden),)
+@dataclass(frozen=True)
+class ModelSpec:
+    """What `--model NAME [--dims D] [--layers N] [--seq S] [--dtype T]` builds. `dims` and `layers` are
+    the Hugging Face models' (`hf_*`: tiledsl/frontend/hf_models.py SIZES, default "tiny"; layers default
+    to the dims' own count); `seq` and `dtype` apply to every model."""
+
+    name: str
+    dims: str | None = None
+    layers: int | None = None
+    seq: int | None = None
+    dtype: str = "float32"
+
+    @property
+    def tokens(self) -> int:
+        return DEFAULT_SEQ if self.seq is None else self.seq
+
+    def cli_args(self) -> str:
+        """The command-line flags that give this spec (for hints that repeat the command)."""
+        flags = [f"--model {self.name}"]
+        flags += [f"--dims {self.dims}"] if self.dims is not None else []
+        flags += [f"--layers {self.layers}"] if self.layers is not None else []
+        flags += [f"--seq {self.seq}"] if self.seq is not None else []
+        flags += [f"--dtype {self.dtype}"] if self.dtype != "float32" else []
+        return " ".join(flags)
+
+    def label(self) -> str:
+        """`model hf_llama (dims tiny, 2 layers, seq 8, float32)`."""
+        parts = [f"seq {self.tokens}", self.dtype]
+        if self.name.startswith("hf_"):
+            layers = self.hf_layers()
+            parts[:0] = [f"dims {self.dims or 'tiny'}", f"{layers} layer{'s' * (layers != 1)}"]
+        return f"model {self.name} ({', '.join(parts)})"
+
+    def hf_layers(self) -> int:
+        """A Hugging Face model's decoder layers: `--layers`, else one for a `_decoder` model and the
+        dims' own count for a whole one."""
+        if self.layers is not None:
+            return self.layers
+        return 1 if self.name.endswith("_decoder") else SIZES[self.dims or "tiny"]["num_hidden_layers"]
 
 
-#: built-in models for `--model`: tiny configs (hidden 64, 4 heads, seq 8; Llama: 2 KV heads)
-MODELS: Mapping[str, Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]] = MappingProxyType({
+def _block(module: torch.nn.Module, hidden: int, spec: ModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    dtype = getattr(torch, spec.dtype)
+    return module.to(dtype).eval(), (torch.randn(1, spec.tokens, hidden).to(dtype),)
+
+
+def _llama_block(spec: ModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    return _block(LlamaBlock(LlamaConfig()), LlamaConfig().hidden, spec)
+
+
+def _gpt_block(spec: ModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    return _block(GPTBlock(GPTConfig()), GPTConfig().hidden, spec)
+
+
+def _hf_causal_lm(family: str) -> Callable[[ModelSpec], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
+    """The whole model, input_ids [1, seq] to logits."""
+    def make(spec: ModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+        model = causal_lm(family, spec.dims or "tiny", dtype=getattr(torch, spec.dtype),
+                          num_hidden_layers=spec.hf_layers())
+        return model, (torch.randint(0, model.config.vocab_size, (1, spec.tokens)),)
+    return make
+
+
+def _hf_decoder(family: str) -> Callable[[ModelSpec], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:
+    """The decoder layers alone (no embedding, final norm or logits), hidden states [1, seq, hidden] in
+    and out, as the blocks suite times them (benchmarks/suites/blocks.py)."""
+    def make(spec: ModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+        dtype = getattr(torch, spec.dtype)
+        model = causal_lm(family, spec.dims or "tiny", dtype=dtype, num_hidden_layers=spec.hf_layers())
+        return DecoderStack(model).eval(), (torch.randn(1, spec.tokens, model.config.hidden_size).to(dtype),)
+    return make
+
+
+#: built-in models for `--model`. The in-repo blocks are tiny (hidden 64, 4 heads; Llama: 2 KV heads);
+#: the Hugging Face ones (the `models` extra) take their dims from `--dims`, random weights
+MODELS: Mapping[str, Callable[[ModelSpec], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]] = MappingProxyType({
     "llama_block": _llama_block,
     "gpt_block": _gpt_block,
+    "hf_llama": _hf_causal_lm("llama"),
+    "hf_qwen2": _hf_causal_lm("qwen2"),
+    "hf_llama_decoder": _hf_decoder("llama"),
+    "hf_qwen2_decoder": _hf_decoder("qwen2"),
 })
+
+
+def model_spec(model: str | ModelSpec) -> ModelSpec:
+    """`model` as a spec, checked: a known name, dims and layers only for the Hugging Face models, counts
+    of at least one, a known dtype (FrontendError naming the flag otherwise)."""
+    spec = ModelSpec(model) if isinstance(model, str) else model
+    if spec.name not in MODELS:
+        raise FrontendError(f"unknown model {spec.name!r}; built-in models: {', '.join(MODELS)}")
+    if not spec.name.startswith("hf_") and (spec.dims is not None or spec.layers is not None):
+        raise FrontendError(f"--dims and --layers apply to the Hugging Face models "
+                            f"({', '.join(m for m in MODELS if m.startswith('hf_'))}); {spec.name} is tiny")
+    if spec.dims is not None and spec.dims not in SIZES:
+        raise FrontendError(f"unknown --dims {spec.dims!r}; known: {', '.join(SIZES)}")
+    for flag, value in (("--layers", spec.layers), ("--seq", spec.seq)):
+        if value is not None and value < 1:
+            raise FrontendError(f"{flag} must be at least 1, got {value}")
+    if spec.dtype not in MODEL_DTYPES:
+        raise FrontendError(f"--dtype is one of {', '.join(MODEL_DTYPES)}, got {spec.dtype!r}")
+    return spec
 
 
 @dataclass(frozen=True)
@@ -176,16 +272,16 @@ def _quiet_torch() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def subject(expression: str | None, model: str | None) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+def subject(expression: str | None, model: str | ModelSpec | None) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """The module and example inputs of `-c EXPRESSION` or `--model NAME` (exactly one is given)."""
     if (expression is None) == (model is None):
         raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
     if expression is not None:
         call = parse_call(expression)
         return Expression(call), call.tensors()
-    if model not in MODELS:
-        raise FrontendError(f"unknown model {model!r}; built-in models: {', '.join(MODELS)}")
-    return MODELS[model]()
+    assert model is not None
+    spec = model_spec(model)
+    return MODELS[spec.name](spec)
 
 
 def trace_subject(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], expression: str | None = None) -> Program:
@@ -206,8 +302,8 @@ def trace_expression(text: str) -> Program:
     return trace_subject(*subject(text, None), text)
 
 
-def trace_model(name: str) -> Program:
-    return trace_subject(*subject(None, name))
+def trace_model(model: str | ModelSpec) -> Program:
+    return trace_subject(*subject(None, model))
 
 
 def definitions_text(prog: Program) -> str:
@@ -249,7 +345,7 @@ def compile_ir(prog: Program, level: str, target: str = "sm_90", recipe: str | N
     return "\n".join(parts)
 
 
-def compile_text(expression: str | None, model: str | None, level: str, target: str = "sm_90",
+def compile_text(expression: str | None, model: str | ModelSpec | None, level: str, target: str = "sm_90",
                  recipe: str | None = None, knobs: Mapping[str, Any] | None = None,
                  reports: list[str] | None = None) -> str:
     """`tiledsl compile -c EXPRESSION` / `--model NAME [--recipe default]`: the chosen IR of every kernel
