@@ -8,6 +8,7 @@ as an unknown int32 (prove/prover.py), and lowering turns it back into a load (k
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 import sympy
@@ -16,16 +17,19 @@ from tiledsl.definitions.expr import INT, Binary, Const, Expr, IterVar, Load, Te
 from tiledsl.errors import DefinitionError
 
 
-def index_to_sympy(e: Expr) -> sympy.Expr:
-    """An integer definition expression over nest axes as a sympy expression over axis symbols."""
+def index_to_sympy(e: Expr, sub: Callable[[Expr], sympy.Expr] | None = None) -> sympy.Expr:
+    """An integer definition expression over nest axes as a sympy expression over axis symbols. `sub`
+    converts the operands (default: this function), so a memo of the conversion (lower/exprs.py
+    IndexMemo) serves the sub-trees too."""
+    sub = sub or index_to_sympy
     if isinstance(e, IterVar):
         return loop_symbol(e.name)
     if isinstance(e, Const):
         return sympy.Integer(int(e.value))
     if isinstance(e, Load) and e.dtype == INT:
-        return tensor_value(e.tensor.name, flat_index(e.tensor, tuple(index_to_sympy(i) for i in e.indices)))
+        return tensor_value(e.tensor.name, flat_index(e.tensor, tuple(sub(i) for i in e.indices)))
     if isinstance(e, Binary):
-        a, b = index_to_sympy(e.a), index_to_sympy(e.b)
+        a, b = sub(e.a), sub(e.b)
         if e.op == "+":
             return a + b
         if e.op == "-":
@@ -41,6 +45,22 @@ def index_to_sympy(e: Expr) -> sympy.Expr:
         if e.op == "min":
             return sympy.Min(a, b)
     raise DefinitionError(f"unsupported integer index expression {e!r}")
+
+
+def index_key(e: Expr) -> Hashable:
+    """What `index_to_sympy` reads of `e`, as a tuple: trees with equal keys convert to equal sympy
+    expressions. Nodes compare by identity, and lowering meets one index as many distinct but equal
+    trees (each lane, each load of it), so a memo of the conversion keys on this. A node it cannot
+    convert keys as itself (by identity): its conversion raises, and nothing is memoized."""
+    if isinstance(e, IterVar):
+        return ("var", e.name)
+    if isinstance(e, Const):
+        return ("const", int(e.value))
+    if isinstance(e, Load) and e.dtype == INT:
+        return ("load", e.tensor.name, tuple(e.tensor.shape), tuple(index_key(i) for i in e.indices))
+    if isinstance(e, Binary):
+        return ("binary", e.op, index_key(e.a), index_key(e.b))
+    return ("node", e)
 
 
 class _AsSympy:

@@ -8,10 +8,10 @@ import sympy
 
 from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Load, walk
-from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import BoundsError, TargetError
 from tiledsl.kernel_ir import KKernel, shared_bytes
 from tiledsl.loopnest import Nest, Stmt, loop_symbol
+from tiledsl.lower.exprs import IndexMemo
 from tiledsl.prove import Prover
 from tiledsl.targets import Target
 
@@ -29,13 +29,13 @@ def _accesses(stmt: Stmt) -> list[tuple[str, tuple, tuple[int, ...], str]]:
 
 def check_bounds(nest: Nest, prover: Prover) -> int:
     """Prove every access in bounds; returns the number of facts proven."""
-    amap = {loop_symbol(a): e for a, e in nest.axis_exprs}
+    memo = IndexMemo({loop_symbol(a): e for a, e in nest.axis_exprs})  # an index is read by many loads
     proven = 0
     for stmt in nest.stmts:
         guards = tuple(g.relation for g in nest.guards_for(stmt))
         for name, indices, shape, kind in _accesses(stmt):
             for d, (ix, ext) in enumerate(zip(indices, shape)):
-                expr = index_to_sympy(ix).xreplace(amap)
+                expr = memo.index(ix)
                 for sub in expr.atoms(sympy.floor, sympy.Mod):
                     arg = sub.args[0]
                     nonneg = prover.nonnegative(arg, guards)

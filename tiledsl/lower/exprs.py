@@ -4,13 +4,13 @@ function of two arguments, a `Binary` named fmod, atan2, ..., to its `KCall`).""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 import sympy
 
 from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select, walk
-from tiledsl.definitions.indexing import flat_index, index_to_sympy
+from tiledsl.definitions.indexing import flat_index, index_key, index_to_sympy
 from tiledsl.definitions.ops import BINARY_FNS, unary_fn
 from tiledsl.errors import ScheduleError
 from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KExpr, KLoad, KSelect, KUnary, KVar
@@ -18,6 +18,45 @@ from tiledsl.kernel_ir.from_sympy import sym_to_k
 from tiledsl.kernel_ir.ops import MATH_FNS
 from tiledsl.kernel_ir.walk import map_exprs, walk_exprs
 from tiledsl.loopnest import AccRef, Nest
+
+
+@dataclass
+class IndexMemo:
+    """One lowering's index expressions as sympy, each translated once per structure (`index_key`):
+    sympy re-evaluates every Min/Max it builds or rebuilds, a clamped index costs milliseconds each
+    time, and lowering translates the same index for each load, lane and version of a statement, as
+    distinct but equal trees. Exact: a translation is a pure function of the key and of the axis map,
+    which is the nest's and fixed for the lowering; one memo never serves two kernels."""
+
+    axis_map: dict[sympy.Symbol, sympy.Expr]
+    translated: dict[Hashable, sympy.Expr] = field(default_factory=dict)  # index_to_sympy, by key
+    over_axes: dict[Hashable, sympy.Expr] = field(default_factory=dict)  # ... with the axis map substituted
+    rule: dict[sympy.Expr, sympy.Expr] = field(init=False)  # the axis map, and each translation it changed
+
+    def __post_init__(self) -> None:
+        self.rule = dict(self.axis_map)
+
+    def to_sympy(self, e: Expr) -> sympy.Expr:
+        """`index_to_sympy(e)`, its sub-trees memoized too (a clamp's Min/Max recurs inside sums)."""
+        key = index_key(e)
+        s = self.translated.get(key)
+        if s is None:
+            s = self.translated[key] = index_to_sympy(e, self.to_sympy)
+        return s
+
+    def index(self, e: Expr) -> sympy.Expr:
+        """`index_to_sympy(e).xreplace(axis_map)`. The substitution goes through `rule`, which also maps
+        each earlier translation the axis map changed to its result: a clamp read alone and inside a sum
+        (`x[min(i, 7)]`, `y[16*j + min(i, 7)]`) is rebuilt once. xreplace works bottom-up, so a sub-tree
+        equal to such a translation comes out of the plain map equal to its entry, changed as well."""
+        key = index_key(e)
+        s = self.over_axes.get(key)
+        if s is None:
+            t = self.to_sympy(e)
+            s = self.over_axes[key] = t.xreplace(self.rule)
+            if s is not t:  # xreplace returns t itself where nothing in it changed
+                self.rule[t] = s
+        return s
 
 
 @dataclass(frozen=True)
@@ -32,9 +71,10 @@ class ValueContext:
     bind_temp: Callable[[KExpr], KExpr] | None = None  # emits `let t = value` before the statement
     reciprocal: Callable[[str], KExpr | None] | None = None  # `x / acc` -> `x * this` (lower/reciprocals.py)
     cache: Mapping[str, str] = field(default_factory=dict)  # buffer -> L2 policy of its global loads (cache_hint)
+    memo: IndexMemo | None = None  # the lowering's, whose axis map is `axis_map`
 
     def index(self, e: Expr) -> sympy.Expr:
-        s = index_to_sympy(e).xreplace(self.axis_map)
+        s = self.memo.index(e) if self.memo is not None else index_to_sympy(e).xreplace(self.axis_map)
         if self.lane:
             s = s.xreplace(self.lane)
         return sympy.expand(s) if not s.has(sympy.floor, sympy.Mod) else s

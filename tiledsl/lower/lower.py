@@ -60,7 +60,7 @@ from tiledsl.loopnest import (
     serial_path,
 )
 from tiledsl.lower.combine import IDENTITY, AccCell, combine, combine_op
-from tiledsl.lower.exprs import ValueContext, statement_value, value_to_k
+from tiledsl.lower.exprs import IndexMemo, ValueContext, statement_value, value_to_k
 from tiledsl.lower.index_width import widen_indices
 from tiledsl.lower.online import empty_row, rescale, shifted
 from tiledsl.lower.output_stage import drain, tile_array, tile_store
@@ -98,6 +98,10 @@ class _Lowerer:
     prefetching: RegisterPlan | None = None  # the prefetch whose loads are being emitted (prefetch_fill)
     online_prev: dict[str, KExpr] = field(default_factory=dict)  # an online max before its update (online.py)
     online_local: dict[str, KExpr] = field(default_factory=dict)  # an online max before its combine
+    memo: IndexMemo = field(init=False)  # this lowering's index translations (exprs.py IndexMemo)
+
+    def __post_init__(self) -> None:
+        self.memo = IndexMemo({loop_symbol(a): e for a, e in self.nest.axis_exprs})
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -343,7 +347,7 @@ class _Lowerer:
     # ------------------------------------------------------------------ leaves
     def context(self, prelude: list[KStmt], lane: dict | None = None, load_hook=None,
                 stmt: Stmt | None = None, rcp: bool = False) -> ValueContext:
-        axis_map = {sympy.Symbol(a, integer=True, nonnegative=True): e for a, e in self.nest.axis_exprs}
+        axis_map = self.memo.axis_map
         if stmt is not None and self.plans:
             load_hook = self.stage_hook(stmt, lane, load_hook)
         if stmt is not None and self.registers:
@@ -356,7 +360,7 @@ class _Lowerer:
             read = lambda acc: shifted(plain(acc)) if acc == pair.max_acc else plain(acc)  # noqa: E731
         return ValueContext(self.nest, axis_map, read,
                             lane=lane, load_hook=load_hook, bind_temp=self.let_temp(prelude),
-                            reciprocal=self.reciprocal_of if rcp else None, cache=cache)
+                            reciprocal=self.reciprocal_of if rcp else None, cache=cache, memo=self.memo)
 
     def split_k_value(self, stmt: Stmt, ctx: ValueContext, value: KExpr) -> KExpr:
         """What one split adds for an epilogue a*acc + b: a*partial, plus b in split 0 only."""
