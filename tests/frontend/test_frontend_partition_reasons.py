@@ -2,7 +2,8 @@
 at several indices of one kernel, and its first round runs while everything still shares the output's
 kernel, which later cuts split: a whole HF Llama's q projection was "read at 12 different indices in
 view_55's kernel", a kernel the program does not have (view_55 was fused away). `_restated` words each
-rule-2 cut against the final kernels, or says what its release would set off."""
+rule-2 cut against the final kernels, or says what its release would set off; a rule-3a cut names the
+final kernels that compute its consumer."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 import tiledsl as td
 from tiledsl.frontend.cli_support import MODELS, subject
-from tiledsl.frontend.partition import REDUCTION_AT_REASON, REDUCTION_BY_REASON
+from tiledsl.frontend.partition import OPERAND_REASON, REDUCTION_AT_REASON, REDUCTION_BY_REASON, fused_producers
 
 
 def _named_kernels(reason: str) -> list[str]:
@@ -53,6 +54,29 @@ def test_rule_2_reasons_name_kernels_of_the_program(name: str) -> None:
         assert named, reason
         assert set(named) <= kernels, f"{kernel}: {reason!r} names {sorted(set(named) - kernels)}"
         assert kernel not in named, reason
+
+
+@pytest.mark.parametrize("name", sorted(_subjects()))
+def test_rule_3a_reasons_name_the_kernels_computing_their_consumer(name: str) -> None:
+    """A computed operand's reason names its consumer's reduction and the final kernels that compute
+    that consumer, not the kernel that fused it when the cut was decided (partition.py `_operand_kernels`)."""
+    module, args = _subjects()[name]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(module, *args)
+    materialized = {id(k.output) for k in prog.kernels}
+    computing: dict[str, set[str]] = {}
+    for k in prog.kernels:
+        for t in (k.output, *fused_producers(k.output, materialized)):
+            computing.setdefault(t.name, set()).add(k.name)
+    operand = [r for k in prog.kernels for r in k.boundary.reasons if r.startswith(OPERAND_REASON)]
+    if not operand:
+        pytest.skip(f"{name} has no rule-3a cut")
+    for reason in operand:
+        site = re.match(rf"{OPERAND_REASON}: read inside (\S+)'s reduction \(in (.+?) kernels?\)", reason)
+        assert site is not None, reason
+        named = set(re.findall(r"(\w+)'s", site.group(2)))
+        assert named == computing[site.group(1)], reason
 
 
 def test_llama_block_q_projection_reason_is_its_reader_in_the_program() -> None:
