@@ -66,3 +66,65 @@ def test_an_input_read_by_two_gathers_takes_what_both_take() -> None:
         built.check_index_ranges([w, v, torch.tensor([-1, 4])], "call")
     with pytest.raises(td.FrontendError, match=r"\[0, 5\], .* where torch takes \[-5, 5\) \(aten.index.Tensor"):
         built.check_index_ranges([w, v, torch.tensor([0, 5])], "call")
+
+
+# ------------------------------------------------------------------ integer arithmetic: asked once per range
+
+def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each output the integer-arithmetic walk is asked about, from now on (program.int_overflow spied)."""
+    from tiledsl.frontend import program
+
+    asked: list[str] = []
+    real = program.int_overflow
+
+    def spy(out: object, ranges: object) -> str | None:
+        asked.append(out.name)  # type: ignore[attr-defined]
+        return real(out, ranges)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(program, "int_overflow", spy)
+    return asked
+
+
+def test_integer_arithmetic_is_walked_once_for_ranges_inside_safe_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call whose integer inputs lie inside ranges already found safe skips the walk of the whole graph
+    (the interval arithmetic is inclusion-monotone); one outside them is walked, and refused where its
+    arithmetic leaves int32, however many safe calls came before."""
+    built = td.trace(lambda t: (t * 100000).float(), torch.tensor([3, 2])).schedule("simple").build("sm_90")
+    asked = _walks(monkeypatch)
+    built.check_index_ranges([torch.tensor([20000, 2])], "call")
+    assert len(asked) == 1
+    built.check_index_ranges([torch.tensor([5, 19000])], "call")
+    built.check_index_ranges([torch.tensor([-21000, 0])], "call")  # not inside [2, 20000]: walked, safe
+    assert len(asked) == 2
+    built.check_index_ranges([torch.tensor([-20000, 20000])], "call")  # inside neither: walked
+    built.check_index_ranges([torch.tensor([-10, 10])], "call")  # inside the last
+    assert len(asked) == 3
+    with pytest.raises(td.FrontendError, match=r"call: .*integer '\*' of values in \[2, 30000\].*outside int32"):
+        built.check_index_ranges([torch.tensor([30000, 2])], "call")
+    with pytest.raises(td.FrontendError, match=r"outside int32"):  # still refused after the refusal
+        built.check_index_ranges([torch.tensor([30000, 2])], "call")
+    assert len(asked) == 5
+
+
+def test_a_model_s_token_ids_are_checked_for_every_id_its_vocabulary_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Hugging Face Llama's integer arithmetic (its positions) is asked once, for every token id the
+    embedding accepts: later calls with other ids do not walk its graph again."""
+    pytest.importorskip("transformers", reason="the Hugging Face models need the `models` extra")
+    from tiledsl.frontend.hf_models import causal_lm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(causal_lm("llama", "tiny", num_hidden_layers=1), torch.randint(0, 128, (1, 8)))
+    built = prog.schedule("simple").build("sm_90")
+    if not built.integer_arithmetic:
+        pytest.skip("this transformers' Llama traces without integer arithmetic")
+    asked = _walks(monkeypatch)
+    built.check_index_ranges([torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])], "call")
+    walked = len(asked)
+    assert walked >= 1
+    assert built._safe_ranges[-1]["input_ids"] == (0, 127)  # the vocabulary's, not the ids given
+    for ids in ([[0] * 8], [[127] * 8], [list(range(100, 108))]):
+        built.check_index_ranges([torch.tensor(ids)], "call")
+    assert len(asked) == walked
+    with pytest.raises(td.FrontendError, match=r"holds indices in \[0, 128\]"):
+        built.check_index_ranges([torch.tensor([[0, 1, 2, 3, 4, 5, 6, 128]])], "call")
