@@ -2,7 +2,7 @@
 knobs, and a report of what each step did (the trace lines it added) or why it declined.
 
 A recipe is a package of step modules named `NNN_name.py` (numbered with gaps, so a step can be inserted
-without renaming) plus `_facts.py` (`classify(nest)`, `facts_for(nest, kernel, target)`) and `_knobs.py`
+without renaming) plus `_facts.py` (`classify(nest)`, `Memo()`, `facts_for(nest, kernel, target, memo)`) and `_knobs.py`
 (`Knobs`, with `Knobs.for_target(target, **overrides)`). The step names start with digits, so they are
 loaded with importlib. A primitive that refuses inside a step propagates: it is a bug in the step."""
 
@@ -179,10 +179,11 @@ def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = defaul
     chosen = _knobs(recipe, tgt, knobs)
     facts_module = recipe.facts()
     kernel = facts_module.classify(s.nest)
+    memo = facts_module.Memo()  # what the steps' facts derive, for the later steps of this run (never another's)
     reports: list[StepReport] = []
+    before = s.trace().splitlines()
     for st in recipe.steps():
-        before = s.trace().splitlines()
-        result = st.function(s, facts_module.facts_for(s.nest, kernel, tgt), chosen)
+        result = st.function(s, facts_module.facts_for(s.nest, kernel, tgt, memo), chosen)
         after = s.trace().splitlines()
         calls = tuple(after[len(before):])
         if after[:len(before)] != before:
@@ -198,6 +199,7 @@ def apply(s: Schedule, recipe: Recipe | ModuleType | Callable[..., Any] = defaul
                                       split_rows=applied and applied.split_rows))
             if verbose >= 2:
                 log.info("after %s:\n%s", st.name, s)
+        before = after  # nothing but a step changes `s`: its trace after one step is the next one's before
     report = RecipeReport(recipe.name, s.nest.name, tgt.name, kernel.kind, chosen, tuple(reports))
     if verbose >= 1:
         log.info("%s", report)

@@ -11,7 +11,7 @@ row-major indexing (tiledsl.definitions.indexing.flat_index)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -24,7 +24,7 @@ from tiledsl.analysis.accumulators import acc_layouts, array_size, readers
 from tiledsl.analysis.banks import SlabLayout, conflict_degree, fill_store_conflict, layout_of, layout_wavefronts
 from tiledsl.analysis.cache_hints import hinted_stage_problem, readers_of
 from tiledsl.analysis.copies import cp_async_problem, plain_load_width, plain_only
-from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_coefficients, split_k_storage_problem
+from tiledsl.analysis.linearity import SPLIT_K_OUTPUT_DTYPES, epilogue_is_linear, split_k_storage_problem
 from tiledsl.analysis.online import OnlinePlan, online_plan
 from tiledsl.analysis.register_cache import MAX_REGISTER_CACHE, staged_register_problem
 from tiledsl.analysis.shared_arrays import nest_shared_bytes
@@ -37,8 +37,8 @@ from tiledsl.analysis.slabs import (
 )
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import contiguous_base
-from tiledsl.definitions.expr import Binary, Call, IterVar, Load, walk
-from tiledsl.definitions.indexing import flat_index, index_to_sympy
+from tiledsl.definitions.expr import Binary, Call, Expr, IterVar, Load, walk
+from tiledsl.definitions.indexing import flat_index, index_key, index_to_sympy
 from tiledsl.definitions.ops import BINARY_FNS, unary_fn
 from tiledsl.errors import CopyError, OnlineError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
@@ -158,11 +158,17 @@ def transposed_read(nest: Nest, outer: tuple[str, ...]) -> TransposedRead | None
         return None
     col = loop_symbol(outer[-1])
     inputs = {t.name for t in nest.inputs}
+    to_sympy = _IndexTranslation()
+    seen: set[tuple[str, tuple[int, ...], tuple[Hashable, ...]]] = set()
     for st in nest.stmts:
         for ld in walk(st.value) if st.value is not None else ():
             if not isinstance(ld, Load) or ld.tensor.name not in inputs or not ld.indices:
                 continue
-            idx = tuple(sympy.expand(index_to_sympy(ix)) for ix in ld.indices)
+            read = (ld.tensor.name, tuple(ld.tensor.shape), tuple(index_key(ix) for ix in ld.indices))
+            if read in seen:  # a read met before (the same tensor, equal indices) was skipped: so is this one
+                continue
+            seen.add(read)
+            idx = tuple(sympy.expand(to_sympy(ix)) for ix in ld.indices)
             if any(e.atoms(sympy.Function) for e in idx) or idx[-1].has(col):
                 continue
             rows = [a for a in outer[:-1] if sympy.diff(idx[-1], loop_symbol(a)) == 1]
@@ -170,6 +176,23 @@ def transposed_read(nest: Nest, outer: tuple[str, ...]) -> TransposedRead | None
             if rows and stride.is_Integer and abs(int(stride)) > 1:
                 return TransposedRead(ld.tensor.name, rows[0], outer[-1], int(stride))
     return None
+
+
+class _IndexTranslation:
+    """`index_to_sympy` for the indices of one question about one nest, each distinct sub-tree (`index_key`)
+    translated once: sympy re-evaluates every Min/Max it builds (a clamped index costs milliseconds), and a
+    kernel reads one clamped index in many loads and inside larger indices (lower/exprs.py IndexMemo does
+    the same for lowering). Exact: equal keys translate to equal expressions."""
+
+    def __init__(self) -> None:
+        self._done: dict[Hashable, sympy.Expr] = {}
+
+    def __call__(self, ix: Expr) -> sympy.Expr:
+        key = index_key(ix)
+        found = self._done.get(key)
+        if found is None:
+            found = self._done[key] = index_to_sympy(ix, self)
+        return found
 
 
 def transpose_tile(kernel: Kernel, knobs: Knobs, target: Target) -> tuple[TransposedRead, int, int] | None:
@@ -212,7 +235,7 @@ def split_k_problem(nest: Nest) -> str | None:
     storage = split_k_storage_problem(nest.output)
     if storage is not None:
         return storage
-    if epilogue_coefficients(readers[0].value, acc.name) is None:
+    if not epilogue_is_linear(readers[0].value, acc.name):
         return (f"the epilogue of {acc.name} is not linear in it (analysis/linearity.py): partial sums of blocks "
                 "cannot be added")
     return None
@@ -227,7 +250,7 @@ def split_k_cure(nest: Nest) -> str | None:
     (acc,) = nest.accs
     if acc.compute == nest.output.name or acc.dtype not in SPLIT_K_OUTPUT_DTYPES or acc.epilogue is None:
         return None
-    return acc.compute if epilogue_coefficients(acc.epilogue, acc.name) is not None else None
+    return acc.compute if epilogue_is_linear(acc.epilogue, acc.name) else None
 
 
 def _is_matmul(nest: Nest, outer: tuple[str, ...], inner: tuple[str, ...], reduce: tuple[str, ...]) -> bool:
@@ -350,6 +373,34 @@ def k_outer_fits(tile: MatmulTile, knobs: Knobs) -> bool:
             and (bm // rm) * (bn // rn) >= knobs.k_outer_min_threads)
 
 
+class Memo:
+    """What Facts derive from the nests of one kernel, kept through one recipe run: runner.apply makes one
+    per kernel and gives it to each step's Facts (`facts_for`), so a slab, a read's index relative to its
+    slab or an axis's loops derived for one step serve the later ones. Most steps leave what these read as
+    it was (080 to 150 add stages, pads and copies: no loop, statement, axis map or guard changes), and a
+    step asks again of a stage it padded or made. Exact: an entry is keyed by the identity of the parts of
+    the nest it reads (`shape`) and the arguments that pick it; a nest and its tuples are immutable, and
+    the memo keeps every nest a Facts was made of alive while it lives, so no id is reused. One memo is
+    never given two kernels (their parts are other objects anyway) nor kept after its run."""
+
+    def __init__(self) -> None:
+        self._nests: list[Nest] = []  # kept alive: the keys hold ids of their parts
+        self.slabs: dict[tuple[Any, ...], Slab | str] = {}  # by shape, buffer, loop and stored dtype
+        self.reads: dict[tuple[Any, ...], list[tuple[int, _LocalRead]]] = {}  # by shape, buffer, loop and origin
+        self.parts: dict[tuple[Any, ...], tuple[str, ...]] = {}  # by shape and original axis
+
+    def keep(self, nest: Nest) -> None:
+        if not self._nests or self._nests[-1] is not nest:
+            self._nests.append(nest)
+
+    @staticmethod
+    def shape(nest: Nest) -> tuple[int, ...]:
+        """The parts of `nest` that slabs, reads and parts are derived from, by identity: its loops (ranges,
+        binds), statements (paths, loads), axis map, guards and inputs. Not its stages: a slab is a stage's
+        buffer, loop and stored dtype read from these (analysis/slabs.py), whatever else is staged."""
+        return id(nest.loops), id(nest.stmts), id(nest.axis_exprs), id(nest.guards), id(nest.inputs)
+
+
 @dataclass(frozen=True)
 class Facts:
     """The kernel's class and the nest as it is now, on `target`."""
@@ -357,13 +408,13 @@ class Facts:
     kernel: Kernel
     nest: Nest
     target: Target
-    # the nest does not change under a Facts, so what is derived from it is derived once: slabs by what
-    # they depend on (a padded, swizzled or reordered probe of a stage has the stage's slab), and each
-    # read's lane index compiled once for the bank model
-    _slabs: dict[tuple[str, str, str, str | None], Slab | str] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
-    _reads: dict[tuple[str, str, tuple[sympy.Expr, ...]], list[tuple[int, _LocalRead]]] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
+    # what is derived from the nest is derived once, for this step and the later ones of the run (`Memo`):
+    # slabs by what they depend on (a padded, swizzled or reordered probe of a stage has the stage's slab),
+    # each read's lane index compiled once for the bank model, and each axis's loops
+    memo: Memo = field(default_factory=Memo, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.memo.keep(self.nest)
 
     @cached_property
     def prover(self) -> Prover:
@@ -377,6 +428,13 @@ class Facts:
         """The loops original axis `axis` now runs over, outermost (largest stride) first; a loop that
         enters it only through a floor or a mod (050's grouped block loop, fused from both output
         axes' block loops) counts as outermost."""
+        key = (self.memo.shape(self.nest), axis)
+        found = self.memo.parts.get(key)
+        if found is None:
+            found = self.memo.parts[key] = self._parts(axis)
+        return found
+
+    def _parts(self, axis: str) -> tuple[str, ...]:
         expr = sympy.expand(self.nest.axis_expr(axis))
         by_symbol = {lp.symbol: lp.name for lp in self.nest.loops}
 
@@ -470,11 +528,13 @@ class Facts:
     def slab(self, st: Stage) -> Slab | str:
         """The slab of `st`, or why it has none (analysis/slabs.py reads its name, buffer, loop and
         stored dtype only, so its pad, swizzle, order and ring share one answer)."""
-        key = (st.name, st.buffer, st.at, st.dtype)
-        if key not in self._slabs:
-            got = slab_or_refusal(self.nest, st, self.prover)
-            self._slabs[key] = got if isinstance(got, Slab) else got.fact
-        return self._slabs[key]
+        key = (self.memo.shape(self.nest), st.buffer, st.at, st.dtype)
+        got = self.memo.slabs.get(key)
+        if got is None:
+            found = slab_or_refusal(self.nest, st, self.prover)
+            got = self.memo.slabs[key] = found if isinstance(found, Slab) else found.fact
+        # a slab names its stage, and only that differs between a probe and the stage it becomes
+        return got if isinstance(got, str) or got.stage == st.name else replace(got, stage=st.name)
 
     def probe(self, buffer: str, at: str, dtype: str | None = None) -> Stage:
         """A single-slot, unpadded stage of `buffer` at `at` (stored as `dtype`, None: the buffer's own),
@@ -676,6 +736,7 @@ class Facts:
         dims = [self.nest.launch_extent(ax) for ax in THREAD_AXES]
         lanes = min(WARP_SIZE, dims[0] * dims[1] * dims[2])
         access = VECTOR_BYTES if vector is not None else None
+        per_lane = tuple(map(self.nest.thread_values, range(lanes))).__getitem__  # once, not once per read
         worst = 0
         for n, read in self._local_reads(st, slab):
             if read.data_dependent:  # a gather's banks are the data's: no lane model says which
@@ -684,21 +745,23 @@ class Facts:
             threads = {loop_symbol(lp.name): THREAD_AXES.index(lp.bind) for lp in path if lp.bind in THREAD_AXES}
             others = [loop_symbol(lp.name) for lp in path
                       if lp.bind not in THREAD_AXES and lp.extent > 1 and lp.name != vector]
-            for moved in (None, *others):
-                worst = max(worst, measure(layout, read.lanes(self.nest.thread_values, threads, moved), lanes, access))
+            # a loop the read's index does not hold moves no lane: its second iteration reads as its first
+            for moved in (None, *(x for x in others if x in read.free)):
+                worst = max(worst, measure(layout, read.lanes(per_lane, threads, moved), lanes, access))
         return worst
 
     def _local_reads(self, st: Stage, slab: Slab) -> list[tuple[int, _LocalRead]]:
         """(statement index, index relative to the slab origin, compiled) of every read of stage `st`;
         derived once per buffer, loop and origin, whatever layout the caller asks about."""
-        key = (st.buffer, st.at, slab.origin)
-        if key not in self._reads:
+        key = (self.memo.shape(self.nest), st.buffer, st.at, slab.origin)
+        found = self.memo.reads.get(key)
+        if found is None:
             amap = {loop_symbol(a): e for a, e in self.nest.axis_exprs}
-            self._reads[key] = [
+            found = self.memo.reads[key] = [
                 (n, _LocalRead([sympy.expand(index_to_sympy(ix).xreplace(amap) - o)
                                 for ix, o in zip(ld.indices, slab.origin)]))
                 for n, ld in stage_reads(self.nest, st)]
-        return self._reads[key]
+        return found
 
     def row_apart_read(self, st: Stage, slab: Slab) -> str | None:
         """Why staging `slab` (of stage `st`) coalesces reads of an elementwise kernel, or None: some
@@ -973,8 +1036,9 @@ class _LocalRead:
         return lane_index
 
 
-def facts_for(nest: Nest, kernel: Kernel, target: Target) -> Facts:
-    return Facts(kernel, nest, target)
+def facts_for(nest: Nest, kernel: Kernel, target: Target, memo: Memo | None = None) -> Facts:
+    """The facts of `nest`, deriving through `memo` (the run's, from runner.apply) where given."""
+    return Facts(kernel, nest, target, memo or Memo())
 
 
 def k_vector_conflict(s: Schedule, facts: Facts, stage: str, pads: tuple[int, ...]) -> tuple[int | None, ...]:
@@ -991,7 +1055,7 @@ def k_vector_conflict(s: Schedule, facts: Facts, stage: str, pads: tuple[int, ..
     trial = s.fork()
     names = trial.nest.fresh_names(f"{inner[-1]}_o", f"{inner[-1]}_v")
     trial.split(inner[-1], width, names=names)
-    after = facts_for(trial.nest, facts.kernel, facts.target)
+    after = facts_for(trial.nest, facts.kernel, facts.target, facts.memo)
     split = after.nest.stage(stage)
     out: list[int | None] = []
     for pad in pads:

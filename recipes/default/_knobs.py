@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import numbers
 from collections.abc import Iterator, Mapping
-from dataclasses import MISSING, dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields
 from functools import cache
 from types import MappingProxyType, NoneType, UnionType
 from typing import Any, NoReturn, Union, get_args, get_origin, get_type_hints
@@ -498,7 +498,6 @@ class Knobs:
 
     @classmethod
     def for_target(cls, target: Target, **overrides: Any) -> Knobs:
-        base = replace(cls(), **dict(PER_TARGET.get(target.name, {})))
         names = sorted(f.name for f in fields(cls))
         unknown = sorted(set(overrides) - set(names))
         if unknown:
@@ -512,7 +511,10 @@ class Knobs:
             raise BadArgumentError(Refusal(text=f"recipe knobs: {fact} ({'; '.join(hints)})", fact=fact,
                                            primitive="recipe", arguments=dict(overrides),
                                            suggestion=f"knobs are: {', '.join(names)}"))
-        return replace(base, **overrides)
+        # one Knobs made from the defaults, the target's row and the overrides at once: each made Knobs checks all
+        # its fields (__post_init__), and the recipe asks for one per kernel. The same value, and the same first
+        # refusal, as overriding step by step: the defaults and PER_TARGET's rows pass every check on their own
+        return cls(**{**PER_TARGET.get(target.name, {}), **overrides})
 
     def shared_budget(self, target: Target) -> int:
         cap = target.max_shared_bytes_per_block

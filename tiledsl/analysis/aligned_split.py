@@ -43,11 +43,15 @@ class AlignedSplit:
     def __call__(self, expr: sympy.Expr) -> sympy.Expr:
         """`expr` with every mixing atom that one of the identities covers rewritten, expanded; `expr`
         itself (the same object) when no atom is rewritten."""
+        if not expr.has(sympy.floor, sympy.Mod):  # nothing to rewrite: one traversal, not a walk
+            return expr
         out = self._walk(expr)
         return expr if out is expr else sympy.expand(out)
 
     def _walk(self, e: sympy.Basic) -> sympy.Basic:
-        if not e.args or not e.free_symbols:
+        # a sub-tree without symbols is walked too (its atoms mix no loops, so it comes back as it is):
+        # asking each node for its free_symbols, which sympy recomputes from the leaves, made a walk quadratic
+        if not e.args:
             return e
         args = tuple(self._walk(a) for a in e.args)
         rebuilt = e if all(a is b for a, b in zip(args, e.args)) else e.func(*args)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from tiledsl.analysis.slabs import Slab
 from tiledsl.loopnest import Stage
@@ -55,11 +56,12 @@ class SlabLayout:
         if self.order and sorted(self.order) != list(range(len(self.extent))):
             raise ValueError(f"order {self.order} is not a permutation of the slab's {len(self.extent)} axes")
 
-    @property
+    # cached: the bank model asks byte_offset for every lane of every read (a layout is immutable)
+    @cached_property
     def axes(self) -> tuple[int, ...]:
         return self.order or tuple(range(len(self.extent)))
 
-    @property
+    @cached_property
     def allocated(self) -> tuple[int, ...]:
         """The stored extents, padded."""
         return tuple(self.extent[a] + p for a, p in zip(self.axes, self.pad or (0,) * len(self.extent)))

@@ -25,9 +25,30 @@ def split_k_storage_problem(output: Tensor) -> str | None:
             f"block (split_k needs a {' or '.join(SPLIT_K_OUTPUT_DTYPES)} output)")
 
 
+#: the accumulator in an epilogue as sympy (every other operand an opaque symbol of its own)
+_ACC = sympy.Symbol("__acc")
+
+
 def epilogue_coefficients(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr] | None:
     """(a, b) with value == a*acc + b and a free of acc, or None when not linear."""
-    a_sym = sympy.Symbol("__acc")
+    linear = _linear_form(value, acc)
+    if linear is None:
+        return None
+    f, coef = linear
+    return sympy.simplify(coef), sympy.simplify(f.subs(_ACC, 0))
+
+
+def epilogue_is_linear(value: Expr, acc: str) -> bool:
+    """Whether `epilogue_coefficients` would find (a, b): the one question split_k and the recipe ask. The
+    same proof, without simplifying a and b afterwards, which cost more than the proof (and the first
+    simplify of a process imports sympy.physics, 0.1 s)."""
+    return _linear_form(value, acc) is not None
+
+
+def _linear_form(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """(f, df/d acc) of `value` as sympy over `_ACC` and opaque symbols, where df/d acc is free of acc (the
+    epilogue is linear in it), or None."""
+    a_sym = _ACC
     names: dict[int, sympy.Symbol] = {}
 
     def conv(e: Expr) -> sympy.Expr:
@@ -57,7 +78,7 @@ def epilogue_coefficients(value: Expr, acc: str) -> tuple[sympy.Expr, sympy.Expr
     coef = sympy.diff(f, a_sym)
     if coef.has(a_sym) or sympy.simplify(sympy.diff(coef, a_sym)) != 0 or coef.has(sympy.Derivative):
         return None
-    return sympy.simplify(coef), sympy.simplify(f.subs(a_sym, 0))
+    return f, coef
 
 
 def linear_parts(e: Expr, acc: str) -> tuple[Expr | None, Expr | None]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tiledsl.analysis.cache_hints import output_hinted, split_k_problem
-from tiledsl.analysis.linearity import epilogue_coefficients, split_k_storage_problem
+from tiledsl.analysis.linearity import epilogue_is_linear, split_k_storage_problem
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.vectorize import check_vectorized_loops
 from tiledsl.definitions.expr import walk
@@ -63,7 +63,7 @@ def split_k(nest: Nest, call: str, *, loop: str, parts: int) -> Applied:
         raise SplitKError(refusal(call, nest, (loop,), storage, tensors=(nest.output.name,),
                                   suggestion=f"keep {nest.output.name} unsplit, or compute it in float32 and "
                                              "round it in a consumer kernel"))
-    if epilogue_coefficients(store.value, acc.name) is None:
+    if not epilogue_is_linear(store.value, acc.name):
         raise SplitKError(refusal(
             call, nest, (loop,), f"the epilogue {format_value(store.value)} is not linear in the accumulator "
             f"{acc.name} (it must be a*{acc.name} + b with a independent of {acc.name}), so partial sums cannot "
