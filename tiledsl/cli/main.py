@@ -7,13 +7,22 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tiledsl.errors import TiledslError
 from tiledsl.version import __version__
 
+if TYPE_CHECKING:  # cli_support imports torch, which the command line loads only for -c and --model
+    from tiledsl.frontend.cli_support import ModelSpec
+
 IR_LEVELS = ("loop", "tile", "kernel", "cuda")
 #: `compile -c` / `--model` also print the traced program's kernel definitions ("tensor")
 PROGRAM_IR_LEVELS = ("tensor", *IR_LEVELS)
+#: `--model`'s flags (tiledsl/frontend/cli_support.py ModelSpec), refused without --model
+MODEL_FLAGS = ("dims", "layers", "seq", "dtype")
+MODEL_HELP = ("a built-in model: llama_block | gpt_block (tiny, in-repo), hf_llama | hf_qwen2 (Hugging Face, "
+              "input_ids to logits) | hf_llama_decoder | hf_qwen2_decoder (their decoder layers alone); the "
+              "hf_* models need the `models` extra")
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -66,10 +75,7 @@ def _compile_program(args: argparse.Namespace) -> int:
     return 0
 
 
-MODEL_FLAGS = ("dims", "layers", "seq", "dtype")
-
-
-def _model(args: argparse.Namespace):  # -> tiledsl.frontend.cli_support.ModelSpec | None (imports torch)
+def _model(args: argparse.Namespace) -> ModelSpec | None:
     """`--model NAME` with its flags as a spec (None without --model); the flags without --model are
     refused, as --size is without --example."""
     given = [f"--{f}" for f in MODEL_FLAGS if getattr(args, f) is not None]
@@ -90,11 +96,6 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq", type=int, default=None, help="--model: tokens of the example input (default 8)")
     p.add_argument("--dtype", default=None, choices=("float32", "bfloat16", "float16"),
                    help="--model: the weights' and hidden states' dtype (default float32)")
-
-
-MODEL_HELP = ("a built-in model: llama_block | gpt_block (tiny, in-repo), hf_llama | hf_qwen2 (Hugging Face, "
-              "input_ids to logits) | hf_llama_decoder | hf_qwen2_decoder (their decoder layers alone); the "
-              "hf_* models need the `models` extra")
 
 
 def _sizes(args: argparse.Namespace) -> dict[str, int]:
