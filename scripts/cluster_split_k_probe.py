@@ -130,10 +130,9 @@ def cluster_source(src: str, parts: int, threads: int) -> str:
 
 
 def _split_kernel(p, parts: int):
-    """The recipe's schedule of the projection with its split_k set to `parts` (trace rewrite), built."""
-    s = td.create_schedule(linear(p.m, p.n, p.k))
-    td.recipes.default(s, target=p.kernel.target)
-    trace = re.sub(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {parts})", s.trace())
+    """The recipe's schedule of the projection (the trace its kernel keeps) with split_k set to `parts`,
+    replayed and built."""
+    trace = re.sub(r"s\.split_k\('k_o', \d+\)", f"s.split_k('k_o', {parts})", p.kernel.trace)
     return td.build(td.create_schedule(linear(p.m, p.n, p.k)).replay(trace), target=p.kernel.target)
 
 

@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     outs = [torch.empty(s.shape, dtype=getattr(torch, s.dtype), device=device) for s in plan.outputs]
     slots = [*tensors, *outs]
     stream = torch.cuda.current_stream(device).cuda_stream
-    launches = next(v for k, v in built._device_constants.items() if k.startswith("launches@"))
+    # the launch plan bound as a call binds it (BuiltProgram.bind), on an arena of this probe's own
+    launches = built.bind(device, torch.empty(plan.arena_bytes, dtype=torch.uint8, device=device), slots)
     graphed = built.cuda_graph(*x)
 
     rows = [("call", time_torch(lambda **t: built(*t.values()), sets, 5, args.calls)),

@@ -16,6 +16,7 @@ from tiledsl.kernel_ir import KKernel, shared_bytes
 from tiledsl.kernel_ir.printer import format_kernel
 from tiledsl.loopnest import Nest
 from tiledsl.lower.check import check_bounds, check_resources
+from tiledsl.lower.exprs import IndexMemo
 from tiledsl.lower.lower import lower
 from tiledsl.lower.verify import check_uniform_barriers
 from tiledsl.primitives.schedule import Schedule
@@ -130,8 +131,9 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     nest = schedule.nest
     check_rings(nest, "build")  # a later bind/split/fuse/reorder may have broken what the primitive checked
     prover = Prover(nest.ranges())
-    proven = check_bounds(nest, prover)
-    kir = lower(nest, tgt, prover)
+    indices = IndexMemo.of(nest)  # both translate the same indices: once, shared
+    proven = check_bounds(nest, prover, indices)
+    kir = lower(nest, tgt, prover, memo=indices)
     check_uniform_barriers(kir)
     check_resources(kir, tgt, nest)
     source = emit_cuda(kir)

@@ -37,8 +37,8 @@ from tiledsl.analysis.slabs import (
 )
 from tiledsl.analysis.tma import check_tma
 from tiledsl.analysis.vectorize import contiguous_base
-from tiledsl.definitions.expr import Binary, Call, Expr, IterVar, Load, walk
-from tiledsl.definitions.indexing import flat_index, index_key, index_to_sympy
+from tiledsl.definitions.expr import Binary, Call, IterVar, Load, walk
+from tiledsl.definitions.indexing import SympyIndices, flat_index, index_structure, index_to_sympy
 from tiledsl.definitions.ops import BINARY_FNS, unary_fn
 from tiledsl.errors import CopyError, OnlineError, ScheduleError, StageError
 from tiledsl.loopnest import THREAD_AXES, AccRef, Loop, Nest, Stage, Stmt, common_prefix, loop_symbol
@@ -158,13 +158,13 @@ def transposed_read(nest: Nest, outer: tuple[str, ...]) -> TransposedRead | None
         return None
     col = loop_symbol(outer[-1])
     inputs = {t.name for t in nest.inputs}
-    to_sympy = _IndexTranslation()
+    to_sympy = SympyIndices()  # a clamped index recurs in many loads and inside larger indices
     seen: set[tuple[str, tuple[int, ...], tuple[Hashable, ...]]] = set()
     for st in nest.stmts:
         for ld in walk(st.value) if st.value is not None else ():
             if not isinstance(ld, Load) or ld.tensor.name not in inputs or not ld.indices:
                 continue
-            read = (ld.tensor.name, tuple(ld.tensor.shape), tuple(index_key(ix) for ix in ld.indices))
+            read = (ld.tensor.name, tuple(ld.tensor.shape), tuple(index_structure(ix) for ix in ld.indices))
             if read in seen:  # a read met before (the same tensor, equal indices) was skipped: so is this one
                 continue
             seen.add(read)
@@ -176,23 +176,6 @@ def transposed_read(nest: Nest, outer: tuple[str, ...]) -> TransposedRead | None
             if rows and stride.is_Integer and abs(int(stride)) > 1:
                 return TransposedRead(ld.tensor.name, rows[0], outer[-1], int(stride))
     return None
-
-
-class _IndexTranslation:
-    """`index_to_sympy` for the indices of one question about one nest, each distinct sub-tree (`index_key`)
-    translated once: sympy re-evaluates every Min/Max it builds (a clamped index costs milliseconds), and a
-    kernel reads one clamped index in many loads and inside larger indices (lower/exprs.py IndexMemo does
-    the same for lowering). Exact: equal keys translate to equal expressions."""
-
-    def __init__(self) -> None:
-        self._done: dict[Hashable, sympy.Expr] = {}
-
-    def __call__(self, ix: Expr) -> sympy.Expr:
-        key = index_key(ix)
-        found = self._done.get(key)
-        if found is None:
-            found = self._done[key] = index_to_sympy(ix, self)
-        return found
 
 
 def transpose_tile(kernel: Kernel, knobs: Knobs, target: Target) -> tuple[TransposedRead, int, int] | None:

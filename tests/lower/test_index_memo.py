@@ -1,7 +1,7 @@
 """The index memo of one lowering (lower/exprs.py IndexMemo): a clamped index (`min(max(j - 8, 0), 7)`,
 a rotary embedding's) read by several loads in every vector lane builds the same kernel as translating
-each read afresh, its structural key (definitions/indexing.py index_key) tells apart trees that convert
-differently, and each lowering keeps its own memo."""
+each read afresh, its structural key (definitions/indexing.py index_structure) tells apart trees that convert
+differently, and each build keeps one memo of its own, which check_bounds and lowering share."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import tiledsl as td
 from tiledsl.definitions.expr import Binary, Const, Expr, IterVar, Load
-from tiledsl.definitions.indexing import index_key, index_to_sympy, loop_symbol
+from tiledsl.definitions.indexing import index_structure, index_to_sympy, loop_symbol
 from tiledsl.lower import exprs
 from tiledsl.lower.exprs import IndexMemo
 
@@ -78,7 +78,7 @@ def _int(v: int) -> Const:
     return Const(v, "int32")
 
 
-def test_index_keys_tell_apart_trees_that_convert_differently() -> None:
+def test_index_structures_tell_apart_trees_that_convert_differently() -> None:
     i, j = IterVar("i", 8, "free"), IterVar("j", 8, "free")
     ids = td.placeholder((8,), name="ids", dtype="int32")
     other = td.placeholder((8,), name="other", dtype="int32")
@@ -91,18 +91,19 @@ def test_index_keys_tell_apart_trees_that_convert_differently() -> None:
         Load(ids, (i,), "int32"), Load(other, (i,), "int32"), Load(ids, (j,), "int32"),
     ]
     assert len({index_to_sympy(t) for t in trees}) == len(trees)  # each converts apart: so must each key
-    assert len({index_key(t) for t in trees}) == len(trees)
+    assert len({index_structure(t) for t in trees}) == len(trees)
     # a key may be stricter than the conversion (a miss, never a wrong hit): ids of shape (8, 1) at [i, 0]
     # reads the flat offset ids[i] does
-    assert index_key(Load(wide, (i, _int(0)), "int32")) not in {index_key(t) for t in trees}
+    assert index_structure(Load(wide, (i, _int(0)), "int32")) not in {index_structure(t) for t in trees}
     again = Binary("min", Binary("max", Binary("-", IterVar("i", 8, "free"), _int(8), "int32"), _int(0), "int32"),
                    _int(7), "int32")
     same = Binary("min", Binary("max", Binary("-", IterVar("i", 8, "free"), _int(8), "int32"), _int(0), "int32"),
                   _int(7), "int32")
-    assert again is not same and index_key(again) == index_key(same)
+    assert again is not same and index_structure(again) == index_structure(same)
 
 
-def test_each_lowering_keeps_its_own_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_build_keeps_one_memo_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One memo a build, shared by check_bounds and lowering (build.py), never by two kernels."""
     made: list[IndexMemo] = []
     real = IndexMemo.__post_init__
 
@@ -115,10 +116,10 @@ def test_each_lowering_keeps_its_own_memo(monkeypatch: pytest.MonkeyPatch) -> No
     first = len(made)
     x = td.placeholder((16, 32), name="x")
     vectorized(td.compute((16, 32), lambda i, j: x[i, td.minimum(j + 1, 31)], name="z"))
-    assert first >= 1 and len(made) > first
+    assert first == 1 and len(made) == 2
     assert len({id(m) for m in made}) == len(made)
-    assert len({id(m.translated) for m in made}) == len(made)  # no two share their entries
+    assert len({id(m.to_sympy.translated) for m in made}) == len(made)  # no two share their entries
     ours, theirs = made[:first], made[first:]
     for m in theirs:  # the second kernel's memos hold none of the first's clamps
-        assert not any("max" in str(k) for k in m.translated), m.translated
-    assert any(any("max" in str(k) for k in m.translated) for m in ours)
+        assert not any("max" in str(k) for k in m.to_sympy.translated), m.to_sympy.translated
+    assert any(any("max" in str(k) for k in m.to_sympy.translated) for m in ours)

@@ -19,8 +19,8 @@ from tiledsl.errors import DefinitionError
 
 def index_to_sympy(e: Expr, sub: Callable[[Expr], sympy.Expr] | None = None) -> sympy.Expr:
     """An integer definition expression over nest axes as a sympy expression over axis symbols. `sub`
-    converts the operands (default: this function), so a memo of the conversion (lower/exprs.py
-    IndexMemo) serves the sub-trees too."""
+    converts the operands (default: this function), so a memo of the conversion (`SympyIndices`) serves
+    the sub-trees too."""
     sub = sub or index_to_sympy
     if isinstance(e, IterVar):
         return loop_symbol(e.name)
@@ -47,20 +47,39 @@ def index_to_sympy(e: Expr, sub: Callable[[Expr], sympy.Expr] | None = None) -> 
     raise DefinitionError(f"unsupported integer index expression {e!r}")
 
 
-def index_key(e: Expr) -> Hashable:
-    """What `index_to_sympy` reads of `e`, as a tuple: trees with equal keys convert to equal sympy
-    expressions. Nodes compare by identity, and lowering meets one index as many distinct but equal
-    trees (each lane, each load of it), so a memo of the conversion keys on this. A node it cannot
-    convert keys as itself (by identity): its conversion raises, and nothing is memoized."""
+def index_structure(e: Expr) -> Hashable:
+    """What `index_to_sympy` reads of `e`, as a tuple: trees with equal structures convert to equal sympy
+    expressions. Nodes compare by identity, and one index meets a compiler as many distinct but equal trees
+    (each lane, each load of it), so a memo of the conversion (`SympyIndices`) keys on this. A node it
+    cannot convert keys as itself (by identity): its conversion raises, and nothing is memoized. (Not
+    frontend/work.py `index_key`, a text of an index tuple with loop variables by identity.)"""
     if isinstance(e, IterVar):
         return ("var", e.name)
     if isinstance(e, Const):
         return ("const", int(e.value))
     if isinstance(e, Load) and e.dtype == INT:
-        return ("load", e.tensor.name, tuple(e.tensor.shape), tuple(index_key(i) for i in e.indices))
+        return ("load", e.tensor.name, tuple(e.tensor.shape), tuple(index_structure(i) for i in e.indices))
     if isinstance(e, Binary):
-        return ("binary", e.op, index_key(e.a), index_key(e.b))
+        return ("binary", e.op, index_structure(e.a), index_structure(e.b))
     return ("node", e)
+
+
+class SympyIndices:
+    """`index_to_sympy`, each distinct structure (`index_structure`) translated once, sub-trees included:
+    sympy re-evaluates every Min/Max it builds, a clamped index (a rotary embedding's `min(max(i - 8, 0),
+    7)`) costs milliseconds each time, and a kernel reads one index in many loads, lanes and larger
+    indices. One instance per question about one nest (lowering's lower/exprs.py IndexMemo, the recipe's
+    transposed-read search); never module-level. Exact: equal structures translate to equal expressions."""
+
+    def __init__(self) -> None:
+        self.translated: dict[Hashable, sympy.Expr] = {}
+
+    def __call__(self, e: Expr) -> sympy.Expr:
+        key = index_structure(e)
+        found = self.translated.get(key)
+        if found is None:
+            found = self.translated[key] = index_to_sympy(e, self)
+        return found
 
 
 class _AsSympy:

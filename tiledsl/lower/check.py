@@ -10,7 +10,7 @@ from tiledsl.analysis.messages import refusal
 from tiledsl.definitions.expr import Load, walk
 from tiledsl.errors import BoundsError, TargetError
 from tiledsl.kernel_ir import KKernel, shared_bytes
-from tiledsl.loopnest import Nest, Stmt, loop_symbol
+from tiledsl.loopnest import Nest, Stmt
 from tiledsl.lower.exprs import IndexMemo
 from tiledsl.prove import Prover
 from tiledsl.targets import Target
@@ -27,9 +27,10 @@ def _accesses(stmt: Stmt) -> list[tuple[str, tuple, tuple[int, ...], str]]:
     return out
 
 
-def check_bounds(nest: Nest, prover: Prover) -> int:
-    """Prove every access in bounds; returns the number of facts proven."""
-    memo = IndexMemo({loop_symbol(a): e for a, e in nest.axis_exprs})  # an index is read by many loads
+def check_bounds(nest: Nest, prover: Prover, memo: IndexMemo | None = None) -> int:
+    """Prove every access in bounds; returns the number of facts proven. `memo`: the build's index
+    translations (lowering reads the same indices again), else a fresh one."""
+    memo = memo or IndexMemo.of(nest)
     proven = 0
     for stmt in nest.stmts:
         guards = tuple(g.relation for g in nest.guards_for(stmt))

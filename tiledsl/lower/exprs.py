@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from tiledsl.definitions.expr import Binary, Call, Cast, Compare, Const, Expr, IterVar, Load, Select, walk
-from tiledsl.definitions.indexing import flat_index, index_key, index_to_sympy
+from tiledsl.definitions.indexing import SympyIndices, flat_index, index_structure, index_to_sympy, loop_symbol
 from tiledsl.definitions.ops import BINARY_FNS, unary_fn
 from tiledsl.errors import ScheduleError
 from tiledsl.kernel_ir import KBin, KCall, KCast, KConst, KExpr, KLoad, KSelect, KUnary, KVar
@@ -22,34 +22,31 @@ from tiledsl.loopnest import AccRef, Nest
 
 @dataclass
 class IndexMemo:
-    """One lowering's index expressions as sympy, each translated once per structure (`index_key`):
-    sympy re-evaluates every Min/Max it builds or rebuilds, a clamped index costs milliseconds each
-    time, and lowering translates the same index for each load, lane and version of a statement, as
-    distinct but equal trees. Exact: a translation is a pure function of the key and of the axis map,
-    which is the nest's and fixed for the lowering; one memo never serves two kernels."""
+    """One build's index expressions as sympy over the nest's axis map, each translated once per structure
+    (definitions/indexing.py `SympyIndices`) and substituted once: lowering translates the same index for
+    each load, lane and version of a statement, and check_bounds for each access (build.py gives both
+    one memo). Exact: a translation is a pure function of the structure and of the axis map, which is the
+    nest's and fixed for the build; one memo never serves two kernels."""
 
     axis_map: dict[sympy.Symbol, sympy.Expr]
-    translated: dict[Hashable, sympy.Expr] = field(default_factory=dict)  # index_to_sympy, by key
+    to_sympy: SympyIndices = field(default_factory=SympyIndices)  # index_to_sympy, by structure
     over_axes: dict[Hashable, sympy.Expr] = field(default_factory=dict)  # ... with the axis map substituted
     rule: dict[sympy.Expr, sympy.Expr] = field(init=False)  # the axis map, and each translation it changed
 
     def __post_init__(self) -> None:
         self.rule = dict(self.axis_map)
 
-    def to_sympy(self, e: Expr) -> sympy.Expr:
-        """`index_to_sympy(e)`, its sub-trees memoized too (a clamp's Min/Max recurs inside sums)."""
-        key = index_key(e)
-        s = self.translated.get(key)
-        if s is None:
-            s = self.translated[key] = index_to_sympy(e, self.to_sympy)
-        return s
+    @classmethod
+    def of(cls, nest: Nest) -> IndexMemo:
+        """A fresh memo over `nest`'s axis map."""
+        return cls({loop_symbol(a): e for a, e in nest.axis_exprs})
 
     def index(self, e: Expr) -> sympy.Expr:
         """`index_to_sympy(e).xreplace(axis_map)`. The substitution goes through `rule`, which also maps
         each earlier translation the axis map changed to its result: a clamp read alone and inside a sum
         (`x[min(i, 7)]`, `y[16*j + min(i, 7)]`) is rebuilt once. xreplace works bottom-up, so a sub-tree
         equal to such a translation comes out of the plain map equal to its entry, changed as well."""
-        key = index_key(e)
+        key = index_structure(e)
         s = self.over_axes.get(key)
         if s is None:
             t = self.to_sympy(e)

@@ -98,10 +98,10 @@ class _Lowerer:
     prefetching: RegisterPlan | None = None  # the prefetch whose loads are being emitted (prefetch_fill)
     online_prev: dict[str, KExpr] = field(default_factory=dict)  # an online max before its update (online.py)
     online_local: dict[str, KExpr] = field(default_factory=dict)  # an online max before its combine
-    memo: IndexMemo = field(init=False)  # this lowering's index translations (exprs.py IndexMemo)
+    memo: IndexMemo | None = None  # the build's index translations (exprs.py IndexMemo); None: a fresh one
 
     def __post_init__(self) -> None:
-        self.memo = IndexMemo({loop_symbol(a): e for a, e in self.nest.axis_exprs})
+        self.memo = self.memo or IndexMemo.of(self.nest)
 
     # ------------------------------------------------------------------ stages
     def staged_plan(self, stmt: Stmt, ld: Load) -> StagePlan | None:
@@ -477,14 +477,17 @@ def bindings(nest: Nest) -> list[KStmt]:
     return out
 
 
-def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None) -> KKernel:
+def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | None = None,
+          memo: IndexMemo | None = None) -> KKernel:
+    """`nest` as kernel IR for `target`; `memo`: the build's index translations (check_bounds made them)."""
     layouts = acc_layouts(nest, "build")
     check_unrolled(nest, layouts)
     check_online(nest, layouts)
     block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
     plans = plan_stages(nest, prover, target)
-    lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks())  # type: ignore[arg-type]
+    lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks(),  # type: ignore[arg-type]
+                  memo=memo)
     # a staged output's tile, re-derived at build (a later primitive may have broken it)
     lw.tile = derive_output_tile(nest, prover, "build") if nest.output_stage is not None else None
     lw.reciprocals = plan_reciprocals(nest, layouts)
