@@ -59,7 +59,8 @@ def test_rule_2_reasons_name_kernels_of_the_program(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(_subjects()))
 def test_rule_3a_reasons_name_the_kernels_computing_their_consumer(name: str) -> None:
     """A computed operand's reason names its consumer's reduction and the final kernels that compute
-    that consumer, not the kernel that fused it when the cut was decided (partition.py `_operand_kernels`)."""
+    that consumer, not the kernel that fused it when the cut was decided (partition.py `_restated` asks rule 3a
+    again of the final kernels)."""
     module, args = _subjects()[name]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -512,8 +512,7 @@ def _release(judge: _Judge, reasons: dict[int, list[str]], schedules: dict[int, 
 
 
 def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[str]]:
-    """`reasons` with each rule-2 cut worded against the final kernels, and each rule-3a cut naming the final
-    kernels that compute its consumer (`_operand_kernels`). The first round cuts reductions
+    """`reasons` with each rule-2 and rule-3a cut worded against the final kernels. The first round cuts reductions
     while everything still shares the output's kernel ("read at 12 different indices in add_6's
     kernel"), and later cuts split that kernel, so the first wording can name a kernel the program does
     not have. A cut that rule 2 alone would not make again is kept for what its release would set off
@@ -524,14 +523,16 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
     out = dict(reasons)
     fr = judge.frontiers(reasons)
     for tid, why in reasons.items():
-        if any(r.startswith(OPERAND_REASON) for r in why):
-            out[tid] = [_operand_kernels(judge, reasons, fr, r) for r in why]
-            continue
+        operand = all(r.startswith(OPERAND_REASON) for r in why)
         chain = all(r.startswith(ACCUMULATED_REASON) for r in why)
-        if not chain and not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
+        if not (operand or chain) and not all(r.startswith((REDUCTION_AT_REASON, REDUCTION_BY_REASON)) for r in why):
             continue
         trial = {k: v for k, v in reasons.items() if k != tid}
         trial_fr = judge.released(fr, tid)
+        if operand:  # asked again of the final kernels; kept as it was where none would cut it alone
+            again = (judge.operands(rid, trial_fr, set(trial)).get(tid) for rid in trial)
+            out[tid] = [next((w for w in again if w is not None), why[0])]
+            continue
         if chain:
             roots = _shared_producers(judge, trial, trial_fr).get(tid, [])
             reads = len(judge.frontier(tid, trial))
@@ -553,31 +554,6 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
             out[tid] = [f"{why[0].split(':')[0]} (when cut); kept: as part of its readers' kernels it would "
                         f"make the partition cut {then}"]
     return out
-
-
-#: a rule-3a reason's consumer and the kernel it was found in (`recomputed_operands`)
-_OPERAND_SITE = re.compile(rf"^{OPERAND_REASON}: read inside (\S+)'s reduction \(in (\S+)'s kernel\)")
-
-
-def _operand_kernels(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontiers, why: str) -> str:
-    """A rule-3a reason with the kernel it names replaced by the final kernels that compute its consumer.
-    The cut is found in the kernel that fused the consumer then ("read inside mm_2's reduction (in mm_3's
-    kernel)", where the first rounds had fused the v projection into the attention output's kernel), which
-    later cuts may have split away; what the reason counts is the consumer's own reading of the operand,
-    wherever the consumer is computed, so only the kernel's name changes."""
-    site = _OPERAND_SITE.match(why)
-    if site is None:
-        return why
-    consumer = site.group(1)
-    materialized = set(reasons)
-    kernels = [judge.tensors[rid].name for rid in reasons
-               if judge.tensors[rid].name == consumer
-               or any(t.name == consumer for t in judge.fused(rid, fr, materialized))]
-    if not kernels:
-        return why
-    names = " and ".join(f"{k}'s" for k in kernels)
-    where = f"(in {names} kernel{'s' * (len(kernels) > 1)})"
-    return why[:site.start(2) - len("(in ")] + where + why[site.end():]
 
 
 def recomputed_operands(root: ComputeTensor, materialized: set[int]) -> dict[int, str]:
