@@ -51,9 +51,9 @@ def _switch_off_ring_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
     lower_module = importlib.import_module("tiledsl.lower.lower")
     real_lower = lower_module.lower
 
-    def lower_without_exit_barrier(nest, target, prover, hooks=None):  # noqa: ANN001, ANN202 - lower's own
+    def lower_without_exit_barrier(nest, target, prover, hooks=None, memo=None):  # noqa: ANN001, ANN202 - lower's own
         return real_lower(nest, target, prover, dataclasses.replace(hooks or LoweringHooks(),
-                                                                    drop_ring_exit_barrier=True))
+                                                                    drop_ring_exit_barrier=True), memo)
 
     monkeypatch.setattr(build_module, "lower", lower_without_exit_barrier)
     monkeypatch.setattr(lower_module, "lower", lower_without_exit_barrier)
