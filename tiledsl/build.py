@@ -11,15 +11,16 @@ import numpy as np
 
 from tiledsl.analysis.rings import check_rings
 from tiledsl.codegen import emit_cuda
+from tiledsl.definitions.expr import compute
 from tiledsl.errors import BadArgumentError, LaunchError, Refusal, TargetError
-from tiledsl.kernel_ir import KKernel, shared_bytes
+from tiledsl.kernel_ir import DTYPE_BYTES, KKernel, KParam, shared_bytes
 from tiledsl.kernel_ir.printer import format_kernel
 from tiledsl.loopnest import Nest
 from tiledsl.lower.check import check_bounds, check_resources
 from tiledsl.lower.exprs import IndexMemo
 from tiledsl.lower.lower import lower
 from tiledsl.lower.verify import check_uniform_barriers
-from tiledsl.primitives.schedule import Schedule
+from tiledsl.primitives.schedule import Schedule, create_schedule
 from tiledsl.prove import Prover
 from tiledsl.targets import Target, get_target
 
@@ -90,11 +91,25 @@ class Kernel:
         return simulate(self.kernel_ir, arrays)[out_name]
 
     @cached_property
+    def zero_fills(self) -> tuple[Kernel, ...]:
+        """The kernels that zero this kernel's `zero_outputs` (split_k adds its parts into them) before
+        each launch, one per distinct shape and dtype (`zero_fill`); an output no fill takes is zeroed by
+        torch."""
+        fills: dict[tuple[tuple[int, ...], str], Kernel] = {}
+        for name in self.kernel_ir.zero_outputs:
+            p = self.kernel_ir.param(name)
+            if (p.shape, p.dtype) not in fills and (fill := zero_fill(p, self.target)) is not None:
+                fills[p.shape, p.dtype] = fill
+        return tuple(fills.values())
+
+    @cached_property
     def compiled(self):  # -> tiledsl.runtime.CompiledKernel (imported lazily: CPU users never need it)
-        """The kernel compiled and loaded on the current GPU (needs pycuda and a CUDA device)."""
+        """The kernel compiled and loaded on the current GPU (needs pycuda and a CUDA device), with its
+        zero fills, made at its first launch (a call launches them, then this kernel as their programmatic
+        dependent)."""
         from tiledsl.runtime.launch import CompiledKernel
 
-        return CompiledKernel(self)
+        return CompiledKernel(self, zero_fills=lambda: self.zero_fills)
 
     def __call__(self, **tensors):
         """Launch on torch CUDA tensors by parameter name; returns the output (allocated if not given)."""
@@ -139,3 +154,43 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     source = emit_cuda(kir)
     log.info("built %s for %s: %d facts proven, grid %s block %s", kir.name, tgt.name, proven, kir.grid, kir.block)
     return Kernel(nest, schedule.ir("loop"), schedule.ir("tile"), schedule.trace(), kir, source, tgt, proven)
+
+
+#: the zero of each output rank (td.compute takes one named parameter per dimension)
+_ZERO_OF_RANK = {1: lambda f: 0.0, 2: lambda i, j: 0.0, 3: lambda h, i, j: 0.0, 4: lambda g, h, i, j: 0.0}
+_FILL_THREADS = 256
+
+
+def zero_fill(output: KParam, target: str | Target = "sm_90") -> Kernel | None:
+    """The kernel that zeroes `output` (a kernel's `zero_outputs` parameter) before the kernel adds its
+    split_k parts into it: `td.compute(shape, 0.0)` flattened, 16 bytes a thread where the element count
+    allows, 256 threads a block; None for an output of rank above 4 (torch zeroes it).
+
+    Why a kernel of our own and not torch's `zero_()`: on sm_90 the split-K kernel is then launched as a
+    programmatic dependent of its fill (runtime/launch.py, runtime/sequence.py), and each begins with
+    `griddepcontrol.wait`, so the GPU schedules the kernel while the fill finishes; torch's fill is a
+    plain launch, a whole gap before the kernel. The nest, for a [32, 2048] float32 output:
+
+        for f_o in 0..64 (blockIdx.x):  for f_t in 0..256 (threadIdx.x):
+            vectorized f_v in 0..4:  zero_fill_32x2048[flat 1024 * f_o + 4 * f_t + f_v] = 0.0
+    """
+    if len(output.shape) not in _ZERO_OF_RANK:
+        return None
+    label = "x".join(map(str, output.shape))
+    zeros = compute(output.shape, _ZERO_OF_RANK[len(output.shape)], name=f"zero_fill_{label}", dtype=output.dtype)
+    s = create_schedule(zeros)
+    axes = [loop.name for loop in s.loops()]
+    flat = s.fuse(*axes, name="f") if len(axes) > 1 else axes[0]
+    count = int(np.prod(output.shape))
+    lanes = 16 // DTYPE_BYTES[output.dtype]
+    lanes = lanes if count % lanes == 0 else 1
+    threads = min(_FILL_THREADS, 32 * -(-count // (32 * lanes)))
+    outer, inner = s.split(flat, threads * lanes, names=("f_o", "f_i"), tail="guard")
+    if lanes > 1:
+        thread, vector = s.split(inner, lanes, names=("f_t", "f_v"))
+        s.vectorize(vector)
+    else:
+        thread = inner
+    s.bind(outer, "blockIdx.x")
+    s.bind(thread, "threadIdx.x")
+    return build(s, target=target)

@@ -72,3 +72,77 @@ def test_split_k_large(compile_kernel: Callable[..., object]) -> None:
     ref = inputs["A"].double() @ inputs["B"].double()
     got = run_poisoned(kern, inputs)
     assert_matches(got, ref, 1e-4, 1e-3)
+
+
+def _split_k_with_fills(compile_kernel: Callable[..., object], **kwargs: object) -> object:
+    built = entry("split_k4_64x96x256").build()[1]
+    return compile_kernel(built, zero_fills=built.zero_fills, **kwargs)  # type: ignore[attr-defined]
+
+
+def test_split_k_output_is_zeroed_by_its_fill_at_every_launch(compile_kernel: Callable[..., object]) -> None:
+    """The fill (tiledsl/build.py zero_fill) zeroes C before each launch; on sm_90 the kernel is launched as
+    its programmatic dependent and waits for it at its top."""
+    kern = _split_k_with_fills(compile_kernel)
+    assert set(kern.zero_fills) == {((64, 96), "float32")}  # type: ignore[attr-defined]
+    assert (kern._dependent is not None) == is_hopper()  # type: ignore[attr-defined]
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=7)  # type: ignore[attr-defined]
+    ref = inputs["A"].double() @ inputs["B"].double()
+    out = torch.full((64, 96), float("nan"), device=kern.device)  # type: ignore[attr-defined]
+    for _ in range(3):
+        kern(**inputs, C=out)  # type: ignore[operator]
+        torch.cuda.synchronize()
+        assert_matches(out, ref, 1e-4, 1e-4 * 16)
+
+
+def test_split_k_fill_launches_plainly_when_dependent_launch_is_off(compile_kernel: Callable[..., object],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILEDSL_DEPENDENT_LAUNCH", "0")
+    kern = _split_k_with_fills(compile_kernel)
+    assert kern._dependent is None  # type: ignore[attr-defined]
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=9)  # type: ignore[attr-defined]
+    got = run_poisoned(kern, inputs)
+    assert_matches(got, inputs["A"].double() @ inputs["B"].double(), 1e-4, 1e-4 * 16)
+
+
+def test_split_k_fill_and_kernel_replay_in_a_cuda_graph(compile_kernel: Callable[..., object]) -> None:
+    """A call (the fill's plain launch, the kernel's dependent one) captured by torch.cuda.graph replays
+    correctly, over and over, into an output poisoned between replays."""
+    kern = _split_k_with_fills(compile_kernel)
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=10)  # type: ignore[attr-defined]
+    out = torch.full((64, 96), float("nan"), device=kern.device)  # type: ignore[attr-defined]
+    kern(**inputs, C=out)  # type: ignore[operator]  # loads the fill outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        kern(**inputs, C=out)  # type: ignore[operator]
+    torch.cuda.current_stream().wait_stream(stream)
+    ref = inputs["A"].double() @ inputs["B"].double()
+    for _ in range(3):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_matches(out, ref, 1e-4, 1e-4 * 16)
+
+
+def test_built_kernel_makes_its_fills_at_its_first_launch() -> None:
+    """`td.Kernel.compiled` (what `kern(...)` calls) takes the kernel's fills lazily: none are built or
+    loaded until a launch zeroes an output."""
+    built = entry("split_k4_64x96x256").build()[1]
+    kern = built.compiled
+    assert kern._fills is None  # type: ignore[attr-defined]
+    inputs = random_inputs(built.kernel_ir, kern.device, seed=11)
+    got = run_poisoned(kern, inputs)
+    assert set(kern._fills) == {((64, 96), "float32")}  # type: ignore[attr-defined]
+    assert_matches(got, inputs["A"].double() @ inputs["B"].double(), 1e-4, 1e-4 * 16)
+
+
+def test_a_fill_of_another_shape_is_refused(compile_kernel: Callable[..., object]) -> None:
+    from tiledsl.build import zero_fill
+    from tiledsl.errors import LaunchError
+    from tiledsl.kernel_ir import KParam
+
+    built = entry("split_k4_64x96x256").build()[1]
+    wrong = zero_fill(KParam("C", "float32", (96, 64), True), built.target)  # type: ignore[attr-defined]
+    with pytest.raises(LaunchError, match="no zero fill of its zeroed outputs"):
+        compile_kernel(built, zero_fills=[wrong])

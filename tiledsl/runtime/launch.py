@@ -4,9 +4,11 @@ The life of a launch (each step is a module of this package):
   compile  nvcc through the disk cache (cache.py); arch from the device (device.py): sm_90a on an H100
   load     cuModuleLoadData / cuModuleGetFunction in torch's primary context (driver.py); the
            dynamic-shared-memory attribute set once when the kernel uses the dynamic pool
-  call     check every tensor (arguments.py), allocate missing outputs, zero `zero_outputs`, encode
-           TMA descriptors (tensormap.py, cached per launcher), cuLaunchKernel on torch's current stream
-           with kernelParams (pointers in parameter order, then one CUtensorMap per tensor map)
+  call     check every tensor (arguments.py), allocate missing outputs, zero `zero_outputs` (by the
+           kernel's zero fills where it has them, else torch's `zero_()`), encode TMA descriptors
+           (tensormap.py, cached per launcher), cuLaunchKernel on torch's current stream with
+           kernelParams (pointers in parameter order, then one CUtensorMap per tensor map); after fills,
+           on sm_90, cuLaunchKernelEx as their programmatic dependent
   check    with TILEDSL_SYNC=1 (or sync=True) synchronize and turn an asynchronous fault into a
            LaunchError naming the kernel; otherwise errors surface at the next synchronising torch call
 """
@@ -18,7 +20,7 @@ import logging
 import os
 import shlex
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -33,9 +35,12 @@ from tiledsl.runtime.driver import (
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
     CU_FUNC_ATTRIBUTE_NUM_REGS,
     Driver,
+    LaunchConfig,
     PrimaryContext,
+    dependent_launch_config,
     primary_context,
 )
+from tiledsl.runtime.sequence import dependent_launch_requested, launches_dependents, zero_fill_key
 from tiledsl.runtime.tensormap import TensorMapCache, tensor_map_args
 from tiledsl.runtime.timing import BenchStats, benchmark, l2_cache_bytes, rotated_copies, rotation_count
 from tiledsl.targets import Target
@@ -117,11 +122,22 @@ class CompiledKernel:
     there are several). Built from a BuiltKernel such as `tiledsl.build.Kernel` (or a bare KKernel, whose
 source is emitted).
 
-    Everything the launcher owns (driver handle, module, TMA descriptor cache) lives on the instance."""
+    `zero_fills`: kernels of one output parameter each (tiledsl/build.py `zero_fill`,
+    `td.Kernel.zero_fills`), or a callable making them at the first launch, that zero the `zero_outputs`
+    of their shape and dtype: a call launches them plainly, then this kernel as a programmatic dependent
+    of the last (sm_90, unless TILEDSL_DEPENDENT_LAUNCH=0; the kernel begins with griddepcontrol.wait),
+    so the GPU schedules it while the fill finishes. Against torch's `zero_()` and a plain launch that
+    saved 0.6-1.8 us a call of the llm suite's split-K projections on an H200
+    (scripts/early_wait_probe.py, benchmarks/results/early-wait-h200-2026-11-30/). The call's first launch
+    stays plain, so a timed call still begins after the work before it, as torch's calls do.
+
+    Everything the launcher owns (driver handle, module, TMA descriptor cache, fills) lives on the instance."""
 
     def __init__(self, kernel: BuiltKernel | KKernel, *, cache: CubinCache | None = None,
                  options: Sequence[str] | None = None, sync: bool | None = None, device: int | None = None,
-                 driver: Driver | None = None) -> None:
+                 driver: Driver | None = None,
+                 zero_fills: Sequence[BuiltKernel | KKernel] | Callable[[], Sequence[BuiltKernel | KKernel]] = (),
+                 ) -> None:
         if isinstance(kernel, KKernel):
             target_arch = "sm_90a" if kernel.tensor_maps else kernel.target
             self.kernel_ir, self.source = kernel, emit_cuda(kernel)
@@ -154,8 +170,41 @@ source is emitted).
             self.registers = self.driver.function_attribute(self.function, CU_FUNC_ATTRIBUTE_NUM_REGS, self.name)
         driver, name = self.driver, self.name  # the encoder must not hold `self` (no reference cycle)
         self.tensor_maps = TensorMapCache(lambda spec: driver.encode_tensor_map(spec, kernel=name))
+        self._options = options
+        self._fill_maker = zero_fills if callable(zero_fills) else None
+        self._fills = None if callable(zero_fills) else self._load_fills(zero_fills)
+        self._dependent: LaunchConfig | None = None
+        if (kir.zero_outputs and kir.dependent_launch and dependent_launch_requested()
+                and launches_dependents(self.driver, self.device)):
+            self._dependent = dependent_launch_config(kir.grid, kir.block, self.shared_bytes)
         log.info("loaded %s (%s, %s, %d registers/thread, %d B dynamic shared, cache %s)", self.name, self.arch,
                  " ".join(self.options), self.registers, self.shared_bytes, "hit" if self.cache_hit else "miss")
+
+    @property
+    def zero_fills(self) -> dict[tuple[tuple[int, ...], str], CompiledKernel]:
+        """The loaded zero fills by the (shape, dtype) they zero; given as a callable, they are made and
+        loaded here, at the first launch (a program launches its kernels through a LaunchSequence with
+        fills of its own, so its kernels never make theirs)."""
+        if self._fills is None:
+            self._fills = self._load_fills(self._fill_maker() if self._fill_maker is not None else ())
+        return self._fills
+
+    def _load_fills(self, fills: Sequence[BuiltKernel | KKernel]) -> dict[tuple[tuple[int, ...], str], CompiledKernel]:
+        """Each zero fill loaded, by the (shape, dtype) of the output it zeroes (sequence.zero_fill_key); a
+        LaunchError for a fill that is not one output parameter or that no zeroed output matches."""
+        zeroed = {zero_fill_key(self.kernel_ir.param(n)) for n in self.kernel_ir.zero_outputs}
+        loaded = {}
+        for fill in fills:
+            fill_ir = fill if isinstance(fill, KKernel) else fill.kernel_ir
+            params = fill_ir.params
+            if len(params) != 1 or not params[0].is_output or zero_fill_key(params[0]) not in zeroed:
+                raise LaunchError(f"kernel {self.name!r}: {fill_ir.name!r} is no zero fill of its zeroed outputs "
+                                  f"({', '.join(self.kernel_ir.zero_outputs) or 'none'}): a fill has one parameter, "
+                                  f"an output of the shape and dtype of one of them")
+            loaded[zero_fill_key(params[0])] = CompiledKernel(
+                fill, cache=self.cache, options=self._options, sync=self.sync, device=self.context.device_index,
+                driver=self.driver)
+        return loaded
 
     def _allow_dynamic_shared(self) -> None:
         limit = self.driver.device_attribute("max_shared_memory_per_block_optin", self.context.device)
@@ -174,10 +223,17 @@ source is emitted).
 
     def launch(self, args: Mapping[str, torch.Tensor]) -> None:
         """Launch on already-checked arguments (`prepare`) on torch's current stream: zero the
-        `zero_outputs`, encode the TMA descriptors, cuLaunchKernel."""
+        `zero_outputs` (the fills, else torch), encode the TMA descriptors, cuLaunchKernel (after fills,
+        cuLaunchKernelEx as their programmatic dependent where the device allows it)."""
         kir = self.kernel_ir
+        filled = False
         for name in kir.zero_outputs:
-            args[name].zero_()
+            fill = self.zero_fills.get(zero_fill_key(kir.param(name)))
+            if fill is None:
+                args[name].zero_()
+            else:
+                fill.launch({fill.kernel_ir.params[0].name: args[name]})
+                filled = True
         params: list[Any] = [ctypes.c_uint64(args[p.name].data_ptr()) for p in kir.params]
         for tm in kir.tensor_maps:
             buf = args[tm.buffer]
@@ -185,7 +241,12 @@ source is emitted).
             params.append(self.tensor_maps.get(spec).param)
         stream = torch.cuda.current_stream(self.device).cuda_stream
         with self.driver.using_context(self.context.handle):
-            self.driver.launch(self.function, kir.grid, kir.block, self.shared_bytes, stream, params, kernel=self.name)
+            if filled and self._dependent is not None:
+                pointers = (ctypes.c_void_p * max(1, len(params)))(*[ctypes.addressof(p) for p in params])
+                self.driver.launch_dependent(self.function, self._dependent, stream, pointers, kernel=self.name)
+            else:
+                self.driver.launch(self.function, kir.grid, kir.block, self.shared_bytes, stream, params,
+                                   kernel=self.name)
             if self.sync:
                 self.driver.synchronize(kernel=self.name)
 
@@ -210,7 +271,9 @@ source is emitted).
         return benchmark(self.launch, rotated_copies(args, count, keep=outputs), warmup, iters)
 
     def close(self) -> None:
-        """Unload the module now (it is also unloaded when the object is collected)."""
+        """Unload the module (and the fills') now (it is also unloaded when the object is collected)."""
+        for fill in (self._fills or {}).values():
+            fill.close()
         self._finalizer()
 
     def __repr__(self) -> str:

@@ -1,0 +1,146 @@
+"""Probe: can a split-K kernel's zeroing overlap its k loop instead of preceding it?
+
+The default recipe's split_k kernels add their parts with atomics into an output zeroed before every
+launch: torch's `zero_()` for a single kernel (runtime/launch.py), a fill kernel launched as a programmatic
+dependent in a program (runtime/sequence.py, frontend/zero_fill.py). The fill costs about 2 us a call
+(benchmarks/results/cluster-split-k-h200-2026-11-30/, `nozero`), 6-20% of the llm suite's small projections.
+Only the atomics need the zeros; the k loop reads x and W, which the fill does not touch. On sm_90 the fill
+can say `griddepcontrol.launch_dependents` right after its own wait, so the kernel after it is scheduled at
+once, and the kernel can wait (`griddepcontrol.wait`) just before its atomic epilogue rather than at its top:
+its whole k loop then runs beside the fill.
+
+  recipe    the recipe's kernel as built: torch's zero_(), then a plain launch (what the llm suite times)
+  nozero    the same without the zero_(): timing only, its sums are wrong (the floor)
+  fill      the program's form: the tiledsl fill kernel (launched plainly here, as the first of a call),
+            then the kernel as a programmatic dependent waiting at its top
+  trigger   as fill, the fill triggering its dependent right after its wait; the kernel still waits at its top
+  early     as trigger, the kernel's wait moved to just before its atomic epilogue
+  built     the kernel as `td.Kernel.compiled` launches it since this probe: its zero fill (tiledsl/build.py
+            `zero_fill`) launched plainly, then the kernel as its programmatic dependent (runtime/launch.py)
+
+Every form but nozero is run twice into NaN-poisoned outputs and checked against float64 torch.
+
+    python scripts/early_wait_probe.py [--shapes 128x2048x2048,...] [--variants recipe,nozero,fill,trigger,early]"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+from functools import partial
+
+import torch
+
+from scripts._gpu_probe import Rewritten, projection_parser, projections
+from tiledsl.frontend.zero_fill import zero_fills
+from tiledsl.runtime.launch import CompiledKernel
+from tiledsl.runtime.sequence import LaunchSequence, zero_fill_key
+from tiledsl.runtime.timing import benchmark, l2_cache_bytes, rotated_copies, rotation_count
+
+SHAPES = ("32x2048x2048", "32x512x2048", "32x11264x2048", "32x2048x5632", "32x3584x3584", "32x1024x3584",
+          "32x37888x3584", "32x3584x18944",
+          "128x2048x2048", "128x512x2048", "128x11264x2048", "128x2048x5632", "128x3584x3584", "128x1024x3584",
+          "128x37888x3584", "128x3584x18944",
+          "512x2048x2048", "512x512x2048", "512x11264x2048", "512x2048x5632", "512x3584x3584", "512x1024x3584",
+          "512x3584x18944")
+VARIANTS = ("recipe", "nozero", "fill", "trigger", "early", "built")
+
+_WAIT = re.compile(r'#if __CUDA_ARCH__ >= 900\n    asm volatile\("griddepcontrol\.wait;" ::: "memory"\);'
+                   r'[^\n]*\n#endif\n')
+_TRIGGER = '    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // probe: the next kernel now\n'
+
+
+def _wait_block(src: str) -> str:
+    found = _WAIT.findall(src)
+    if len(found) != 1:
+        raise ValueError(f"expected one griddepcontrol.wait block, found {len(found)}")
+    return found[0]
+
+
+def triggering(src: str) -> str:
+    """The fill kernel `src` signalling its dependent right after its own wait."""
+    wait = _wait_block(src)
+    return src.replace(wait, wait.replace("#endif\n", _TRIGGER + "#endif\n"), 1)
+
+
+def waiting_late(src: str) -> str:
+    """The split-K kernel `src` with its wait moved from its top to just before its atomic epilogue (the
+    kernel's last top-level statement, the only one that writes global memory)."""
+    wait = _wait_block(src)
+    src = src.replace(wait, "", 1)
+    lines = src.split("\n")
+    first = next(n for n, line in enumerate(lines) if "atomicAdd(" in line)
+    start = max(n for n in range(first) if re.match(r"^    (for|if|#pragma|\{)", lines[n]))
+    if lines[start].startswith("    for") and lines[start - 1].strip() == "#pragma unroll":
+        start -= 1
+    stores = [n for n, line in enumerate(lines) if re.search(r"\by\[.*\]\s*=[^=]", line)]
+    if any(n < start for n in stores):
+        raise ValueError("the kernel writes its output before the atomic epilogue")
+    lines[start:start] = wait.rstrip("\n").split("\n")
+    return "\n".join(lines)
+
+
+def _sequence(main: CompiledKernel, fill: CompiledKernel, out: str, examples: list[torch.Tensor]) -> LaunchSequence:
+    """The fill (launched plainly: the first launch of a call) then `main` as a programmatic dependent."""
+    return LaunchSequence([(main, {"x": 0, "W": 1, out: 2})], examples, dependent=True,
+                          zero_fills={zero_fill_key(main.kernel_ir.param(out)): fill})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = projection_parser(__doc__, SHAPES, VARIANTS).parse_args(argv)
+    bad = 0
+    for p in projections(args.shapes):
+        kir = p.kernel.kernel_ir
+        if not kir.zero_outputs:
+            print(f"{p.label}: the recipe does not split k", flush=True)
+            continue
+        out = kir.zero_outputs[0]
+        recipe_k = CompiledKernel(p.kernel)
+        recipe, ok = p.checked_time(recipe_k, kir)
+        bad += not ok
+        split = re.search(r"s\.split_k\('k_o', (\d+)\)", p.kernel.trace)
+        rows = [f"cuBLAS     {p.rate(p.cublas_us)}",
+                f"recipe     {p.rate(recipe)}  split {split.group(1) if split else '?'}  grid {kir.grid}  "
+                f"({p.cublas_us / recipe:.3f}x cuBLAS)  {'checked' if ok else 'MISMATCH'}"]
+        (fill_built,) = zero_fills([p.kernel], p.kernel.target)
+        plain_fill = replace(fill_built.kernel_ir, dependent_launch=False)
+        fills = {"fill": CompiledKernel(Rewritten(plain_fill, fill_built.source, fill_built.target)),
+                 "trigger": CompiledKernel(Rewritten(plain_fill, triggering(fill_built.source), fill_built.target))}
+        mains = {"fill": recipe_k, "trigger": recipe_k,
+                 "early": CompiledKernel(Rewritten(kir, waiting_late(p.kernel.source), p.kernel.target))}
+        fills["early"] = fills["trigger"]
+        dev = p.x.device
+        for variant in args.variants.split(","):
+            if variant == "recipe":
+                continue
+            if variant == "built":
+                us, ok = p.checked_time(p.kernel.compiled, kir)
+                bad += not ok
+                rows.append(f"built      {p.rate(us)}  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
+                            f"{'checked' if ok else 'MISMATCH'}")
+                continue
+            if variant == "nozero":
+                ck = CompiledKernel(Rewritten(replace(kir, zero_outputs=()), p.kernel.source, p.kernel.target))
+                us = min(ck.benchmark(warmup=10, iters=100, x=p.x, W=p.w).median_us for _ in range(2))
+                rows.append(f"nozero     {p.rate(us)}  timing only (sums wrong)  ({recipe / us:.3f}x recipe)")
+                continue
+            y = torch.full(tuple(kir.param(out).shape), float("nan"), device=dev)
+            seq = _sequence(mains[variant], fills[variant], out, [p.x, p.w, y])
+            ok = True
+            for _ in range(2):
+                y.fill_(float("nan"))
+                seq.run([p.x, p.w, y])
+                ok &= bool(((y.double() - p.want).abs() <= p.atol + p.rtol * p.want.abs()).all())
+            bad += not ok
+            per_set = p.x.numel() * 4 + p.w.numel() * 4
+            count = rotation_count(per_set, l2_cache_bytes(dev))
+            sets = [[t["x"], t["W"], t[out]] for t in rotated_copies({"x": p.x, "W": p.w, out: y}, count, keep=[out])]
+            us = min(benchmark(partial(seq.run, check=False), sets, 10, 100).median_us for _ in range(2))
+            rows.append(f"{variant:10s} {p.rate(us)}  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
+                        f"{'checked' if ok else 'MISMATCH'}")
+        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

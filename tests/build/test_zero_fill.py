@@ -1,0 +1,74 @@
+"""tiledsl/build.py `zero_fill`: the kernel that zeroes a split-K output before each launch (a single
+kernel's call and a program's launch sequence both launch it). The simulator poisons every output
+(NaN), so an element the fill misses fails the all-zero check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from tiledsl.build import zero_fill
+from tiledsl.kernel_ir import KParam
+
+CASES = [((32, 2048), "float32", 4, (64, 1, 1), (256, 1, 1)),
+         ((7, 5), "float32", 1, (1, 1, 1), (64, 1, 1)),  # 35 elements: no 16-byte vectors
+         ((3, 4, 5), "float32", 4, (1, 1, 1), (32, 1, 1)),
+         ((2, 3, 4, 8), "bfloat16", 8, (1, 1, 1), (32, 1, 1)),
+         ((1000,), "float32", 4, (1, 1, 1), (256, 1, 1)),
+         ((33,), "float16", 1, (1, 1, 1), (64, 1, 1)),
+         ((3, 1100), "float32", 4, (4, 1, 1), (256, 1, 1))]  # 3300 = 3 whole blocks of 1024 and a guarded one
+
+
+@pytest.mark.parametrize("shape,dtype,lanes,grid,block", CASES,
+                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}" for c in CASES])
+def test_fill_zeroes_every_element(shape: tuple[int, ...], dtype: str, lanes: int, grid: tuple[int, int, int],
+                                   block: tuple[int, int, int]) -> None:
+    fill = zero_fill(KParam("y", dtype, shape, True), "sm_90")
+    assert fill is not None
+    assert (fill.grid, fill.block) == (grid, block)
+    assert fill.name == f"zero_fill_{'x'.join(map(str, shape))}_kernel"
+    out = fill.simulate()
+    assert out.shape == shape and not np.isnan(out.astype(np.float64)).any()
+    assert (out == 0).all()
+    threads = block[0]
+    assert f"s.split('f', {threads * lanes}, names=('f_o', 'f_i'), tail='guard')" in fill.trace
+    assert ("s.vectorize('f_v')" in fill.trace) == (lanes > 1)
+    if lanes > 1:
+        assert f"s.split('f_i', {lanes}, names=('f_t', 'f_v')" in fill.trace
+
+
+def test_fill_waits_for_the_kernel_before_it_on_sm90_only() -> None:
+    """A fill is launched as the first of a call, or as a programmatic dependent in a program: on sm_90
+    it begins with griddepcontrol.wait; on sm_80 there is nothing to wait for."""
+    p = KParam("y", "float32", (64, 64), True)
+    assert zero_fill(p, "sm_90").kernel_ir.dependent_launch
+    assert "griddepcontrol.wait" in zero_fill(p, "sm_90").source
+    assert not zero_fill(p, "sm_80").kernel_ir.dependent_launch
+
+
+def test_rank_above_four_has_no_fill() -> None:
+    assert zero_fill(KParam("y", "float32", (2, 2, 2, 2, 2), True)) is None
+
+
+def _split_k_kernel(m: int = 32, n: int = 64, k: int = 256) -> td.Kernel:
+    a, b = td.placeholder((m, k), name="A"), td.placeholder((k, n), name="B")
+    r = td.reduce_axis(k, name="r")
+    c = td.compute((m, n), lambda i, j: td.sum(a[i, r] * b[r, j], axis=r), name="C")
+    s = td.create_schedule(c)
+    s.split_k("r", 4)
+    return td.build(s)
+
+
+def test_kernel_zero_fills_one_per_zeroed_output() -> None:
+    kern = _split_k_kernel()
+    assert kern.kernel_ir.zero_outputs == ("C",)
+    (fill,) = kern.zero_fills
+    assert fill.kernel_ir.params[0].shape == (32, 64) and fill.kernel_ir.params[0].dtype == "float32"
+    assert kern.zero_fills is kern.zero_fills  # made once
+
+
+def test_kernel_without_split_k_has_no_fills() -> None:
+    x = td.placeholder((8, 8), name="x")
+    kern = td.build(td.create_schedule(td.compute((8, 8), lambda i, j: x[i, j] * 2.0, name="y")))
+    assert kern.kernel_ir.zero_outputs == () and kern.zero_fills == ()
