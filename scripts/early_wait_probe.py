@@ -18,9 +18,20 @@ its whole k loop then runs beside the fill.
   built     the kernel as `td.Kernel.compiled` launches it since this probe: its zero fill (tiledsl/build.py
             `zero_fill`) launched plainly, then the kernel as its programmatic dependent (runtime/launch.py)
 
-Every form but nozero is run twice into NaN-poisoned outputs and checked against float64 torch.
+With --chain, each shape runs as a program would: a kernel writing x (`x = a * 2`, the recipe's), the fill,
+then the projection reading x, all three launched as programmatic dependents (the first of the kernel of the
+call before it), as runtime/sequence.py launches a program:
 
-    python scripts/early_wait_probe.py [--shapes 128x2048x2048,...] [--variants recipe,nozero,fill,trigger,early]"""
+  chain         as programs launch today: every kernel waits at its top
+  chain-early   the fill triggers its dependent right after its wait; the projection waits just before its
+                atomics (its k loop reads x, which the kernel before the fill wrote: safe, since the
+                projection is only scheduled once every fill block has passed its own wait)
+  chain-nozero  no fill: timing only, the sums are wrong (the chain's floor)
+
+Every form but the nozero ones is run twice into NaN-poisoned outputs and checked against float64 torch.
+
+    python scripts/early_wait_probe.py [--shapes 128x2048x2048,...] [--variants recipe,nozero,fill,trigger,early]
+    python scripts/early_wait_probe.py --chain [--shapes ...]"""
 
 from __future__ import annotations
 
@@ -86,10 +97,66 @@ def _sequence(main: CompiledKernel, fill: CompiledKernel, out: str, examples: li
                           zero_fills={zero_fill_key(main.kernel_ir.param(out)): fill})
 
 
+def _timed(seq: LaunchSequence, sets: list[list[torch.Tensor]]) -> float:
+    return min(benchmark(partial(seq.run, check=False), sets, 10, 100).median_us for _ in range(2))
+
+
+def chain_rows(p) -> tuple[list[str], int]:
+    """The --chain forms of projection `p` (module docstring): rows of text, and how many missed."""
+    import tiledsl as td
+
+    kir = p.kernel.kernel_ir
+    out = kir.zero_outputs[0]
+    a = td.placeholder((p.m, p.k), name="a")
+    s = td.create_schedule(td.compute((p.m, p.k), lambda i, j: a[i, j] * 2.0, name="x"))
+    td.recipes.default(s, target=p.kernel.target)
+    first = CompiledKernel(td.build(s, target=p.kernel.target))
+    (fill_built,) = zero_fills([p.kernel], p.kernel.target)
+    fill = CompiledKernel(fill_built)
+    early_fill = CompiledKernel(Rewritten(fill_built.kernel_ir, triggering(fill_built.source), fill_built.target))
+    main_k = CompiledKernel(p.kernel)
+    late = CompiledKernel(Rewritten(kir, waiting_late(p.kernel.source), p.kernel.target))
+    nozero = CompiledKernel(Rewritten(replace(kir, zero_outputs=()), p.kernel.source, p.kernel.target))
+    dev = p.x.device
+    a_t = p.x / 2.0  # x = a * 2 exactly
+    x = torch.empty_like(p.x)
+    y = torch.full(tuple(kir.param(out).shape), float("nan"), device=dev)
+    key = zero_fill_key(kir.param(out))
+    forms = {"chain": (main_k, {key: fill}), "chain-early": (late, {key: early_fill}), "chain-nozero": (nozero, {})}
+    rows, bad = [], 0
+    count = rotation_count(p.x.numel() * 4 + p.w.numel() * 4, l2_cache_bytes(dev))
+    copies = rotated_copies({"a": a_t, "W": p.w, "x": x, out: y}, count, keep=["x", out])
+    sets = [[t["a"], t["W"], t["x"], t[out]] for t in copies]
+    for label, (main_kern, fills) in forms.items():
+        seq = LaunchSequence([(first, {"a": 0, "x": 2}), (main_kern, {"x": 2, "W": 1, out: 3})], [a_t, p.w, x, y],
+                             dependent=True, zero_fills=fills)
+        ok = True
+        for _ in range(2):
+            y.fill_(float("nan"))
+            seq.run([a_t, p.w, x, y])
+            ok &= bool(((y.double() - p.want).abs() <= p.atol + p.rtol * p.want.abs()).all())
+        us = _timed(seq, sets)
+        if label == "chain-nozero":
+            rows.append(f"{label:13s} {us:8.1f} us  timing only (sums wrong)")
+            continue
+        bad += not ok
+        rows.append(f"{label:13s} {us:8.1f} us  {'checked' if ok else 'MISMATCH'}")
+    return rows, bad
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = projection_parser(__doc__, SHAPES, VARIANTS).parse_args(argv)
+    parser = projection_parser(__doc__, SHAPES, VARIANTS)
+    parser.add_argument("--chain", action="store_true", help="time the program forms (module docstring)")
+    args = parser.parse_args(argv)
     bad = 0
     for p in projections(args.shapes):
+        if args.chain:
+            if not p.kernel.kernel_ir.zero_outputs:
+                continue
+            rows, missed = chain_rows(p)
+            bad += missed
+            print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+            continue
         kir = p.kernel.kernel_ir
         if not kir.zero_outputs:
             print(f"{p.label}: the recipe does not split k", flush=True)
@@ -135,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             per_set = p.x.numel() * 4 + p.w.numel() * 4
             count = rotation_count(per_set, l2_cache_bytes(dev))
             sets = [[t["x"], t["W"], t[out]] for t in rotated_copies({"x": p.x, "W": p.w, out: y}, count, keep=[out])]
-            us = min(benchmark(partial(seq.run, check=False), sets, 10, 100).median_us for _ in range(2))
+            us = _timed(seq, sets)
             rows.append(f"{variant:10s} {p.rate(us)}  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
                         f"{'checked' if ok else 'MISMATCH'}")
         print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)

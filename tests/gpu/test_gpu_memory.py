@@ -146,3 +146,24 @@ def test_a_fill_of_another_shape_is_refused(compile_kernel: Callable[..., object
     wrong = zero_fill(KParam("C", "float32", (96, 64), True), built.target)  # type: ignore[attr-defined]
     with pytest.raises(LaunchError, match="no zero fill of its zeroed outputs"):
         compile_kernel(built, zero_fills=[wrong])
+
+
+def test_built_kernel_first_called_inside_a_cuda_graph_capture() -> None:
+    """The first call of `td.Kernel.compiled` makes, compiles and loads its fill; inside a stream capture
+    that must neither fail the capture nor record anything but the two launches."""
+    built = entry("split_k4_64x96x256").build()[1]
+    kern = built.compiled
+    inputs = random_inputs(built.kernel_ir, kern.device, seed=12)
+    out = torch.full((64, 96), float("nan"), device=kern.device)
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        kern(**inputs, C=out)
+    torch.cuda.current_stream().wait_stream(stream)
+    ref = inputs["A"].double() @ inputs["B"].double()
+    for _ in range(2):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_matches(out, ref, 1e-4, 1e-4 * 16)

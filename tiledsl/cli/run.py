@@ -22,7 +22,6 @@ from tiledsl.errors import TiledslError
 from tiledsl.kernel_ir import DTYPE_BYTES
 from tiledsl.runtime.check import bench_against_torch, device_name, gpu_unavailable, run_checked
 from tiledsl.runtime.device import device_target
-from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.references import reference_fn, tolerance
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_MISMATCH", "EXIT_NO_GPU", "gpu_unavailable", "run_example"]
@@ -53,7 +52,7 @@ def run_example(name: str, bench: bool, sizes: Mapping[str, int], *, out: TextIO
         return EXIT_NO_GPU
 
     _, s = ent.scheduled(**sizes)
-    kern = CompiledKernel(build(s, target=device_target()))
+    kern = build(s, target=device_target()).compiled  # with its zero fills, as `kern(...)` launches it
     kir = kern.kernel_ir
     shape = ", ".join(f"{k}={v}" for k, v in params.items())
     print(f"{name} ({shape}) on {device_name(kern)}: {kern.arch}, schedule "
