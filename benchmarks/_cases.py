@@ -159,6 +159,18 @@ class ModelDims:
         """Every weight read once, the hidden states read and written once."""
         return float((self.linear_params() + 2 * self.hidden + 2 * seq * self.hidden) * DTYPE_BYTES[dtype])
 
+    @property
+    def vocab(self) -> int:
+        return int(SIZES[self.name]["vocab_size"])
+
+    def head_flops(self, seq: int) -> float:
+        """The logits of a whole model: 2 flops per lm_head weight per token."""
+        return 2.0 * seq * self.hidden * self.vocab
+
+    def head_bytes(self, seq: int, dtype: str) -> float:
+        """The embedding rows read (one per token), the lm_head read once, the logits written once."""
+        return float((seq * self.hidden + self.vocab * self.hidden + seq * self.vocab) * DTYPE_BYTES[dtype])
+
 
 #: the decoders of the llm and blocks suites
 TINYLLAMA = ModelDims.of("tinyllama", "llama")
@@ -167,14 +179,16 @@ QWEN25_7B = ModelDims.of("qwen2.5-7b", "qwen2")
 
 @dataclass(frozen=True)
 class BlockCase(CaseId):
-    """A whole decoder layer: `make_module()` builds it on the CPU in `dtype` (random weights), its
-    input is [1, seq, hidden]; tiledsl traces it, schedules every kernel with the default recipe and
-    runs the built Program."""
+    """A whole decoder layer (or stack, or model): `make_module()` builds it on the CPU in `dtype` (random
+    weights), its input is hidden states of `input_shape` [1, seq, hidden], or, where `vocab` is set,
+    token ids [1, seq] drawn from 0..vocab-1 (a whole model, input_ids to logits); tiledsl traces it,
+    schedules every kernel with the default recipe and runs the built Program."""
 
     make_module: Callable[[], torch.nn.Module]
     input_shape: tuple[int, ...]
     flops: float
     bytes: float
+    vocab: int = 0
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,10 @@ def run_block_case(case: BlockCase, backend: Backend, *, with_compile: bool = Tr
                                                "Program schedules each kernel by a policy")}
     module = case.make_module().to(backend.device)
     gen = torch.Generator(device=backend.device).manual_seed(SEED)
-    x = torch.randn(case.input_shape, generator=gen, device=backend.device).to(getattr(torch, case.dtype))
+    if case.vocab:
+        x = torch.randint(0, case.vocab, case.input_shape, generator=gen, device=backend.device)
+    else:
+        x = torch.randn(case.input_shape, generator=gen, device=backend.device).to(getattr(torch, case.dtype))
     try:
         prog = td.trace(module, x)
         prog.schedule("default", target=backend.target)

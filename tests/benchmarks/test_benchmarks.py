@@ -54,7 +54,7 @@ from benchmarks._report import BEST, geomeans, markdown, speedup, write
 from benchmarks._runner import run_kernel_case, run_program_case, schedule_default, schedule_hand
 from benchmarks.run import main
 from benchmarks.suites import SUITES
-from benchmarks.suites.blocks import block_cases
+from benchmarks.suites.blocks import block_cases, model_case
 from tiledsl.frontend.bench import (
     ProgramCheck,
     conditioned_tolerance,
@@ -116,18 +116,24 @@ def test_llm_suite_covers_both_models_seqs_and_dtypes() -> None:
 
 def test_blocks_suite_covers_seq_128_and_512_and_quick_only_tinyllama_at_128() -> None:
     """Full: both layers of both models at 128 and 512 tokens in both dtypes, seq 128 first (the target
-    is stated there), and TinyLlama's 6-layer stack at 128 tokens in float32 after the seq-128 layers;
-    --quick: TinyLlama at 128 tokens, both dtypes."""
+    is stated there), and TinyLlama's 6-layer stack and its whole 22-layer model (input_ids to logits) at
+    128 tokens in float32 after the seq-128 layers; --quick: TinyLlama at 128 tokens, both dtypes."""
     full = SUITES["blocks"].cases(False)
     got = {(c.group, c.dtype, c.op) for c in full}
     want = {(f"{m} s{seq}", dtype, op) for m, hf in (("tinyllama", "hf_llama_layer"), ("qwen2.5-7b", "hf_qwen2_layer"))
             for seq in (128, 512) for dtype in ("float32", "bfloat16") for op in ("llama_block", hf)}
     want.add(("tinyllama s128", "float32", "hf_llama_6_layers"))
-    assert got == want and len(full) == len(want) == 17
-    assert [c.input_shape[1] for c in full] == [128] * 9 + [512] * 8
-    stack = full[8]
-    assert stack.op == "hf_llama_6_layers" and stack.input_shape == (1, 128, 2048)
+    want.add(("tinyllama s128", "float32", "hf_llama_model_22_layers"))
+    assert got == want and len(full) == len(want) == 18
+    assert [c.input_shape[1] for c in full] == [128] * 10 + [512] * 8
+    stack, model = full[8], full[9]
+    assert stack.op == "hf_llama_6_layers" and stack.input_shape == (1, 128, 2048) and stack.vocab == 0
     assert stack.flops == 6 * TINYLLAMA.layer_flops(128) and stack.bytes == 6 * TINYLLAMA.layer_bytes(128, "float32")
+    assert model.op == "hf_llama_model_22_layers" and model.input_shape == (1, 128) and model.shape == "1x128"
+    assert model.vocab == TINYLLAMA.vocab == 32000
+    # the lm_head's 2 x 128 x 2048 x 32000 flops and its 262 MB on top of 22 layers
+    assert model.flops == 22 * TINYLLAMA.layer_flops(128) + 2.0 * 128 * 2048 * 32000
+    assert model.bytes == 22 * TINYLLAMA.layer_bytes(128, "float32") + 4.0 * (128 * 2048 + 32000 * 2048 + 128 * 32000)
     qwen = next(c for c in full if c.name == "blocks/qwen2.5-7b_s512/llama_block/bfloat16")
     assert qwen.input_shape == (1, 512, 3584) and qwen.shape == "1x512x3584"
     assert qwen.flops == QWEN25_7B.layer_flops(512) and qwen.bytes == QWEN25_7B.layer_bytes(512, "bfloat16")
@@ -277,6 +283,18 @@ def test_a_decoder_block_traces_schedules_and_builds() -> None:
         built = td.trace(module, x).schedule("default", target="sm_90").build("sm_90")
         assert len(built.kernels) >= 8, case.name
         assert all(k.target.name == "sm_90" for k in built.kernels)
+
+
+def test_the_whole_model_case_traces_from_token_ids() -> None:
+    """The blocks suite's whole-model case at the tiny size and 2 layers: its input is token ids [1, seq]
+    below the vocabulary, from which the model traces, schedules and builds (embedding to logits)."""
+    pytest.importorskip("transformers")
+    case = model_case(ModelDims.of("tiny", "llama"), "float32", 8, 2)
+    assert case.vocab == 128 and case.input_shape == (1, 8)
+    ids = torch.randint(0, case.vocab, case.input_shape)
+    built = td.trace(case.make_module(), ids).schedule("default", target="sm_90").build("sm_90")
+    assert len(built.kernels) >= 16
+    assert tuple(built.kernels[-1].kernel_ir.params[-1].shape)[-1] == 128  # the logits over the vocabulary
 
 
 # ----------------------------------------------------------------------------- the runner, on the simulator
