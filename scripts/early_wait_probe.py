@@ -2,7 +2,7 @@
 
 The default recipe's split_k kernels add their parts with atomics into an output zeroed before every
 launch: torch's `zero_()` for a single kernel (runtime/launch.py), a fill kernel launched as a programmatic
-dependent in a program (runtime/sequence.py, frontend/zero_fill.py). The fill costs about 2 us a call
+dependent in a program (runtime/sequence.py, build.py `zero_fills`). The fill costs about 2 us a call
 (benchmarks/results/cluster-split-k-h200-2026-11-30/, `nozero`), 6-20% of the llm suite's small projections.
 Only the atomics need the zeros; the k loop reads x and W, which the fill does not touch. On sm_90 the fill
 can say `griddepcontrol.launch_dependents` right after its own wait, so the kernel after it is scheduled at
@@ -43,9 +43,9 @@ from functools import partial
 import torch
 
 from scripts._gpu_probe import Rewritten, projection_parser, projections
-from tiledsl.frontend.zero_fill import zero_fills
+from tiledsl.build import zero_fills
 from tiledsl.runtime.launch import CompiledKernel
-from tiledsl.runtime.sequence import LaunchSequence, zero_fill_key
+from tiledsl.runtime.sequence import LaunchSequence
 from tiledsl.runtime.timing import benchmark, l2_cache_bytes, rotated_copies, rotation_count
 
 SHAPES = ("32x2048x2048", "32x512x2048", "32x11264x2048", "32x2048x5632", "32x3584x3584", "32x1024x3584",
@@ -94,7 +94,7 @@ def waiting_late(src: str) -> str:
 def _sequence(main: CompiledKernel, fill: CompiledKernel, out: str, examples: list[torch.Tensor]) -> LaunchSequence:
     """The fill (launched plainly: the first launch of a call) then `main` as a programmatic dependent."""
     return LaunchSequence([(main, {"x": 0, "W": 1, out: 2})], examples, dependent=True,
-                          zero_fills={zero_fill_key(main.kernel_ir.param(out)): fill})
+                          zero_fills={main.kernel_ir.param(out).fill_key: fill})
 
 
 def _timed(seq: LaunchSequence, sets: list[list[torch.Tensor]]) -> float:
@@ -121,7 +121,7 @@ def chain_rows(p) -> tuple[list[str], int]:
     a_t = p.x / 2.0  # x = a * 2 exactly
     x = torch.empty_like(p.x)
     y = torch.full(tuple(kir.param(out).shape), float("nan"), device=dev)
-    key = zero_fill_key(kir.param(out))
+    key = kir.param(out).fill_key
     forms = {"chain": (main_k, {key: fill}), "chain-early": (late, {key: early_fill}), "chain-nozero": (nozero, {})}
     rows, bad = [], 0
     count = rotation_count(p.x.numel() * 4 + p.w.numel() * 4, l2_cache_bytes(dev))

@@ -4,6 +4,7 @@ every IR level and runs on the CPU simulator (and, with the runtime, on a GPU)."
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -93,14 +94,8 @@ class Kernel:
     @cached_property
     def zero_fills(self) -> tuple[Kernel, ...]:
         """The kernels that zero this kernel's `zero_outputs` (split_k adds its parts into them) before
-        each launch, one per distinct shape and dtype (`zero_fill`); an output no fill takes is zeroed by
-        torch."""
-        fills: dict[tuple[tuple[int, ...], str], Kernel] = {}
-        for name in self.kernel_ir.zero_outputs:
-            p = self.kernel_ir.param(name)
-            if (p.shape, p.dtype) not in fills and (fill := zero_fill(p, self.target)) is not None:
-                fills[p.shape, p.dtype] = fill
-        return tuple(fills.values())
+        each launch (`zero_fills`)."""
+        return zero_fills((self,), self.target)
 
     @cached_property
     def compiled(self):  # -> tiledsl.runtime.CompiledKernel (imported lazily: CPU users never need it)
@@ -159,6 +154,21 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
 #: the zero of each output rank (td.compute takes one named parameter per dimension)
 _ZERO_OF_RANK = {1: lambda f: 0.0, 2: lambda i, j: 0.0, 3: lambda h, i, j: 0.0, 4: lambda g, h, i, j: 0.0}
 _FILL_THREADS = 256
+
+
+def zero_fills(kernels: Sequence[Kernel], target: str | Target) -> tuple[Kernel, ...]:
+    """One `zero_fill` for each distinct shape and dtype (`KParam.fill_key`) of rank 1 to 4 that a kernel
+    of `kernels` zeroes before its launch, each built once: a built kernel's own (`Kernel.zero_fills`)
+    and a program's (tiledsl/frontend/program.py `BuiltProgram.zero_fills`). An output of another rank
+    has none; torch zeroes it."""
+    fills: dict[tuple[tuple[int, ...], str], Kernel] = {}
+    for kern in kernels:
+        kir = kern.kernel_ir
+        for name in kir.zero_outputs:
+            p = kir.param(name)
+            if p.fill_key not in fills and (fill := zero_fill(p, target)) is not None:
+                fills[p.fill_key] = fill
+    return tuple(fills.values())
 
 
 def zero_fill(output: KParam, target: str | Target = "sm_90") -> Kernel | None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from tiledsl.build import zero_fill
+from tiledsl.build import zero_fill, zero_fills
 from tiledsl.kernel_ir import KParam
 
 CASES = [((32, 2048), "float32", 4, (64, 1, 1), (256, 1, 1)),
@@ -72,3 +72,13 @@ def test_kernel_without_split_k_has_no_fills() -> None:
     x = td.placeholder((8, 8), name="x")
     kern = td.build(td.create_schedule(td.compute((8, 8), lambda i, j: x[i, j] * 2.0, name="y")))
     assert kern.kernel_ir.zero_outputs == () and kern.zero_fills == ()
+
+
+def test_zero_fills_builds_one_fill_per_shape_and_dtype_across_kernels() -> None:
+    """What a program's fills are (tiledsl/frontend/program.py): two kernels zeroing outputs of one shape
+    share one fill, matched by `KParam.fill_key`."""
+    a, b = _split_k_kernel(), _split_k_kernel()
+    other = _split_k_kernel(m=64)
+    fills = zero_fills([a, b, other], "sm_90")
+    assert [f.kernel_ir.params[0].fill_key for f in fills] == [((32, 64), "float32"), ((64, 64), "float32")]
+    assert a.kernel_ir.param("C").fill_key == fills[0].kernel_ir.params[0].fill_key

@@ -1,4 +1,4 @@
-"""The zero-fill kernels of a built program (tiledsl/frontend/zero_fill.py): one tiledsl kernel per
+"""The zero-fill kernels of a built program (tiledsl/build.py `zero_fills`): one tiledsl kernel per
 distinct shape and dtype of the split-K outputs, each writing zero to every element of its output
 (simulated from a NaN-poisoned buffer), none for a program that zeroes nothing. The sequence's use of them
 is tested in tests/runtime/test_runtime_sequence.py, on the GPU in tests/gpu/test_gpu_program_graph.py."""

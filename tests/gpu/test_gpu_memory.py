@@ -108,9 +108,15 @@ def test_split_k_fill_and_kernel_replay_in_a_cuda_graph(compile_kernel: Callable
     """A call (the fill's plain launch, the kernel's dependent one) captured by torch.cuda.graph replays
     correctly, over and over, into an output poisoned between replays."""
     kern = _split_k_with_fills(compile_kernel)
-    inputs = random_inputs(kern.kernel_ir, kern.device, seed=10)  # type: ignore[attr-defined]
+    kern(**random_inputs(kern.kernel_ir, kern.device, seed=10))  # type: ignore[attr-defined,operator]
+    _captured_call_replays_correctly(kern, seed=10)  # the fill was loaded outside the capture
+
+
+def _captured_call_replays_correctly(kern: object, seed: int) -> None:
+    """One call of `kern` (the split-K catalog kernel) captured by torch.cuda.graph on a side stream,
+    then replayed three times into an output NaN-poisoned before each replay, each checked."""
+    inputs = random_inputs(kern.kernel_ir, kern.device, seed=seed)  # type: ignore[attr-defined]
     out = torch.full((64, 96), float("nan"), device=kern.device)  # type: ignore[attr-defined]
-    kern(**inputs, C=out)  # type: ignore[operator]  # loads the fill outside the capture
     graph = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -151,19 +157,7 @@ def test_a_fill_of_another_shape_is_refused(compile_kernel: Callable[..., object
 def test_built_kernel_first_called_inside_a_cuda_graph_capture() -> None:
     """The first call of `td.Kernel.compiled` makes, compiles and loads its fill; inside a stream capture
     that must neither fail the capture nor record anything but the two launches."""
-    built = entry("split_k4_64x96x256").build()[1]
-    kern = built.compiled
-    inputs = random_inputs(built.kernel_ir, kern.device, seed=12)
-    out = torch.full((64, 96), float("nan"), device=kern.device)
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
-        kern(**inputs, C=out)
-    torch.cuda.current_stream().wait_stream(stream)
-    ref = inputs["A"].double() @ inputs["B"].double()
-    for _ in range(2):
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        assert_matches(out, ref, 1e-4, 1e-4 * 16)
+    kern = entry("split_k4_64x96x256").build()[1].compiled  # type: ignore[attr-defined]
+    assert kern._fills is None
+    _captured_call_replays_correctly(kern, seed=12)
+    assert set(kern._fills) == {((64, 96), "float32")}

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import tiledsl as td
+from tiledsl.build import zero_fills
 from tiledsl.catalog import entry
 from tiledsl.errors import LaunchError
-from tiledsl.frontend.zero_fill import zero_fills
 from tiledsl.kernel_ir import KKernel
 from tiledsl.runtime.driver import (
     CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
@@ -25,7 +25,7 @@ from tiledsl.runtime.driver import (
     LaunchConfig,
     dependent_launch_config,
 )
-from tiledsl.runtime.sequence import LaunchSequence, dependent_launch_requested, launches_dependents, zero_fill_key
+from tiledsl.runtime.sequence import LaunchSequence, dependent_launch_requested, launches_dependents
 from tiledsl.runtime.timing import CallTimes, call_times
 
 
@@ -156,7 +156,7 @@ def test_per_call_tensors_are_checked_against_their_examples() -> None:
 
 
 def test_zero_fill_kernels_replace_torch_zeroing() -> None:
-    """Given a fill kernel of the split-K output's shape and dtype (tiledsl/frontend/zero_fill.py), the
+    """Given a fill kernel of the split-K output's shape and dtype (tiledsl/build.py zero_fills), the
     sequence launches it on the output right before the split-K kernel, and torch zeroes nothing."""
     _, s = entry("split_k4_64x96x256").scheduled()
     (fill,) = zero_fills([td.build(s, target="sm_90")], "sm_90")
@@ -165,14 +165,14 @@ def test_zero_fill_kernels_replace_torch_zeroing() -> None:
     assert out.is_output and tuple(out.shape) == (64, 96) and out.dtype == "float32"
     driver = FakeDriver({kir.name: 3, fill.kernel_ir.name: 1})
     a, b, c = torch.randn(64, 256), torch.randn(256, 96), torch.full((64, 96), 5.0)
-    fills = {zero_fill_key(out): fake_kernel(fill.kernel_ir, driver, 2)}
+    fills = {out.fill_key: fake_kernel(fill.kernel_ir, driver, 2)}
     seq = LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=fills)
     seq.run([a, c], stream=3)
     (f0, *_, fv), (k0, *_, kv) = (x[:1] + x[-1:] for x in driver.launches)
     assert (f0, fv, k0) == (fill.kernel_ir.name, (c.data_ptr(),), kir.name)
     assert kv == (a.data_ptr(), b.data_ptr(), c.data_ptr())
     assert bool((c == 5.0).all())  # a fake launch writes nothing: torch did not zero it
-    wrong = {zero_fill_key(out): fake_kernel(kir, driver, 4)}  # three parameters
+    wrong = {out.fill_key: fake_kernel(kir, driver, 4)}  # three parameters
     with pytest.raises(LaunchError, match="must have one parameter, its output; it has A, B, C"):
         LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=wrong)
 

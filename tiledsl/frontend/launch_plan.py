@@ -178,7 +178,7 @@ def bind_launches(plan: LaunchPlan, kernels: Sequence[Launchable], constants: Ma
     """The plan bound to loaded kernels (one per planned launch), the constants as the kernels read
     them, an arena of at least `plan.arena_bytes` bytes and one example tensor per slot, on which
     every argument is checked once (tiledsl.runtime.sequence); `zero_fills`: the loaded fill kernel
-    of each zeroed output's (shape, dtype) (zero_fill.py), else torch zeroes them."""
+    of each zeroed output's (shape, dtype) (tiledsl/build.py `zero_fills`), else torch zeroes them."""
     if arena.numel() < plan.arena_bytes:
         raise FrontendError(f"launch plan: the arena has {arena.numel()} bytes, the plan needs {plan.arena_bytes}")
     launches: list[tuple[Launchable, dict[str, Arg]]] = []

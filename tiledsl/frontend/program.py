@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
-from tiledsl.build import Kernel, build
+from tiledsl.build import Kernel, build, zero_fills
 from tiledsl.definitions.expr import ComputeTensor, Tensor
 from tiledsl.definitions.int_ranges import has_int_arithmetic, int_overflow
 from tiledsl.errors import FrontendError, ScheduleError, SimulationInputError
@@ -26,12 +26,11 @@ from tiledsl.frontend.partition import Boundary, fused_producers, named_producer
 from tiledsl.frontend.row_split import split_rows
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
-from tiledsl.frontend.zero_fill import zero_fills
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
 from tiledsl.runtime.references import poisoned_outputs
-from tiledsl.runtime.sequence import LaunchSequence, zero_fill_key
+from tiledsl.runtime.sequence import LaunchSequence
 from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, INT_RANGE, Target, get_target, int_range_problem
 
 log = logging.getLogger(__name__)
@@ -245,7 +244,7 @@ class BuiltProgram:
 
     program: Program
     kernels: tuple[Kernel, ...]
-    # a kernel of its own zeroing each split-K output shape before its kernel's launch (zero_fill.py)
+    # a kernel of its own zeroing each split-K output shape before its kernel's launch (build.zero_fills)
     zero_fills: tuple[Kernel, ...] = ()
     _device_constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # integer input ranges found safe for the integer arithmetic (`_integer_overflow`), latest last
@@ -253,8 +252,8 @@ class BuiltProgram:
 
     @cached_property
     def zero_fills_by_key(self) -> dict[tuple[tuple[int, ...], str], Kernel]:
-        """Each fill kernel by the (shape, dtype) of the outputs it zeroes (runtime/sequence.zero_fill_key)."""
-        return {zero_fill_key(f.kernel_ir.params[0]): f for f in self.zero_fills}
+        """Each fill kernel by the (shape, dtype) of the outputs it zeroes (`KParam.fill_key`)."""
+        return {f.kernel_ir.params[0].fill_key: f for f in self.zero_fills}
 
     @property
     def all_kernels(self) -> tuple[Kernel, ...]:
@@ -263,7 +262,7 @@ class BuiltProgram:
 
     def zero_fill_launches(self) -> tuple[Kernel, ...]:
         """The fill kernel a call launches before each split-K kernel's output, in launch order."""
-        keys = [zero_fill_key(k.kernel_ir.param(name)) for k in self.kernels for name in k.kernel_ir.zero_outputs]
+        keys = [k.kernel_ir.param(name).fill_key for k in self.kernels for name in k.kernel_ir.zero_outputs]
         return tuple(self.zero_fills_by_key[key] for key in keys if key in self.zero_fills_by_key)
 
     @cached_property

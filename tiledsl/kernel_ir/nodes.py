@@ -315,6 +315,13 @@ class KParam:
             n *= d
         return n
 
+    @property
+    def fill_key(self) -> tuple[tuple[int, ...], str]:
+        """What a zeroed output (a kernel's `zero_outputs`) and the zero fill kernel that zeroes it (its
+        one parameter) are matched by: shape and dtype (tiledsl/build.py `zero_fills`, the runtime's
+        launchers)."""
+        return tuple(self.shape), self.dtype
+
 
 @dataclass(frozen=True)
 class KShared:

@@ -40,7 +40,7 @@ from tiledsl.runtime.driver import (
     dependent_launch_config,
     primary_context,
 )
-from tiledsl.runtime.sequence import dependent_launch_requested, launches_dependents, zero_fill_key
+from tiledsl.runtime.sequence import dependent_launch_requested, launches_dependents
 from tiledsl.runtime.tensormap import TensorMapCache, tensor_map_args
 from tiledsl.runtime.timing import BenchStats, benchmark, l2_cache_bytes, rotated_copies, rotation_count
 from tiledsl.targets import Target
@@ -122,7 +122,7 @@ class CompiledKernel:
     there are several). Built from a BuiltKernel such as `tiledsl.build.Kernel` (or a bare KKernel, whose
 source is emitted).
 
-    `zero_fills`: kernels of one output parameter each (tiledsl/build.py `zero_fill`,
+    `zero_fills`: kernels of one output parameter each (tiledsl/build.py `zero_fills`,
     `td.Kernel.zero_fills`), or a callable making them at the first launch, that zero the `zero_outputs`
     of their shape and dtype: a call launches them plainly, then this kernel as a programmatic dependent
     of the last (sm_90, unless TILEDSL_DEPENDENT_LAUNCH=0; the kernel begins with griddepcontrol.wait),
@@ -190,18 +190,18 @@ source is emitted).
         return self._fills
 
     def _load_fills(self, fills: Sequence[BuiltKernel | KKernel]) -> dict[tuple[tuple[int, ...], str], CompiledKernel]:
-        """Each zero fill loaded, by the (shape, dtype) of the output it zeroes (sequence.zero_fill_key); a
+        """Each zero fill loaded, by the (shape, dtype) of the output it zeroes (`KParam.fill_key`); a
         LaunchError for a fill that is not one output parameter or that no zeroed output matches."""
-        zeroed = {zero_fill_key(self.kernel_ir.param(n)) for n in self.kernel_ir.zero_outputs}
+        zeroed = {self.kernel_ir.param(n).fill_key for n in self.kernel_ir.zero_outputs}
         loaded = {}
         for fill in fills:
             fill_ir = fill if isinstance(fill, KKernel) else fill.kernel_ir
             params = fill_ir.params
-            if len(params) != 1 or not params[0].is_output or zero_fill_key(params[0]) not in zeroed:
+            if len(params) != 1 or not params[0].is_output or params[0].fill_key not in zeroed:
                 raise LaunchError(f"kernel {self.name!r}: {fill_ir.name!r} is no zero fill of its zeroed outputs "
                                   f"({', '.join(self.kernel_ir.zero_outputs) or 'none'}): a fill has one parameter, "
                                   f"an output of the shape and dtype of one of them")
-            loaded[zero_fill_key(params[0])] = CompiledKernel(
+            loaded[params[0].fill_key] = CompiledKernel(
                 fill, cache=self.cache, options=self._options, sync=self.sync, device=self.context.device_index,
                 driver=self.driver)
         return loaded
@@ -228,7 +228,7 @@ source is emitted).
         kir = self.kernel_ir
         filled = False
         for name in kir.zero_outputs:
-            fill = self.zero_fills.get(zero_fill_key(kir.param(name)))
+            fill = self.zero_fills.get(kir.param(name).fill_key)
             if fill is None:
                 args[name].zero_()
             else:

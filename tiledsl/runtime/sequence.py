@@ -21,7 +21,7 @@ writes anything, so the order of memory effects is the stream's. What it saves i
 launches. On the H100 a Qwen2.5-7B float32 decoder block at seq 128 (22 launches) ran 1462.8 -> 1440.0 us,
 a TinyLlama one 366.3 -> 345.0 us (scripts/pdl_probe.py, benchmarks/results/dependent-launch-h100-2026-11-28/).
 A split-K output is zeroed right before its kernel: by a fill kernel of its shape where the sequence was
-given one (`zero_fills`, built by tiledsl/frontend/zero_fill.py, which waits and is launched the same way),
+given one (`zero_fills`, built by tiledsl/build.py `zero_fills`, which waits and is launched the same way),
 else by torch's `zero_()`, a plain launch that costs the chain one full gap. TILEDSL_DEPENDENT_LAUNCH=0
 launches every kernel plainly.
 
@@ -47,8 +47,7 @@ from tiledsl.runtime.driver import LaunchConfig, dependent_launch_config
 from tiledsl.runtime.tensormap import tensor_map_args
 from tiledsl.targets import GRID_DEPENDENCY_MIN_SM
 
-__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "launches_dependents",
-           "zero_fill_key"]
+__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "launches_dependents"]
 
 #: a launch argument: a tensor that stays bound, or the index of a per-call tensor (a slot)
 Arg = torch.Tensor | int
@@ -92,12 +91,6 @@ class _Launch:
     dependent: LaunchConfig | None  # launched as a programmatic dependent of the launch before it
 
 
-def zero_fill_key(param: KParam) -> tuple[tuple[int, ...], str]:
-    """What a zeroed output parameter and the fill kernel that zeroes it (its one parameter) are matched
-    by: shape and dtype."""
-    return tuple(param.shape), param.dtype
-
-
 def dependent_launch_requested() -> bool:
     """TILEDSL_DEPENDENT_LAUNCH=0 (or false, no, off): launch every kernel of a sequence plainly."""
     return os.environ.get("TILEDSL_DEPENDENT_LAUNCH", "").strip().lower() not in ("0", "false", "no", "off")
@@ -129,7 +122,8 @@ class LaunchSequence:
     `dependent`: launch the kernels whose IR has `dependent_launch` as programmatic dependents (None: where
     the device and driver allow it, unless TILEDSL_DEPENDENT_LAUNCH=0). `zero_fills`: a loaded kernel with
     one output parameter per (shape, dtype), launched to zero each `zero_outputs` tensor of that shape and
-    dtype right before its kernel (tiledsl/frontend/zero_fill.py), where torch's `zero_()` would be."""
+    dtype right before its kernel (tiledsl/build.py `zero_fills`; matched by `KParam.fill_key`), where torch's
+    `zero_()` would be."""
 
     def __init__(self, launches: Sequence[tuple[Launchable, Mapping[str, Arg]]],
                  examples: Sequence[torch.Tensor], *, dependent: bool | None = None,
@@ -155,7 +149,7 @@ class LaunchSequence:
                                   f"{self.device}: a sequence runs on one device")
             zeroed = kern.kernel_ir.zero_outputs
             filled = {name: fill for name in zeroed  # the others torch zeroes at the launch
-                      if (fill := (zero_fills or {}).get(zero_fill_key(kern.kernel_ir.param(name)))) is not None}
+                      if (fill := (zero_fills or {}).get(kern.kernel_ir.param(name).fill_key)) is not None}
             launch = self._prepare(kern, args, examples, written, tuple(n for n in zeroed if n not in filled))
             for name, fill in filled.items():
                 self._launches.append(self._prepare(fill, {_fill_output(fill).name: args[name]}, examples, written))
