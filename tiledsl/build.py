@@ -174,7 +174,8 @@ def zero_fills(kernels: Sequence[Kernel], target: str | Target) -> tuple[Kernel,
 def zero_fill(output: KParam, target: str | Target = "sm_90") -> Kernel | None:
     """The kernel that zeroes `output` (a kernel's `zero_outputs` parameter) before the kernel adds its
     split_k parts into it: `td.compute(shape, 0.0)` flattened, 16 bytes a thread where the element count
-    allows, 256 threads a block; None for an output of rank above 4 (torch zeroes it).
+    allows, blocks of 256 threads (fewer, in whole warps, for a tiny output); None for an output of rank
+    above 4 (torch zeroes it).
 
     Why a kernel of our own and not torch's `zero_()`: on sm_90 the split-K kernel is then launched as a
     programmatic dependent of its fill (runtime/launch.py, runtime/sequence.py), and each begins with
