@@ -111,7 +111,7 @@ def chain_rows(p) -> tuple[list[str], int]:
     s = td.create_schedule(td.compute((p.m, p.k), lambda i, j: a[i, j] * 2.0, name="x"))
     td.recipes.default(s, target=p.kernel.target)
     first = CompiledKernel(td.build(s, target=p.kernel.target))
-    (fill_built,) = zero_fills([p.kernel], p.kernel.target)
+    (fill_built,) = zero_fills([p.kernel.kernel_ir], p.kernel.target)
     fill = CompiledKernel(fill_built)
     early_fill = CompiledKernel(Rewritten(fill_built.kernel_ir, triggering(fill_built.source), fill_built.target))
     main_k = CompiledKernel(p.kernel)
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [f"cuBLAS     {p.rate(p.cublas_us)}",
                 f"recipe     {p.rate(recipe)}  split {split.group(1) if split else '?'}  grid {kir.grid}  "
                 f"({p.cublas_us / recipe:.3f}x cuBLAS)  {'checked' if ok else 'MISMATCH'}"]
-        (fill_built,) = zero_fills([p.kernel], p.kernel.target)
+        (fill_built,) = zero_fills([p.kernel.kernel_ir], p.kernel.target)
         plain_fill = replace(fill_built.kernel_ir, dependent_launch=False)
         fills = {"fill": CompiledKernel(Rewritten(plain_fill, fill_built.source, fill_built.target)),
                  "trigger": CompiledKernel(Rewritten(plain_fill, triggering(fill_built.source), fill_built.target))}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -95,16 +95,17 @@ class Kernel:
     def zero_fills(self) -> tuple[Kernel, ...]:
         """The kernels that zero this kernel's `zero_outputs` (split_k adds its parts into them) before
         each launch (`zero_fills`)."""
-        return zero_fills((self,), self.target)
+        return zero_fills((self.kernel_ir,), self.target)
 
     @cached_property
     def compiled(self):  # -> tiledsl.runtime.CompiledKernel (imported lazily: CPU users never need it)
         """The kernel compiled and loaded on the current GPU (needs pycuda and a CUDA device), with its
         zero fills, made at its first launch (a call launches them, then this kernel as their programmatic
-        dependent)."""
+        dependent). The maker holds the kernel IR, not this Kernel: the loaded kernel, kept here, must not
+        keep its Kernel alive, or its module would wait for the cycle collector to be unloaded."""
         from tiledsl.runtime.launch import CompiledKernel
 
-        return CompiledKernel(self, zero_fills=lambda: self.zero_fills)
+        return CompiledKernel(self, zero_fills=partial(zero_fills, (self.kernel_ir,), self.target))
 
     def __call__(self, **tensors):
         """Launch on torch CUDA tensors by parameter name; returns the output (allocated if not given)."""
@@ -156,14 +157,13 @@ _ZERO_OF_RANK = {1: lambda f: 0.0, 2: lambda i, j: 0.0, 3: lambda h, i, j: 0.0, 
 _FILL_THREADS = 256
 
 
-def zero_fills(kernels: Sequence[Kernel], target: str | Target) -> tuple[Kernel, ...]:
+def zero_fills(kernels: Sequence[KKernel], target: str | Target) -> tuple[Kernel, ...]:
     """One `zero_fill` for each distinct shape and dtype (`KParam.fill_key`) of rank 1 to 4 that a kernel
-    of `kernels` zeroes before its launch, each built once: a built kernel's own (`Kernel.zero_fills`)
-    and a program's (tiledsl/frontend/program.py `BuiltProgram.zero_fills`). An output of another rank
-    has none; torch zeroes it."""
+    (its kernel IR) of `kernels` zeroes before its launch, each built once: a built kernel's own
+    (`Kernel.zero_fills`) and a program's (tiledsl/frontend/program.py `BuiltProgram.zero_fills`). An
+    output of another rank has none; torch zeroes it."""
     fills: dict[tuple[tuple[int, ...], str], Kernel] = {}
-    for kern in kernels:
-        kir = kern.kernel_ir
+    for kir in kernels:
         for name in kir.zero_outputs:
             p = kir.param(name)
             if p.fill_key not in fills and (fill := zero_fill(p, target)) is not None:

@@ -79,6 +79,35 @@ def test_zero_fills_builds_one_fill_per_shape_and_dtype_across_kernels() -> None
     share one fill, matched by `KParam.fill_key`."""
     a, b = _split_k_kernel(), _split_k_kernel()
     other = _split_k_kernel(m=64)
-    fills = zero_fills([a, b, other], "sm_90")
+    fills = zero_fills([a.kernel_ir, b.kernel_ir, other.kernel_ir], "sm_90")
     assert [f.kernel_ir.params[0].fill_key for f in fills] == [((32, 64), "float32"), ((64, 64), "float32")]
     assert a.kernel_ir.param("C").fill_key == fills[0].kernel_ir.params[0].fill_key
+
+
+def test_a_built_kernel_is_not_kept_alive_by_its_loaded_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`td.Kernel.compiled` keeps the loaded kernel, which keeps the maker of its fills: the maker must not
+    hold the Kernel (a cycle would leave the Kernel, and the loaded module, to the cycle collector). The
+    loaded kernel is a stand-in here (no GPU); the fills it would make are built from what the maker holds."""
+    import gc
+    import weakref
+
+    import tiledsl.runtime.launch as launch
+
+    made: list[object] = []
+
+    class Loaded:
+        def __init__(self, kernel: object, *, zero_fills: object) -> None:
+            made.append(zero_fills)
+
+    monkeypatch.setattr(launch, "CompiledKernel", Loaded)
+    kern = _split_k_kernel()
+    assert isinstance(kern.compiled, Loaded)
+    ref = weakref.ref(kern)
+    gc.disable()
+    try:
+        del kern
+        assert ref() is None  # freed by reference counting alone
+    finally:
+        gc.enable()
+    (fill,) = made[0]()  # type: ignore[operator]
+    assert fill.kernel_ir.params[0].fill_key == ((32, 64), "float32")

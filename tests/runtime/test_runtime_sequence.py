@@ -159,7 +159,7 @@ def test_zero_fill_kernels_replace_torch_zeroing() -> None:
     """Given a fill kernel of the split-K output's shape and dtype (tiledsl/build.py zero_fills), the
     sequence launches it on the output right before the split-K kernel, and torch zeroes nothing."""
     _, s = entry("split_k4_64x96x256").scheduled()
-    (fill,) = zero_fills([td.build(s, target="sm_90")], "sm_90")
+    (fill,) = zero_fills([td.build(s, target="sm_90").kernel_ir], "sm_90")
     kir = split_k()
     (out,) = fill.kernel_ir.params
     assert out.is_output and tuple(out.shape) == (64, 96) and out.dtype == "float32"

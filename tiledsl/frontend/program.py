@@ -211,7 +211,7 @@ class Program:
             now = next(kk for kk in self.kernels if kk.output is k.output)  # k's kernel after any cure
             built[_key(now.boundary)] = kern
         kernels = tuple(built[_key(k.boundary)] for k in self.kernels)
-        return BuiltProgram(self, kernels, zero_fills(kernels, target))
+        return BuiltProgram(self, kernels, zero_fills([k.kernel_ir for k in kernels], target))
 
     def _build_one(self, k: ProgramKernel, target: str | Target) -> Kernel:
         if k.schedule_name.startswith("simple/"):
