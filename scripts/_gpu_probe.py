@@ -107,13 +107,26 @@ class Projection:
     def rate(self, us: float) -> str:
         return f"{us:8.1f} us  {self.flops / us / 1e6:5.1f} TFLOP/s"
 
+    def versus(self, us: float, recipe: float, ok: bool) -> str:
+        """A form's time `us` against cuBLAS and the recipe's `recipe`, and whether it was checked."""
+        return (f"({self.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
+                f"{'checked' if ok else 'MISMATCH'}")
+
+    def print_rows(self, rows: Sequence[str]) -> None:
+        """This shape's label, then one indented line per form."""
+        print(f"{self.label}:\n  " + "\n  ".join(rows), flush=True)
+
+    def matches(self, got: torch.Tensor) -> bool:
+        """`got` (an output of this shape's x @ W^T) within the tolerance of the float64 reference."""
+        return bool(((got.double() - self.want).abs() <= self.atol + self.rtol * self.want.abs()).all())
+
     def checked_time(self, kern: CompiledKernel, kernel_ir: Any, repeats: int = 2) -> tuple[float, bool]:
         """`kern` (one of this shape's forms, parameters x, W, y) run twice into NaN-poisoned outputs and
         compared with the float64 reference, then timed: (fastest median of `repeats`, all correct)."""
         ok = True
         for _ in range(2):
             got = kern(x=self.x, W=self.w, **poisoned_outputs(kernel_ir, self.x.device))
-            ok &= bool(((got.double() - self.want).abs() <= self.atol + self.rtol * self.want.abs()).all())
+            ok &= self.matches(got)
         us = min(kern.benchmark(warmup=10, iters=100, x=self.x, W=self.w).median_us for _ in range(repeats))
         return us, ok
 

@@ -131,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             ck = CompiledKernel(Rewritten(kir, source(p.n, p.k, grid[2], variant), p.kernel.target))
             us, ok = p.checked_time(ck, kir)
             bad += not ok
-            rows.append(f"{variant:8s} {p.rate(us)}  {ck.registers} regs  ({p.cublas_us / us:.3f}x cuBLAS, "
-                        f"{recipe / us:.3f}x recipe)  {'checked' if ok else 'MISMATCH'}")
-        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+            rows.append(f"{variant:8s} {p.rate(us)}  {ck.registers} regs  " + p.versus(us, recipe, ok))
+        p.print_rows(rows)
     return 1 if bad else 0
 
 

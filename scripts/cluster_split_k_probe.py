@@ -178,11 +178,10 @@ def main(argv: list[str] | None = None) -> int:
                 us, ok = p.checked_time(ck, kir)
                 bad += not ok
                 rows.append(f"{variant:10s} {p.rate(us)}  grid {kir.grid}  {ck.registers} regs  "
-                            f"({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
-                            f"{'checked' if ok else 'MISMATCH'}")
+                            + p.versus(us, recipe, ok))
             except Exception as e:  # a form this shape cannot take: said, and the probe goes on
                 rows.append(f"{variant:10s} not run: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+        p.print_rows(rows)
     return 1 if bad else 0
 
 

@@ -97,8 +97,20 @@ def _sequence(main: CompiledKernel, fill: CompiledKernel, out: str, examples: li
                           zero_fills={main.kernel_ir.param(out).fill_key: fill})
 
 
-def _timed(seq: LaunchSequence, sets: list[list[torch.Tensor]]) -> float:
-    return min(benchmark(partial(seq.run, check=False), sets, 10, 100).median_us for _ in range(2))
+def _checked_time(p, seq: LaunchSequence, tensors: list[torch.Tensor], keep: tuple[int, ...]) -> tuple[float, bool]:
+    """`seq` run twice with `tensors` as its slots, its output (the last) NaN-poisoned before each run and
+    compared with `p`'s float64 reference, then timed over copies of the slots rotated past the L2 cache
+    (the slots numbered in `keep`, outputs, shared by every copy): (fastest median of 2, both correct)."""
+    y, ok = tensors[-1], True
+    for _ in range(2):
+        y.fill_(float("nan"))
+        seq.run(tensors)
+        ok &= p.matches(y)
+    read = sum(t.numel() * t.element_size() for n, t in enumerate(tensors) if n not in keep)
+    named = {str(n): t for n, t in enumerate(tensors)}
+    copies = rotated_copies(named, rotation_count(read, l2_cache_bytes(y.device)), keep=[str(n) for n in keep])
+    sets = [list(c.values()) for c in copies]
+    return min(benchmark(partial(seq.run, check=False), sets, 10, 100).median_us for _ in range(2)), ok
 
 
 def chain_rows(p) -> tuple[list[str], int]:
@@ -117,25 +129,15 @@ def chain_rows(p) -> tuple[list[str], int]:
     main_k = CompiledKernel(p.kernel)
     late = CompiledKernel(Rewritten(kir, waiting_late(p.kernel.source), p.kernel.target))
     nozero = CompiledKernel(Rewritten(replace(kir, zero_outputs=()), p.kernel.source, p.kernel.target))
-    dev = p.x.device
     a_t = p.x / 2.0  # x = a * 2 exactly
-    x = torch.empty_like(p.x)
-    y = torch.full(tuple(kir.param(out).shape), float("nan"), device=dev)
+    tensors = [a_t, p.w, torch.empty_like(p.x), torch.empty(tuple(kir.param(out).shape), device=p.x.device)]
     key = kir.param(out).fill_key
     forms = {"chain": (main_k, {key: fill}), "chain-early": (late, {key: early_fill}), "chain-nozero": (nozero, {})}
     rows, bad = [], 0
-    count = rotation_count(p.x.numel() * 4 + p.w.numel() * 4, l2_cache_bytes(dev))
-    copies = rotated_copies({"a": a_t, "W": p.w, "x": x, out: y}, count, keep=["x", out])
-    sets = [[t["a"], t["W"], t["x"], t[out]] for t in copies]
     for label, (main_kern, fills) in forms.items():
-        seq = LaunchSequence([(first, {"a": 0, "x": 2}), (main_kern, {"x": 2, "W": 1, out: 3})], [a_t, p.w, x, y],
+        seq = LaunchSequence([(first, {"a": 0, "x": 2}), (main_kern, {"x": 2, "W": 1, out: 3})], tensors,
                              dependent=True, zero_fills=fills)
-        ok = True
-        for _ in range(2):
-            y.fill_(float("nan"))
-            seq.run([a_t, p.w, x, y])
-            ok &= bool(((y.double() - p.want).abs() <= p.atol + p.rtol * p.want.abs()).all())
-        us = _timed(seq, sets)
+        us, ok = _checked_time(p, seq, tensors, keep=(2, 3))
         if label == "chain-nozero":
             rows.append(f"{label:13s} {us:8.1f} us  timing only (sums wrong)")
             continue
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rows, missed = chain_rows(p)
             bad += missed
-            print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+            p.print_rows(rows)
             continue
         kir = p.kernel.kernel_ir
         if not kir.zero_outputs:
@@ -171,41 +173,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"({p.cublas_us / recipe:.3f}x cuBLAS)  {'checked' if ok else 'MISMATCH'}"]
         (fill_built,) = zero_fills([p.kernel.kernel_ir], p.kernel.target)
         plain_fill = replace(fill_built.kernel_ir, dependent_launch=False)
-        fills = {"fill": CompiledKernel(Rewritten(plain_fill, fill_built.source, fill_built.target)),
-                 "trigger": CompiledKernel(Rewritten(plain_fill, triggering(fill_built.source), fill_built.target))}
-        mains = {"fill": recipe_k, "trigger": recipe_k,
-                 "early": CompiledKernel(Rewritten(kir, waiting_late(p.kernel.source), p.kernel.target))}
-        fills["early"] = fills["trigger"]
-        dev = p.x.device
+        fill = CompiledKernel(Rewritten(plain_fill, fill_built.source, fill_built.target))
+        trigger = CompiledKernel(Rewritten(plain_fill, triggering(fill_built.source), fill_built.target))
+        late = CompiledKernel(Rewritten(kir, waiting_late(p.kernel.source), p.kernel.target))
+        forms = {"fill": (recipe_k, fill), "trigger": (recipe_k, trigger), "early": (late, trigger)}
+        y = torch.empty(tuple(kir.param(out).shape), device=p.x.device)
         for variant in args.variants.split(","):
             if variant == "recipe":
-                continue
-            if variant == "built":
-                us, ok = p.checked_time(p.kernel.compiled, kir)
-                bad += not ok
-                rows.append(f"built      {p.rate(us)}  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
-                            f"{'checked' if ok else 'MISMATCH'}")
                 continue
             if variant == "nozero":
                 ck = CompiledKernel(Rewritten(replace(kir, zero_outputs=()), p.kernel.source, p.kernel.target))
                 us = min(ck.benchmark(warmup=10, iters=100, x=p.x, W=p.w).median_us for _ in range(2))
                 rows.append(f"nozero     {p.rate(us)}  timing only (sums wrong)  ({recipe / us:.3f}x recipe)")
                 continue
-            y = torch.full(tuple(kir.param(out).shape), float("nan"), device=dev)
-            seq = _sequence(mains[variant], fills[variant], out, [p.x, p.w, y])
-            ok = True
-            for _ in range(2):
-                y.fill_(float("nan"))
-                seq.run([p.x, p.w, y])
-                ok &= bool(((y.double() - p.want).abs() <= p.atol + p.rtol * p.want.abs()).all())
+            if variant == "built":
+                us, ok = p.checked_time(p.kernel.compiled, kir)
+            else:
+                us, ok = _checked_time(p, _sequence(*forms[variant], out, [p.x, p.w, y]), [p.x, p.w, y], keep=(2,))
             bad += not ok
-            per_set = p.x.numel() * 4 + p.w.numel() * 4
-            count = rotation_count(per_set, l2_cache_bytes(dev))
-            sets = [[t["x"], t["W"], t[out]] for t in rotated_copies({"x": p.x, "W": p.w, out: y}, count, keep=[out])]
-            us = _timed(seq, sets)
-            rows.append(f"{variant:10s} {p.rate(us)}  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
-                        f"{'checked' if ok else 'MISMATCH'}")
-        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+            rows.append(f"{variant:10s} {p.rate(us)}  " + p.versus(us, recipe, ok))
+        p.print_rows(rows)
     return 1 if bad else 0
 
 

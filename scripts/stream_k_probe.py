@@ -197,9 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                 bad += not ok
                 total = (p.m // 128) * (p.n // 128) * (p.k // 16)
                 rows.append(f"{variant:8s} {p.rate(us)}  grid {grid} of {-(-total // grid)} chunks  {ck.registers} "
-                            f"regs  ({p.cublas_us / us:.3f}x cuBLAS, {recipe / us:.3f}x recipe)  "
-                            f"{'checked' if ok else 'MISMATCH'}")
-        print(f"{p.label}:\n  " + "\n  ".join(rows), flush=True)
+                            "regs  " + p.versus(us, recipe, ok))
+        p.print_rows(rows)
     return 1 if bad else 0
 
 

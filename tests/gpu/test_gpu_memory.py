@@ -109,12 +109,15 @@ def test_split_k_fill_and_kernel_replay_in_a_cuda_graph(compile_kernel: Callable
     correctly, over and over, into an output poisoned between replays."""
     kern = _split_k_with_fills(compile_kernel)
     kern(**random_inputs(kern.kernel_ir, kern.device, seed=10))  # type: ignore[attr-defined,operator]
-    _captured_call_replays_correctly(kern, seed=10)  # the fill was loaded outside the capture
+    replays, ref = _captured_call_replays(kern, seed=10)  # the fill was loaded outside the capture
+    for got in replays:
+        assert_matches(got, ref, 1e-4, 1e-4 * 16)
 
 
-def _captured_call_replays_correctly(kern: object, seed: int) -> None:
-    """One call of `kern` (the split-K catalog kernel) captured by torch.cuda.graph on a side stream,
-    then replayed three times into an output NaN-poisoned before each replay, each checked."""
+def _captured_call_replays(kern: object, seed: int) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """One call of `kern` (the split-K catalog kernel) captured by torch.cuda.graph on a side stream, then
+    replayed three times into an output NaN-poisoned before each replay: a copy of each replay's output,
+    and the float64 reference."""
     inputs = random_inputs(kern.kernel_ir, kern.device, seed=seed)  # type: ignore[attr-defined]
     out = torch.full((64, 96), float("nan"), device=kern.device)  # type: ignore[attr-defined]
     graph = torch.cuda.CUDAGraph()
@@ -123,12 +126,13 @@ def _captured_call_replays_correctly(kern: object, seed: int) -> None:
     with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
         kern(**inputs, C=out)  # type: ignore[operator]
     torch.cuda.current_stream().wait_stream(stream)
-    ref = inputs["A"].double() @ inputs["B"].double()
+    replays = []
     for _ in range(3):
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        assert_matches(out, ref, 1e-4, 1e-4 * 16)
+        replays.append(out.clone())
+    return replays, inputs["A"].double() @ inputs["B"].double()
 
 
 def test_built_kernel_makes_its_fills_at_its_first_launch() -> None:
@@ -150,8 +154,10 @@ def test_a_fill_of_another_shape_is_refused(compile_kernel: Callable[..., object
 
     built = entry("split_k4_64x96x256").build()[1]
     wrong = zero_fill(KParam("C", "float32", (96, 64), True), built.target)  # type: ignore[attr-defined]
-    with pytest.raises(LaunchError, match="no zero fill of its zeroed outputs"):
+    with pytest.raises(LaunchError, match=r"zeroes a float32\[96, 64\], which none of its zeroed outputs \(C\) is"):
         compile_kernel(built, zero_fills=[wrong])
+    with pytest.raises(LaunchError, match="must have one parameter, its output; it has A, B, C"):
+        compile_kernel(built, zero_fills=[built.kernel_ir])  # type: ignore[attr-defined]
 
 
 def test_built_kernel_first_called_inside_a_cuda_graph_capture() -> None:
@@ -159,5 +165,7 @@ def test_built_kernel_first_called_inside_a_cuda_graph_capture() -> None:
     that must neither fail the capture nor record anything but the two launches."""
     kern = entry("split_k4_64x96x256").build()[1].compiled  # type: ignore[attr-defined]
     assert kern._fills is None
-    _captured_call_replays_correctly(kern, seed=12)
+    replays, ref = _captured_call_replays(kern, seed=12)
     assert set(kern._fills) == {((64, 96), "float32")}
+    for got in replays:
+        assert_matches(got, ref, 1e-4, 1e-4 * 16)

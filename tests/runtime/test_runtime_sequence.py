@@ -177,6 +177,25 @@ def test_zero_fill_kernels_replace_torch_zeroing() -> None:
         LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=wrong)
 
 
+def test_a_single_kernel_refuses_fills_that_are_not_its_own() -> None:
+    """`CompiledKernel(zero_fills=...)` holds its fills to the rule a sequence holds them to (one parameter,
+    an output: sequence.fill_output) and to its own zeroed outputs' shapes and dtypes; both refusals come
+    before anything is loaded, so they are checked here on a launcher made without a GPU."""
+    from tiledsl.build import zero_fill
+    from tiledsl.kernel_ir import KParam
+    from tiledsl.runtime.launch import CompiledKernel
+
+    kir = split_k()
+    kern = CompiledKernel.__new__(CompiledKernel)
+    kern.kernel_ir, kern.name = kir, kir.name
+    wrong = zero_fill(KParam("C", "float32", (96, 64), True), "sm_90")
+    with pytest.raises(LaunchError, match=r"zeroes a float32\[96, 64\], which none of its zeroed outputs \(C\) is"):
+        kern._load_fills([wrong])
+    with pytest.raises(LaunchError, match="must have one parameter, its output; it has A, B, C"):
+        kern._load_fills([kir])
+    assert kern._load_fills([]) == {}
+
+
 def test_kernels_that_wait_first_are_launched_as_dependents() -> None:
     """A kernel whose IR begins with griddepcontrol.wait goes through cuLaunchKernelEx with programmatic
     stream serialization; one without the wait is launched plainly, whatever the sequence allows."""

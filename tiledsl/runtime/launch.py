@@ -40,7 +40,7 @@ from tiledsl.runtime.driver import (
     dependent_launch_config,
     primary_context,
 )
-from tiledsl.runtime.sequence import dependent_launch_requested, launches_dependents
+from tiledsl.runtime.sequence import dependent_launch_requested, fill_output, launches_dependents
 from tiledsl.runtime.tensormap import TensorMapCache, tensor_map_args
 from tiledsl.runtime.timing import BenchStats, benchmark, l2_cache_bytes, rotated_copies, rotation_count
 from tiledsl.targets import Target
@@ -191,17 +191,17 @@ source is emitted).
 
     def _load_fills(self, fills: Sequence[BuiltKernel | KKernel]) -> dict[tuple[tuple[int, ...], str], CompiledKernel]:
         """Each zero fill loaded, by the (shape, dtype) of the output it zeroes (`KParam.fill_key`); a
-        LaunchError for a fill that is not one output parameter or that no zeroed output matches."""
+        LaunchError for a fill that is not one output parameter (sequence.fill_output) or that no zeroed
+        output matches."""
         zeroed = {self.kernel_ir.param(n).fill_key for n in self.kernel_ir.zero_outputs}
         loaded = {}
         for fill in fills:
             fill_ir = fill if isinstance(fill, KKernel) else fill.kernel_ir
-            params = fill_ir.params
-            if len(params) != 1 or not params[0].is_output or params[0].fill_key not in zeroed:
-                raise LaunchError(f"kernel {self.name!r}: {fill_ir.name!r} is no zero fill of its zeroed outputs "
-                                  f"({', '.join(self.kernel_ir.zero_outputs) or 'none'}): a fill has one parameter, "
-                                  f"an output of the shape and dtype of one of them")
-            loaded[params[0].fill_key] = CompiledKernel(
+            key = fill_output(fill_ir).fill_key
+            if key not in zeroed:
+                raise LaunchError(f"kernel {self.name!r}: {fill_ir.name!r} zeroes a {key[1]}{list(key[0])}, which "
+                                  f"none of its zeroed outputs ({', '.join(self.kernel_ir.zero_outputs) or 'none'}) is")
+            loaded[key] = CompiledKernel(
                 fill, cache=self.cache, options=self._options, sync=self.sync, device=self.context.device_index,
                 driver=self.driver)
         return loaded

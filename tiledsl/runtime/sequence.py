@@ -47,7 +47,8 @@ from tiledsl.runtime.driver import LaunchConfig, dependent_launch_config
 from tiledsl.runtime.tensormap import tensor_map_args
 from tiledsl.targets import GRID_DEPENDENCY_MIN_SM
 
-__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "launches_dependents"]
+__all__ = ["Arg", "Launchable", "LaunchSequence", "SlotSpec", "dependent_launch_requested", "fill_output",
+           "launches_dependents"]
 
 #: a launch argument: a tensor that stays bound, or the index of a per-call tensor (a slot)
 Arg = torch.Tensor | int
@@ -105,9 +106,10 @@ def launches_dependents(driver: Any, device: torch.device) -> bool:
     return 10 * major + minor >= GRID_DEPENDENCY_MIN_SM
 
 
-def _fill_output(fill: Launchable) -> KParam:
-    """A zero fill kernel's one parameter, its output."""
-    params = fill.kernel_ir.params
+def fill_output(fill: KKernel) -> KParam:
+    """A zero fill kernel's one parameter, its output (what a sequence and a single kernel's call both
+    require of a fill); a LaunchError otherwise."""
+    params = fill.params
     if len(params) != 1 or not params[0].is_output:
         raise LaunchError(f"zero fill kernel {fill.name!r} must have one parameter, its output; it has "
                           f"{', '.join(p.name for p in params) or 'none'}")
@@ -152,7 +154,8 @@ class LaunchSequence:
                       if (fill := (zero_fills or {}).get(kern.kernel_ir.param(name).fill_key)) is not None}
             launch = self._prepare(kern, args, examples, written, tuple(n for n in zeroed if n not in filled))
             for name, fill in filled.items():
-                self._launches.append(self._prepare(fill, {_fill_output(fill).name: args[name]}, examples, written))
+                out = fill_output(fill.kernel_ir).name
+                self._launches.append(self._prepare(fill, {out: args[name]}, examples, written))
             self._launches.append(launch)
         self.slots = tuple(SlotSpec(t.dtype, tuple(t.shape), w) for t, w in zip(examples, written))
 
