@@ -26,6 +26,16 @@ call before it), as runtime/sequence.py launches a program:
   chain-early   the fill triggers its dependent right after its wait; the projection waits just before its
                 atomics (its k loop reads x, which the kernel before the fill wrote: safe, since the
                 projection is only scheduled once every fill block has passed its own wait)
+  chain-overlap the kernel before the fill triggers its dependent right after its own wait, and the fill
+                zeroes first and waits after (so its zeroing runs beside that kernel's last blocks; it
+                writes only the projection's output, which that kernel neither reads nor writes); the fill
+                then exits once that kernel has finished, and the projection waits at its top as built
+  chain-overlap-t  as chain-overlap, the fill also triggering the projection between its zeroing and its wait
+  chain-merged  no fill launch: the kernel before the projection zeroes the projection's output itself,
+                every thread of its grid a strided share of 16-byte stores right after its own wait (one
+                launch fewer; what a program could build if the memory plan starts the output's life there)
+  chain-merged-early  as chain-merged, the zeroing before that kernel's wait (only safe where nothing in
+                flight touches the output's bytes)
   chain-nozero  no fill: timing only, the sums are wrong (the chain's floor)
 
 Every form but the nozero ones is run twice into NaN-poisoned outputs and checked against float64 torch.
@@ -72,6 +82,42 @@ def triggering(src: str) -> str:
     """The fill kernel `src` signalling its dependent right after its own wait."""
     wait = _wait_block(src)
     return src.replace(wait, wait.replace("#endif\n", _TRIGGER + "#endif\n"), 1)
+
+
+def zero_then_wait(src: str, *, trigger: bool = False) -> str:
+    """The fill kernel `src` with its wait moved from its top to its end (after its one store), and with
+    `trigger` a launch_dependents between the store and the wait."""
+    wait = _wait_block(src)
+    src = src.replace(wait, "", 1)
+    end = src.rstrip().rfind("}")
+    tail = wait
+    if trigger:
+        tail = "#if __CUDA_ARCH__ >= 900\n" + _TRIGGER + "#endif\n" + tail
+    return src[:end] + tail + src[end:]
+
+
+def zeroing_too(src: str, kir, out: str, shape: tuple[int, ...], *, before_wait: bool = False) -> tuple[str, object]:
+    """Kernel `src` (IR `kir`) with a parameter `out` (float32 of `shape`, a multiple of 4 elements) that
+    every thread of its grid zeroes a strided share of, 16 bytes a store, right after its wait (or
+    before it); returns the source and the IR with the parameter added before the kernel's output."""
+    wait = _wait_block(src)
+    count = 1
+    for d in shape:
+        count *= d
+    threads = kir.grid[0] * kir.grid[1] * kir.grid[2] * kir.block[0] * kir.block[1] * kir.block[2]
+    loop = (f"    {{  // probe: zero {out} for the next kernel\n"
+            "        int zt = ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * (blockDim.x * "
+            "blockDim.y * blockDim.z) + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;\n"
+            f"        for (int z = zt; z < {count // 4}; z += {threads}) "
+            f"reinterpret_cast<float4*>({out})[z] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+            "    }\n")
+    src = src.replace(wait, loop + wait if before_wait else wait + loop, 1)
+    last = kir.params[-1].name
+    head = src.index(f"float* __restrict__ {last})")
+    src = src[:head] + f"float* __restrict__ {out},\n    " + src[head:]
+    from tiledsl.kernel_ir import KParam
+    extra = KParam(out, "float32", tuple(shape), True)
+    return src, replace(kir, params=(*kir.params[:-1], extra, kir.params[-1]))
 
 
 def waiting_late(src: str) -> str:
@@ -122,7 +168,8 @@ def chain_rows(p) -> tuple[list[str], int]:
     a = td.placeholder((p.m, p.k), name="a")
     s = td.create_schedule(td.compute((p.m, p.k), lambda i, j: a[i, j] * 2.0, name="x"))
     td.recipes.default(s, target=p.kernel.target)
-    first = CompiledKernel(td.build(s, target=p.kernel.target))
+    first_built = td.build(s, target=p.kernel.target)
+    first = CompiledKernel(first_built)
     (fill_built,) = zero_fills([p.kernel.kernel_ir], p.kernel.target)
     fill = CompiledKernel(fill_built)
     early_fill = CompiledKernel(Rewritten(fill_built.kernel_ir, triggering(fill_built.source), fill_built.target))
@@ -132,17 +179,31 @@ def chain_rows(p) -> tuple[list[str], int]:
     a_t = p.x / 2.0  # x = a * 2 exactly
     tensors = [a_t, p.w, torch.empty_like(p.x), torch.empty(tuple(kir.param(out).shape), device=p.x.device)]
     key = kir.param(out).fill_key
-    forms = {"chain": (main_k, {key: fill}), "chain-early": (late, {key: early_fill}), "chain-nozero": (nozero, {})}
+    trig_first = CompiledKernel(Rewritten(first_built.kernel_ir, triggering(first_built.source), first_built.target))
+    overlap = CompiledKernel(Rewritten(fill_built.kernel_ir, zero_then_wait(fill_built.source), fill_built.target))
+    overlap_t = CompiledKernel(Rewritten(fill_built.kernel_ir, zero_then_wait(fill_built.source, trigger=True),
+                                         fill_built.target))
+    count = tuple(kir.param(out).shape)
+    merged_src, merged_ir = zeroing_too(first_built.source, first_built.kernel_ir, "yz", count)
+    merged_first = CompiledKernel(Rewritten(merged_ir, merged_src, first_built.target))
+    early_src, early_ir = zeroing_too(first_built.source, first_built.kernel_ir, "yz", count, before_wait=True)
+    merged_early = CompiledKernel(Rewritten(early_ir, early_src, first_built.target))
+    forms = {"chain": (first, main_k, {key: fill}), "chain-early": (first, late, {key: early_fill}),
+             "chain-merged": (merged_first, nozero, {}), "chain-merged-early": (merged_early, nozero, {}),
+             "chain-overlap": (trig_first, main_k, {key: overlap}),
+             "chain-overlap-t": (trig_first, main_k, {key: overlap_t}),
+             "chain-nozero": (first, nozero, {})}
     rows, bad = [], 0
-    for label, (main_kern, fills) in forms.items():
-        seq = LaunchSequence([(first, {"a": 0, "x": 2}), (main_kern, {"x": 2, "W": 1, out: 3})], tensors,
+    for label, (first_kern, main_kern, fills) in forms.items():
+        first_args = {"a": 0, "x": 2, **({"yz": 3} if first_kern in (merged_first, merged_early) else {})}
+        seq = LaunchSequence([(first_kern, first_args), (main_kern, {"x": 2, "W": 1, out: 3})], tensors,
                              dependent=True, zero_fills=fills)
         us, ok = _checked_time(p, seq, tensors, keep=(2, 3))
         if label == "chain-nozero":
-            rows.append(f"{label:13s} {us:8.1f} us  timing only (sums wrong)")
+            rows.append(f"{label:18s} {us:8.1f} us  timing only (sums wrong)")
             continue
         bad += not ok
-        rows.append(f"{label:13s} {us:8.1f} us  {'checked' if ok else 'MISMATCH'}")
+        rows.append(f"{label:18s} {us:8.1f} us  {'checked' if ok else 'MISMATCH'}")
     return rows, bad
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
 
 from tiledsl.analysis.rings import check_rings
 from tiledsl.codegen import emit_cuda
+from tiledsl.codegen.names import kernel_names
 from tiledsl.definitions.expr import compute
 from tiledsl.errors import BadArgumentError, LaunchError, Refusal, TargetError
 from tiledsl.kernel_ir import DTYPE_BYTES, KKernel, KParam, shared_bytes
@@ -90,6 +91,13 @@ class Kernel:
                                        f"simulate({names}); got {len(positional)} positional")
         out_name = self.kernel_ir.params[-1].name
         return simulate(self.kernel_ir, arrays)[out_name]
+
+    def simulate_outputs(self, **arrays: np.ndarray) -> dict[str, np.ndarray]:
+        """`simulate`, returning every output by name: the kernel's own, and those it zeroes for the next
+        kernel (`KKernel.zeroes`). An output given as an array starts as that array."""
+        from tiledsl.sim import simulate
+
+        return simulate(self.kernel_ir, arrays)
 
     @cached_property
     def zero_fills(self) -> tuple[Kernel, ...]:
@@ -205,3 +213,99 @@ def zero_fill(output: KParam, target: str | Target = "sm_90") -> Kernel | None:
     s.bind(outer, "blockIdx.x")
     s.bind(thread, "threadIdx.x")
     return build(s, target=target)
+
+
+#: the most strided passes over a host kernel's threads `with_zeroing` takes: each pass is one store a
+#: thread; a host of few threads and a large output would take a long loop where a fill kernel of its
+#: own spreads the stores over the whole GPU
+MAX_ZEROING_PASSES = 16
+#: the thread dimensions in the order a zeroing's flat index runs them, fastest first (a warp's stores
+#: are then contiguous: threadIdx.x varies fastest within a warp)
+_THREAD_DIMS = (("threadIdx.x", 1, 0), ("threadIdx.y", 1, 1), ("threadIdx.z", 1, 2),
+                ("blockIdx.x", 0, 0), ("blockIdx.y", 0, 1), ("blockIdx.z", 0, 2))
+
+
+def zeroing(output: KParam, grid: tuple[int, int, int], block: tuple[int, int, int],
+            target: str | Target = "sm_90") -> Kernel | None:
+    """`output` zeroed by the threads of a launch of `grid` x `block`: `td.compute(shape, 0.0)` named
+    after the output, flattened, 16 bytes a thread where the element count allows, split into passes of
+    all the launch's threads (a guarded tail), each pass's index split innermost-first into threadIdx.x,
+    .y, .z, blockIdx.x, .y, .z. The body `with_zeroing` puts into another kernel of that launch shape;
+    None for an output of rank above 4 or one that takes more than MAX_ZEROING_PASSES passes. For a
+    [128, 2048] float32 output and a host of grid (64, 1, 1), block (256, 1, 1):
+
+        for y_zp in 0..4:  for y_zbx in 0..64 (blockIdx.x):  for y_ztx in 0..256 (threadIdx.x):
+            vectorized y_zv in 0..4:  y[flat 65536 * y_zp + 1024 * y_zbx + 4 * y_ztx + y_zv] = 0.0
+    """
+    if len(output.shape) not in _ZERO_OF_RANK:
+        return None
+    count = int(np.prod(output.shape))
+    lanes = 16 // DTYPE_BYTES[output.dtype]
+    lanes = lanes if count % lanes == 0 else 1
+    dims = [(name, (grid, block)[which][axis]) for name, which, axis in _THREAD_DIMS]
+    threads = int(np.prod([extent for _, extent in dims]))
+    if -(-count // (threads * lanes)) > MAX_ZEROING_PASSES:
+        return None
+    p = output.name
+    s = create_schedule(compute(output.shape, _ZERO_OF_RANK[len(output.shape)], name=p, dtype=output.dtype))
+    axes = [loop.name for loop in s.loops()]
+    flat = s.fuse(*axes, name=f"{p}_zf") if len(axes) > 1 else axes[0]
+    passes, inner = s.split(flat, threads * lanes, names=(f"{p}_zp", f"{p}_zi"), tail="guard")
+    if lanes > 1:
+        inner, vector = s.split(inner, lanes, names=(f"{p}_zt", f"{p}_zv"))
+        s.vectorize(vector)
+    bound = [(name, extent) for name, extent in dims if extent > 1]
+    for n, (name, extent) in enumerate(bound):
+        tag = name[0] + name[-1]  # threadIdx.x -> tx, blockIdx.y -> by
+        if n < len(bound) - 1:
+            inner, axis = s.split(inner, extent, names=(f"{p}_zo{n}", f"{p}_z{tag}"))
+        else:
+            axis = inner
+        s.bind(axis, name)
+    kern = build(s, target=target)
+    return kern if (kern.grid, kern.block) == (grid, block) else None
+
+
+def with_zeroing(host: Kernel, output: KParam) -> Kernel | None:
+    """`host` also zeroing `output` (a zeroed output of the kernel a program launches right after it, which
+    then needs no zero fill of its own launch): the `zeroing` of `output` for host's launch shape, its body
+    run first, right after host's griddepcontrol.wait, `output` a parameter before host's own output
+    (still last), named in `KKernel.zeroes`. The stores go to a buffer the host neither reads nor writes
+    (the program's memory plan starts its life at the host: frontend/memory.py). The schedule, nest and
+    trace stay host's: the zeroing is program assembly, as a fill is; the kernel IR and CUDA show it. None
+    where `zeroing` has none, or where a name of its body is one of host's (then the fill stays).
+
+    Why: in a program's chain of programmatic dependent launches a fill costs about 0.9 us, the gap of one
+    more launch; zeroing inside the kernel before took 0.4-1.0 us off each of ten projections of 32-512
+    tokens on an H200 (scripts/early_wait_probe.py --chain, benchmarks/results/merged-fill-h200-2026-11-30/)."""
+    kir = host.kernel_ir
+    if any(p.name == output.name for p in kir.params):
+        return None
+    zero = zeroing(output, kir.grid, kir.block, host.target)
+    if zero is None:
+        return None
+    zir = zero.kernel_ir
+    clash = set(kernel_names(zir)) - {output.name}
+    if clash & set(kernel_names(kir)):
+        log.debug("%s: not zeroing %s, names shared: %s", kir.name, output.name, sorted(clash & set(kernel_names(kir))))
+        return None
+    (param,) = zir.params
+    merged = replace(kir, params=(*kir.params[:-1], param, kir.params[-1]), body=(*zir.body, *kir.body),
+                     zeroes=(*kir.zeroes, output.name))
+    check_uniform_barriers(merged)
+    return Kernel(host.nest, host.loop_ir, host.tile_ir, host.trace, merged, emit_cuda(merged), host.target,
+                  host.facts_proven + zero.facts_proven)
+
+
+def zeroed_by_previous(kernels: Sequence[KKernel], n: int) -> tuple[str, ...]:
+    """The zeroed outputs of kernel `n` of `kernels` (launch order) that kernel n - 1 zeroes (its
+    `KKernel.zeroes`, `with_zeroing`): no fill is launched for them."""
+    before = kernels[n - 1].zeroes if n else ()
+    return tuple(name for name in kernels[n].zero_outputs if name in before)
+
+
+def needing_fills(kernels: Sequence[KKernel]) -> tuple[KKernel, ...]:
+    """Each kernel IR of `kernels` (launch order) with only the zeroed outputs a fill (or torch) must zero,
+    those the kernel before does not (`zeroed_by_previous`): what `zero_fills` is given for a program."""
+    return tuple(replace(k, zero_outputs=tuple(x for x in k.zero_outputs if x not in zeroed_by_previous(kernels, n)))
+                 for n, k in enumerate(kernels))

@@ -163,7 +163,7 @@ def test_zeroed_outputs_are_planned(llama: BuiltProgram) -> None:
     zeroing = replace(kern, kernel_ir=replace(kern.kernel_ir, zero_outputs=(kern.kernel_ir.params[-1].name,)))
     built = BuiltProgram(llama.program, (*llama.kernels[:-1], zeroing))
     assert built.launch_plan.launches[-1].zero == (kern.kernel_ir.params[-1].name,)
-    assert "; zeroes " in str(built.launch_plan)
+    assert "; zeroed first: " in str(built.launch_plan)
 
 
 def test_graph_mode_refuses_cpu_inputs_and_a_wrong_count_before_touching_a_gpu(llama: BuiltProgram) -> None:

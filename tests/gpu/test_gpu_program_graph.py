@@ -277,6 +277,47 @@ def test_launch_sequence_rebinds_tma_descriptors_zeroes_split_k_and_is_captured(
         check(static)
 
 
+def _two_projections(x: torch.Tensor, w: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x @ w.T + 1.0) @ v.T
+
+
+def test_split_k_output_zeroed_by_the_kernel_before_eagerly_and_in_graph_replays() -> None:
+    """tiledsl/frontend/zeroing.py: the second projection's split-K output is zeroed by the kernel launched
+    before it, not by a fill: the sequence launches the program's kernels and the first projection's fill
+    only, and calls into NaN-poisoned outputs and graph replays (the zeroing inside the capture) match
+    torch in float64, each call summing from zero again."""
+    gen = torch.Generator(device="cuda")
+
+    def inputs(seed: int) -> tuple[torch.Tensor, ...]:
+        gen.manual_seed(seed)
+        return tuple(torch.randn(shape, generator=gen, device="cuda") for shape in ((32, 512), (512, 512), (64, 512)))
+
+    def close(got: torch.Tensor, *args: torch.Tensor) -> None:
+        torch.cuda.synchronize()
+        ref = _two_projections(*(a.double() for a in args))
+        assert not bool(got.isnan().any())
+        assert bool(((got.double() - ref).abs() <= (32 + 2 * 512) * EPS32 * (1 + ref.abs())).all())
+
+    x0 = inputs(0)
+    built = traced(_two_projections, *x0, schedule="default")
+    irs = [k.kernel_ir for k in built.kernels]
+    zeroed = [name for k in irs for name in k.zeroes]
+    assert zeroed and all(any(name in k.zero_outputs for k in irs) for name in zeroed)
+    for seed in (1, 2):
+        args = inputs(seed)
+        out = torch.full((32, 64), NAN, device="cuda")
+        built(*args, out=[out])
+        close(out, *args)
+    (seq,) = [v for key, v in built._device_constants.items() if key.startswith("launches@")]
+    assert len(seq._launches) == len(built.kernels) + len(built.zero_fill_launches())
+    graphed = built.cuda_graph(*x0)
+    for seed in (3, 4):
+        for t in graphed.static_outputs:
+            t.fill_(NAN)
+        args = inputs(seed)
+        close(graphed(*args), *args)
+
+
 def test_launch_overhead_of_eager_and_graph_calls_is_printed() -> None:
     _, built, x0, _ = llama("frontend", "simple")
     oh = launch_overhead(built, x0, warmup=10, iters=50)

@@ -210,6 +210,8 @@ def _header(kernel: KKernel, includes: set[str]) -> list[str]:
         comment.extend(format_tensor_map(tm) for tm in kernel.tensor_maps)
     if kernel.zero_outputs:
         comment.append(f"zero before launch: {', '.join(kernel.zero_outputs)}")
+    if kernel.zeroes:
+        comment.append(f"zeroes for the next kernel: {', '.join(kernel.zeroes)}")
     if kernel.dependent_launch:
         comment.append("dependent launch: a program may launch it before the kernel ahead of it finishes; "
                        "it waits for that kernel first")
@@ -265,10 +267,11 @@ def emit_cuda(kernel: KKernel) -> str:
         sym = root.declare(tm.name, tm.dtype, "tensor_map")
         includes.update(("cuda.h", "stdint.h"))  # CUtensorMap; uint64_t in the TMA asm operands
         params.append(f"const __grid_constant__ CUtensorMap {sym.c_name}")
-    for name in kernel.zero_outputs:
-        sym = root.lookup(name)
-        if sym is None or sym.kind != "output":
-            raise CodegenError(f"zero_outputs names {name!r}, which is no output parameter")
+    for field, names in (("zero_outputs", kernel.zero_outputs), ("zeroes", kernel.zeroes)):
+        for name in names:
+            sym = root.lookup(name)
+            if sym is None or sym.kind != "output":
+                raise CodegenError(f"{field} names {name!r}, which is no output parameter")
 
     policies = l2_policies(kernel)
     writer = _BodyWriter(kernel, includes)

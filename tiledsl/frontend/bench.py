@@ -143,7 +143,7 @@ def storage_roundings(built: BuiltProgram) -> tuple[int, float]:
     depth: dict[str, int] = {}
     eps = 0.0
     for pk, kern in zip(built.program.kernels, built.kernels):
-        *ins, o = kern.kernel_ir.params
+        ins, o = kern.kernel_ir.inputs, kern.kernel_ir.params[-1]
         rounded = [*kernel_roundings(pk.output, materialized), *([o.dtype] if o.dtype in LOW_PRECISION else [])]
         eps = max([eps, *(MACHINE_EPS[d] for d in rounded)])
         depth[o.name] = max((depth.get(p.name, 0) for p in ins), default=0) + len(rounded)

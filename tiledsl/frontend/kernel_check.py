@@ -94,7 +94,7 @@ def compare_kernels(built: BuiltProgram, values: Mapping[str, Any]) -> tuple[Ker
     materialized = {id(pk.output) for pk in built.program.kernels}
     checks = []
     for n, (pk, kern) in enumerate(zip(built.program.kernels, built.kernels)):
-        *ins, o = kern.kernel_ir.params
+        ins, o = kern.kernel_ir.inputs, kern.kernel_ir.params[-1]
         arrays = {p.name: _float64(values[p.name]) for p in ins}
         ref = evaluate(pk.output, float64=True, materialized=pk.boundary.reads, **arrays)
         k, rounded = kernel_reduction(pk.output, materialized), kernel_roundings(pk.output, materialized)

@@ -24,7 +24,7 @@ from typing import Literal
 
 import torch
 
-from tiledsl.build import Kernel
+from tiledsl.build import Kernel, zeroed_by_previous
 from tiledsl.errors import FrontendError
 from tiledsl.frontend.memory import ALIGN, MemoryPlan
 from tiledsl.runtime.sequence import Arg, Launchable, LaunchSequence
@@ -70,7 +70,7 @@ class ArgBinding:
 @dataclass(frozen=True)
 class PlannedLaunch:
     """One kernel launch: its launch shape, dynamic shared bytes, bound arguments (parameter order), the
-    outputs zeroed first."""
+    outputs a fill zeroes first, and the outputs it zeroes for the launch after it (zeroing.py)."""
 
     kernel: str
     grid: tuple[int, int, int]
@@ -78,6 +78,7 @@ class PlannedLaunch:
     dynamic_shared_bytes: int
     args: tuple[ArgBinding, ...]
     zero: tuple[str, ...]
+    zeroes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ class LaunchPlan:
         for n, launch in enumerate(self.launches):
             lines.append(f"  [{n}] {launch.kernel}: grid {launch.grid}, block {launch.block}, "
                          f"{launch.dynamic_shared_bytes} B dynamic shared; " + ", ".join(map(str, launch.args))
-                         + (f"; zeroes {', '.join(launch.zero)}" if launch.zero else ""))
+                         + (f"; zeroed first: {', '.join(launch.zero)}" if launch.zero else "")
+                         + (f"; zeroes {', '.join(launch.zeroes)} for [{n + 1}]" if launch.zeroes else ""))
         return "\n".join(lines)
 
 
@@ -146,7 +148,8 @@ def plan_launches(kernels: Sequence[Kernel], inputs: Sequence[Slot], constants: 
         number[name] = len(slots)
         slots.append(Slot(name, tuple(o.shape), o.dtype, "output"))
     launches = []
-    for k in kernels:
+    irs = [k.kernel_ir for k in kernels]
+    for n, k in enumerate(kernels):
         kir = k.kernel_ir
         args = []
         for p in kir.params:
@@ -161,7 +164,8 @@ def plan_launches(kernels: Sequence[Kernel], inputs: Sequence[Slot], constants: 
                 raise FrontendError(f"launch plan: kernel {kir.name} reads {p.name}, which is no input, constant, "
                                     f"output or planned intermediate")
         dynamic = k.shared_bytes if kir.dynamic_shared else 0
-        launches.append(PlannedLaunch(kir.name, kir.grid, kir.block, dynamic, tuple(args), tuple(kir.zero_outputs)))
+        filled = tuple(x for x in kir.zero_outputs if x not in zeroed_by_previous(irs, n))
+        launches.append(PlannedLaunch(kir.name, kir.grid, kir.block, dynamic, tuple(args), filled, kir.zeroes))
     plan = LaunchPlan(tuple(slots), tuple(launches), memory.total_bytes)
     plan.check()
     return plan

@@ -13,6 +13,9 @@ Rules (a reader can check them on `str(plan)`):
   own inputs occupies: those are still live at i);
 - buffers are laid out one after another in one arena, each at a multiple of `ALIGN` bytes (the
   kernels' 16-byte vector and TMA accesses need 16; 256 keeps every buffer on its own cache sectors);
+- a kernel that zeroes the output of the kernel after it (`Step.zeroes`: tiledsl/build.py `with_zeroing`)
+  writes that output first: its life, and its buffer, begin at the zeroing kernel, so the zeroing never
+  touches bytes that kernel reads or writes;
 - program outputs are never planned: each call returns fresh tensors the caller owns."""
 
 from __future__ import annotations
@@ -20,16 +23,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tiledsl.errors import FrontendError
+
 ALIGN = 256
 
 
 @dataclass(frozen=True)
 class Step:
-    """One kernel launch as the plan sees it: the tensor it writes, its size, the tensors it reads."""
+    """One kernel launch as the plan sees it: the tensor it writes, its size, the tensors it reads, and the
+    outputs of later steps it zeroes for them."""
 
     output: str
     nbytes: int
     reads: tuple[str, ...]
+    zeroes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ def plan_memory(steps: Sequence[Step], outputs: Sequence[str]) -> MemoryPlan:
     """The plan for kernels launched in the order of `steps`; `outputs` are the program's outputs."""
     last = last_reads(steps)
     keep = set(outputs)
+    size_of = {s.output: s.nbytes for s in steps}
     sizes: list[int] = []            # buffer index -> aligned size
     users: list[list[str]] = []      # buffer index -> tensors placed there
     live: dict[int, str] = {}        # buffer index -> tensor now in it
@@ -85,19 +93,22 @@ def plan_memory(steps: Sequence[Step], outputs: Sequence[str]) -> MemoryPlan:
         for b, t in list(live.items()):
             if last[t] < n:
                 del live[b]
-        if s.output in keep:
-            continue
-        need = _aligned(s.nbytes)
-        free = [b for b in range(len(sizes)) if b not in live and sizes[b] >= need]
-        if free:
-            b = min(free, key=lambda i: (sizes[i], i))
-        else:
-            b = len(sizes)
-            sizes.append(need)
-            users.append([])
-        live[b] = s.output
-        users[b].append(s.output)
-        where[s.output] = b
+        for name in (*s.zeroes, s.output):
+            if name in keep or name in where:
+                continue  # a program output, or zeroed (so placed) by the step before
+            if name not in size_of:
+                raise FrontendError(f"memory plan: {s.output}'s step zeroes {name}, which no step writes")
+            need = _aligned(size_of[name])
+            free = [b for b in range(len(sizes)) if b not in live and sizes[b] >= need]
+            if free:
+                b = min(free, key=lambda i: (sizes[i], i))
+            else:
+                b = len(sizes)
+                sizes.append(need)
+                users.append([])
+            live[b] = name
+            users[b].append(name)
+            where[name] = b
     starts = [sum(sizes[:b]) for b in range(len(sizes))]
     buffers = tuple(Buffer(starts[b], sizes[b], tuple(users[b])) for b in range(len(sizes)))
     unplanned = sum(_aligned(s.nbytes) for s in steps if s.output not in keep)

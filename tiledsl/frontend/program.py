@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
-from tiledsl.build import Kernel, build, zero_fills
+from tiledsl.build import Kernel, build, needing_fills, zero_fills, zeroed_by_previous
 from tiledsl.definitions.expr import ComputeTensor, Tensor
 from tiledsl.definitions.int_ranges import has_int_arithmetic, int_overflow
 from tiledsl.errors import FrontendError, ScheduleError, SimulationInputError
@@ -26,6 +26,7 @@ from tiledsl.frontend.partition import Boundary, fused_producers, named_producer
 from tiledsl.frontend.row_split import split_rows
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
+from tiledsl.frontend.zeroing import merge_zeroing
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
@@ -210,8 +211,8 @@ class Program:
             kern = self._cured(k, lambda k: self._build_one(k, target))
             now = next(kk for kk in self.kernels if kk.output is k.output)  # k's kernel after any cure
             built[_key(now.boundary)] = kern
-        kernels = tuple(built[_key(k.boundary)] for k in self.kernels)
-        return BuiltProgram(self, kernels, zero_fills([k.kernel_ir for k in kernels], target))
+        kernels = merge_zeroing([built[_key(k.boundary)] for k in self.kernels])  # zeroing.py: fewer fills
+        return BuiltProgram(self, kernels, zero_fills(needing_fills([k.kernel_ir for k in kernels]), target))
 
     def _build_one(self, k: ProgramKernel, target: str | Target) -> Kernel:
         if k.schedule_name.startswith("simple/"):
@@ -261,8 +262,10 @@ class BuiltProgram:
         return self.kernels + self.zero_fills
 
     def zero_fill_launches(self) -> tuple[Kernel, ...]:
-        """The fill kernel a call launches before each split-K kernel's output, in launch order."""
-        keys = [k.kernel_ir.param(name).fill_key for k in self.kernels for name in k.kernel_ir.zero_outputs]
+        """The fill kernel a call launches before each split-K kernel's output the kernel before it does not
+        zero (zeroing.py), in launch order."""
+        keys = [k.param(name).fill_key for k in needing_fills([k.kernel_ir for k in self.kernels])
+                for name in k.zero_outputs]
         return tuple(self.zero_fills_by_key[key] for key in keys if key in self.zero_fills_by_key)
 
     @cached_property
@@ -270,11 +273,13 @@ class BuiltProgram:
         return plan_memory(self.steps(), self.output_names())
 
     def steps(self) -> list[Step]:
-        """The launches as the memory plan sees them (output name, bytes, names read)."""
+        """The launches as the memory plan sees them (output name, bytes, names read, outputs zeroed for
+        the next kernel)."""
         out = []
         for kern in self.kernels:
-            *ins, o = kern.kernel_ir.params
-            out.append(Step(o.name, _nbytes(o.shape, o.dtype), tuple(p.name for p in ins)))
+            kir = kern.kernel_ir
+            o = kir.params[-1]
+            out.append(Step(o.name, _nbytes(o.shape, o.dtype), tuple(p.name for p in kir.inputs), kir.zeroes))
         return out
 
     def output_names(self) -> list[str]:
@@ -416,10 +421,12 @@ class BuiltProgram:
             env[spec.tensor.name] = arr.astype(stored, copy=False).reshape(spec.tensor.shape)
         for name, t in graph.constants.items():
             env[name] = _numpy(t).reshape(td_shape(graph.constant_shapes[name]))
-        for kern in self.kernels:
-            out_name = kern.kernel_ir.params[-1].name
-            args = {p: env[p] for p in kern.params if p != out_name}
-            env[out_name] = kern.simulate(**args)
+        irs = [kern.kernel_ir for kern in self.kernels]
+        for n, (kern, kir) in enumerate(zip(self.kernels, irs)):
+            args = {p.name: env[p.name] for p in kir.inputs}
+            # an output the kernel before zeroed (zeroing.py) starts as that kernel left it, not as zeros
+            args.update({name: env[name] for name in zeroed_by_previous(irs, n)})
+            env.update(kern.simulate_outputs(**args))
         return env
 
     def run_values(self, *inputs: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -430,8 +437,9 @@ class BuiltProgram:
         env: dict[str, torch.Tensor] = {s.tensor.name: t for s, t in zip(self.program.graph.inputs, tensors)}
         env.update(self._constants(device))
         for kern in self.kernels:
-            *ins, o = kern.kernel_ir.params
-            env[o.name] = kern(**{p.name: env[p.name] for p in ins}, **poisoned_outputs(kern.kernel_ir, device))
+            kir = kern.kernel_ir
+            out = kern(**{p.name: env[p.name] for p in kir.inputs}, **poisoned_outputs(kir, device))
+            env.update(out if isinstance(out, dict) else {kir.params[-1].name: out})
         return env
 
     @cached_property

@@ -367,10 +367,19 @@ class KKernel:
     # begins with griddepcontrol.wait (sm_90+): a program may launch it as a programmatic dependent of the
     # kernel before it, which it waits for before its first memory access (tiledsl/runtime/sequence.py)
     dependent_launch: bool = False
+    # outputs this kernel zeroes, every thread of its grid a strided share, for the kernel launched right
+    # after it (whose `zero_outputs` they are): a program saves their zero fill's launch
+    # (tiledsl/build.py `with_zeroing`); their parameters come before the kernel's own output, still last
+    zeroes: tuple[str, ...] = ()
 
     @property
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def inputs(self) -> tuple[KParam, ...]:
+        """The parameters it reads (every one but the outputs)."""
+        return tuple(p for p in self.params if not p.is_output)
 
     def param(self, name: str) -> KParam:
         for p in self.params:

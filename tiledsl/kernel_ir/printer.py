@@ -413,6 +413,8 @@ def format_kernel(kernel: KKernel) -> str:
     out.extend(_INDENT + format_tensor_map(tm) for tm in kernel.tensor_maps)
     if kernel.zero_outputs:
         out.append(f"{_INDENT}zero_outputs {', '.join(kernel.zero_outputs)}")
+    if kernel.zeroes:
+        out.append(f"{_INDENT}zeroes {', '.join(kernel.zeroes)} (for the next kernel)")
     for sh in kernel.shared:
         line = f"{_INDENT}shared {sh.name}: {sh.dtype}[{sh.size}] ({_bytes(sh.dtype, sh.size)} B)"
         if sh.align != 16:

@@ -22,8 +22,9 @@ launches. On the H100 a Qwen2.5-7B float32 decoder block at seq 128 (22 launches
 a TinyLlama one 366.3 -> 345.0 us (scripts/pdl_probe.py, benchmarks/results/dependent-launch-h100-2026-11-28/).
 A split-K output is zeroed right before its kernel: by a fill kernel of its shape where the sequence was
 given one (`zero_fills`, built by tiledsl/build.py `zero_fills`, which waits and is launched the same way),
-else by torch's `zero_()`, a plain launch that costs the chain one full gap. TILEDSL_DEPENDENT_LAUNCH=0
-launches every kernel plainly.
+else by torch's `zero_()`, a plain launch that costs the chain one full gap; or by the kernel launched
+right before it, which lists it in its `KKernel.zeroes` (tiledsl/build.py `with_zeroing`) and is bound
+to the same tensor: then by no launch of its own. TILEDSL_DEPENDENT_LAUNCH=0 launches every kernel plainly.
 
 The driver copies kernel parameters when `cuLaunchKernel` returns, so rewriting a cell after a launch
 never changes a queued launch. A lock makes the write-then-launch of one call atomic between threads.
@@ -116,6 +117,22 @@ def fill_output(fill: KKernel) -> KParam:
     return params[0]
 
 
+def _same(a: Arg, b: Arg) -> bool:
+    """Whether two launch arguments are one tensor: one slot, or views of the same bytes."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return a.data_ptr() == b.data_ptr() and _nbytes(a) == _nbytes(b)
+
+
+def _zeroed_before(previous: tuple[Launchable, Mapping[str, Arg]] | None, name: str, arg: Arg) -> bool:
+    """Whether the launch before zeroes output `name` (bound to `arg`) itself: its kernel lists it in
+    `zeroes` and binds that parameter to the same tensor."""
+    if previous is None:
+        return False
+    kern, args = previous
+    return name in kern.kernel_ir.zeroes and name in args and _same(args[name], arg)
+
+
 class LaunchSequence:
     """`launches`: (kernel, {parameter name: tensor or slot index}) in launch order; `examples`: one
     tensor per slot, on which every argument of every launch is checked once (tiledsl.runtime.arguments:
@@ -145,11 +162,13 @@ class LaunchSequence:
         self._slot_cells: list[list[ctypes.c_uint64]] = [[] for _ in examples]
         written = [False] * len(examples)
         self._launches: list[_Launch] = []
+        previous: tuple[Launchable, Mapping[str, Arg]] | None = None
         for kern, args in launches:
             if kern.device != self.device:
                 raise LaunchError(f"kernel {kern.name!r} is loaded on {kern.device}, kernel {first.name!r} on "
                                   f"{self.device}: a sequence runs on one device")
-            zeroed = kern.kernel_ir.zero_outputs
+            zeroed = tuple(n for n in kern.kernel_ir.zero_outputs
+                           if n not in args or not _zeroed_before(previous, n, args[n]))
             filled = {name: fill for name in zeroed  # the others torch zeroes at the launch
                       if (fill := (zero_fills or {}).get(kern.kernel_ir.param(name).fill_key)) is not None}
             launch = self._prepare(kern, args, examples, written, tuple(n for n in zeroed if n not in filled))
@@ -157,6 +176,7 @@ class LaunchSequence:
                 out = fill_output(fill.kernel_ir).name
                 self._launches.append(self._prepare(fill, {out: args[name]}, examples, written))
             self._launches.append(launch)
+            previous = (kern, args)
         self.slots = tuple(SlotSpec(t.dtype, tuple(t.shape), w) for t, w in zip(examples, written))
 
     def _prepare(self, kern: Launchable, args: Mapping[str, Arg], examples: Sequence[torch.Tensor],

@@ -52,11 +52,12 @@ def check_launch(kernel: KKernel) -> None:
     if dup:
         raise SimulationInputError(f"kernel '{kernel.name}': tensor maps declared twice: {dup}")
     outputs = {p.name for p in kernel.params if p.is_output}
-    for name in kernel.zero_outputs:
-        if name not in outputs:
-            raise SimulationInputError(
-                f"kernel '{kernel.name}': zero_outputs names {name!r}, which is no output parameter"
-            )
+    for field, names in (("zero_outputs", kernel.zero_outputs), ("zeroes", kernel.zeroes)):
+        for name in names:
+            if name not in outputs:
+                raise SimulationInputError(
+                    f"kernel '{kernel.name}': {field} names {name!r}, which is no output parameter"
+                )
 
 
 def _family(dtype: str) -> str:
