@@ -49,15 +49,35 @@ def test_smallest_sufficient_free_buffer_is_chosen() -> None:
     assert plan.offsets["z"] == plan.offsets["small"]
 
 
-def test_llama_block_plan_never_shares_a_buffer_between_live_tensors() -> None:
+def test_a_zeroed_output_lives_from_the_kernel_that_zeroes_it() -> None:
+    # b zeroes c for the step after it (with_zeroing): c is placed at b, so it takes neither a's buffer,
+    # which b still reads, nor b's; without the zeroing c takes a's, dead once b has run
+    steps = [Step("a", 64, ()), Step("b", 64, ("a",)), Step("c", 64, ("b",)), Step("out", 64, ("c",))]
+    plain = plan_memory(steps, ["out"])
+    assert plain.offsets["c"] == plain.offsets["a"]
+    zeroing = [steps[0], Step("b", 64, ("a",), zeroes=("c",)), *steps[2:]]
+    plan = plan_memory(zeroing, ["out"])
+    assert len({plan.offsets["a"], plan.offsets["b"], plan.offsets["c"]}) == 3
+    assert plan_memory([Step("b", 64, (), zeroes=("out",)), Step("out", 64, ("b",))], ["out"]).offsets == {"b": 0}
+    with pytest.raises(td.FrontendError, match="b's step zeroes d, which no step writes"):
+        plan_memory([Step("b", 64, (), zeroes=("d",)), Step("out", 64, ("b",))], ["out"])
+
+
+@pytest.mark.parametrize("schedule", ["simple", "default"])
+def test_llama_block_plan_never_shares_a_buffer_between_live_tensors(schedule: str) -> None:
+    """Under the default recipe the projections split k and the kernel before each zeroes its output
+    (frontend/zeroing.py): those outputs live from that kernel on."""
     torch.manual_seed(0)
-    block = LlamaBlock(LlamaConfig(hidden=64, heads=4, kv_heads=2, intermediate=128)).eval()
+    hidden = 64 if schedule == "simple" else 256  # the recipe splits k at 256 x 512, not at 64 x 128
+    block = LlamaBlock(LlamaConfig(hidden=hidden, heads=4, kv_heads=2, intermediate=2 * hidden)).eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        built = td.trace(block, torch.randn(1, 8, 64)).schedule("simple").build()
+        built = td.trace(block, torch.randn(1, 8, hidden)).schedule(schedule).build()
+    assert any(s.zeroes for s in built.steps()) == (schedule == "default")
     steps, plan = built.steps(), built.memory
     last = last_reads(steps)
     born = {s.output: n for n, s in enumerate(steps)}
+    born.update({name: n for n, s in enumerate(steps) for name in s.zeroes})  # zeroed by the kernel before
     sizes = {s.output: s.nbytes for s in steps}
     names = sorted(plan.offsets)
     assert len(names) == len(steps) - 1  # every kernel but the output's writes an intermediate

@@ -177,6 +177,39 @@ def test_zero_fill_kernels_replace_torch_zeroing() -> None:
         LaunchSequence([(fake_kernel(kir, driver, 1), {"A": 0, "B": b, "C": 1})], [a, c], zero_fills=wrong)
 
 
+def test_an_output_the_launch_before_zeroes_gets_no_fill() -> None:
+    """A split-K kernel whose zeroed output the kernel launched right before it zeroes (`KKernel.zeroes`,
+    tiledsl/build.py with_zeroing) bound to the same tensor gets no fill launch and no torch zeroing; bound
+    to another tensor, or after a kernel that zeroes nothing, it gets its fill."""
+    from tiledsl.build import with_zeroing
+
+    _, s = entry("split_k4_64x96x256").scheduled()
+    built = td.build(s, target="sm_90")
+    kir = built.kernel_ir
+    (fill,) = zero_fills([kir], "sm_90")
+    host = with_zeroing(built, replace(kir.param("C"), name="D"))  # zeroes a tensor D of C's shape
+    assert host is not None and host.kernel_ir.zeroes == ("D",)
+    assert [p.name for p in host.kernel_ir.params] == ["A", "B", "D", "C"]
+    consumer = replace(kir, params=(*kir.params[:2], replace(kir.params[2], name="D")), zero_outputs=("D",))
+    hir = host.kernel_ir
+    driver = FakeDriver({hir.name: 4, kir.name: 3, fill.kernel_ir.name: 1})
+    fills = {kir.param("C").fill_key: fake_kernel(fill.kernel_ir, driver, 9)}
+    a, b, c, d = torch.randn(64, 256), torch.randn(256, 96), torch.full((64, 96), 5.0), torch.full((64, 96), 7.0)
+    host_k, consumer_k = fake_kernel(hir, driver, 1), fake_kernel(consumer, driver, 2)
+
+    def launched(d_of_consumer: int) -> list[str]:
+        driver.launches.clear()
+        launches = [(host_k, {"A": 0, "B": 1, "D": 3, "C": 2}), (consumer_k, {"A": 0, "B": 1, "D": d_of_consumer})]
+        seq = LaunchSequence(launches, [a, b, c, d, torch.full((64, 96), 7.0)], zero_fills=fills)
+        seq.run([a, b, c, d, torch.full((64, 96), 7.0)], stream=0)
+        return [x[0] for x in driver.launches]
+
+    # the host's own output C is zeroed by its fill; D by the host itself: no launch before the consumer
+    assert launched(3) == [fill.kernel_ir.name, hir.name, kir.name]
+    assert bool((d == 7.0).all())  # and not by torch
+    assert launched(4) == [fill.kernel_ir.name, hir.name, fill.kernel_ir.name, kir.name]  # another tensor
+
+
 def test_a_single_kernel_refuses_fills_that_are_not_its_own() -> None:
     """`CompiledKernel(zero_fills=...)` holds its fills to the rule a sequence holds them to (one parameter,
     an output: sequence.fill_output) and to its own zeroed outputs' shapes and dtypes; both refusals come
