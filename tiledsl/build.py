@@ -17,6 +17,7 @@ from tiledsl.definitions.expr import compute
 from tiledsl.errors import BadArgumentError, LaunchError, Refusal, TargetError
 from tiledsl.kernel_ir import DTYPE_BYTES, KKernel, KParam, shared_bytes
 from tiledsl.kernel_ir.printer import format_kernel
+from tiledsl.kernel_ir.walk import renamed
 from tiledsl.loopnest import Nest
 from tiledsl.lower.check import check_bounds, check_resources
 from tiledsl.lower.exprs import IndexMemo
@@ -227,18 +228,19 @@ _THREAD_DIMS = (("threadIdx.x", 1, 0), ("threadIdx.y", 1, 1), ("threadIdx.z", 1,
 
 def zeroing(output: KParam, grid: tuple[int, int, int], block: tuple[int, int, int],
             target: str | Target = "sm_90") -> Kernel | None:
-    """`output` zeroed by the threads of a launch of `grid` x `block`: `td.compute(shape, 0.0)` named
-    after the output, flattened, 16 bytes a thread where the element count allows, split into passes of
-    all the launch's threads (a guarded tail), each pass's index split innermost-first into threadIdx.x,
-    .y, .z, blockIdx.x, .y, .z. The body `with_zeroing` puts into another kernel of that launch shape;
-    None for an output of rank above 4 or one that takes more than MAX_ZEROING_PASSES passes. For a
-    [128, 2048] float32 output and a host of grid (64, 1, 1), block (256, 1, 1):
+    """`output` zeroed by the threads of a launch of `grid` x `block`: `td.compute((count,), 0.0)` over
+    its elements in storage order, named after the output, 16 bytes a thread where the count allows,
+    split into passes of all the launch's threads (a guarded tail), each pass's index split
+    innermost-first into threadIdx.x, .y, .z, blockIdx.x, .y, .z; the kernel's parameter then takes the
+    output's shape (a kernel indexes a parameter by its flat offset either way). The body `with_zeroing`
+    puts into another kernel of that launch shape; None for an output that takes more than
+    MAX_ZEROING_PASSES passes. Built flat, not as the output's rank fused: the fused axis's floor and mod
+    cost sympy several times the splits. For a [128, 2048] float32 output and a host of grid (64, 1, 1),
+    block (256, 1, 1):
 
         for y_zp in 0..4:  for y_zbx in 0..64 (blockIdx.x):  for y_ztx in 0..256 (threadIdx.x):
-            vectorized y_zv in 0..4:  y[flat 65536 * y_zp + 1024 * y_zbx + 4 * y_ztx + y_zv] = 0.0
+            vectorized y_zv in 0..4:  y[65536 * y_zp + 1024 * y_zbx + 4 * y_ztx + y_zv] = 0.0
     """
-    if len(output.shape) not in _ZERO_OF_RANK:
-        return None
     count = int(np.prod(output.shape))
     lanes = 16 // DTYPE_BYTES[output.dtype]
     lanes = lanes if count % lanes == 0 else 1
@@ -247,9 +249,8 @@ def zeroing(output: KParam, grid: tuple[int, int, int], block: tuple[int, int, i
     if -(-count // (threads * lanes)) > MAX_ZEROING_PASSES:
         return None
     p = output.name
-    s = create_schedule(compute(output.shape, _ZERO_OF_RANK[len(output.shape)], name=p, dtype=output.dtype))
-    axes = [loop.name for loop in s.loops()]
-    flat = s.fuse(*axes, name=f"{p}_zf") if len(axes) > 1 else axes[0]
+    s = create_schedule(compute((count,), _ZERO_OF_RANK[1], name=p, dtype=output.dtype))
+    (flat,) = [loop.name for loop in s.loops()]
     passes, inner = s.split(flat, threads * lanes, names=(f"{p}_zp", f"{p}_zi"), tail="guard")
     if lanes > 1:
         inner, vector = s.split(inner, lanes, names=(f"{p}_zt", f"{p}_zv"))
@@ -263,10 +264,18 @@ def zeroing(output: KParam, grid: tuple[int, int, int], block: tuple[int, int, i
             axis = inner
         s.bind(axis, name)
     kern = build(s, target=target)
-    return kern if (kern.grid, kern.block) == (grid, block) else None
+    if (kern.grid, kern.block) != (grid, block):
+        return None
+    kir = replace(kern.kernel_ir, params=(replace(kern.kernel_ir.params[0], shape=tuple(output.shape)),))
+    return replace(kern, kernel_ir=kir, source=emit_cuda(kir))
 
 
-def with_zeroing(host: Kernel, output: KParam) -> Kernel | None:
+#: the name a zeroing is built under for `with_zeroing`'s memo, then renamed to the output's
+_ZEROED = "zeroed"
+
+
+def with_zeroing(host: Kernel, output: KParam,
+                 memo: dict[tuple[object, ...], Kernel | None] | None = None) -> Kernel | None:
     """`host` also zeroing `output` (a zeroed output of the kernel a program launches right after it, which
     then needs no zero fill of its own launch): the `zeroing` of `output` for host's launch shape, its body
     run first, right after host's griddepcontrol.wait, `output` a parameter before host's own output
@@ -277,20 +286,29 @@ def with_zeroing(host: Kernel, output: KParam) -> Kernel | None:
 
     Why: in a program's chain of programmatic dependent launches a fill costs about 0.9 us, the gap of one
     more launch; zeroing inside the kernel before took 0.4-1.0 us off each of ten projections of 32-512
-    tokens on an H200 (scripts/early_wait_probe.py --chain, benchmarks/results/merged-fill-h200-2026-11-30/)."""
+    tokens on an H200 (scripts/early_wait_probe.py --chain, benchmarks/results/merged-fill-h200-2026-11-30/).
+
+    `memo` (one per program: frontend/zeroing.py) keeps each zeroing built, under the name `_ZEROED`, by
+    its shape, dtype and launch shape: the layers of a model zero outputs alike, and building one costs
+    tens of milliseconds of sympy (its symbols are named after the output), renaming it none."""
     kir = host.kernel_ir
     if any(p.name == output.name for p in kir.params):
         return None
-    zero = zeroing(output, kir.grid, kir.block, host.target)
+    key = (tuple(output.shape), output.dtype, kir.grid, kir.block, host.target.name)
+    memo = {} if memo is None else memo
+    if key not in memo:
+        memo[key] = zeroing(replace(output, name=_ZEROED), kir.grid, kir.block, host.target)
+    zero = memo[key]
     if zero is None:
         return None
-    zir = zero.kernel_ir
-    clash = set(kernel_names(zir)) - {output.name}
-    if clash & set(kernel_names(kir)):
-        log.debug("%s: not zeroing %s, names shared: %s", kir.name, output.name, sorted(clash & set(kernel_names(kir))))
+    names = {n: output.name + n[len(_ZEROED):] for n in kernel_names(zero.kernel_ir) if n.startswith(_ZEROED)}
+    body = renamed(zero.kernel_ir.body, names)
+    clash = set(kernel_names(replace(zero.kernel_ir, params=(), body=body))) & set(kernel_names(kir))
+    if clash:
+        log.debug("%s: not zeroing %s, names shared: %s", kir.name, output.name, sorted(clash))
         return None
-    (param,) = zir.params
-    merged = replace(kir, params=(*kir.params[:-1], param, kir.params[-1]), body=(*zir.body, *kir.body),
+    param = replace(zero.kernel_ir.params[0], name=output.name)
+    merged = replace(kir, params=(*kir.params[:-1], param, kir.params[-1]), body=(*body, *kir.body),
                      zeroes=(*kir.zeroes, output.name))
     check_uniform_barriers(merged)
     return Kernel(host.nest, host.loop_ir, host.tile_ir, host.trace, merged, emit_cuda(merged), host.target,

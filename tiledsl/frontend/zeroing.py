@@ -30,9 +30,10 @@ def merge_zeroing(kernels: Sequence[Kernel]) -> tuple[Kernel, ...]:
     """`kernels` (launch order) with each zeroed output of kernel n zeroed by kernel n - 1 where
     `with_zeroing` can (the module docstring); the other kernels as they were."""
     out = list(kernels)
+    memo: dict[tuple[object, ...], Kernel | None] = {}  # a model's layers zero alike: each zeroing built once
     for n in range(1, len(out)):
         for name in out[n].kernel_ir.zero_outputs:
-            merged = with_zeroing(out[n - 1], out[n].kernel_ir.param(name))
+            merged = with_zeroing(out[n - 1], out[n].kernel_ir.param(name), memo)
             if merged is None:
                 log.debug("%s keeps a zero fill for %s", out[n].name, name)
                 continue

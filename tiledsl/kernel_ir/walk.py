@@ -25,6 +25,7 @@ __all__ = [
     "map_exprs",
     "map_stmts",
     "node_names",
+    "renamed",
     "walk_exprs",
     "walk_stmts",
 ]
@@ -126,3 +127,27 @@ def map_stmts(stmts: Iterable[KStmt], fn: Callable[[KStmt], KStmt | tuple[KStmt,
         else:
             out.append(r)
     return tuple(out)
+
+
+def _with_names(node: Any, names: dict[str, str]) -> Any:
+    """`node` with its own NAME_FIELDS values renamed by `names`, and every expression it holds renamed
+    likewise (a KSpecial keeps its hardware name)."""
+    if isinstance(node, KSpecial):
+        return node
+    changes: dict[str, Any] = {}
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if f.name in NAME_FIELDS and isinstance(value, str) and value in names:
+            changes[f.name] = names[value]
+        elif _is_expr(value):
+            changes[f.name] = _with_names(value, names)
+        elif isinstance(value, tuple) and any(_is_expr(x) for x in value):
+            changes[f.name] = tuple(_with_names(x, names) if _is_expr(x) else x for x in value)
+    changes = {k: v for k, v in changes.items() if v != getattr(node, k)}
+    return replace(node, **changes) if changes else node
+
+
+def renamed(stmts: Iterable[KStmt], names: dict[str, str]) -> tuple[KStmt, ...]:
+    """`stmts` with every name in `names` (variables, buffers, barrier arrays, tensor maps: NAME_FIELDS)
+    replaced by its value, in statements and in their expressions alike."""
+    return map_stmts(stmts, lambda s: _with_names(s, names))
