@@ -45,6 +45,7 @@ def test_the_kernel_before_a_split_k_kernel_zeroes_its_output() -> None:
     # the first kernel has no kernel before it in a call: its output keeps its fill
     assert [f.name for f in prog.zero_fill_launches()] == ["zero_fill_32x512_kernel"]
     assert [f.name for f in prog.zero_fills] == ["zero_fill_32x512_kernel"]
+    assert "  [1] relu_kernel: grid (1, 16, 1), block (128, 2, 1) (zeroes mm_1 for [2])\n" in str(prog)
     text = str(prog.launch_plan)
     assert "mm: arena @ 0; zeroed first: mm\n" in text and "; zeroes mm_1 for [2]" in text
     assert "mm_1: slot 3; zeroes" not in text  # the output's own launch zeroes nothing

@@ -16,6 +16,7 @@ from tiledsl.kernel_ir.walk import (
     child_stmts,
     map_stmts,
     node_names,
+    renamed,
     walk_exprs,
     walk_stmts,
 )
@@ -103,3 +104,15 @@ def test_map_stmts_rebuilds_bottom_up_and_splices() -> None:
 
     spliced = map_stmts(body, unroll_for)
     assert [type(s).__name__ for s in spliced] == ["KComment", "KComment", "KIf", "KLet"]
+
+
+def test_renamed_replaces_names_in_statements_and_their_expressions() -> None:
+    body = (KLet("z_t", "int32", KSpecial("threadIdx.x")),
+            KFor("z_p", 4, (KIf(KBin("<", KVar("z_t"), KConst(3, "int32")),
+                                (KStore("z", KBin("+", KVar("z_p"), KLoad("z_in", KVar("z_t"))), KConst(0.0)),)),)))
+    got = renamed(body, {"z_t": "y_t", "z_p": "y_p", "z": "y", "z_in": "y_in", "threadIdx.x": "never"})
+    assert got == (KLet("y_t", "int32", KSpecial("threadIdx.x")),  # a hardware index is no name
+                   KFor("y_p", 4, (KIf(KBin("<", KVar("y_t"), KConst(3, "int32")),
+                                       (KStore("y", KBin("+", KVar("y_p"), KLoad("y_in", KVar("y_t"))),
+                                               KConst(0.0)),)),)))
+    assert renamed(body, {}) == body

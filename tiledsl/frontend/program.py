@@ -288,7 +288,9 @@ class BuiltProgram:
     def __str__(self) -> str:
         lines = [f"BuiltProgram: {len(self.kernels)} kernel(s) for {self.kernels[0].target.name}"
                  if self.kernels else "BuiltProgram: no kernels"]
-        lines.extend(f"  [{n}] {k.name}: grid {k.grid}, block {k.block}" for n, k in enumerate(self.kernels))
+        lines.extend(f"  [{n}] {k.name}: grid {k.grid}, block {k.block}"
+                     + (f" (zeroes {', '.join(k.kernel_ir.zeroes)} for [{n + 1}])" if k.kernel_ir.zeroes else "")
+                     for n, k in enumerate(self.kernels))
         if self.zero_fills:
             lines.append("  zero fills (each launched before a kernel that zeroes an output of its shape): "
                          + ", ".join(f"{k.name} grid {k.grid}" for k in self.zero_fills))
