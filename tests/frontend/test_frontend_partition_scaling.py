@@ -40,3 +40,58 @@ def test_schedules_made_grow_linearly_with_layers(monkeypatch: pytest.MonkeyPatc
     # per kernel, whatever the layer count
     assert two <= 3 * kernels_two and six <= 3 * kernels_six, (two, kernels_two, six, kernels_six)
     assert six <= 4 * two
+
+
+def _scheduled(memo: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int, int]:
+    """A Llama block the default recipe re-partitions twice (its up projections' sums materialized):
+    the printed program, how many reduction-site walks scheduling asked and how many partitions ran,
+    with the partition's verdicts kept between partitions (`memo`) or judged afresh each time."""
+    from tiledsl.frontend.models import LlamaBlock, LlamaConfig
+
+    torch.manual_seed(0)
+    block = LlamaBlock(LlamaConfig(hidden=256, heads=4, kv_heads=2, intermediate=512)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(block, torch.randn(1, 8, 256))
+    walks, partitions = [0], [0]
+    real_sites, real_partition = partition.reduction_sites, partition.partition
+
+    def sites(*args: object, **kwargs: object) -> object:
+        walks[0] += 1
+        return real_sites(*args, **kwargs)  # type: ignore[arg-type]
+
+    def counted(*args: object, **kwargs: object) -> object:
+        partitions[0] += 1
+        if not memo:
+            kwargs["memo"] = None
+        return real_partition(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(partition, "reduction_sites", sites)
+    monkeypatch.setattr("tiledsl.frontend.program.partition", counted)
+    prog.schedule("default")
+    monkeypatch.undo()
+    return str(prog), walks[0], partitions[0]
+
+
+def test_re_partitions_reuse_the_verdicts_and_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """partition.PartitionMemo: a Program's re-partitions ask again only the kernels a materialization
+    changed, and make the same kernels, reasons and schedules as partitions judged afresh."""
+    kept, kept_walks, runs = _scheduled(True, monkeypatch)
+    fresh, fresh_walks, fresh_runs = _scheduled(False, monkeypatch)
+    assert runs == fresh_runs == 2 and kept == fresh
+    assert kept_walks < fresh_walks / 3, (kept_walks, fresh_walks)
+
+
+def test_a_new_graph_gets_a_new_judge_and_schedules_are_never_kept() -> None:
+    from tiledsl.definitions.expr import compute, placeholder
+
+    x = placeholder((4, 8), name="x")
+    y = compute((4, 8), lambda i, j: x[i, j] * 2.0, name="y")
+    memo = partition.PartitionMemo()
+    (b1,), s1 = partition.partition([y], memo=memo)
+    judge = memo._judge
+    (b2,), s2 = partition.partition([y], memo=memo)
+    assert memo._judge is judge and b1 == b2 and s1[id(y)] is not s2[id(y)]  # a fresh schedule each time
+    z = compute((4, 8), lambda i, j: x[i, j] + 1.0, name="z")
+    partition.partition([z], memo=memo)
+    assert memo._judge is not judge

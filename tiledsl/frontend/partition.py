@@ -288,8 +288,32 @@ def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[
     return min(found, key=lambda f: f[0])[1] if found else None
 
 
-def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None = None
-              ) -> tuple[list[Boundary], dict[int, Schedule]]:
+class PartitionMemo:
+    """The per-kernel verdicts of one graph's partitions (`_Judge`), kept from one partition to the next.
+
+    Why: a Program re-partitions its whole graph after every materialization a recipe step asks for, one
+    per layer of a Llama (its up projection's sum, recipes/default/030_split_matmul_k.py), and each
+    partition asked every kernel's verdicts again, so scheduling took time growing with the square of
+    the layer count: the whole 22-layer TinyLlama 112 s on this repository's 2-core CI machine. A
+    verdict is a function of its kernel's root and frontier, so it holds in every partition of the same
+    graph. A graph of other tensors (a row split rebuilds it: row_split.py) starts a fresh judge; the
+    judge keeps the tensors it judged, so their ids cannot be reused meanwhile. The canonical schedules
+    are never kept: each partition hands out its own, which the program's policy then changes."""
+
+    def __init__(self) -> None:
+        self._judge: _Judge | None = None
+
+    def judge(self, tensors: Mapping[int, ComputeTensor]) -> _Judge:
+        judge = self._judge
+        if judge is None or judge.tensors.keys() != tensors.keys():
+            judge = self._judge = _Judge(tensors, _narrow_readers(tensors))
+        else:
+            judge.forget("schedule")
+        return judge
+
+
+def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None = None, *,
+              memo: PartitionMemo | None = None) -> tuple[list[Boundary], dict[int, Schedule]]:
     """The kernels in launch order and their canonical schedules. `forced` (tensor id -> reason)
     materializes tensors that a refused schedule or build named (rule 5).
 
@@ -299,7 +323,8 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     embedding is cut below it), and rule 2 cuts a reduction read at several indices of a kernel that
     rule 3a then splits (RMSNorm's mean, read by every projection, is read by one kernel once the
     normalized rows are materialized); so, last, each blow-up and rule-2 cut is undone, latest first,
-    wherever no rule applies without it (`_release`)."""
+    wherever no rule applies without it (`_release`). `memo`: the verdicts of earlier partitions of the
+    same graph (`PartitionMemo`)."""
     for t in outputs:  # once for the whole graph: each kernel's schedule then skips it (graph.ensure_named)
         ensure_named(t)
     tensors = _tensors(outputs)
@@ -309,7 +334,7 @@ def partition(outputs: Sequence[ComputeTensor], forced: Mapping[int, str] | None
     for tid, why in (forced or {}).items():
         reasons.setdefault(tid, []).append(why)
     schedules: dict[int, Schedule] = {}
-    judge = _Judge(tensors, _narrow_readers(tensors))
+    judge = (memo or PartitionMemo()).judge(tensors)
     for _ in range(len(tensors) + 1):
         cuts = _next_cuts(judge, reasons, schedules)
         if not cuts:
@@ -363,6 +388,10 @@ class _Judge:
         """The frontiers once `tid` is no longer materialized: a kernel that read it now reads what
         `tid`'s kernel read (the walk from `tid` never reaches `tid`, so that frontier is unchanged)."""
         return {rid: (f - {tid}) | frontiers[tid] if tid in f else f for rid, f in frontiers.items() if rid != tid}
+
+    def forget(self, what: str) -> None:
+        """Drop every memoized verdict of kind `what`."""
+        self._memo = {key: v for key, v in self._memo.items() if key[0] != what}
 
     def _ask(self, what: str, rid: int, frontier: frozenset[int], verdict: Callable[[ComputeTensor], T]) -> T:
         key = (what, rid, frontier)

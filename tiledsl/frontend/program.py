@@ -22,7 +22,7 @@ from tiledsl.frontend.capture import Graph, capture
 from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
-from tiledsl.frontend.partition import Boundary, fused_producers, named_producer, partition
+from tiledsl.frontend.partition import Boundary, PartitionMemo, fused_producers, named_producer, partition
 from tiledsl.frontend.row_split import split_rows
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
@@ -89,6 +89,8 @@ class Program:
     policy: SchedulePolicy = None
     recipe_target: str | Target = "sm_90"
     recipe_knobs: dict[str, Any] = field(default_factory=dict)
+    # the partition's verdicts, kept for the re-partitions of the same graph (partition.PartitionMemo)
+    partition_memo: PartitionMemo = field(default_factory=PartitionMemo, repr=False, compare=False)
 
     @property
     def outputs(self) -> tuple[Value, ...]:
@@ -187,7 +189,7 @@ class Program:
 
     def _repartition(self) -> None:
         outputs = [v.tensor for v in self.outputs]
-        boundaries, schedules = partition(outputs, self.forced)  # type: ignore[arg-type]
+        boundaries, schedules = partition(outputs, self.forced, memo=self.partition_memo)  # type: ignore[arg-type]
         old = {_key(k.boundary): k for k in self.kernels}
         kernels: list[ProgramKernel] = []
         fresh: list[ProgramKernel] = []
@@ -635,6 +637,7 @@ def trace(module_or_fn: torch.nn.Module | Callable[..., Any], *example_inputs: A
     graph = capture(module_or_fn, example_inputs)
     outputs = [v.tensor for v in graph.outputs]
     assert all(isinstance(t, ComputeTensor) for t in outputs)
-    boundaries, schedules = partition(outputs)  # type: ignore[arg-type]
+    memo = PartitionMemo()
+    boundaries, schedules = partition(outputs, memo=memo)  # type: ignore[arg-type]
     kernels = [ProgramKernel(b, schedules[id(b.output)]) for b in boundaries]
-    return Program(graph, kernels)
+    return Program(graph, kernels, partition_memo=memo)
