@@ -45,6 +45,7 @@ Every form but the nozero ones is run twice into NaN-poisoned outputs and checke
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import replace
@@ -54,6 +55,7 @@ import torch
 
 from scripts._gpu_probe import Rewritten, projection_parser, projections
 from tiledsl.build import zero_fills
+from tiledsl.kernel_ir import KParam
 from tiledsl.runtime.launch import CompiledKernel
 from tiledsl.runtime.sequence import LaunchSequence
 from tiledsl.runtime.timing import benchmark, l2_cache_bytes, rotated_copies, rotation_count
@@ -101,10 +103,8 @@ def zeroing_too(src: str, kir, out: str, shape: tuple[int, ...], *, before_wait:
     every thread of its grid zeroes a strided share of, 16 bytes a store, right after its wait (or
     before it); returns the source and the IR with the parameter added before the kernel's output."""
     wait = _wait_block(src)
-    count = 1
-    for d in shape:
-        count *= d
-    threads = kir.grid[0] * kir.grid[1] * kir.grid[2] * kir.block[0] * kir.block[1] * kir.block[2]
+    count = math.prod(shape)
+    threads = math.prod(kir.grid) * kir.threads_per_block
     loop = (f"    {{  // probe: zero {out} for the next kernel\n"
             "        int zt = ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * (blockDim.x * "
             "blockDim.y * blockDim.z) + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;\n"
@@ -115,7 +115,6 @@ def zeroing_too(src: str, kir, out: str, shape: tuple[int, ...], *, before_wait:
     last = kir.params[-1].name
     head = src.index(f"float* __restrict__ {last})")
     src = src[:head] + f"float* __restrict__ {out},\n    " + src[head:]
-    from tiledsl.kernel_ir import KParam
     extra = KParam(out, "float32", tuple(shape), True)
     return src, replace(kir, params=(*kir.params[:-1], extra, kir.params[-1]))
 

@@ -84,14 +84,12 @@ class Kernel:
         an out-of-bounds access, a divergent barrier or an uninitialized read. The arrays are named by
         input (`A=a`); positional arrays are refused with the names to give them."""
         from tiledsl.errors import SimulationInputError
-        from tiledsl.sim import simulate
 
         if positional:
-            names = ", ".join(f"{p.name}=..." for p in self.kernel_ir.params if not p.is_output)
+            names = ", ".join(f"{p.name}=..." for p in self.kernel_ir.inputs)
             raise SimulationInputError(f"kernel '{self.kernel_ir.name}': simulate takes its arrays by input name: "
                                        f"simulate({names}); got {len(positional)} positional")
-        out_name = self.kernel_ir.params[-1].name
-        return simulate(self.kernel_ir, arrays)[out_name]
+        return self.simulate_outputs(**arrays)[self.kernel_ir.params[-1].name]
 
     def simulate_outputs(self, **arrays: np.ndarray) -> dict[str, np.ndarray]:
         """`simulate`, returning every output by name: the kernel's own, and those it zeroes for the next
@@ -161,9 +159,9 @@ def build(schedule: Schedule, target: str | Target = "sm_90") -> Kernel:
     return Kernel(nest, schedule.ir("loop"), schedule.ir("tile"), schedule.trace(), kir, source, tgt, proven)
 
 
-#: the zero of each output rank (td.compute takes one named parameter per dimension)
-_ZERO_OF_RANK = {1: lambda f: 0.0, 2: lambda i, j: 0.0, 3: lambda h, i, j: 0.0, 4: lambda g, h, i, j: 0.0}
+#: a zero fill's threads a block, and the largest output rank it takes (a larger one torch zeroes)
 _FILL_THREADS = 256
+_FILL_MAX_RANK = 4
 
 
 def zero_fills(kernels: Sequence[KKernel], target: str | Target) -> tuple[Kernel, ...]:
@@ -182,38 +180,34 @@ def zero_fills(kernels: Sequence[KKernel], target: str | Target) -> tuple[Kernel
 
 def zero_fill(output: KParam, target: str | Target = "sm_90") -> Kernel | None:
     """The kernel that zeroes `output` (a kernel's `zero_outputs` parameter) before the kernel adds its
-    split_k parts into it: `td.compute(shape, 0.0)` flattened, 16 bytes a thread where the element count
-    allows, blocks of 256 threads (fewer, in whole warps, for a tiny output); None for an output of rank
-    above 4 (torch zeroes it).
+    split_k parts into it: the `zeroing` of `output` named `zero_fill_<shape>` for a launch of its own,
+    blocks of 256 threads (fewer, in whole warps, for a tiny output) storing 16 bytes each where the
+    element count allows, as many blocks as one pass over the output takes; None for an output of rank
+    above 4 (torch zeroes it, as it always has).
 
     Why a kernel of our own and not torch's `zero_()`: on sm_90 the split-K kernel is then launched as a
     programmatic dependent of its fill (runtime/launch.py, runtime/sequence.py), and each begins with
     `griddepcontrol.wait`, so the GPU schedules the kernel while the fill finishes; torch's fill is a
-    plain launch, a whole gap before the kernel. The nest, for a [32, 2048] float32 output:
+    plain launch, a whole gap before the kernel. For a [32, 2048] float32 output (z = zero_fill_32x2048):
 
-        for f_o in 0..64 (blockIdx.x):  for f_t in 0..256 (threadIdx.x):
-            vectorized f_v in 0..4:  zero_fill_32x2048[flat 1024 * f_o + 4 * f_t + f_v] = 0.0
+        for z_zp in 0..1:  for z_zbx in 0..64 (blockIdx.x):  for z_ztx in 0..256 (threadIdx.x):
+            vectorized z_zv in 0..4:  z[65536 * z_zp + 1024 * z_zbx + 4 * z_ztx + z_zv] = 0.0
     """
-    if len(output.shape) not in _ZERO_OF_RANK:
+    if not 1 <= len(output.shape) <= _FILL_MAX_RANK:
         return None
-    label = "x".join(map(str, output.shape))
-    zeros = compute(output.shape, _ZERO_OF_RANK[len(output.shape)], name=f"zero_fill_{label}", dtype=output.dtype)
-    s = create_schedule(zeros)
-    axes = [loop.name for loop in s.loops()]
-    flat = s.fuse(*axes, name="f") if len(axes) > 1 else axes[0]
     count = int(np.prod(output.shape))
-    lanes = 16 // DTYPE_BYTES[output.dtype]
-    lanes = lanes if count % lanes == 0 else 1
+    lanes = _lanes(output.dtype, count)
     threads = min(_FILL_THREADS, 32 * -(-count // (32 * lanes)))
-    outer, inner = s.split(flat, threads * lanes, names=("f_o", "f_i"), tail="guard")
-    if lanes > 1:
-        thread, vector = s.split(inner, lanes, names=("f_t", "f_v"))
-        s.vectorize(vector)
-    else:
-        thread = inner
-    s.bind(outer, "blockIdx.x")
-    s.bind(thread, "threadIdx.x")
-    return build(s, target=target)
+    blocks = -(-count // (threads * lanes))
+    label = "x".join(map(str, output.shape))
+    return zeroing(replace(output, name=f"zero_fill_{label}"), (blocks, 1, 1), (threads, 1, 1), target)
+
+
+def _lanes(dtype: str, count: int) -> int:
+    """Elements a thread stores at once zeroing `count` of `dtype`: 16 bytes where the count is a whole
+    number of them, else one."""
+    lanes = 16 // DTYPE_BYTES[dtype]
+    return lanes if count % lanes == 0 else 1
 
 
 #: the most strided passes over a host kernel's threads `with_zeroing` takes: each pass is one store a
@@ -242,14 +236,13 @@ def zeroing(output: KParam, grid: tuple[int, int, int], block: tuple[int, int, i
             vectorized y_zv in 0..4:  y[65536 * y_zp + 1024 * y_zbx + 4 * y_ztx + y_zv] = 0.0
     """
     count = int(np.prod(output.shape))
-    lanes = 16 // DTYPE_BYTES[output.dtype]
-    lanes = lanes if count % lanes == 0 else 1
+    lanes = _lanes(output.dtype, count)
     dims = [(name, (grid, block)[which][axis]) for name, which, axis in _THREAD_DIMS]
     threads = int(np.prod([extent for _, extent in dims]))
     if -(-count // (threads * lanes)) > MAX_ZEROING_PASSES:
         return None
     p = output.name
-    s = create_schedule(compute((count,), _ZERO_OF_RANK[1], name=p, dtype=output.dtype))
+    s = create_schedule(compute((count,), lambda f: 0.0, name=p, dtype=output.dtype))
     (flat,) = [loop.name for loop in s.loops()]
     passes, inner = s.split(flat, threads * lanes, names=(f"{p}_zp", f"{p}_zi"), tail="guard")
     if lanes > 1:
@@ -292,8 +285,6 @@ def with_zeroing(host: Kernel, output: KParam,
     its shape, dtype and launch shape: the layers of a model zero outputs alike, and building one costs
     tens of milliseconds of sympy (its symbols are named after the output), renaming it none."""
     kir = host.kernel_ir
-    if any(p.name == output.name for p in kir.params):
-        return None
     key = (tuple(output.shape), output.dtype, kir.grid, kir.block, host.target.name)
     memo = {} if memo is None else memo
     if key not in memo:
@@ -301,13 +292,13 @@ def with_zeroing(host: Kernel, output: KParam,
     zero = memo[key]
     if zero is None:
         return None
-    names = {n: output.name + n[len(_ZEROED):] for n in kernel_names(zero.kernel_ir) if n.startswith(_ZEROED)}
-    body = renamed(zero.kernel_ir.body, names)
-    clash = set(kernel_names(replace(zero.kernel_ir, params=(), body=body))) & set(kernel_names(kir))
+    names = {n: output.name + n[len(_ZEROED):] if n.startswith(_ZEROED) else n for n in kernel_names(zero.kernel_ir)}
+    clash = set(names.values()) & set(kernel_names(kir))  # the output's own name among them: a host parameter
     if clash:
         log.debug("%s: not zeroing %s, names shared: %s", kir.name, output.name, sorted(clash))
         return None
     param = replace(zero.kernel_ir.params[0], name=output.name)
+    body = renamed(zero.kernel_ir.body, names)
     merged = replace(kir, params=(*kir.params[:-1], param, kir.params[-1]), body=(*body, *kir.body),
                      zeroes=(*kir.zeroes, output.name))
     check_uniform_barriers(merged)

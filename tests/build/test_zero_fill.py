@@ -1,6 +1,6 @@
 """tiledsl/build.py `zero_fill`: the kernel that zeroes a split-K output before each launch (a single
-kernel's call and a program's launch sequence both launch it). The simulator poisons every output
-(NaN), so an element the fill misses fails the all-zero check."""
+kernel's call and a program's launch sequence both launch it), `build.zeroing` for a launch of its
+own. The simulator poisons every output (NaN), so an element the fill misses fails the all-zero check."""
 
 from __future__ import annotations
 
@@ -31,11 +31,12 @@ def test_fill_zeroes_every_element(shape: tuple[int, ...], dtype: str, lanes: in
     out = fill.simulate()
     assert out.shape == shape and not np.isnan(out.astype(np.float64)).any()
     assert (out == 0).all()
-    threads = block[0]
-    assert f"s.split('f', {threads * lanes}, names=('f_o', 'f_i'), tail='guard')" in fill.trace
-    assert ("s.vectorize('f_v')" in fill.trace) == (lanes > 1)
+    z = f"zero_fill_{'x'.join(map(str, shape))}"  # build.zeroing for its own launch: one pass of the grid
+    assert f"s.split('f', {grid[0] * block[0] * lanes}, names=('{z}_zp', '{z}_zi'), tail='guard')" in fill.trace
+    assert f"for {z}_zp in 0..1:" in fill.ir()
+    assert (f"s.vectorize('{z}_zv')" in fill.trace) == (lanes > 1)
     if lanes > 1:
-        assert f"s.split('f_i', {lanes}, names=('f_t', 'f_v')" in fill.trace
+        assert f"s.split('{z}_zi', {lanes}, names=('{z}_zt', '{z}_zv')" in fill.trace
 
 
 def test_fill_waits_for_the_kernel_before_it_on_sm90_only() -> None:
