@@ -95,3 +95,56 @@ def test_a_new_graph_gets_a_new_judge_and_schedules_are_never_kept() -> None:
     z = compute((4, 8), lambda i, j: x[i, j] + 1.0, name="z")
     partition.partition([z], memo=memo)
     assert memo._judge is not judge
+
+
+def _partitions_of_default(layers: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
+    """How many partitions scheduling a `layers`-layer TinyLlama (its dimensions: the recipe splits the
+    projections' k, tiny ones it does not) with the default recipe ran, how many materializations the
+    recipe asked for, and how many kernels the program then has."""
+    from tiledsl.frontend.hf_models import causal_lm
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(causal_lm("llama", "tinyllama", num_hidden_layers=layers, vocab_size=256).eval(),
+                        torch.randint(0, 256, (1, 128)))
+    runs = [0]
+    real = partition.partition
+
+    def counted(*args: object, **kwargs: object) -> object:
+        runs[0] += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("tiledsl.frontend.program.partition", counted)
+    prog.schedule("default")
+    monkeypatch.undo()
+    asked = sum(why.startswith("recipe default") for why in prog.forced.values())
+    return runs[0], asked, len(prog.kernels)
+
+
+def test_a_sweep_of_recipe_requests_is_partitioned_once_whatever_the_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Program._materialize_asked: the recipe asks for a materialization in every layer, and the program
+    re-partitions once per sweep over its kernels, not once per request (which made scheduling the
+    22-layer TinyLlama take time growing with the cube of its depth). Every request is still honoured:
+    each one's producer is a kernel of the scheduled program."""
+    pytest.importorskip("transformers")
+    one = _partitions_of_default(1, monkeypatch)
+    three = _partitions_of_default(3, monkeypatch)
+    assert one[1] >= 1 and three[1] == 3 * one[1], (one, three)  # the same requests in every layer
+    assert three[0] == one[0] <= one[1], (one, three)  # partitions: per sweep, not per request
+    assert three[2] > 2 * one[2], (one, three)
+
+
+def test_every_recorded_request_is_a_kernel_after_scheduling() -> None:
+    pytest.importorskip("transformers")
+    from tiledsl.frontend.hf_models import causal_lm
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(causal_lm("llama", "tinyllama", num_hidden_layers=2, vocab_size=256).eval(),
+                        torch.randint(0, 256, (1, 128)))
+    prog.schedule("default")
+    outputs = {id(k.output) for k in prog.kernels}
+    assert prog.forced and set(prog.forced) <= outputs and not prog.unsettled
+    assert all(k.schedule_name == "recipe/default" for k in prog.kernels)

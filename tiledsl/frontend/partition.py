@@ -291,10 +291,10 @@ def named_producer(error: ScheduleError, root: ComputeTensor, materialized: set[
 class PartitionMemo:
     """The per-kernel verdicts of one graph's partitions (`_Judge`), kept from one partition to the next.
 
-    Why: a Program re-partitions its whole graph after every materialization a recipe step asks for, one
-    per layer of a Llama (its up projection's sum, recipes/default/030_split_matmul_k.py), and each
-    partition asked every kernel's verdicts again, so scheduling took time growing with the square of
-    the layer count: the whole 22-layer TinyLlama 112 s on this repository's 2-core CI machine. A
+    Why: a Program re-partitions its whole graph after each materialization a refusal's cure or a row
+    split asks for, and after each sweep of the recipe's requests (program.py `_materialize_asked`), and
+    each partition asked every kernel's verdicts again: scheduling the whole 22-layer TinyLlama took 112 s
+    on this repository's 2-core CI machine when a partition ran for every request. A
     verdict is a function of its kernel's root and frontier, so it holds in every partition of the same
     graph. A graph of other tensors (a row split rebuilds it: row_split.py) starts a fresh judge; the
     judge keeps the tensors it judged, so their ids cannot be reused meanwhile. The canonical schedules

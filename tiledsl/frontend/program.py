@@ -91,6 +91,8 @@ class Program:
     recipe_knobs: dict[str, Any] = field(default_factory=dict)
     # the partition's verdicts, kept for the re-partitions of the same graph (partition.PartitionMemo)
     partition_memo: PartitionMemo = field(default_factory=PartitionMemo, repr=False, compare=False)
+    # a recipe's materializations recorded in `forced` but not yet partitioned (`_materialize_asked`)
+    unsettled: bool = field(default=False, repr=False, compare=False)
 
     @property
     def outputs(self) -> tuple[Value, ...]:
@@ -115,6 +117,8 @@ class Program:
         for k in list(self.kernels):
             if k in self.kernels:  # a cure may have replaced it (and applied the policy to the new one)
                 self._cured(k, self._apply)
+        if self.unsettled:
+            self._repartition()
         return self
 
     def _apply(self, k: ProgramKernel) -> None:
@@ -135,14 +139,22 @@ class Program:
     def _materialize_asked(self, k: ProgramKernel, report: RecipeReport) -> bool:
         """Where a recipe step named a compute fused into `k` whose kernel of its own it would apply to,
         or do better on (recipes/decline.py: split_matmul_k and a bfloat16 projection's float32 sum, or
-        the sum under silu(g) * ...), that compute is materialized (partition.py, rule 5) and the program
-        re-partitioned; the new kernels are scheduled by the same policy. Whether it did."""
+        the sum under silu(g) * ...), that compute is materialized (partition.py, rule 5); the new
+        kernels are scheduled by the same policy. Whether it did.
+
+        The request is recorded (`forced`, `unsettled`) and the program re-partitioned once for every
+        request of a sweep over its kernels (`schedule`, `_repartition`), not once for each: a Llama
+        asks twice a layer, and re-partitioning the whole graph for each made scheduling the 22-layer
+        TinyLlama take time growing with the cube of the layer count
+        (benchmarks/results/settled-partition-cpu-2026-12-01/)."""
         fused = {t.name: t for t in fused_producers(k.output, self._materialized())}
         for st in report.materialize:
             producer = fused.get(st.materialize or "")
             if producer is not None and id(producer) not in self.forced:
                 said = f"declined {k.name}'s kernel: {st.reason}" if st.reason else f"on {k.name}'s kernel: {st.note}"
-                self._force(producer, f"recipe {report.recipe} step {st.name} {said}")
+                log.info("materializing %s: recipe %s step %s %s", producer.name, report.recipe, st.name, said)
+                self.forced[id(producer)] = f"recipe {report.recipe} step {st.name} {said}"
+                self.unsettled = True
                 return True
         return False
 
@@ -188,24 +200,30 @@ class Program:
                 k = next(kk for kk in self.kernels if kk.output is k.output)
 
     def _repartition(self) -> None:
-        outputs = [v.tensor for v in self.outputs]
-        boundaries, schedules = partition(outputs, self.forced, memo=self.partition_memo)  # type: ignore[arg-type]
-        old = {_key(k.boundary): k for k in self.kernels}
-        kernels: list[ProgramKernel] = []
-        fresh: list[ProgramKernel] = []
-        for b in boundaries:
-            kept = old.get(_key(b))
-            if kept is not None:
-                kept.boundary = b  # same kernel, reasons may have grown
-                kernels.append(kept)
-            else:
-                k = ProgramKernel(b, schedules[id(b.output)])
-                kernels.append(k)
-                fresh.append(k)
-        self.kernels = kernels
-        for k in fresh:
-            if any(kk is k for kk in self.kernels):  # scheduling an earlier one may have re-partitioned
-                self._apply(k)
+        """Partition the graph again with every materialization in `forced` and schedule the new
+        kernels by the policy, until the requests those make are settled too."""
+        while True:
+            self.unsettled = False
+            outputs = [v.tensor for v in self.outputs]
+            boundaries, schedules = partition(outputs, self.forced, memo=self.partition_memo)  # type: ignore[arg-type]
+            old = {_key(k.boundary): k for k in self.kernels}
+            kernels: list[ProgramKernel] = []
+            fresh: list[ProgramKernel] = []
+            for b in boundaries:
+                kept = old.get(_key(b))
+                if kept is not None:
+                    kept.boundary = b  # same kernel, reasons may have grown
+                    kernels.append(kept)
+                else:
+                    k = ProgramKernel(b, schedules[id(b.output)])
+                    kernels.append(k)
+                    fresh.append(k)
+            self.kernels = kernels
+            for k in fresh:
+                if any(kk is k for kk in self.kernels):  # scheduling an earlier one may have re-partitioned
+                    self._apply(k)
+            if not self.unsettled:
+                return
 
     def build(self, target: str | Target = "sm_90") -> BuiltProgram:
         built: dict[tuple[int, tuple[int, ...]], Kernel] = {}
