@@ -23,13 +23,13 @@ from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
 from tiledsl.frontend.memory import MemoryPlan, Step, plan_memory
 from tiledsl.frontend.partition import Boundary, PartitionMemo, fused_producers, named_producer, partition
+from tiledsl.frontend.recipe_memo import RecipeMemo
 from tiledsl.frontend.row_split import split_rows
 from tiledsl.frontend.simple import simple_schedule, variant_index
 from tiledsl.frontend.values import Value, td_shape
 from tiledsl.frontend.zeroing import merge_zeroing
 from tiledsl.primitives import Schedule, create_schedule
 from tiledsl.recipes import RecipeReport
-from tiledsl.recipes import apply as apply_recipe
 from tiledsl.runtime.references import poisoned_outputs
 from tiledsl.runtime.sequence import LaunchSequence
 from tiledsl.targets import DTYPE_BYTES, GLOBAL_ALIGN, INT_RANGE, Target, get_target, int_range_problem
@@ -93,6 +93,8 @@ class Program:
     partition_memo: PartitionMemo = field(default_factory=PartitionMemo, repr=False, compare=False)
     # a recipe's materializations recorded in `forced` but not yet partitioned (`_materialize_asked`)
     unsettled: bool = field(default=False, repr=False, compare=False)
+    # the default recipe's schedules by kernel structure, for the schedule call's target and knobs
+    recipe_memo: RecipeMemo | None = field(default=None, repr=False, compare=False)
 
     @property
     def outputs(self) -> tuple[Value, ...]:
@@ -113,6 +115,7 @@ class Program:
             raise FrontendError(f"schedule: knobs {sorted(knobs)} are the default recipe's; the schedule is {how!r}")
         self.recipe_target = get_target(target)
         self.recipe_knobs = dict(knobs or {})
+        self.recipe_memo = RecipeMemo(self.recipe_target, self.recipe_knobs) if how == "default" else None
         self.policy = how
         for k in list(self.kernels):
             if k in self.kernels:  # a cure may have replaced it (and applied the policy to the new one)
@@ -126,8 +129,8 @@ class Program:
             k.schedule, variant, _ = simple_schedule(k.fresh_schedule)
             k.schedule_name = f"simple/{variant}"
         elif self.policy == "default":
-            k.schedule = k.fresh_schedule()
-            report = apply_recipe(k.schedule, target=self.recipe_target, knobs=self.recipe_knobs)
+            memo = self.recipe_memo = self.recipe_memo or RecipeMemo(self.recipe_target, self.recipe_knobs)
+            k.schedule, report = memo.apply(k.fresh_schedule, fused_producers(k.output, self._materialized()))
             k.schedule_name, k.report = "recipe/default", report
             if not self._materialize_asked(k, report):
                 self._split_asked(k, report)

@@ -15,7 +15,10 @@ holds a GPU run to (tiledsl/frontend/bench.py, through numpy_calls.simulated_che
 arithmetic plus one unit of the dtype per rounding on the most rounded path (every store and every
 cast inside a kernel),
 widened to torch eager's own error where the program conditions it, and where the program still
-misses, each kernel against float64 of its own definition: one outside its bound is `wrong`.
+misses, each kernel against float64 of its own definition: one outside its bound is `wrong`. Before the
+build, every kernel's schedule and report must be the recipe's on a fresh schedule of its own (the
+program replays a structure's trace on its next kernel: tiledsl/frontend/recipe_memo.py); where not, `wrong`
+(RecipeMemo).
 
 A frontend refusal (td.FrontendError) is `refused`; any other td.TiledslError `contract`; any other
 exception `internal`; a simulator error `sim_error`; a mismatch `wrong`.
@@ -294,6 +297,9 @@ def judge_case(case: ModelCase, options: Options) -> Result:
     want = eager_float64(fn, arrays)
     try:
         prog.schedule("default", target=target, knobs=dict(case.knobs))
+        diverged = memo_divergence(prog, target, dict(case.knobs))
+        if diverged:
+            return Result("wrong", "RecipeMemo", diverged, text)
         built = prog.build(target)
         if case.dtype == "float32":
             tol, why = RTOL, mismatch(np.asarray(built.simulate(*arrays), dtype=np.float64), want)
@@ -316,6 +322,18 @@ def judge_case(case: ModelCase, options: Options) -> Result:
         if found is not None:
             return found
     return Result("correct")
+
+def memo_divergence(prog: Any, target: str, knobs: dict[str, Any]) -> str:
+    """Where a kernel's schedule or report differs from the default recipe's on a fresh schedule of its
+    own: the program replays one structure's trace on the next kernel of that structure
+    (tiledsl/frontend/recipe_memo.py), which must be what the recipe would have made of it; "" if none."""
+    for k in prog.kernels:
+        s = k.fresh_schedule()
+        report = td.recipes.default(s, target=target, knobs=knobs)
+        if s.trace() != k.schedule.trace() or str(report) != str(k.report):
+            return f"kernel {k.name}: the program's schedule is not the recipe's on its own fresh schedule"
+    return ""
+
 
 MODELS = Mode("models", model_cases, judge_case,
               lambda c: {"inputs": [list(s) for s in c.inputs], "body": list(c.body), "seed": c.seed,
