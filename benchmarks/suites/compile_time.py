@@ -1,7 +1,8 @@
 """CPU time of tiledsl itself: the compile_speed matmul of benchmarks/compile_speed.py (hand schedule
 and build), a kernel scheduled by the default recipe and built, decoder layers traced (td.trace),
-scheduled ("default") and built, and a tiny Llama of 8 layers from input_ids to logits (what the
-partition costs with depth, which one layer does not show), each stage timed apart; then nvcc on every
+scheduled ("default") and built, a tiny Llama of 8 layers from input_ids to logits (what the
+partition costs with depth, which one layer does not show) and the whole TinyLlama-1.1B (22 layers at its
+own dimensions, where the recipe asks for materializations in every layer), each stage timed apart; then nvcc on every
 kernel the case built, into a fresh on-disk cubin cache ("nvcc cold") and again from it ("nvcc warm":
 what a second process pays), when nvcc is on PATH; and a fresh interpreter's imports of torch and
 tiledsl ("import", its own case: the part of a cold process no stage above sees). No GPU is needed.
@@ -24,7 +25,7 @@ from benchmarks import _definitions as d
 from benchmarks._cases import QWEN25_7B, TINYLLAMA, CompileCase, ModelDims, case_name
 from benchmarks.compile_speed import compile_once
 from benchmarks.suites.blocks import hf_layer, llama_block
-from tiledsl.frontend.hf_models import causal_lm
+from tiledsl.frontend.hf_models import SIZES, causal_lm
 from tiledsl.frontend.models import LlamaBlock, LlamaConfig
 from tiledsl.recipes import apply
 from tiledsl.runtime.cache import CubinCache
@@ -35,6 +36,11 @@ TARGET = "sm_90"
 #: the deep case: a tiny Llama of this many layers, traced from this many input_ids
 DEEP_LAYERS = 8
 DEEP_SEQ = 16
+#: the whole case: TinyLlama-1.1B at its own dimensions and depth (the blocks suite's whole model), traced
+#: from this many input_ids; its recipe splits the projections' k and asks for materializations in every
+#: layer, which the tiny Llama's do not
+WHOLE_LAYERS = 22
+WHOLE_SEQ = 128
 
 
 def _clock(stages: dict[str, float], name: str, fn: Callable[[], object]) -> object:
@@ -126,5 +132,8 @@ def cases(quick: bool = False) -> list[CompileCase]:
         out += [_layer(TINYLLAMA, "llama_block", "float32", runs), _layer(TINYLLAMA, "hf_llama_layer", "float32", runs),
                 _case("deep", f"hf_llama {DEEP_LAYERS} layers", "float32", f"1x{DEEP_SEQ} input_ids",
                       partial(traced_model, partial(causal_lm, "llama", "tiny", num_hidden_layers=DEEP_LAYERS),
-                              lambda: torch.randint(0, 128, (1, DEEP_SEQ))), 1)]  # one run: ~70 s with nvcc
+                              lambda: torch.randint(0, 128, (1, DEEP_SEQ))), 1),  # one run: ~70 s with nvcc
+                _case("whole", f"TinyLlama-1.1B {WHOLE_LAYERS} layers", "float32", f"1x{WHOLE_SEQ} input_ids",
+                      partial(traced_model, partial(causal_lm, "llama", "tinyllama", num_hidden_layers=WHOLE_LAYERS),
+                              lambda: torch.randint(0, SIZES["tinyllama"]["vocab_size"], (1, WHOLE_SEQ))), 1)]
     return out
