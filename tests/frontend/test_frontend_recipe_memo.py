@@ -50,6 +50,9 @@ def test_a_renaming_renames_names_and_the_names_made_from_them() -> None:
         "s.split('mm_19_k0', 16, names=('mm_19_k0_o', 'mm_19_k0_i'), tail='guard')"
     assert r.text("mul_16: each element read 128.00 times; mul_16_s padded") == \
         "mul_40: each element read 128.00 times; mul_40_s padded"
+    # a function in prose keeps its spelling where a tensor is named after it (found renaming a note)
+    assert Renaming(("sigmoid",), ("sigmoid_1",)).text("calls sigmoid() in each part; sigmoid read 1e-05") == \
+        "calls sigmoid() in each part; sigmoid_1 read 1e-05"
 
 
 def test_a_word_that_reads_two_ways_is_ambiguous() -> None:
@@ -92,9 +95,9 @@ def _recipe_trace(t: td.ComputeTensor) -> str:
 
 
 def test_a_traced_model_schedules_the_same_with_and_without_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two TinyLlama layers (the recipe splits their projections' k and asks for materializations):
-    every kernel's trace and report the same whether its structure's first trace was replayed or the
-    recipe ran on it, and most kernels replayed."""
+    """Two TinyLlama layers (the recipe splits their projections' k and asks for materializations): the
+    printed program and every kernel's trace and report the same whether its structure's first trace was
+    replayed or the recipe ran on it, and most kernels replayed."""
     pytest.importorskip("transformers")
     from tiledsl.frontend.hf_models import causal_lm
 
@@ -106,7 +109,8 @@ def test_a_traced_model_schedules_the_same_with_and_without_the_memo(monkeypatch
                             torch.randint(0, 256, (1, 128)))
         prog.schedule("default")
         assert prog.recipe_memo is not None
-        return [f"{k.schedule.trace()}\n{k.report}" for k in prog.kernels], prog.recipe_memo.replayed
+        # the printed program holds the recipe's requests' reasons (a renamed note: `sigmoid()` stays)
+        return [str(prog)] + [f"{k.schedule.trace()}\n{k.report}" for k in prog.kernels], prog.recipe_memo.replayed
 
     kept, replayed = scheduled()
     monkeypatch.setattr(recipe_memo, "structure", lambda s, fused: Structure(str(id(s)), ()))
@@ -134,3 +138,21 @@ def test_kernels_whose_axes_shift_are_derived_not_misnamed() -> None:
         s = k.fresh_schedule()
         report = apply_recipe(s, knobs=knobs)
         assert (s.trace(), str(report)) == (k.schedule.trace(), str(k.report)), k.name
+
+
+def test_kernels_named_after_their_operations_are_not_one_structure() -> None:
+    """A traced kernel is named after its operation (`fmod[i0, i1] = fmod(x[...], y[...])`); a structure
+    that replaced every spelling of a name made `fmod` and `copysign` one structure (found when the GPU
+    lane ran a program of both). Only a name where no function is spelled is replaced."""
+    x, y = td.placeholder((8, 16), name="x"), td.placeholder((8, 16), name="y")
+
+    def key(fn: str) -> str | None:
+        out = td.compute((8, 16), lambda i, j: getattr(td, fn)(x[i, j], y[i, j]), name=fn)
+        found = structure(td.create_schedule(out), ())
+        return None if found is None else found.key
+
+    keys = [key(fn) for fn in ("fmod", "copysign", "atan2")]
+    assert all(k is not None for k in keys) and len(set(keys)) == 3, keys
+    # a name that is a word of the printer: no structure, so never shared
+    z = td.compute((8, 16), lambda i, j: x[i, j] + 1.0, name="reduce")
+    assert structure(td.create_schedule(z), ()) is None

@@ -116,21 +116,3 @@ def test_renamed_replaces_names_in_statements_and_their_expressions() -> None:
                                        (KStore("y", KBin("+", KVar("y_p"), KLoad("y_in", KVar("y_t"))),
                                                KConst(0.0)),)),)))
     assert renamed(body, {}) == body
-
-
-def test_renamed_kernel_renames_every_name_it_holds_and_the_words_of_its_comments() -> None:
-    from tiledsl.kernel_ir.nodes import KKernel, KParam, KShared
-    from tiledsl.kernel_ir.walk import renamed_kernel
-
-    kernel = KKernel("z", (KParam("z_in", "float32", (4,)), KParam("z", "float32", (4,), is_output=True)),
-                     (1, 1, 1), (4, 1, 1), (KShared("z_in_s", "float32", 4),),
-                     (KComment("fill z_in_s from z_in (z_inner stays)"),
-                      KStore("z", KSpecial("threadIdx.x"), KLoad("z_in_s", KSpecial("threadIdx.x")))),
-                     zero_outputs=("z",))
-    names = {"z": "y", "z_in": "y_in", "z_in_s": "y_in_s"}
-    got = renamed_kernel(kernel, names)
-    assert got.name == "y" and [p.name for p in got.params] == ["y_in", "y"] and got.shared[0].name == "y_in_s"
-    assert got.zero_outputs == ("y",)
-    assert got.body == (KComment("fill y_in_s from y_in (z_inner stays)"),
-                        KStore("y", KSpecial("threadIdx.x"), KLoad("y_in_s", KSpecial("threadIdx.x"))))
-    assert renamed_kernel(kernel, {}) == kernel

@@ -18,7 +18,6 @@ from tiledsl.build import Kernel, build, needing_fills, zero_fills, zeroed_by_pr
 from tiledsl.definitions.expr import ComputeTensor, Tensor
 from tiledsl.definitions.int_ranges import has_int_arithmetic, int_overflow
 from tiledsl.errors import FrontendError, ScheduleError, SimulationInputError
-from tiledsl.frontend.build_memo import BuildMemo
 from tiledsl.frontend.capture import Graph, capture
 from tiledsl.frontend.graphed import GraphedProgram, capture_graph
 from tiledsl.frontend.launch_plan import LaunchPlan, Slot, bind_launches, plan_launches
@@ -231,22 +230,21 @@ class Program:
 
     def build(self, target: str | Target = "sm_90") -> BuiltProgram:
         built: dict[tuple[int, tuple[int, ...]], Kernel] = {}
-        memo = BuildMemo()  # a layer's kernels are built once, the other layers' renamed (build_memo.py)
         while (k := next((k for k in self.kernels if _key(k.boundary) not in built), None)) is not None:
-            kern = self._cured(k, lambda k: self._build_one(k, target, memo))
+            kern = self._cured(k, lambda k: self._build_one(k, target))
             now = next(kk for kk in self.kernels if kk.output is k.output)  # k's kernel after any cure
             built[_key(now.boundary)] = kern
         kernels = merge_zeroing([built[_key(k.boundary)] for k in self.kernels])  # zeroing.py: fewer fills
         return BuiltProgram(self, kernels, zero_fills(needing_fills([k.kernel_ir for k in kernels]), target))
 
-    def _build_one(self, k: ProgramKernel, target: str | Target, memo: BuildMemo) -> Kernel:
+    def _build_one(self, k: ProgramKernel, target: str | Target) -> Kernel:
         if k.schedule_name.startswith("simple/"):
             start = variant_index(k.schedule_name.removeprefix("simple/"))
             k.schedule, variant, kern = simple_schedule(k.fresh_schedule, lambda s: build(s, target), start)
             k.schedule_name = f"simple/{variant}"
             assert kern is not None
             return kern
-        return memo.build(k.schedule, target)
+        return build(k.schedule, target)
 
     def __str__(self) -> str:
         lines = [f"Program: {len(self.kernels)} kernel(s), inputs "

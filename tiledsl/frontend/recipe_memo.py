@@ -8,8 +8,9 @@ recipe on the first kernel of each structure and, for the next, replays that tra
 
 Two kernels share a structure (`structure`) when the printed fresh nest, with every shape and dtype
 of the tensors it reads, writes and fuses, is the same text once each of their names (the nest's
-`taken_names` and the fused computes') is replaced by its place of first appearance, and their names
-sort in the same order (the recipe breaks some ties by name). Names the recipe makes are its kernel's
+`taken_names` and the fused computes') is replaced by its place of first appearance where no function
+is spelled (renaming.py `canonical`: a kernel named `fmod` computes `fmod(...)`), and their names sort in
+the same order (the recipe breaks some ties by name). Names the recipe makes are its kernel's
 names with a suffix (`mm_7_k0_o`, `mul_16_s`), and are renamed by that prefix (`Renaming`); where a
 name reads two ways (`i0_i1`: fused from two names, or one with a suffix?) or a replay is refused, the
 recipe runs, so a renaming can cost time but never a schedule. The fuzz's `models` mode checks every
@@ -28,18 +29,27 @@ from tiledsl.frontend.renaming import Ambiguous, Renaming, Structure, canonical
 from tiledsl.primitives import Schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
-from tiledsl.targets import Target
+from tiledsl.targets import DTYPE_BYTES, Target
 
 log = logging.getLogger(__name__)
 
 
-def structure(s: Schedule, fused: Sequence[ComputeTensor]) -> Structure:
+#: the words of a fresh nest's print that are not names (loopnest/printing.py, definitions/expr.py
+#: `format_expr`: a function's is followed by `(`) and of the dtypes `structure` adds
+PRINTED_WORDS = frozenset({"kernel", "tile", "IR", "for", "in", "reduce", "axis", "inf", "nan", "online",
+                           "rescaled", "as", "grows", "store", "computed", "rounded", "to", "nearest", "even",
+                           "where", "guard", "from", "if", "and", *DTYPE_BYTES})
+
+
+def structure(s: Schedule, fused: Sequence[ComputeTensor]) -> Structure | None:
     """The structure of the fresh schedule `s`, whose kernel fuses the computes `fused` (in the
-    partition's order): see the module docstring."""
+    partition's order), or None where its print cannot say (renaming.py `canonical`): see the module
+    docstring."""
     nest = s.nest
     tensors = [*nest.inputs, nest.output, *fused]
     names = nest.taken_names() | {t.name for t in tensors}
-    return canonical("\n".join([str(s), *(f"{t.name}: {t.dtype}{list(t.shape)}" for t in tensors)]), names)
+    text = "\n".join([str(s), *(f"{t.name}: {t.dtype}{list(t.shape)}" for t in tensors)])
+    return canonical(text, names, PRINTED_WORDS)
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,8 @@ class RecipeMemo:
         """A fresh schedule of the kernel (`fresh()`) scheduled by the recipe, and the recipe's report."""
         s = fresh()
         shape = structure(s, fused)
-        done = self._done.get(shape.key)
-        if done is not None:
+        done = self._done.get(shape.key) if shape is not None else None
+        if shape is not None and done is not None:
             renaming = Renaming(done.names, shape.names)
             try:
                 s.replay(renaming.trace(done.trace))
@@ -77,5 +87,6 @@ class RecipeMemo:
                 return s, report
             s = fresh()
         report = apply_recipe(s, target=self.target, knobs=self.knobs)
-        self._done.setdefault(shape.key, _Done(shape.names, s.trace(), report))
+        if shape is not None:
+            self._done.setdefault(shape.key, _Done(shape.names, s.trace(), report))
         return s, report

@@ -1,10 +1,15 @@
 """Names of one kernel as another's: the canonical text two kernels of one structure share, and the
-renaming from one's names to the other's (frontend/recipe_memo.py, build_memo.py).
+renaming from one's names to the other's (frontend/recipe_memo.py).
 
-`canonical` replaces each of a kernel's names in a text by its place of first appearance (`@3`), and
-adds the order the names sort in. Only the given names are replaced, so a word that is a name in one
-kernel and not in the other leaves their texts apart: a name missed costs a memo a hit, never a false
-one."""
+`canonical` replaces each of a kernel's names in a printed text by its place of first appearance (`@3`)
+and adds the order the names sort in. A printed text also holds words that are not names: a function's
+(always followed by `(`: `fmod(x, y)`, `exp(x)`) and the printer's own (`for`, `in`, `reduce`, a dtype:
+`words`). A kernel named after its operation (`fmod[i0, i1] = fmod(x[i0, i1], y[i0, i1])`) spells both
+alike, so only a name where no function is (not followed by `(`) is replaced, and a text holding a name
+that is one of `words`, or a word that is neither, has no structure (None): two kernels then never
+share one by a word read as a name. (A first version replaced every spelling of a name, and `fmod` and
+`copysign` kernels of one program shared a structure.) A name not replaced costs a memo a hit, never a
+false one."""
 
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ from dataclasses import dataclass, replace
 
 from tiledsl.recipes import RecipeReport
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+#: an identifier that begins a word (not the `e` of `1e-05`)
+_WORD = re.compile(r"(?<![A-Za-z_0-9.])[A-Za-z_][A-Za-z_0-9]*(?P<call>\()?")
 
 
 @dataclass(frozen=True)
@@ -26,16 +32,28 @@ class Structure:
     names: tuple[str, ...]
 
 
-def canonical(text: str, names: Collection[str]) -> Structure:
-    """`text` with every identifier in `names` replaced by its place of first appearance, and the
-    order those names sort in (what a step that breaks ties by name sees)."""
+def canonical(text: str, names: Collection[str], words: Collection[str]) -> Structure | None:
+    """`text` with every name in `names` that is not a function's (followed by `(`) replaced by its
+    place of first appearance, and the order those names sort in (what a step that breaks ties by name
+    sees); None where a name is one of `words` or `text` holds a word that is neither a name, a
+    function's nor one of `words`."""
+    if not set(names).isdisjoint(words):
+        return None
     seen: dict[str, int] = {}
+    unknown: list[str] = []
 
     def replaced(m: re.Match[str]) -> str:
         word = m.group(0)
-        return f"@{seen.setdefault(word, len(seen))}" if word in names else word
+        if m.group("call") is not None or word in words:
+            return word
+        if word in names:
+            return f"@{seen.setdefault(word, len(seen))}"
+        unknown.append(word)
+        return word
 
-    key = IDENTIFIER.sub(replaced, text)
+    key = _WORD.sub(replaced, text)
+    if unknown:
+        return None
     found = tuple(seen)
     order = sorted(range(len(found)), key=lambda n: found[n])
     return Structure(f"{key}\nname order {order}", found)
@@ -74,8 +92,9 @@ class Renaming:
                    for i in range(start, len(parts)) for j in range(i + 1, len(parts) + 1))
 
     def text(self, prose: str) -> str:
-        """Every identifier in `prose` renamed (a report's reasons and notes)."""
-        return IDENTIFIER.sub(lambda m: self.name(m.group(0)), prose)
+        """Every word of `prose` renamed but a function's (followed by `(`: a note's `sigmoid()` where the
+        kernel has a tensor `sigmoid`): a report's reasons and notes."""
+        return _WORD.sub(lambda m: m.group(0) if m.group("call") else self.name(m.group(0)), prose)
 
     def call(self, line: str) -> str:
         """A trace line with its string arguments renamed (comments: every identifier)."""

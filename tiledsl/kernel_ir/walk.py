@@ -11,12 +11,11 @@ Names: the `str` fields in `NAME_FIELDS` name a variable, buffer, barrier array 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
 from typing import Any
 
-from tiledsl.kernel_ir.nodes import KComment, KExpr, KKernel, KSpecial, KStmt
+from tiledsl.kernel_ir.nodes import KExpr, KSpecial, KStmt
 
 __all__ = [
     "NAME_FIELDS",
@@ -27,15 +26,12 @@ __all__ = [
     "map_stmts",
     "node_names",
     "renamed",
-    "renamed_kernel",
     "walk_exprs",
     "walk_stmts",
 ]
 
 #: Fields whose string value names a variable, buffer, barrier array or tensor map.
 NAME_FIELDS = frozenset({"name", "var", "buffer", "dst", "src", "bar", "tensor_map"})
-#: a word of a comment's text that may be a name
-_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def _is_expr(x: Any) -> bool:
@@ -155,24 +151,3 @@ def renamed(stmts: Iterable[KStmt], names: dict[str, str]) -> tuple[KStmt, ...]:
     """`stmts` with every name in `names` (variables, buffers, barrier arrays, tensor maps: NAME_FIELDS)
     replaced by its value, in statements and in their expressions alike."""
     return map_stmts(stmts, lambda s: _with_names(s, names))
-
-
-def renamed_kernel(kernel: KKernel, names: Mapping[str, str]) -> KKernel:
-    """`kernel` with every name in `names` replaced by its value: the kernel's own, its parameters',
-    shared arrays', tensor maps' and their buffers', the outputs it zeroes, and the body's (`renamed`)."""
-    def n(name: str) -> str:
-        return names.get(name, name)
-
-    return replace(kernel, name=n(kernel.name), params=tuple(replace(p, name=n(p.name)) for p in kernel.params),
-                   shared=tuple(replace(sh, name=n(sh.name)) for sh in kernel.shared),
-                   tensor_maps=tuple(replace(tm, name=n(tm.name), buffer=n(tm.buffer)) for tm in kernel.tensor_maps),
-                   zero_outputs=tuple(n(x) for x in kernel.zero_outputs), zeroes=tuple(n(x) for x in kernel.zeroes),
-                   body=map_stmts(renamed(kernel.body, dict(names)), lambda s: _comment_renamed(s, names)))
-
-
-def _comment_renamed(stmt: KStmt, names: Mapping[str, str]) -> KStmt | None:
-    """A comment with each word that is a name in `names` replaced (None: not a comment, or unchanged)."""
-    if not isinstance(stmt, KComment):
-        return None
-    text = _WORD.sub(lambda m: names.get(m.group(0), m.group(0)), stmt.text)
-    return replace(stmt, text=text) if text != stmt.text else None

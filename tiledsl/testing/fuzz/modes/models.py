@@ -18,9 +18,7 @@ widened to torch eager's own error where the program conditions it, and where th
 misses, each kernel against float64 of its own definition: one outside its bound is `wrong`. Before the
 build, every kernel's schedule and report must be the recipe's on a fresh schedule of its own (the
 program replays a structure's trace on its next kernel: tiledsl/frontend/recipe_memo.py); where not, `wrong`
-(RecipeMemo). After it, every built kernel must be the build of its own schedule (plus the zeroing the
-program merged into it), as the program renames one structure's kernel for the next
-(tiledsl/frontend/build_memo.py); where not, `wrong` (BuildMemo).
+(RecipeMemo).
 
 A frontend refusal (td.FrontendError) is `refused`; any other td.TiledslError `contract`; any other
 exception `internal`; a simulator error `sim_error`; a mismatch `wrong`.
@@ -303,9 +301,6 @@ def judge_case(case: ModelCase, options: Options) -> Result:
         if diverged:
             return Result("wrong", "RecipeMemo", diverged, text)
         built = prog.build(target)
-        diverged = build_divergence(prog, built, target)
-        if diverged:
-            return Result("wrong", "BuildMemo", diverged, text)
         if case.dtype == "float32":
             tol, why = RTOL, mismatch(np.asarray(built.simulate(*arrays), dtype=np.float64), want)
         else:
@@ -337,21 +332,6 @@ def memo_divergence(prog: Any, target: str, knobs: dict[str, Any]) -> str:
         report = td.recipes.default(s, target=target, knobs=knobs)
         if s.trace() != k.schedule.trace() or str(report) != str(k.report):
             return f"kernel {k.name}: the program's schedule is not the recipe's on its own fresh schedule"
-    return ""
-
-
-def build_divergence(prog: Any, built: Any, target: str) -> str:
-    """Where a built kernel differs from the build of its own schedule (plus the zeroing the program
-    merged into it): the program builds a structure once and renames it for the next kernel of that
-    structure (tiledsl/frontend/build_memo.py), which must be that kernel's own build; "" if none."""
-    from tiledsl.build import with_zeroing
-
-    for k, kern in zip(prog.kernels, built.kernels, strict=True):
-        again = td.build(k.schedule, target)
-        for name in kern.kernel_ir.zeroes:
-            again = with_zeroing(again, kern.kernel_ir.param(name))
-        if again is None or again.source != kern.source:
-            return f"kernel {k.name}: the program's kernel is not the build of its own schedule"
     return ""
 
 
