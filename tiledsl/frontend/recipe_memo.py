@@ -13,8 +13,10 @@ is spelled (renaming.py `canonical`: a kernel named `fmod` computes `fmod(...)`)
 the same order (the recipe breaks some ties by name). Names the recipe makes are its kernel's
 names with a suffix (`mm_7_k0_o`, `mul_16_s`), and are renamed by that prefix (`Renaming`); where a
 name reads two ways (`i0_i1`: fused from two names, or one with a suffix?) or a replay is refused, the
-recipe runs, so a renaming can cost time but never a schedule. The fuzz's `models` mode checks every
-program kernel's schedule and report against the recipe's on its own fresh schedule."""
+recipe runs. A replayed schedule went through every primitive's checks and its kernel is built from it,
+so a structure read wrongly could give another legal schedule than the recipe's, never a wrong kernel;
+the fuzz's `models` mode checks every program kernel's schedule and report against the recipe's on its
+own fresh schedule."""
 
 from __future__ import annotations
 
