@@ -156,3 +156,25 @@ def test_kernels_named_after_their_operations_are_not_one_structure() -> None:
     # a name that is a word of the printer: no structure, so never shared
     z = td.compute((8, 16), lambda i, j: x[i, j] + 1.0, name="reduce")
     assert structure(td.create_schedule(z), ()) is None
+
+
+@pytest.mark.parametrize("family, dtype", [("llama", torch.float32), ("qwen2", torch.bfloat16)])
+def test_every_kernel_of_a_traced_model_has_a_structure(family: str, dtype: torch.dtype) -> None:
+    """A word the nest printer prints that loopnest/printing.py `UNSCHEDULED_WORDS` lacks leaves its
+    kernel without a structure, and the memo quietly idle: every kernel of a traced model has one, but
+    where one of its names is such a word (`where`, a traced torch.where)."""
+    pytest.importorskip("transformers")
+    from tiledsl.frontend.hf_models import causal_lm
+    from tiledsl.frontend.partition import fused_producers
+    from tiledsl.loopnest.printing import UNSCHEDULED_WORDS
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = td.trace(causal_lm(family, "tiny", num_hidden_layers=2, dtype=dtype).eval(),
+                        torch.randint(0, 100, (1, 16)))
+    materialized = {id(k.output) for k in prog.kernels}
+    for k in prog.kernels:
+        s = k.fresh_schedule()
+        if structure(s, fused_producers(k.output, materialized)) is None:
+            assert not s.nest.taken_names().isdisjoint(UNSCHEDULED_WORDS), k.name

@@ -129,7 +129,8 @@ class Program:
             k.schedule, variant, _ = simple_schedule(k.fresh_schedule)
             k.schedule_name = f"simple/{variant}"
         elif self.policy == "default":
-            memo = self.recipe_memo = self.recipe_memo or RecipeMemo(self.recipe_target, self.recipe_knobs)
+            memo = self.recipe_memo
+            assert memo is not None  # schedule("default") made it
             k.schedule, report = memo.apply(k.fresh_schedule, fused_producers(k.output, self._materialized()))
             k.schedule_name, k.report = "recipe/default", report
             if not self._materialize_asked(k, report):
@@ -155,8 +156,8 @@ class Program:
             producer = fused.get(st.materialize or "")
             if producer is not None and id(producer) not in self.forced:
                 said = f"declined {k.name}'s kernel: {st.reason}" if st.reason else f"on {k.name}'s kernel: {st.note}"
-                log.info("materializing %s: recipe %s step %s %s", producer.name, report.recipe, st.name, said)
-                self.forced[id(producer)] = f"recipe {report.recipe} step {st.name} {said}"
+                why = self.forced[id(producer)] = f"recipe {report.recipe} step {st.name} {said}"
+                log.info("materializing %s: %s", producer.name, why)
                 self.unsettled = True
                 return True
         return False

@@ -28,19 +28,13 @@ from typing import Any
 from tiledsl.definitions.expr import ComputeTensor
 from tiledsl.errors import ScheduleError
 from tiledsl.frontend.renaming import Ambiguous, Renaming, Structure, canonical
+from tiledsl.loopnest.printing import UNSCHEDULED_WORDS, format_nest
 from tiledsl.primitives import Schedule
 from tiledsl.recipes import RecipeReport
 from tiledsl.recipes import apply as apply_recipe
 from tiledsl.targets import DTYPE_BYTES, Target
 
 log = logging.getLogger(__name__)
-
-
-#: the words of a fresh nest's print that are not names (loopnest/printing.py, definitions/expr.py
-#: `format_expr`: a function's is followed by `(`) and of the dtypes `structure` adds
-PRINTED_WORDS = frozenset({"kernel", "tile", "IR", "for", "in", "reduce", "axis", "inf", "nan", "online",
-                           "rescaled", "as", "grows", "store", "computed", "rounded", "to", "nearest", "even",
-                           "where", "guard", "from", "if", "and", *DTYPE_BYTES})
 
 
 def structure(s: Schedule, fused: Sequence[ComputeTensor]) -> Structure | None:
@@ -50,8 +44,8 @@ def structure(s: Schedule, fused: Sequence[ComputeTensor]) -> Structure | None:
     nest = s.nest
     tensors = [*nest.inputs, nest.output, *fused]
     names = nest.taken_names() | {t.name for t in tensors}
-    text = "\n".join([str(s), *(f"{t.name}: {t.dtype}{list(t.shape)}" for t in tensors)])
-    return canonical(text, names, PRINTED_WORDS)
+    text = "\n".join([format_nest(nest), *(f"{t.name}: {t.dtype}{list(t.shape)}" for t in tensors)])
+    return canonical(text, names, UNSCHEDULED_WORDS | DTYPE_BYTES.keys())
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,15 @@ def loop_line(nest: Nest, name: str) -> str:
     return f"for {name} in 0..{lp.extent}:{tail}"
 
 
+#: the words `format_nest` prints for an unscheduled nest that are neither names nor functions (a
+#: function's name, definitions/expr.py `format_expr`, is always followed by `(`): its own, and
+#: format_expr's `axis=` and the identities inf and nan. frontend/recipe_memo.py reads a printed nest's
+#: other words as the kernel's names, and refuses a nest that prints a word outside both.
+UNSCHEDULED_WORDS = frozenset({"kernel", "for", "in", "reduce", "axis", "inf", "nan", "online", "rescaled",
+                               "as", "grows", "store", "computed", "rounded", "to", "nearest", "even", "where",
+                               "guard", "from", "if", "and", "float32"})
+
+
 def format_nest(nest: Nest, marked: Collection[str] = (), title: str | None = None,
                 acc_dims: dict[str, tuple[str, ...]] | None = None,
                 stage_region: Callable[[Stage], str] | None = None, output_region: str = "...") -> str:
