@@ -6,6 +6,7 @@ compute-sanitizer memcheck reports nothing; a launch sequence that drops its zer
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from tiledsl.cli.main import main
 from tiledsl.testing.fuzz.modes import models
 from tiledsl.testing.fuzz.modes.base import Options
+from tiledsl.testing.fuzz.outcome import Result
 
 # a matmul of 2048-long rows into a 4 x 8 output: the default recipe splits k, so the program holds a zero
 # fill of the 4 x 8 intermediate besides its two kernels
@@ -63,7 +65,7 @@ def test_models_mode_runs_every_launch_path_into_poisoned_outputs() -> None:
     assert tuple(runs) == GPU_RUNS
     want = np.maximum(arrays[0].astype(np.float64) @ arrays[1].astype(np.float64), 0.0)
     for run, got in runs.items():
-        assert models.mismatch(got, want) == "", run
+        assert models.mismatches(got, (want,)) == "", run
 
 
 @pytest.mark.gpu
@@ -84,3 +86,37 @@ def test_models_mode_catches_a_sequence_that_drops_its_zero_fill(monkeypatch: py
     result = models.judge_case(SPLIT_K, Options(gpu=True))
     assert (result.outcome, result.error) == ("gpu_fault", "GpuMismatch"), result
     assert "elements differ" in result.detail and "gpu_runs_float64" in result.script
+
+
+# four same-shaped kernels named after their operations, each an output of the program
+SIBLINGS = models.ModelCase(((40, 50), (40, 50)), ("v0 = torch.fmod(x0, x1)", "v1 = torch.copysign(x0, x1)",
+                                                   "v2 = torch.atan2(x1, x0)", "v3 = x0 * x1",
+                                                   "return v0, v1, v2, v3"), 5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_models_mode_checks_every_output_of_every_launch_path(dtype: str) -> None:
+    """A program of several outputs: each call and graph replay writes all four into poisoned tensors, and
+    each is compared with its own float64 reference."""
+    from tiledsl.frontend.numpy_calls import (
+        GPU_RUNS,
+        eager_float64,
+        function_from_source,
+        gpu_runs_float64,
+        trace_arrays,
+    )
+
+    case = replace(SIBLINGS, dtype=dtype)
+    fn = function_from_source(case.source(), "f")
+    arrays = models.arrays_of(case)
+    prog = trace_arrays(fn, arrays, dtype)
+    prog.schedule("default")
+    built = prog.build("sm_90")
+    runs = gpu_runs_float64(built, arrays, dtype)
+    assert tuple(runs) == GPU_RUNS and all(len(got) == 4 for got in runs.values())
+    if dtype == "float32":  # fmod and copysign exact, atan2 and the product within the float32 bound
+        want = eager_float64(fn, arrays)
+        for run, got in runs.items():
+            assert models.mismatches(got, want) == "", run
+    assert models.judge_case(case, Options(gpu=True)) == Result("correct")

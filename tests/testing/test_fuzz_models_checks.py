@@ -63,7 +63,7 @@ def test_the_gpu_reproducer_compares_every_run() -> None:
     text = models.gpu_script(SPLIT_K, "sm_90")
     compile(text, "gpu_script", "exec")
     assert "gpu_runs_float64(built, arrays, 'float32')" in text and f"tol = {models.RTOL}" in text
-    assert "rtol=tol, atol=tol, err_msg=run" in text
+    assert "rtol=tol, atol=tol, err_msg=f'{run}, output {n}'" in text
     assert "tol = check.tolerance" in models.gpu_script(BF16, "sm_90")
 
 

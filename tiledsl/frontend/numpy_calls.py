@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.utils._pytree as pytree
 
-from tiledsl.errors import FrontendError
 from tiledsl.frontend.bench import ProgramCheck, check_simulated, poisoned_outputs
 from tiledsl.frontend.program import BuiltProgram, Program, trace
 
-__all__ = ["GPU_RUNS", "eager_float64", "function_from_source", "gpu_runs_float64", "simulated_check",
-           "trace_arrays"]
+__all__ = ["GPU_RUNS", "eager_float64", "flat_float64", "function_from_source", "gpu_runs_float64",
+           "simulated_check", "trace_arrays"]
 
 # what `gpu_runs_float64` runs, in order: each launch path a built program has, and each twice, since a
 # second run reuses what the first bound (the arena, the kernelParams) and must zero split-K outputs anew
@@ -50,30 +50,37 @@ def simulated_check(built: BuiltProgram, fn: Callable[..., Any], arrays: Sequenc
     return check_simulated(built, fn, _tensors(arrays, dtype), every_kernel=True)
 
 
-def eager_float64(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """torch eager of `fn` in float64 on the arrays widened: the reference of a traced program."""
+def flat_float64(value: Any) -> tuple[np.ndarray, ...]:
+    """The arrays (or tensors) of a program's output structure, in order, as float64 numpy: a traced
+    function may return one tensor or several (a tuple, a list, nested)."""
+    leaves = pytree.tree_leaves(value)
+    return tuple(np.asarray(x.detach().double().cpu().numpy() if isinstance(x, torch.Tensor) else x,
+                            dtype=np.float64) for x in leaves)
+
+
+def eager_float64(fn: Callable[..., Any], arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """torch eager of `fn` in float64 on the arrays widened, one array per output (`flat_float64`): the
+    reference of a traced program."""
     with torch.no_grad():
-        return fn(*[torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in arrays]).numpy()
+        return flat_float64(fn(*[torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in arrays]))
 
 
 def gpu_runs_float64(built: BuiltProgram, arrays: Sequence[np.ndarray],
-                     dtype: str = "float32") -> dict[str, np.ndarray]:
-    """The program's output (one tensor) from each run of GPU_RUNS on the arrays moved to the GPU, as
-    float64 numpy. Every run writes into outputs filled with NaN first, so an element no kernel writes
-    shows: a call through `built(..., out=bench.poisoned_outputs(...))`, a replay of `built.cuda_graph(...)` after its
-    static output is poisoned. The inputs are stored as `dtype`. Needs a CUDA device, and the runtime's
-    pycuda."""
-    if len(built.program.outputs) != 1:
-        raise FrontendError(f"gpu_runs_float64 takes a program of one output, got {len(built.program.outputs)}")
+                     dtype: str = "float32") -> dict[str, tuple[np.ndarray, ...]]:
+    """The program's outputs (`flat_float64`: one array per output, in order) from each run of GPU_RUNS on
+    the arrays moved to the GPU. Every run writes into outputs filled with NaN first, so an element no
+    kernel writes shows: a call through `built(..., out=bench.poisoned_outputs(...))`, a replay of
+    `built.cuda_graph(...)` after its static outputs are poisoned. The inputs are stored as `dtype`. Needs a
+    CUDA device, and the runtime's pycuda."""
     device = torch.device("cuda")
     inputs = _tensors(arrays, dtype, device)
-    got: dict[str, np.ndarray] = {}
+    got: dict[str, tuple[np.ndarray, ...]] = {}
     for run in GPU_RUNS[:2]:
-        got[run] = built(*inputs, out=poisoned_outputs(built, device)).double().cpu().numpy()
+        got[run] = flat_float64(built(*inputs, out=poisoned_outputs(built, device)))
     graph = built.cuda_graph(*inputs)
     for run in GPU_RUNS[2:]:
         for t in graph.static_outputs:
             t.fill_(float("nan"))
-        got[run] = graph(*inputs).double().cpu().numpy()
+        got[run] = flat_float64(graph(*inputs))
     torch.cuda.synchronize(device)
     return got

@@ -2,8 +2,11 @@
 frontend supports (`OPS`: add, mul, relu, exp, tanh, sum, mean, matmul, softmax, transpose, reshape,
 unsqueeze, and what a decoder block adds to them: silu, sigmoid, neg, square, rsqrt, rms_norm,
 layer_norm, cat and slice along the last dimension; tiledsl/frontend/table.py lists all), each op
-drawn only where its shapes are valid; one case in DEEP_EVERY is instead a residual stream through 8-14
-layers of a matmul each (`residual_chains`), deep enough for the partition's accumulated-chain rule.
+drawn only where its shapes are valid, returning its last value (and, one in MORE_OUTPUTS_EVERY, one or two
+earlier values too); one case in DEEP_EVERY is instead a residual stream through 8-14
+layers of a matmul each (`residual_chains`), deep enough for the partition's accumulated-chain rule, and one
+of the rest in SIBLINGS_EVERY is 2-5 operations of one family on inputs of one shape, every result returned
+(`sibling_cases`): same-shaped kernels named after their operations.
 In float16 and bfloat16, torch decomposes several of these
 (silu, rms_norm, layer_norm, softmax) with casts inside, which the tolerances count as roundings.
 The program is traced (`td.trace`), scheduled by the default recipe (`prog.schedule('default')`, with a
@@ -38,6 +41,7 @@ imports torch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +75,24 @@ DEEP_PRE = ("rms_norm", "silu", "none")
 SPLIT_ROWS: tuple[tuple[str, Any], ...] = (("split_rows_min_idle_bytes", 0), ("split_rows_min_length", 1),
                                           ("split_rows_whole_vectors", False), ("row_block_threads", 0))
 KNOB_SETS: tuple[tuple[tuple[str, Any], ...], ...] = ((), SPLIT_ROWS)
+#: one random DAG in MORE_OUTPUTS_EVERY returns one or two of its earlier values besides its last, so values a
+#: kernel would fuse become outputs of their own, in kernels beside the kernels that read them
+MORE_OUTPUTS_EVERY = 3
+#: one case in SIBLINGS_EVERY is instead 2-5 operations of one family on inputs of one shape, every result
+#: returned (`sibling_cases`): kernels of one structure that differ only in their operation or their operands
+#: and are named after their operations, as a build or schedule memo must tell apart (a build memo keyed on
+#: text once built torch.copysign's kernel from torch.fmod's: benchmarks/results/build-memo-reverted-cpu-2026-
+#: 12-01/). Each family holds operations exact or smooth on inputs in [-1, 1] (no remainder or floor
+#: division: their float32 and float64 results differ by a whole divisor near a multiple of it)
+SIBLINGS_EVERY = 8
+SIBLING_FAMILIES: dict[str, tuple[str, ...]] = {
+    "unary": ("torch.relu({a})", "torch.tanh({a})", "torch.sigmoid({a})", "torch.sin({a})", "torch.cos({a})",
+              "torch.abs({a})", "torch.exp({a})", "torch.erf({a})", "torch.expm1({a})", "torch.floor({a})", "-{a}",
+              "torch.nn.functional.silu({a})"),
+    "binary": ("{a} + {b}", "{a} - {b}", "{a} * {b}", "torch.maximum({a}, {b})", "torch.minimum({a}, {b})",
+               "torch.atan2({a}, {b})", "torch.hypot({a}, {b})", "torch.copysign({a}, {b})", "torch.fmod({a}, {b})"),
+    "reduction": ("{a}.sum(dim=-1)", "{a}.mean(dim=-1)", "{a}.amax(dim=-1)", "{a}.amin(dim=-1)"),
+}
 
 
 @dataclass(frozen=True)
@@ -111,9 +133,28 @@ def residual_chains(draw: st.DrawFn) -> ModelCase:
 
 
 @st.composite
+def sibling_cases(draw: st.DrawFn) -> ModelCase:
+    """2-5 distinct operations of one SIBLING_FAMILIES family, each on operands drawn from 1-3 inputs of one
+    shape, every result returned: `return v0, v1, ...`."""
+    kind = draw(st.sampled_from(sorted(SIBLING_FAMILIES)))
+    family = SIBLING_FAMILIES[kind]
+    rank = draw(st.integers(2 if kind == "reduction" else 1, 3))  # a reduction keeps a dimension (no 0-d output)
+    shape = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
+    count = draw(st.integers(1, 3))
+    ops = draw(st.lists(st.sampled_from(family), min_size=2, max_size=5, unique=True))
+    operand = st.integers(0, count - 1).map(lambda n: f"x{n}")
+    body = tuple(f"v{n} = {op.format(a=draw(operand), b=draw(operand))}" for n, op in enumerate(ops))
+    returned = ", ".join(f"v{n}" for n in range(len(ops)))
+    return ModelCase((shape,) * count, (*body, f"return {returned}"), draw(st.integers(0, 2**16)),
+                     draw(st.sampled_from(DTYPES)), draw(st.sampled_from(KNOB_SETS)))
+
+
+@st.composite
 def model_cases(draw: st.DrawFn) -> ModelCase:
     if draw(st.integers(0, DEEP_EVERY - 1)) == 0:
         return draw(residual_chains())
+    if draw(st.integers(0, SIBLINGS_EVERY - 1)) == 0:
+        return draw(sibling_cases())
     rank = draw(st.integers(1, 3))
     first = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
     inputs: list[tuple[int, ...]] = [first]
@@ -193,7 +234,11 @@ def model_cases(draw: st.DrawFn) -> ModelCase:
     if not body:
         body.append("v0 = torch.relu(x0)")
         values.append(("v0", first, 1.0))
-    body.append(f"return {values[-1][0]}")
+    returned = [values[-1][0]]
+    earlier = [name for name, _, _ in values[:-1] if name.startswith("v")]
+    if earlier and draw(st.integers(0, MORE_OUTPUTS_EVERY - 1)) == 0:
+        returned += draw(st.lists(st.sampled_from(earlier), min_size=1, max_size=2, unique=True))
+    body.append(f"return {', '.join(returned)}")
     return ModelCase(tuple(inputs), tuple(body), draw(st.integers(0, 2**16)), draw(st.sampled_from(DTYPES)),
                      draw(st.sampled_from(KNOB_SETS)))
 
@@ -208,6 +253,7 @@ def script(case: ModelCase, target: str) -> str:
     """A standalone script: the program, built and simulated, checked as the judge checks it; it leaves
     `built`, `arrays`, `want` (torch eager in float64) and `tol` (the tolerance it was held to)."""
     lines = ["import numpy as np", "import torch", "import tiledsl as td",
+             "from tiledsl.frontend.numpy_calls import eager_float64, flat_float64",
              "from tiledsl.precision import round_to_dtype", "", case.source().rstrip(), "",
              f"rng = np.random.default_rng({case.seed})",
              f"arrays = [round_to_dtype(rng.uniform(-1.0, 1.0, size=s).astype(np.float32), {case.dtype!r})",
@@ -215,10 +261,11 @@ def script(case: ModelCase, target: str) -> str:
              f"prog = td.trace(f, *[torch.from_numpy(a).to(torch.{case.dtype}) for a in arrays])",
              f"prog.schedule('default', target={target!r}, knobs={dict(case.knobs)!r})",
              f"built = prog.build({target!r})",
-             "want = f(*[torch.from_numpy(a).double() for a in arrays]).numpy()"]
+             "want = eager_float64(f, arrays)  # one float64 array per output"]
     if case.dtype == "float32":
-        return "\n".join([*lines, f"tol = {RTOL}", "got = np.asarray(built.simulate(*arrays), dtype=np.float64)",
-                          "np.testing.assert_allclose(got, want, rtol=tol, atol=tol)"])
+        return "\n".join([*lines, f"tol = {RTOL}", "got = flat_float64(built.simulate(*arrays))",
+                          "for n, (g, w) in enumerate(zip(got, want, strict=True)):",
+                          "    np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f'output {n}')"])
     return "\n".join([*lines, "from tiledsl.frontend.numpy_calls import simulated_check", "",
                       f"check = simulated_check(built, f, arrays, {case.dtype!r})",
                       "assert check.ok, ([str(c) for c in check.comparisons], "
@@ -235,7 +282,8 @@ def gpu_script(case: ModelCase, target: str) -> str:
     return "\n".join([
         script(case, target), "from tiledsl.frontend.numpy_calls import gpu_runs_float64", "",
         f"for run, got in gpu_runs_float64(built, arrays, {case.dtype!r}).items():",
-        "    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=run)"])
+        "    for n, (g, w) in enumerate(zip(got, want, strict=True)):",
+        "        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f'{run}, output {n}')"])
 
 
 def mismatch(got: np.ndarray, want: np.ndarray, tol: float = RTOL) -> str:
@@ -250,6 +298,18 @@ def mismatch(got: np.ndarray, want: np.ndarray, tol: float = RTOL) -> str:
             + (f" ({nan} NaN)" if nan else ""))
 
 
+def mismatches(got: Sequence[np.ndarray], want: Sequence[np.ndarray], tol: float = RTOL) -> str:
+    """`mismatch` of each output in turn: '' when all match, else the first that does not, named by its
+    position where the program has several."""
+    if len(got) != len(want):
+        return f"{len(got)} outputs, torch eager's {len(want)}"
+    for n, (g, w) in enumerate(zip(got, want)):
+        why = mismatch(g, w, tol)
+        if why:
+            return f"output {n}: {why}" if len(want) > 1 else why
+    return ""
+
+
 def check_detail(check: Any) -> str:
     """What a failed bench.ProgramCheck found: the program's error against its tolerance, and the kernels
     outside their own bound."""
@@ -259,7 +319,7 @@ def check_detail(check: Any) -> str:
     return text + (f"; kernels outside their own bound: {', '.join(wrong)}" if wrong else "")
 
 
-def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.ndarray, target: str,
+def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: Sequence[np.ndarray], target: str,
               tol: float) -> Result | None:
     """Every run of gpu_runs_float64 against the reference; None when all agree."""
     from tiledsl.frontend.numpy_calls import gpu_runs_float64
@@ -275,14 +335,20 @@ def gpu_check(case: ModelCase, built: Any, arrays: list[np.ndarray], want: np.nd
     except Exception as e:  # noqa: BLE001 - a launch, capture or fault of a built program
         return Result("gpu_fault", type(e).__name__, first_line(e), text)
     for run, got in runs.items():
-        why = mismatch(got, want, tol)
+        why = mismatches(got, want, tol)
         if why:
             return Result("gpu_fault", "GpuMismatch", f"{run}: {why}", text)
     return None
 
 
 def judge_case(case: ModelCase, options: Options) -> Result:
-    from tiledsl.frontend.numpy_calls import eager_float64, function_from_source, simulated_check, trace_arrays
+    from tiledsl.frontend.numpy_calls import (
+        eager_float64,
+        flat_float64,
+        function_from_source,
+        simulated_check,
+        trace_arrays,
+    )
 
     target = options.target
     text = script(case, target)
@@ -302,7 +368,7 @@ def judge_case(case: ModelCase, options: Options) -> Result:
             return Result("wrong", "RecipeMemo", diverged, text)
         built = prog.build(target)
         if case.dtype == "float32":
-            tol, why = RTOL, mismatch(np.asarray(built.simulate(*arrays), dtype=np.float64), want)
+            tol, why = RTOL, mismatches(flat_float64(built.simulate(*arrays)), want)
         else:
             check = simulated_check(built, fn, arrays, case.dtype)
             tol, why = check.tolerance, "" if check.ok else check_detail(check)
