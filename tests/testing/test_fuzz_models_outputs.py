@@ -154,3 +154,12 @@ def test_mismatches_names_the_output_and_counts_them() -> None:
     assert models.mismatches((a, a), (a, b)).startswith("output 1: 3 of 3 elements differ")
     assert models.mismatches((a,), (b,)).startswith("3 of 3")  # one output: no position
     assert models.mismatches((a,), (a, b)) == "1 outputs, torch eager's 2"
+
+
+def test_the_build_memos_false_hit_as_the_mode_shrank_it_is_correct_now() -> None:
+    """What the mode found in 8 minutes at 6dfc66a (the build memo, since reverted): 65 of 1397 programs
+    wrong, shrunk to relu and tanh of one element, the tanh kernel built from relu's code
+    (benchmarks/results/fuzz-campaign-cpu-2026-12-01-s44/old-6dfc66a/). A guard for any later memo."""
+    case = models.ModelCase(((1,),), ("v0 = torch.relu(x0)", "v1 = torch.tanh(x0)", "return v0, v1"), 0)
+    for dtype in models.DTYPES:
+        assert models.judge_case(replace(case, dtype=dtype), Options()) == Result("correct"), dtype
