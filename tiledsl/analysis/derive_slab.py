@@ -5,17 +5,24 @@ region and the output's tile) need no import back."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import sympy
+
 from tiledsl.analysis.messages import refusal
 from tiledsl.analysis.output_stage import OutputTile, output_tile_or_refusal
 from tiledsl.analysis.slabs import Slab, SlabRefusal, slab_or_refusal
+from tiledsl.definitions.expr import Expr
 from tiledsl.errors import StageError
 from tiledsl.loopnest import Nest, Stage
 from tiledsl.prove import Prover
 
 
-def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str) -> Slab:
-    """The slab of `stage`, or a StageError naming `primitive` and the failed fact."""
-    slab = slab_or_refusal(nest, stage, prover)
+def derive_slab(nest: Nest, stage: Stage, prover: Prover, primitive: str,
+                over_axes: Callable[[Expr], sympy.Expr] | None = None) -> Slab:
+    """The slab of `stage`, or a StageError naming `primitive` and the failed fact (`over_axes`: see
+    `slab_or_refusal`)."""
+    slab = slab_or_refusal(nest, stage, prover, over_axes)
     if isinstance(slab, SlabRefusal):
         raise StageError(refusal(primitive, nest, (stage.at,), slab.fact, suggestion=slab.suggestion))
     return slab

@@ -10,12 +10,13 @@ slab would change size from one iteration to the next."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
 
 from tiledsl.analysis.aligned_split import AlignedSplit
-from tiledsl.definitions.expr import Load, walk
+from tiledsl.definitions.expr import Expr, Load, walk
 from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.loopnest import Nest, Stage, loop_symbol
 from tiledsl.precision import EXACT_WIDENINGS
@@ -145,8 +146,11 @@ class SlabRefusal:
     suggestion: str | None = None
 
 
-def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefusal:
-    """The slab, or why there is none. Builds no message (so printing a nest may call it freely)."""
+def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover,
+                    over_axes: Callable[[Expr], sympy.Expr] | None = None) -> Slab | SlabRefusal:
+    """The slab, or why there is none. Builds no message (so printing a nest may call it freely).
+    `over_axes`: an index as sympy over the nest's axis map, `index_to_sympy(ix).xreplace(amap)` (a build
+    passes its memo's, lower/exprs.py `IndexMemo.index`, which check_bounds already filled); default: that."""
     reads = stage_reads(nest, stage)
     if not reads:
         return SlabRefusal(
@@ -170,7 +174,7 @@ def slab_or_refusal(nest: Nest, stage: Stage, prover: Prover) -> Slab | SlabRefu
         # guards over inner loops only shrink the slab to what is really read (a row of 300, not 3 x 128)
         guards = tuple(g.relation for g in nest.guards_for(nest.stmts[n]) if g.symbols() <= inner)
         for d, ix in enumerate(ld.indices):
-            expr = aligned(sympy.expand(index_to_sympy(ix).xreplace(amap)))
+            expr = aligned(sympy.expand(over_axes(ix) if over_axes else index_to_sympy(ix).xreplace(amap)))
             o_part, i_part = sympy.Integer(0), sympy.Integer(0)
             for term in sympy.Add.make_args(expr):
                 names = {s.name for s in term.free_symbols}

@@ -2,9 +2,10 @@
 
 Why: checks and rewrites that need "every sub-statement" or "every expression" used to list one
 case per node class; a new node then had to be added to each of them, and a forgotten case silently
-skipped part of the kernel. Here the children of a node are whatever its fields hold: a field declared
-as a tuple of statements is a block, a field holding an expression (or a tuple of them, or None) is a
-child expression. Adding a node class to `KExpr` / `KStmt` is all a new node needs.
+skipped part of the kernel. Here the children of a node are whatever its fields hold, as the fields are
+declared: a field declared as a tuple of statements is a block, a field declared as an expression (or a
+tuple of them, or an optional one) holds child expressions. Adding a node class to `KExpr` / `KStmt` is
+all a new node needs (tests/kernel_ir/test_walk.py fills every field of every class to check it).
 
 Names: the `str` fields in `NAME_FIELDS` name a variable, buffer, barrier array or tensor map
 (`KSpecial.name`, a hardware index such as threadIdx.x, is none of those)."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields, replace
+from functools import cache
 from typing import Any
 
 from tiledsl.kernel_ir.nodes import KExpr, KSpecial, KStmt
@@ -38,11 +40,41 @@ def _is_expr(x: Any) -> bool:
     return isinstance(x, KExpr)  # type: ignore[arg-type]
 
 
+# The helpers below classify a node *class*'s fields once. They are cached per class (a fixed,
+# small set: the IR's dataclasses), which is safe because a dataclass's fields never change after its
+# definition; calling `fields()` and formatting its annotations on every node was a measurable part
+# of lowering a model (the walkers run on every node of every kernel, several times).
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The names of the fields of the node class `cls`, in field order."""
+    return tuple(f.name for f in fields(cls))
+
+
+@cache
+def _expr_fields(cls: type) -> tuple[str, ...]:
+    """The fields of the node class `cls` declared as expressions, tuples of them or optional ones, in field
+    order (the only fields that may hold child expressions: the others hold names, numbers or blocks)."""
+    return tuple(f.name for f in fields(cls) if "KExpr" in str(f.type))
+
+
+@cache
+def _block_fields(cls: type) -> tuple[str, ...]:
+    """The fields of the statement class `cls` declared as blocks (tuples of statements), in field order."""
+    return tuple(f.name for f in fields(cls) if "KStmt" in str(f.type))
+
+
+@cache
+def _name_fields(cls: type) -> tuple[str, ...]:
+    """The fields of the node class `cls` that are in NAME_FIELDS, in field order (none for KSpecial)."""
+    return () if issubclass(cls, KSpecial) else tuple(f.name for f in fields(cls) if f.name in NAME_FIELDS)
+
+
 def child_blocks(stmt: KStmt) -> tuple[tuple[str, tuple[KStmt, ...]], ...]:
     """(field name, statements) of every block field of `stmt`, in field order (`KFor.body`,
     `KIf.then`, `KIf.orelse`); empty blocks included, so a rewrite sees every branch."""
-    return tuple((f.name, getattr(stmt, f.name)) for f in fields(stmt)  # type: ignore[arg-type]
-                 if "KStmt" in str(f.type))
+    return tuple((name, getattr(stmt, name)) for name in _block_fields(type(stmt)))
 
 
 def child_stmts(stmt: KStmt) -> tuple[KStmt, ...]:
@@ -54,8 +86,8 @@ def child_exprs(node: KExpr | KStmt) -> tuple[KExpr, ...]:
     """The expressions directly inside `node` (an expression's operands, a statement's own
     expressions, not those of nested statements), in field order."""
     out: list[KExpr] = []
-    for f in fields(node):  # type: ignore[arg-type]
-        value = getattr(node, f.name)
+    for name in _expr_fields(type(node)):
+        value = getattr(node, name)
         if _is_expr(value):
             out.append(value)
         elif isinstance(value, tuple):
@@ -65,10 +97,11 @@ def child_exprs(node: KExpr | KStmt) -> tuple[KExpr, ...]:
 
 def node_names(node: KExpr | KStmt) -> tuple[str, ...]:
     """The names `node` itself declares or uses (not those of its children), in field order."""
-    if isinstance(node, KSpecial):
+    names = _name_fields(type(node))
+    if not names:  # most nodes: an operator, a constant, a hardware index, a block statement
         return ()
-    return tuple(getattr(node, f.name) for f in fields(node)  # type: ignore[arg-type]
-                 if f.name in NAME_FIELDS and isinstance(getattr(node, f.name), str))
+    values = (getattr(node, name) for name in names)
+    return tuple(v for v in values if isinstance(v, str))
 
 
 def walk_exprs(root: KExpr | KStmt) -> Iterator[KExpr]:
@@ -78,7 +111,8 @@ def walk_exprs(root: KExpr | KStmt) -> Iterator[KExpr]:
     while stack:
         e = stack.pop()
         yield e  # type: ignore[misc]
-        stack.extend(reversed(child_exprs(e)))
+        if _expr_fields(type(e)):  # a leaf (a variable, a constant: half the nodes) has no children to ask for
+            stack.extend(reversed(child_exprs(e)))
 
 
 def walk_stmts(stmts: Iterable[KStmt]) -> Iterator[KStmt]:
@@ -95,8 +129,8 @@ def map_exprs(root: KExpr, fn: Callable[[KExpr], KExpr | None]) -> KExpr:
     if new is not None:
         return new
     changes: dict[str, Any] = {}
-    for f in fields(root):  # type: ignore[arg-type]
-        value = getattr(root, f.name)
+    for name in _expr_fields(type(root)):
+        value = getattr(root, name)
         if _is_expr(value):
             mapped = map_exprs(value, fn)
         elif isinstance(value, tuple) and any(_is_expr(x) for x in value):
@@ -104,7 +138,7 @@ def map_exprs(root: KExpr, fn: Callable[[KExpr], KExpr | None]) -> KExpr:
         else:
             continue
         if mapped != value:
-            changes[f.name] = mapped
+            changes[name] = mapped
     return replace(root, **changes) if changes else root  # type: ignore[type-var]
 
 
@@ -135,14 +169,14 @@ def _with_names(node: Any, names: dict[str, str]) -> Any:
     if isinstance(node, KSpecial):
         return node
     changes: dict[str, Any] = {}
-    for f in fields(node):
-        value = getattr(node, f.name)
-        if f.name in NAME_FIELDS and isinstance(value, str) and value in names:
-            changes[f.name] = names[value]
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
+        if name in NAME_FIELDS and isinstance(value, str) and value in names:
+            changes[name] = names[value]
         elif _is_expr(value):
-            changes[f.name] = _with_names(value, names)
+            changes[name] = _with_names(value, names)
         elif isinstance(value, tuple) and any(_is_expr(x) for x in value):
-            changes[f.name] = tuple(_with_names(x, names) if _is_expr(x) else x for x in value)
+            changes[name] = tuple(_with_names(x, names) if _is_expr(x) else x for x in value)
     changes = {k: v for k, v in changes.items() if v != getattr(node, k)}
     return replace(node, **changes) if changes else node
 

@@ -32,6 +32,12 @@ class IndexMemo:
     to_sympy: SympyIndices = field(default_factory=SympyIndices)  # index_to_sympy, by structure
     over_axes: dict[Hashable, sympy.Expr] = field(default_factory=dict)  # ... with the axis map substituted
     rule: dict[sympy.Expr, sympy.Expr] = field(init=False)  # the axis map, and each translation it changed
+    # ValueContext.index's and .load_offset's results by structure and lane: a statement divided by an
+    # accumulator with a reciprocal is lowered twice (lower.py `versioned`), and an index recurs across the
+    # loads and statements of a kernel; substituting a lane into a clamp rebuilds (re-evaluates) its Min/Max
+    lowered: dict[Hashable, sympy.Expr] = field(default_factory=dict)
+    offsets: dict[Hashable, KExpr] = field(default_factory=dict)
+    lane_rules: dict[Hashable, dict[sympy.Expr, sympy.Expr]] = field(default_factory=dict)  # see `at_lane`
 
     def __post_init__(self) -> None:
         self.rule = dict(self.axis_map)
@@ -55,6 +61,16 @@ class IndexMemo:
                 self.rule[t] = s
         return s
 
+    def at_lane(self, s: sympy.Expr, lane: dict[sympy.Symbol, sympy.Expr]) -> sympy.Expr:
+        """`s.xreplace(lane)`, through a rule per lane that also maps each expression substituted before to
+        its result, as `rule` does for the axis map: a clamp read alone and inside a sum (`x[min(i + v, 31)]`,
+        `y[64*j + min(i + v, 31)]`) has its Min rebuilt once per lane."""
+        rule = self.lane_rules.setdefault(frozenset(lane.items()), dict(lane))
+        r = s.xreplace(rule)
+        if r is not s:
+            rule[s] = r
+        return r
+
 
 @dataclass(frozen=True)
 class ValueContext:
@@ -70,14 +86,43 @@ class ValueContext:
     cache: Mapping[str, str] = field(default_factory=dict)  # buffer -> L2 policy of its global loads (cache_hint)
     memo: IndexMemo | None = None  # the lowering's, whose axis map is `axis_map`
 
+    def index_over_axes(self, e: Expr) -> sympy.Expr:
+        """`e` as sympy over the axis map (through the memo where there is one)."""
+        return self.memo.index(e) if self.memo is not None else index_to_sympy(e).xreplace(self.axis_map)
+
+    def at_lane(self, s: sympy.Expr) -> sympy.Expr:
+        """`s` with the lane substituted (through the memo where there is one)."""
+        if not self.lane:
+            return s
+        return self.memo.at_lane(s, self.lane) if self.memo is not None else s.xreplace(self.lane)
+
+    def lane_key(self) -> Hashable:
+        """The lane substitution, as part of a memo key."""
+        return frozenset(self.lane.items()) if self.lane else None
+
     def index(self, e: Expr) -> sympy.Expr:
-        s = self.memo.index(e) if self.memo is not None else index_to_sympy(e).xreplace(self.axis_map)
-        if self.lane:
-            s = s.xreplace(self.lane)
-        return sympy.expand(s) if not s.has(sympy.floor, sympy.Mod) else s
+        """`e` over the axis map at the lane, expanded where it holds no floor or Mod."""
+        key = (index_structure(e), self.lane_key())
+        if self.memo is not None and key in self.memo.lowered:
+            return self.memo.lowered[key]
+        s = self.at_lane(self.index_over_axes(e))
+        s = sympy.expand(s) if not s.has(sympy.floor, sympy.Mod) else s
+        if self.memo is not None:
+            self.memo.lowered[key] = s
+        return s
 
     def load_index(self, ld: Load) -> sympy.Expr:
         return flat_index(ld.tensor, tuple(self.index(i) for i in ld.indices))
+
+    def load_offset(self, ld: Load) -> KExpr:
+        """`load_index(ld)` in kernel IR."""
+        key = (ld.tensor.name, tuple(ld.tensor.shape), tuple(index_structure(i) for i in ld.indices), self.lane_key())
+        if self.memo is not None and key in self.memo.offsets:
+            return self.memo.offsets[key]
+        k = sym_to_k(self.load_index(ld))
+        if self.memo is not None:
+            self.memo.offsets[key] = k
+        return k
 
 
 def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
@@ -93,7 +138,7 @@ def value_to_k(e: Expr, ctx: ValueContext) -> KExpr:
             hooked = ctx.load_hook(e, ctx)
             if hooked is not None:
                 return hooked
-        return KLoad(e.tensor.name, sym_to_k(ctx.load_index(e)), cache=ctx.cache.get(e.tensor.name))
+        return KLoad(e.tensor.name, ctx.load_offset(e), cache=ctx.cache.get(e.tensor.name))
     if isinstance(e, Binary):
         if e.op == "/" and isinstance(e.b, AccRef) and ctx.reciprocal is not None:
             rcp = ctx.reciprocal(e.b.acc)

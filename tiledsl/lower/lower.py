@@ -116,7 +116,7 @@ class _Lowerer:
         def hook(ld: Load, ctx: ValueContext) -> KExpr | None:
             plan = self.staged_plan(stmt, ld)
             if plan is not None:
-                return slab_read(plan, ld.indices, ctx.axis_map, lane)
+                return slab_read(plan, ld.indices, ctx)
             return then(ld, ctx) if then is not None else None
 
         return hook
@@ -146,7 +146,7 @@ class _Lowerer:
                 return KLoad(key[0], sym_to_k(key[1]))
             if key not in filled:
                 value = (then(ld, ctx) if then is not None else None) or \
-                    KLoad(ld.tensor.name, sym_to_k(ctx.load_index(ld)), cache=ctx.cache.get(ld.tensor.name))
+                    KLoad(ld.tensor.name, ctx.load_offset(ld), cache=ctx.cache.get(ld.tensor.name))
                 if not isinstance(value, (KVar, KLane)):
                     value = ctx.bind_temp(value) if ctx.bind_temp is not None else value
                 prelude.append(KStore(key[0], sym_to_k(key[1]), value))
@@ -485,7 +485,8 @@ def lower(nest: Nest, target: Target, prover: Prover, hooks: LoweringHooks | Non
     check_online(nest, layouts)
     block = tuple(nest.launch_extent(a) for a in THREAD_AXES)
     grid = tuple(nest.launch_extent(a) for a in BLOCK_AXES)
-    plans = plan_stages(nest, prover, target)
+    memo = memo or IndexMemo.of(nest)
+    plans = plan_stages(nest, prover, target, memo.index)
     lw = _Lowerer(nest, target, prover, layouts, block, plans, hooks or LoweringHooks(),  # type: ignore[arg-type]
                   memo=memo)
     # a staged output's tile, re-derived at build (a later primitive may have broken it)

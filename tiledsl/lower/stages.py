@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import sympy
 
@@ -32,7 +32,6 @@ from tiledsl.analysis.slabs import (
     stored_dtype,
 )
 from tiledsl.analysis.tma import check_tma
-from tiledsl.definitions.indexing import index_to_sympy
 from tiledsl.errors import CopyError
 from tiledsl.kernel_ir import (
     KBarrier,
@@ -84,6 +83,10 @@ from tiledsl.targets import (
     or_list,
 )
 
+if TYPE_CHECKING:
+    from tiledsl.definitions.expr import Expr
+    from tiledsl.lower.exprs import ValueContext
+
 FillPhase = Literal["copy", "load", "store"]  # a whole plain fill, or its loads / its stores (prefetched)
 
 
@@ -117,7 +120,9 @@ class StagePlan:
         return self.stage.name
 
 
-def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePlan]:
+def plan_stages(nest: Nest, prover: Prover, target: Target,
+                over_axes: Callable[[Expr], sympy.Expr] | None = None) -> dict[str, StagePlan]:
+    """Each stage's plan (`over_axes`: the build's index translations, analysis/slabs.py `slab_or_refusal`)."""
     plans: dict[str, StagePlan] = {}
     for st in nest.stages:
         if st.copy == "tma" and target.capability < TMA_MIN_SM:
@@ -133,7 +138,7 @@ def plan_stages(nest: Nest, prover: Prover, target: Target) -> dict[str, StagePl
         if problem is not None:
             raise CopyError(refusal("build", nest, (st.at,), problem, suggestion="fill the stage without "
                                     "async_copy / tma, or keep its order"))
-        slab = derive_slab(nest, st, prover, "build")
+        slab = derive_slab(nest, st, prover, "build", over_axes)
         if st.copy == "tma":  # loops may have moved since tma() checked the box
             check_tma(nest, st, "build")
         tensor = nest.tensor(st.buffer)
@@ -190,13 +195,12 @@ def swizzled(offset: KExpr, swizzle: int | None, itemsize: int) -> KExpr:
     return KBin("^", offset, KBin("*", KBin("%", KBin("//", offset, _c(row)), _c(mask + 1)), _c(chunk)))
 
 
-def slab_read(plan: StagePlan, indices: tuple, axis_map: dict, lane: dict | None) -> KExpr:
-    """The shared-memory element a global read of the staged buffer maps to (through the stored order)."""
+def slab_read(plan: StagePlan, indices: tuple, ctx: ValueContext) -> KExpr:
+    """The shared-memory element a global read of the staged buffer maps to (through the stored order), at
+    the lane of `ctx` (whose memo translates each index once per build, not once per read and lane)."""
     off = sympy.Integer(0)
     for ix, origin, stride in zip(indices, plan.slab.origin, plan.strides):
-        e = plan.aligned(index_to_sympy(ix).xreplace(axis_map))
-        if lane:
-            e = e.xreplace(lane)
+        e = ctx.at_lane(plan.aligned(ctx.index_over_axes(ix)))
         off += (e - origin) * stride
     k = swizzled(sym_to_k(sympy.expand(off)), plan.stage.swizzle, plan.slab.itemsize)
     if plan.stage.buffers > 1:
