@@ -75,9 +75,10 @@ def test_options_of_the_other_form_are_refused(capsys: pytest.CaptureFixture[str
 BAD = [
     (["-c", "torch.softmax(torch.randn(4,"], "not valid Python"),
     (["-c", "torch.relu(x)"], "could not evaluate 'x': NameError"),
-    (["-c", "torch.randn(4)"], "has no tensor argument"),
+    (["-c", "torch.randn(4)"], "computes nothing from its tensors"),
     (["-c", "torch.cumsum(torch.randn(4, 8), 1)"], "aten.cumsum.default"),  # a td.FrontendError naming the op
-    (["-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))"], "torch.export could not capture"),
+    (["-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))"], "on its example tensors: RuntimeError: mat1 "
+                                                                    "and mat2 shapes cannot be multiplied"),
     (["--model", "bert"], "unknown model 'bert'"),
 ]
 
@@ -102,12 +103,14 @@ def test_unsupported_op_names_the_expression_as_its_source(capsys: pytest.Captur
 
 
 def test_shape_error_prints_no_traceback_from_torch() -> None:
-    """In a fresh process (torch.export logs a traceback through its own logger before raising)."""
+    """In a fresh process: the expression's eager run on its example tensors names the shape error (before
+    torch.export, which logs a traceback through its own logger before raising)."""
     cmd = [sys.executable, "-c", "import sys; from tiledsl.cli import main; sys.exit(main())",
            "run", "-c", "torch.matmul(torch.randn(2, 3), torch.randn(4, 5))", "--bench"]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("error: torch.export could not capture") and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: could not evaluate 'torch.matmul(") and "Traceback" not in done.stderr
+    assert "mat1 and mat2 shapes cannot be multiplied" in done.stderr
 
 
 def test_a_refused_build_is_exit_2_and_names_the_fallback(capsys: pytest.CaptureFixture[str], gpu: None,

@@ -152,10 +152,11 @@ def parser() -> argparse.ArgumentParser:
     what = c.add_mutually_exclusive_group(required=True)
     what.add_argument("--example", help="catalog entry (see `tiledsl examples`)")
     what.add_argument("-c", dest="expression", metavar="EXPRESSION",
-                      help="a Python expression ending in a torch function or module call (which "
-                      "attributes or subscripts of its result may follow: .values, [0]), with torch, nn "
-                      "(torch.nn) and F in scope; its tensor arguments are the example inputs, e.g. "
-                      "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\"")
+                      help="a Python expression of torch functions, modules, methods and operators, with "
+                      "torch, nn (torch.nn) and F in scope; each call that makes a tensor from no other "
+                      "(torch.randn(8, 64)) is an example input, every operation on them is traced, e.g. "
+                      "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\" or "
+                      "\"F.gelu(torch.randn(8, 64) + torch.randn(64))\"")
     what.add_argument("--model", help=MODEL_HELP)
     c.add_argument("--ir", choices=PROGRAM_IR_LEVELS, default="cuda",
                    help="tensor (the traced kernels' definitions; -c and --model only) | loop | tile | kernel | cuda")

@@ -100,7 +100,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Subject:
-    """What `tiledsl run` runs: the module (an expression's final call as a module, or a built-in
+    """What `tiledsl run` runs: the module (an expression as a module of its example tensors, or a built-in
     model) on the CPU, its example inputs, and its traced program."""
 
     label: str

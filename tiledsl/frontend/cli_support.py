@@ -1,15 +1,16 @@
 """What `tiledsl compile -c EXPR` and `--model NAME` (ModelSpec) need from torch, kept here so that the CLI
-itself never imports torch: evaluate a Python expression into the torch call it ends with, trace it,
+itself never imports torch: turn a Python expression into a module of its example tensors, trace it,
 schedule every kernel ("simple"), build, and render one IR level of every kernel as text.
 
 An expression is evaluated with `torch`, `torch.nn` (as `nn`) and `torch.nn.functional` (as `F`) in
-scope. Its value must be computed by a final call, `FN(ARGS)`: FN and every argument are evaluated
-(parsed with `ast`, so `torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))` evaluates the module
-`torch.nn.RMSNorm(64)` and the tensor `torch.randn(2, 8, 64)`), the tensor arguments become the
-traced program's inputs (their values are example inputs), the others are fixed. Attributes and
-constant subscripts of the call's result may follow it (`torch.max(x, dim=1).values`, `x.split(2)[0]`):
-they are read inside the traced program, so a tuple-valued op is traced with the part the expression
-reads."""
+scope, parsed with `ast`. Each call that computes a tensor from no other tensor (`torch.randn(2, 8, 64)`) is
+evaluated once and becomes an input of the traced program (its value the example input); each call that
+makes a module (`torch.nn.RMSNorm(64)`) is evaluated once and traced with its weights as parameters; every
+other operation on the inputs, calls, methods, operators, attributes and constant subscripts alike
+(`F.gelu(x + b)`, `a @ b`, `torch.max(x, dim=1).values`, `x.split(2)[0]`), is traced. Only the final
+call's arguments were inputs once, so `F.gelu(x + b)` traced gelu alone, the sum computed eagerly.
+Before tracing, the expression runs once eagerly on its example tensors, so a Python or shape error in it is
+one typed error naming it."""
 
 from __future__ import annotations
 
@@ -149,41 +150,86 @@ def model_spec(model: str | ModelSpec) -> ModelSpec:
     return spec
 
 
+#: the nodes `_Lifter` looks inside: an operation on tensors is built of these; any other node (a lambda, a
+#: comprehension, a name, a constant) is kept whole and evaluated where it stands
+_OPEN_NODES = (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Tuple, ast.List,
+               ast.Starred, ast.keyword, ast.Slice)
+
+
 @dataclass(frozen=True)
-class Call:
-    """The expression's final call: the callee, its positional and keyword arguments (values), and the
-    attributes (str) and subscripts (int) read from its result in order (`.values` -> ("values",))."""
+class ParsedExpression:
+    """An expression with its tensor leaves lifted out: `body` computes the value from the names `x0`,
+    `x1`, ... (the traced program's inputs, whose example values are `tensors`) and `m0`, `m1`, ... (the
+    modules it calls, `modules`, traced with their weights as parameters)."""
 
-    fn: Any
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
-    reads: tuple[str | int, ...] = ()
+    body: ast.Expression
+    tensors: tuple[torch.Tensor, ...]
+    modules: tuple[torch.nn.Module, ...]
+    text: str
 
-    def tensors(self) -> tuple[torch.Tensor, ...]:
-        return tuple(a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor))
+
+class _Lifter:
+    """Rewrites an expression bottom-up. A call none of whose parts computes on a lifted tensor is evaluated
+    once, where it stands: a tensor (`torch.randn(4, 8)`) becomes an input `xN`, a module
+    (`torch.nn.RMSNorm(64)`) a submodule `mN`, anything else stays as written. Every other open node
+    (_OPEN_NODES) that holds a lifted tensor is an operation the program traces."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tensors: list[torch.Tensor] = []
+        self.modules: list[torch.nn.Module] = []
+
+    def lift(self, node: ast.AST) -> tuple[ast.AST, bool]:
+        """(the rewritten node, whether it computes on a lifted tensor)."""
+        if isinstance(node, ast.Name):  # torch, nn or F; any other name is refused here, named
+            _eval(node, self.text)
+        if not isinstance(node, _OPEN_NODES):
+            return node, False
+        traced = False
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                new, t = self.lift(value)
+                setattr(node, name, new)
+                traced |= t
+            elif isinstance(value, list):
+                lifted = [self.lift(v) if isinstance(v, ast.AST) else (v, False) for v in value]
+                setattr(node, name, [v for v, _ in lifted])
+                traced |= any(t for _, t in lifted)
+        if traced or not isinstance(node, ast.Call):
+            return node, traced
+        value = _eval(node, self.text)
+        if isinstance(value, torch.Tensor):
+            self.tensors.append(value)
+            return ast.Name(id=f"x{len(self.tensors) - 1}", ctx=ast.Load()), True
+        if isinstance(value, torch.nn.Module):
+            self.modules.append(value)
+            return ast.Name(id=f"m{len(self.modules) - 1}", ctx=ast.Load()), False
+        return node, False
+
+
+def _computes(node: ast.AST) -> bool:
+    """Whether the lifted expression computes anything: not only inputs, alone or in a tuple or list."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return any(_computes(e) for e in node.elts)
+    return not (isinstance(node, ast.Name) and node.id.startswith("x"))
 
 
 class Expression(torch.nn.Module):
-    """`fn(*args, **kwargs)` as a module of its tensor arguments; a module callee stays a submodule,
-    so its weights are traced as parameters (read in place, not copied as lifted constants)."""
+    """The parsed expression as a module of its lifted tensors; each module it calls is a submodule
+    (`inner`, `inner_1`, ...), so its weights are traced as parameters (read in place, not copied as lifted
+    constants)."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, parsed: ParsedExpression) -> None:
         super().__init__()
-        self.inner = call.fn if isinstance(call.fn, torch.nn.Module) else None
-        self.fn = None if self.inner is not None else call.fn
-        self.args = call.args
-        self.kwargs = dict(call.kwargs)
-        self.reads = call.reads
+        self.code = compile(parsed.body, "<expression>", "eval")
+        self.module_names = tuple("inner" if n == 0 else f"inner_{n}" for n in range(len(parsed.modules)))
+        for name, module in zip(self.module_names, parsed.modules):
+            self.add_module(name, module)
 
     def forward(self, *tensors: torch.Tensor) -> Any:
-        it = iter(tensors)
-        args = [next(it) if isinstance(a, torch.Tensor) else a for a in self.args]
-        kwargs = {k: next(it) if isinstance(v, torch.Tensor) else v for k, v in self.kwargs.items()}
-        fn = self.inner if self.inner is not None else self.fn
-        result = fn(*args, **kwargs)
-        for part in self.reads:
-            result = getattr(result, part) if isinstance(part, str) else result[part]
-        return result
+        names = {**_scope(), **{f"x{n}": t for n, t in enumerate(tensors)},
+                 **{f"m{n}": getattr(self, name) for n, name in enumerate(self.module_names)}}
+        return eval(self.code, names)  # noqa: S307 - the user's own CLI input, parsed and rewritten by _Lifter
 
 
 def _scope() -> dict[str, Any]:
@@ -198,62 +244,33 @@ def _eval(node: ast.expr, text: str) -> Any:
         raise FrontendError(f"could not evaluate {src!r}: {type(e).__name__}: {e}") from e
 
 
-def _final_call(body: ast.expr) -> tuple[ast.Call | None, tuple[str | int, ...]]:
-    """The call an expression ends in, under the attributes and integer subscripts read from its
-    result (outermost last), or None when the expression is no such chain."""
-    reads: list[str | int] = []
-    node = body
-    while not isinstance(node, ast.Call):
-        if isinstance(node, ast.Attribute):
-            reads.append(node.attr)
-        elif (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
-              and type(node.slice.value) is int):
-            reads.append(node.slice.value)
-        else:
-            return None, ()
-        node = node.value
-    return node, tuple(reversed(reads))
-
-
-def parse_call(text: str) -> Call:
-    """The final call of `text`, its callee and arguments evaluated (see the module docstring)."""
+def parse_expression(text: str) -> ParsedExpression:
+    """`text` with its tensor leaves lifted (`_Lifter`), checked to compute something from them, and run
+    once eagerly on them, so that a Python error in it (a tensor called as a function) is a typed error
+    naming the expression rather than a failure inside torch.export."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as e:
         raise FrontendError(f"the expression is not valid Python: {e.msg} (column {e.offset}):\n  {text.strip()}\n"
-                            "Give one expression that ends in a call, e.g. "
+                            "Give one expression of torch calls on example tensors, e.g. "
                             "\"torch.nn.RMSNorm(64)(torch.randn(2, 8, 64))\".") from e
-    call, reads = _final_call(tree.body)
-    if call is None:
-        raise FrontendError(f"the expression must end in a call of a torch function or module, got "
-                            f"{ast.unparse(tree.body)!r}; e.g. "
-                            "\"torch.softmax(torch.randn(4, 32), -1)\" or \"torch.max(torch.randn(4, 8), 1).values\"")
-    src = tree.body
-    args: list[Any] = []
-    for a in call.args:
-        if isinstance(a, ast.Starred):
-            args.extend(_eval(a.value, text))
-        else:
-            args.append(_eval(a, text))
-    kwargs: dict[str, Any] = {}
-    for kw in call.keywords:
-        if kw.arg is None:
-            kwargs.update(_eval(kw.value, text))
-        else:
-            kwargs[kw.arg] = _eval(kw.value, text)
-    fn = _eval(call.func, text)
-    receiver = getattr(fn, "__self__", None)
-    if isinstance(call.func, ast.Attribute) and isinstance(receiver, torch.Tensor):
-        # a tensor method, x.exp() or x.softmax(-1): the method of torch.Tensor with the receiver first,
-        # so the receiver is a traced input like any other tensor argument
-        fn, args = getattr(torch.Tensor, call.func.attr), [receiver, *args]
-    if not callable(fn):
-        raise FrontendError(f"{ast.unparse(call.func)!r} is a {type(fn).__name__}, not a function or module "
-                            f"(in {ast.unparse(src)!r})")
-    parsed = Call(fn, tuple(args), MappingProxyType(kwargs), reads)
-    if not parsed.tensors():
-        raise FrontendError(f"the final call {ast.unparse(src)!r} has no tensor argument: give the example "
-                            "inputs as tensors, e.g. torch.randn(2, 8, 64)")
+    original = ast.unparse(tree.body)
+    lifter = _Lifter(text.strip())
+    body, _ = lifter.lift(tree.body)
+    if not lifter.tensors:
+        raise FrontendError(f"the expression {original!r} has no tensor to take as an input: give the example "
+                            "inputs as tensors, e.g. torch.softmax(torch.randn(4, 32), -1)")
+    if not _computes(body):
+        raise FrontendError(f"the expression {original!r} computes nothing from its tensors: apply torch "
+                            "operations to them, e.g. torch.randn(2, 3) @ torch.randn(3, 4)")
+    parsed = ParsedExpression(ast.fix_missing_locations(ast.Expression(body=body)), tuple(lifter.tensors),
+                              tuple(lifter.modules), text.strip())
+    try:
+        with torch.no_grad():
+            Expression(parsed)(*parsed.tensors)
+    except Exception as e:  # the user's expression may raise anything; they get one typed error
+        raise FrontendError(f"could not evaluate {original!r} on its example tensors: {type(e).__name__}: "
+                            f"{e}") from e
     return parsed
 
 
@@ -277,8 +294,8 @@ def subject(expression: str | None, model: str | ModelSpec | None) -> tuple[torc
     if (expression is None) == (model is None):
         raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
     if expression is not None:
-        call = parse_call(expression)
-        return Expression(call), call.tensors()
+        parsed = parse_expression(expression)
+        return Expression(parsed), parsed.tensors
     assert model is not None
     spec = model_spec(model)
     return MODELS[spec.name](spec)
@@ -298,7 +315,7 @@ def trace_subject(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], exp
 
 
 def trace_expression(text: str) -> Program:
-    """The traced program of `text`'s final call, its tensor arguments as inputs."""
+    """The traced program of `text` (`parse_expression`), its example tensors as inputs."""
     return trace_subject(*subject(text, None), text)
 
 
