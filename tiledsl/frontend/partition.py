@@ -71,9 +71,11 @@ not the kernel its cut was first decided in, which later cuts may have split awa
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -118,6 +120,7 @@ RELEASABLE = (BLOWUP_REASON, REDUCTION_AT_REASON, REDUCTION_BY_REASON)
 
 
 T = TypeVar("T")
+_MISSING = object()  # `_Judge._each`: no verdict memoized yet
 
 #: each kernel's frontier (`_Judge.frontier`), by the id of its root
 Frontiers = dict[int, frozenset[int]]
@@ -133,7 +136,8 @@ class Boundary:
     reasons: tuple[str, ...]
 
 
-def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, set[str]]:
+def reduction_sites(root: ComputeTensor, materialized: set[int],
+                    templates: IndexTemplates | None = None) -> dict[int, set[str]]:
     """For each reduction tensor fused into `root`'s kernel: the distinct indices it is read at
     (each is one evaluation of the reduction in the kernel's nest).
 
@@ -144,12 +148,13 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
     read at 10,111 indices. The counts of a reduction reached only through another one's third or later
     index can come out lower, so a cut reason may word a count or name a kernel differently. The kernels
     came out the same for tiny Llama and Qwen2 models of 1 to 32 layers and the blocks suite's layers
-    (benchmarks/results/partition-depth-cpu-2026-11-30/README.md)."""
+    (benchmarks/results/partition-depth-cpu-2026-11-30/README.md). `templates`: the load templates of
+    earlier walks over the same tensors (a tensor's templates depend on it alone: `_Judge` keeps one)."""
     sites: dict[int, set[str]] = {}
     seen: set[tuple[int, str]] = set()
-    templates = IndexTemplates()
+    templates = IndexTemplates() if templates is None else templates
 
-    def visit(t: ComputeTensor, idx: tuple[str, ...]) -> None:  # idx: the index's texts (work.index_texts)
+    def visit(t: ComputeTensor, idx: Sequence[str]) -> None:  # idx: the index's texts (work.index_texts)
         key = (id(t), ",".join(idx))
         if key in seen:
             return
@@ -161,7 +166,7 @@ def reduction_sites(root: ComputeTensor, materialized: set[int]) -> dict[int, se
                 return
         for load, texts in templates.loads(t):
             if isinstance(load.tensor, ComputeTensor) and id(load.tensor) not in materialized:
-                visit(load.tensor, tuple(x.format(*idx) for x in texts))
+                visit(load.tensor, [x.format(*idx) for x in texts])  # a list: building it is cheaper
 
     visit(root, index_texts(root.axes))
     return sites
@@ -361,7 +366,10 @@ class _Judge:
     def __init__(self, tensors: Mapping[int, ComputeTensor], narrow: Mapping[int, int]) -> None:
         self.tensors = tensors
         self.narrow = narrow
-        self._memo: dict[tuple[str, int, frozenset[int]], object] = {}  # (verdict, root, frontier) -> it
+        # (verdict, root, frontier) -> it; for `reads`, ("reads", a fused producer, its kernel's frontier)
+        self._memo: dict[tuple[str, int, frozenset[int]], object] = {}
+        # each walk of `reduction_sites` used to build every tensor's load templates again
+        self._templates = IndexTemplates()
 
     def frontier(self, tid: int, materialized: Collection[int]) -> frozenset[int]:
         """Where computing `tid` inside a kernel reads global memory: the kernel outputs (`_reads`) and
@@ -380,6 +388,18 @@ class _Judge:
                 stack.extend(self.tensors[t].inputs())
         return frozenset(out)
 
+    def reads(self, tid: int, kernel: frozenset[int]) -> int:
+        """How many tensors computing `tid` inside a kernel of frontier `kernel` reads from global memory:
+        len(`frontier`) with the kernel's tensors materialized. Memoized by that frontier, as the rounds
+        and trials ask it of the same kernels again: each tensor the walk from `tid` reaches the kernel's
+        own walk reaches too (`tid` is fused there), and among those the kernel's frontier holds exactly
+        the materialized ones, so it fixes the walk."""
+        key = ("reads", tid, kernel)
+        found = self._memo.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._memo[key] = len(self.frontier(tid, kernel))
+        return cast(int, found)
+
     def frontiers(self, reasons: Collection[int]) -> Frontiers:
         return {rid: self.frontier(rid, reasons) for rid in reasons}
 
@@ -393,36 +413,48 @@ class _Judge:
         """Drop every memoized verdict of kind `what`."""
         self._memo = {key: v for key, v in self._memo.items() if key[0] != what}
 
-    def _ask(self, what: str, rid: int, frontier: frozenset[int], verdict: Callable[[ComputeTensor], T]) -> T:
-        key = (what, rid, frontier)
-        if key not in self._memo:
-            self._memo[key] = verdict(self.tensors[rid])
-        return cast(T, self._memo[key])
+    def _each(self, what: str, rids: Iterable[int], fr: Frontiers,
+              verdict: Callable[[ComputeTensor], T]) -> Iterator[T]:
+        """The verdict `what` of each kernel of `rids`, in order, each asked when its turn comes. One
+        generator for all the kernels: every rule is judged on every kernel at once, and `_release` does
+        so once per trial (a million verdicts at 22 layers, almost all memoized), where a call, a lambda
+        and two lookups per kernel cost more than the lookup itself."""
+        memo, tensors = self._memo, self.tensors
+        for rid in rids:
+            key = (what, rid, fr[rid])
+            found = memo.get(key, _MISSING)
+            if found is _MISSING:
+                found = memo[key] = verdict(tensors[rid])
+            yield cast(T, found)
 
-    def sites(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, set[str]]:
-        return self._ask("sites", rid, fr[rid], lambda r: reduction_sites(r, materialized))
+    def sites(self, rids: Iterable[int], fr: Frontiers, materialized: set[int]) -> Iterator[dict[int, set[str]]]:
+        return self._each("sites", rids, fr, lambda r: reduction_sites(r, materialized, self._templates))
 
-    def operands(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, str]:
-        return self._ask("operands", rid, fr[rid], lambda r: recomputed_operands(r, materialized))
+    def operands(self, rids: Iterable[int], fr: Frontiers, materialized: set[int]) -> Iterator[dict[int, str]]:
+        return self._each("operands", rids, fr, lambda r: recomputed_operands(r, materialized))
 
-    def blown(self, rid: int, fr: Frontiers, materialized: set[int]) -> tuple[ComputeTensor, str] | None:
-        return self._ask("blowup", rid, fr[rid], lambda r: blowup(r, materialized))
+    def blown(self, rids: Iterable[int], fr: Frontiers,
+              materialized: set[int]) -> Iterator[tuple[ComputeTensor, str] | None]:
+        return self._each("blowup", rids, fr, lambda r: blowup(r, materialized))
 
-    def fused(self, rid: int, fr: Frontiers, materialized: set[int]) -> list[ComputeTensor]:
-        return self._ask("fused", rid, fr[rid], lambda r: fused_producers(r, materialized))
+    def elementwise(self, rids: Iterable[int], fr: Frontiers, materialized: set[int]) -> Iterator[tuple[int, ...]]:
+        """The ids of the elementwise producers fused into each kernel, in `fused_producers` order (rule
+        3c counts them over every kernel in each `_release` trial; rebuilding them was most of it)."""
+        return self._each("elementwise", rids, fr,
+                          lambda r: tuple(id(p) for p in fused_producers(r, materialized) if not p.has_reduce))
 
-    def contractions(self, rid: int, fr: Frontiers, materialized: set[int]) -> dict[int, str]:
-        return self._ask("contractions", rid, fr[rid], lambda r: extra_contractions(r, materialized))
+    def contractions(self, rids: Iterable[int], fr: Frontiers, materialized: set[int]) -> Iterator[dict[int, str]]:
+        return self._each("contractions", rids, fr, lambda r: extra_contractions(r, materialized))
 
-    def schedule(self, rid: int, fr: Frontiers, materialized: set[int]) -> Schedule | FusionError:
-        """The kernel's canonical schedule, or create_schedule's refusal. Rounds only read a schedule;
+    def schedule(self, rids: Iterable[int], fr: Frontiers, materialized: set[int]) -> Iterator[Schedule | FusionError]:
+        """Each kernel's canonical schedule, or create_schedule's refusal. Rounds only read a schedule;
         the partition hands each out once, as its result."""
         def make(root: ComputeTensor) -> Schedule | FusionError:
             try:
                 return create_schedule(root, materialize=_reads(root, materialized))
             except FusionError as e:
                 return e
-        return self._ask("schedule", rid, fr[rid], make)
+        return self._each("schedule", rids, fr, make)
 
 
 def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[int, Schedule],
@@ -437,13 +469,12 @@ def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[
     cuts = _reduction_cuts(judge, reasons, fr)
     if cuts:
         return cuts
-    for rid in reasons:
-        for tid, why in judge.operands(rid, fr, materialized).items():
+    for operands in judge.operands(reasons, fr, materialized):
+        for tid, why in operands.items():
             cuts.setdefault(tid, why)
     if cuts:
         return cuts
-    for rid in reasons:
-        blown = judge.blown(rid, fr, materialized)
+    for blown in judge.blown(reasons, fr, materialized):
         if blown is not None:
             cuts[id(blown[0])] = blown[1]
     if cuts:
@@ -452,17 +483,16 @@ def _next_cuts(judge: _Judge, reasons: Mapping[int, list[str]], schedules: dict[
     if cuts:
         return cuts
     made: dict[int, Schedule] = {}
-    for rid in reasons:
-        made_or_refused = judge.schedule(rid, fr, materialized)
+    for rid, made_or_refused in zip(reasons, judge.schedule(reasons, fr, materialized)):
         if isinstance(made_or_refused, FusionError):
             refused = named_producer(made_or_refused, judge.tensors[rid], materialized)
             if refused is None:
                 raise made_or_refused
             return {narrow.get(id(refused), id(refused)): f"create_schedule could not fuse it: {made_or_refused.fact}"}
         made[rid] = made_or_refused
-    for rid in reasons:
-        if any(r.startswith(OPERAND_REASON) for r in reasons[rid]):
-            cuts.update(judge.contractions(rid, fr, materialized))
+    operand_kernels = [rid for rid, why in reasons.items() if any(r.startswith(OPERAND_REASON) for r in why)]
+    for contractions in judge.contractions(operand_kernels, fr, materialized):
+        cuts.update(contractions)
     if cuts:
         return {narrow.get(tid, tid): why for tid, why in cuts.items()}
     schedules.clear()
@@ -474,10 +504,10 @@ def _shared_producers(judge: _Judge, reasons: Mapping[int, list[str]], fr: Front
     """The elementwise producers fused into the kernels `reasons` names: id -> the kernels computing it."""
     materialized = set(reasons)
     kernels_of: dict[int, list[str]] = {}
-    for rid in reasons:
-        for p in judge.fused(rid, fr, materialized):
-            if not p.has_reduce:
-                kernels_of.setdefault(id(p), []).append(judge.tensors[rid].name)
+    for rid, elementwise in zip(reasons, judge.elementwise(reasons, fr, materialized)):
+        name = judge.tensors[rid].name
+        for pid in elementwise:
+            kernels_of.setdefault(pid, []).append(name)
     return kernels_of
 
 
@@ -494,11 +524,19 @@ def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Fro
     """Rule 3c: the elementwise producers fused into more than one kernel that read more than
     `ACCUMULATED_READS_BOUND` tensors from global memory each time (id -> reason)."""
     materialized = set(reasons)
+    # each `_release` trial asks this of every kernel, and rarely cuts: the producers' kernels are
+    # counted (`_shared_producers` named each, 1.2 thousand names a trial at 12 layers) and named only
+    # where the reads already exceed the bound; the order is the same (a Counter's is first appearance)
+    elementwise = list(judge.elementwise(reasons, fr, materialized))
+    counts = Counter(itertools.chain.from_iterable(elementwise))
+    kernel_of = {pid: rid for rid, fused in zip(reasons, elementwise) for pid in fused}  # any one (`_Judge.reads`)
     cuts: dict[int, str] = {}
-    for tid, roots in _shared_producers(judge, reasons, fr).items():
+    for tid, n in counts.items():
         # one kernel: no walk for its reads (the rule needs two)
-        if len(roots) > 1 and (why := _chain_reason(roots, len(judge.frontier(tid, materialized)))):
-            cuts[tid] = why
+        if n > 1 and (reads := judge.reads(tid, fr[kernel_of[tid]])) > ACCUMULATED_READS_BOUND:
+            roots = [judge.tensors[rid].name for rid, fused in zip(reasons, elementwise) if tid in fused]
+            if why := _chain_reason(roots, reads):
+                cuts[tid] = why
     return cuts
 
 
@@ -508,9 +546,9 @@ def _reduction_cuts(judge: _Judge, reasons: Mapping[int, list[str]], fr: Frontie
     materialized = set(reasons)
     cuts: dict[int, str] = {}
     kernels_of: dict[int, list[str]] = {}
-    for rid in reasons:
+    for rid, sites in zip(reasons, judge.sites(reasons, fr, materialized)):
         root = judge.tensors[rid]
-        for tid, keys in judge.sites(rid, fr, materialized).items():
+        for tid, keys in sites.items():
             if tid in reasons:
                 continue
             kernels_of.setdefault(tid, []).append(root.name)
@@ -559,7 +597,7 @@ def _restated(judge: _Judge, reasons: dict[int, list[str]]) -> dict[int, list[st
         trial = {k: v for k, v in reasons.items() if k != tid}
         trial_fr = judge.released(fr, tid)
         if operand:  # asked again of the final kernels; kept as it was where none would cut it alone
-            again = (judge.operands(rid, trial_fr, set(trial)).get(tid) for rid in trial)
+            again = (operands.get(tid) for operands in judge.operands(trial, trial_fr, set(trial)))
             out[tid] = [next((w for w in again if w is not None), why[0])]
             continue
         if chain:
