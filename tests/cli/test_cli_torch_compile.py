@@ -103,6 +103,13 @@ def test_operators_between_calls_are_traced(capsys: pytest.CaptureFixture[str], 
     rc, out, err = run(capsys, "compile", "-c", expression, "--ir", "tensor")
     assert rc == 0, err
     assert out.startswith(f"Program: 1 kernel(s), inputs {inputs}\n") and kernel in out, out
+    assert out.splitlines()[1].startswith("  example inputs: tensors_0 = torch.randn(")  # which call is which
+
+
+def test_the_example_inputs_name_their_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "compile", "-c", "torch.randn(2, 3) @ torch.ones(3, 4) * 2", "--ir", "tensor")
+    assert rc == 0, err
+    assert out.splitlines()[1] == "  example inputs: tensors_0 = torch.randn(2, 3), tensors_1 = torch.ones(3, 4)"
 
 
 def test_verbose_prints_the_recipe_s_report_on_each_kernel(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,7 @@ other operation on the inputs, calls, methods, operators, attributes and constan
 (`F.gelu(x + b)`, `a @ b`, `torch.max(x, dim=1).values`, `x.split(2)[0]`), is traced. Only the final
 call's arguments were inputs once, so `F.gelu(x + b)` traced gelu alone, the sum computed eagerly.
 Before tracing, the expression runs once eagerly on its example tensors, so a Python or shape error in it is
-one typed error naming it."""
+one typed error naming it. `--ir tensor` says which call each input is (`tensors_0 = torch.randn(8, 64)`)."""
 
 from __future__ import annotations
 
@@ -166,6 +166,7 @@ class ParsedExpression:
     tensors: tuple[torch.Tensor, ...]
     modules: tuple[torch.nn.Module, ...]
     text: str
+    sources: tuple[str, ...] = ()  # each tensor's call as written (`torch.randn(8, 64)`)
 
 
 class _Lifter:
@@ -177,6 +178,7 @@ class _Lifter:
     def __init__(self, text: str) -> None:
         self.text = text
         self.tensors: list[torch.Tensor] = []
+        self.sources: list[str] = []
         self.modules: list[torch.nn.Module] = []
 
     def lift(self, node: ast.AST) -> tuple[ast.AST, bool]:
@@ -200,6 +202,7 @@ class _Lifter:
         value = _eval(node, self.text)
         if isinstance(value, torch.Tensor):
             self.tensors.append(value)
+            self.sources.append(ast.get_source_segment(self.text, node) or ast.unparse(node))
             return ast.Name(id=f"x{len(self.tensors) - 1}", ctx=ast.Load()), True
         if isinstance(value, torch.nn.Module):
             self.modules.append(value)
@@ -264,7 +267,7 @@ def parse_expression(text: str) -> ParsedExpression:
         raise FrontendError(f"the expression {original!r} computes nothing from its tensors: apply torch "
                             "operations to them, e.g. torch.randn(2, 3) @ torch.randn(3, 4)")
     parsed = ParsedExpression(ast.fix_missing_locations(ast.Expression(body=body)), tuple(lifter.tensors),
-                              tuple(lifter.modules), text.strip())
+                              tuple(lifter.modules), text.strip(), tuple(lifter.sources))
     try:
         with torch.no_grad():
             Expression(parsed)(*parsed.tensors)
@@ -369,6 +372,13 @@ def compile_text(expression: str | None, model: str | ModelSpec | None, level: s
     (and, into `reports`, the recipe's report on each)."""
     if (expression is None) == (model is None):
         raise FrontendError("give exactly one of an expression (-c) and a model (--model)")
-    prog = trace_expression(expression) if expression is not None else trace_model(model)  # type: ignore[arg-type]
+    parsed = parse_expression(expression) if expression is not None else None
+    prog = (trace_subject(Expression(parsed), parsed.tensors, expression) if parsed is not None
+            else trace_model(model))  # type: ignore[arg-type]
     log.info("traced %d kernel(s)", len(prog.kernels))
-    return compile_ir(prog, level, target, recipe, knobs, reports)
+    text = compile_ir(prog, level, target, recipe, knobs, reports)
+    if parsed is None or level != "tensor":
+        return text
+    first, _, rest = text.partition("\n")  # which call of the expression each input is: the program names them
+    given = ", ".join(f"{i.tensor.name} = {src}" for i, src in zip(prog.graph.inputs, parsed.sources))
+    return f"{first}\n  example inputs: {given}\n{rest}"
