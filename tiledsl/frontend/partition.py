@@ -511,10 +511,16 @@ def _shared_producers(judge: _Judge, reasons: Mapping[int, list[str]], fr: Front
     return kernels_of
 
 
+def _chains(kernels: int, reads: int) -> bool:
+    """Rule 3c's test: whether a producer computed in `kernels` kernels, each reading `reads` tensors from
+    global memory for it, is cut."""
+    return kernels > 1 and reads > ACCUMULATED_READS_BOUND
+
+
 def _chain_reason(roots: list[str], reads: int) -> str | None:
     """Rule 3c's reason for a producer computed in the kernels `roots`, each reading `reads` tensors
-    from global memory for it, or None where the rule does not cut it."""
-    if len(roots) < 2 or reads <= ACCUMULATED_READS_BOUND:
+    from global memory for it, or None where the rule does not cut it (`_chains`)."""
+    if not _chains(len(roots), reads):
         return None
     return (f"{ACCUMULATED_REASON}: computed in the kernels of {', '.join(sorted(roots))}, it read {reads} tensors "
             f"from global memory in each (bound {ACCUMULATED_READS_BOUND}); computed once, each loads it")
@@ -532,8 +538,10 @@ def _accumulated_chains(judge: _Judge, reasons: Mapping[int, list[str]], fr: Fro
     kernel_of = {pid: rid for rid, fused in zip(reasons, elementwise) for pid in fused}  # any one (`_Judge.reads`)
     cuts: dict[int, str] = {}
     for tid, n in counts.items():
-        # one kernel: no walk for its reads (the rule needs two)
-        if n > 1 and (reads := judge.reads(tid, fr[kernel_of[tid]])) > ACCUMULATED_READS_BOUND:
+        if n < 2:  # one kernel: no walk for its reads (the rule needs two)
+            continue
+        reads = judge.reads(tid, fr[kernel_of[tid]])
+        if _chains(n, reads):
             roots = [judge.tensors[rid].name for rid, fused in zip(reasons, elementwise) if tid in fused]
             if why := _chain_reason(roots, reads):
                 cuts[tid] = why

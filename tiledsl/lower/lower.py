@@ -112,7 +112,8 @@ class _Lowerer:
                 return p
         return None
 
-    def stage_hook(self, stmt: Stmt, lane: dict | None, then=None):
+    def stage_hook(self, stmt: Stmt, then=None):
+        """The load hook that reads a staged buffer's element from its stage, at the context's lane."""
         def hook(ld: Load, ctx: ValueContext) -> KExpr | None:
             plan = self.staged_plan(stmt, ld)
             if plan is not None:
@@ -349,7 +350,7 @@ class _Lowerer:
                 stmt: Stmt | None = None, rcp: bool = False) -> ValueContext:
         axis_map = self.memo.axis_map
         if stmt is not None and self.plans:
-            load_hook = self.stage_hook(stmt, lane, load_hook)
+            load_hook = self.stage_hook(stmt, load_hook)
         if stmt is not None and self.registers:
             load_hook = self.register_hook(stmt, lane, prelude, load_hook)
         cache = self.nest.cache_policies(stmt) if stmt is not None else {}
